@@ -1,0 +1,1 @@
+"""inspo.agent"""

@@ -1,0 +1,61 @@
+"""The optimizer-LLM seam.
+
+Every optimizer LLM (OpenAI-compatible endpoint, local transformers model, the offline
+rule-based reflector, scripted fakes in tests) implements :class:`LLMClient`.
+
+Rules of the seam:
+
+- ``generate(messages, *, n, temperature, max_tokens)`` returns exactly ``n`` strings (one per
+  sampled completion) for a chat given as OpenAI-style ``[{"role": ..., "content": ...}]``.
+- It raises :class:`LLMError` (or a subclass) when no completion can be had — timeouts after
+  retries, a malformed answer from a server, an unreachable endpoint. Callers in the core catch
+  it: an optimizer failure never crashes a training run.
+- ``usage`` accumulates what the client has spent (calls, prompt and completion tokens) so the
+  core's cost ledger can report App. C's numbers. Clients that cannot count tokens estimate
+  them and say so in ``usage.estimated``.
+- API keys come from the environment or config and are never logged or put in messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+Message = dict[str, str]
+
+
+class LLMError(RuntimeError):
+    """An optimizer LLM could not produce a completion (after its retries)."""
+
+
+@dataclass
+class LLMUsage:
+    """Running totals of what an LLM client has spent."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: int = 0
+    estimated: bool = False
+
+    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self.calls += 1
+        self.prompt_tokens += int(prompt_tokens)
+        self.completion_tokens += int(completion_tokens)
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """An optimizer LLM. See the module docstring for the rules."""
+
+    name: str
+    usage: LLMUsage
+
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        n: int = 1,
+        temperature: float = 1.0,
+        max_tokens: int = 2048,
+    ) -> list[str]: ...

@@ -1,0 +1,153 @@
+"""Records shared by every layer: questions, passages, rollouts, instructions, candidates.
+
+Records instead of parallel lists: each thing the system handles is one dataclass with named
+fields. They hold plain Python values only (str, int, float, lists, dicts), so they serialise to
+JSON with :func:`dataclasses.asdict` and come back with ``from_dict``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+def _from_dict(cls, data: dict[str, Any]):
+    """Build ``cls`` from a dict, ignoring keys the record does not know (forward compatible)."""
+    known = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
+class Question:
+    """One QA example.
+
+    ``answers`` are the gold answers (any one matching counts). ``id`` must be unique within a
+    dataset: it keys the deterministic instruction choice of a question's group.
+    """
+
+    id: str
+    question: str
+    answers: tuple[str, ...]
+    meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.answers, tuple):
+            object.__setattr__(self, "answers", tuple(self.answers))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "question": self.question, "answers": list(self.answers), "meta": dict(self.meta)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Question:
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One retrieved document. ``contents`` is Search-R1's ``"Title"\\ntext`` form."""
+
+    id: str
+    title: str
+    text: str
+    score: float | None = None
+
+    @property
+    def contents(self) -> str:
+        return f'"{self.title}"\n{self.text}'
+
+    @classmethod
+    def from_contents(cls, id: str, contents: str, score: float | None = None) -> Passage:
+        """Parse Search-R1's ``"Title"\\ntext``; a row without a title line gets an empty title."""
+        head, sep, rest = contents.partition("\n")
+        if sep and len(head) >= 2 and head.startswith('"') and head.endswith('"'):
+            return cls(id=id, title=head[1:-1], text=rest, score=score)
+        return cls(id=id, title="", text=contents, score=score)
+
+
+@dataclass
+class Rollout:
+    """One trajectory of the agent on one question under one instruction.
+
+    ``response`` is everything generated after the prompt: the policy's actions interleaved with
+    the environment's ``<information>`` observations. Rewards are computed on it alone, never on
+    the prompt. A failed example is still a Rollout: reward 0 and ``error`` set.
+
+    Token-level fields are filled by engines that keep token ids (empty otherwise):
+    ``completion_ids`` and ``env_mask`` have equal length; ``env_mask`` is 1 for the policy's own
+    tokens and 0 for retrieved ones.
+    """
+
+    question: Question
+    instruction_id: str
+    response: str
+    reward: float = 0.0
+    answer: str | None = None
+    searches: list[str] = field(default_factory=list)
+    turns: int = 0
+    finish_reason: str = ""
+    error: str | None = None
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self, *, with_tokens: bool = False) -> dict[str, Any]:
+        d = asdict(self)
+        d["question"] = self.question.to_dict()
+        if not with_tokens:
+            for key in ("prompt_ids", "completion_ids", "env_mask", "logprobs"):
+                d.pop(key)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Rollout:
+        data = dict(data)
+        data["question"] = Question.from_dict(data["question"])
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """A member (or former member) of the instruction population.
+
+    ``origin`` says where it came from: ``seed``, or the proposer template that wrote it
+    (``reflection``, ``paraphrase``, ``history``, ``rule-based`` …). ``critique`` is the
+    optimizer's analysis that produced it (empty for the seed).
+    """
+
+    id: str
+    text: str
+    parent_ids: tuple[str, ...] = ()
+    origin: str = "seed"
+    step_created: int = 0
+    critique: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.parent_ids, tuple):
+            object.__setattr__(self, "parent_ids", tuple(self.parent_ids))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["parent_ids"] = list(self.parent_ids)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Instruction:
+        return _from_dict(cls, data)
+
+
+@dataclass
+class Candidate:
+    """A proposed instruction on its way through the guard and the verifier.
+
+    ``score`` is its mean reward on the validation subset D_B (None until verified);
+    ``rejected`` holds the reason when the guard or the verifier turned it away.
+    """
+
+    text: str
+    parent_id: str
+    origin: str
+    critique: str = ""
+    score: float | None = None
+    rejected: str | None = None
