@@ -141,13 +141,25 @@ class Instruction:
 class Candidate:
     """A proposed instruction on its way through the guard and the verifier.
 
+    ``id`` is assigned at proposal time and kept if the candidate is admitted.
     ``score`` is its mean reward on the validation subset D_B (None until verified);
     ``rejected`` holds the reason when the guard or the verifier turned it away.
     """
 
+    id: str
     text: str
     parent_id: str
     origin: str
     critique: str = ""
     score: float | None = None
     rejected: str | None = None
+
+    def to_instruction(self, step: int) -> Instruction:
+        return Instruction(
+            id=self.id,
+            text=self.text,
+            parent_ids=(self.parent_id,),
+            origin=self.origin,
+            step_created=step,
+            critique=self.critique,
+        )

@@ -1,0 +1,345 @@
+"""Algorithm 1 of the paper: the instruction side of INSPO, trainer-agnostic.
+
+A trainer (TRL's GRPO, a frozen API policy, a synthetic test environment) drives it like this::
+
+    coevo.initialize(evaluate, warmup_questions)             # line 2: P_0 from the seed
+    for t in range(1, T + 1):                                # line 3
+        groups = [(q, coevo.choose(t, q.id)) for q in batch] # line 5: I_j ~ p(.|W; P)
+        rollouts = generate(groups)                          # lines 6-7: G trajectories, rewards
+        update_policy(rollouts)                              # line 8: theta_t (the trainer's job)
+        coevo.update(t, rollouts, evaluate)                  # lines 9-24, below
+
+``evaluate(instruction, questions) -> list[Rollout]`` must use the *current* policy: it is how
+new candidates are verified on D_B (see :mod:`inspo.core.verifier` for its rules).
+
+Everything random goes through ``self.rng`` (parents, failures, D_B) or, for the per-group
+choice of an instruction, through an RNG derived from (seed, step, question id, population
+version), so every process holding the same state picks the same instruction for a group.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspo.core.accounting import CostLedger
+from inspo.core.config import CoEvolutionConfig
+from inspo.core.events import (
+    Admitted,
+    Attributed,
+    EventLog,
+    EvolutionFinished,
+    EvolutionStarted,
+    OptimizerFailed,
+    Proposed,
+    Pruned,
+    Rejected,
+    Sampled,
+    Verified,
+    Weights,
+)
+from inspo.core.population import Population, derived_rng
+from inspo.core.proposer import Proposal, Proposer
+from inspo.core.replay import ReplayBuffer
+from inspo.core.templates import ScoredInstruction
+from inspo.core.verifier import EvaluateFn, Verifier, top_n
+from inspo.records import Instruction, Question, Rollout
+
+# --------------------------------------------------------------------------------------------
+# The schedule (pure)
+# --------------------------------------------------------------------------------------------
+
+
+def is_prune_step(t: int, cfg: CoEvolutionConfig) -> bool:
+    """Line 10: prune at every K_p-th step (the size check is the caller's)."""
+    return cfg.prune and t % cfg.prune_every == 0
+
+
+def is_evolve_step(t: int, cfg: CoEvolutionConfig) -> bool:
+    """Line 16: evolve at every K_e-th step while t < T_e."""
+    return cfg.evolve and t % cfg.evolve_every == 0 and t < cfg.evolve_until
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    step: int
+    prune: bool
+    evolve: bool
+    size_after: int
+
+
+def planned_schedule(total_steps: int, cfg: CoEvolutionConfig) -> list[PlannedStep]:
+    """The steps that prune or evolve, with the population size after each, assuming every
+    refill succeeds and the initial population is full. For dry runs and cost estimates."""
+    size = cfg.population_size if cfg.init_population else 1
+    plan = []
+    for t in range(1, total_steps + 1):
+        prune = is_prune_step(t, cfg) and size > cfg.n_parent
+        if prune:
+            size = max(size - size // 2, cfg.n_parent)
+        evolve = is_evolve_step(t, cfg)
+        if evolve:
+            size = cfg.population_size
+        if prune or evolve:
+            plan.append(PlannedStep(t, prune, evolve, size))
+    return plan
+
+
+# --------------------------------------------------------------------------------------------
+# The loop's state
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StepReport:
+    """What :meth:`CoEvolution.update` did at one step."""
+
+    step: int
+    weights: dict[str, float]
+    pruned: list[str] = field(default_factory=list)
+    evolved: bool = False
+    admitted: list[str] = field(default_factory=list)
+    population: list[str] = field(default_factory=list)
+
+
+class CoEvolution:
+    """The population, the replay buffer and the optimizer, on Algorithm 1's schedule."""
+
+    SCHEMA_VERSION = 1
+
+    def __init__(
+        self,
+        config: CoEvolutionConfig,
+        seed_instruction: str,
+        proposer: Proposer,
+        *,
+        events: EventLog | None = None,
+        rng: random.Random | None = None,
+    ):
+        self.config = config
+        self.proposer = proposer
+        self.events = events if events is not None else EventLog()
+        self.rng = rng if rng is not None else random.Random(config.seed)
+        self.population = Population(config.population_size, config.weight_window, config.tau_s)
+        self.buffer = ReplayBuffer(config.replay_capacity)
+        self.ledger = CostLedger()
+        self.last_step = 0
+        self._next_id = 0
+        self.population.add(Instruction(id=self._new_id(), text=seed_instruction, origin="seed"))
+
+    # ---------------------------------------------------------------------------- line 2
+    def initialize(self, evaluate: EvaluateFn | None = None, warmup: Sequence[Question] = ()) -> None:
+        """Build P_0 from the seed: roll the seed out on ``warmup`` questions to fill the
+        buffer (the reflection needs failures to look at), then refill the population with
+        verified candidates exactly as an evolution round does."""
+        seed = self.population.instructions[0]
+        if evaluate is not None and warmup:
+            rollouts = evaluate(seed, list(warmup))
+            self.ledger.warmup_rollouts += len(rollouts)
+            self.buffer.add(0, rollouts)
+        if self.config.init_population:
+            self._refill(0, [seed], evaluate)
+
+    # ---------------------------------------------------------------------------- line 5
+    def choose(self, step: int, question_id: str) -> Instruction:
+        """I_j ~ softmax(W / tau_s) for one question group, the same on every process."""
+        rng = derived_rng(self.config.seed, step, question_id, self.population.version)
+        instruction = self.population.sample(rng)
+        self.events.emit(Sampled(step, question_id=question_id, instruction_id=instruction.id))
+        return instruction
+
+    # ---------------------------------------------------------------------------- lines 9-24
+    def update(self, step: int, rollouts: Sequence[Rollout], evaluate: EvaluateFn | None) -> StepReport:
+        """Credit the step's rewards, then prune and evolve on schedule."""
+        cfg = self.config
+        report = StepReport(step, weights=self._attribute(step, rollouts))                 # 9
+        if is_prune_step(step, cfg) and len(self.population) > cfg.n_parent:              # 10
+            report.pruned = self._prune(step)                                              # 11-12
+        self.buffer.add(step, rollouts)                                                    # 15
+        if is_evolve_step(step, cfg):                                                      # 16
+            parents = self.population.top(cfg.n_parent)                                   # 17
+            self.population.retain([p.id for p in parents])
+            self.population.reset_weights()
+            report.admitted = self._refill(step, parents, evaluate)                        # 18-23
+            report.evolved = True
+        report.population = [i.id for i in self.population.instructions]
+        self.last_step = step
+        return report
+
+    def best(self) -> Instruction:
+        """Line 26: I* = argmax_j w_j."""
+        return self.population.best()
+
+    # ---------------------------------------------------------------------------- helpers
+    def _attribute(self, step: int, rollouts: Sequence[Rollout]) -> dict[str, float]:
+        """Eq. 6: each instruction observes the mean reward of its trajectories this step."""
+        rewards: dict[str, list[float]] = defaultdict(list)
+        for r in rollouts:
+            rewards[r.instruction_id].append(r.reward)
+        self.ledger.training_rollouts += len(rollouts)
+        for instruction_id, values in rewards.items():
+            if instruction_id not in self.population:
+                continue  # pruned while its rollouts were in flight: nothing left to credit
+            mean = sum(values) / len(values)
+            weight = self.population.observe(instruction_id, mean)
+            self.events.emit(
+                Attributed(step, instruction_id=instruction_id, n_rollouts=len(values), mean_reward=mean, weight=weight)
+            )
+        weights = dict(zip((i.id for i in self.population.instructions), self.population.weights, strict=True))
+        self.events.emit(Weights(step, weights=weights))
+        return weights
+
+    def _prune(self, step: int) -> list[str]:
+        weights = dict(zip((i.id for i in self.population.instructions), self.population.weights, strict=True))
+        removed = [i.id for i in self.population.prune(self.config.n_parent)]
+        kept = tuple(i.id for i in self.population.instructions)
+        self.events.emit(Pruned(step, removed=tuple(removed), kept=kept, weights=weights))
+        return removed
+
+    def _refill(self, step: int, parents: Sequence[Instruction], evaluate: EvaluateFn | None) -> list[str]:
+        """Lines 18-23: generate-and-verify until |P| = N_P or the rounds run out."""
+        cfg = self.config
+        self.events.emit(EvolutionStarted(step, parents=tuple(p.id for p in parents), target_size=cfg.population_size))
+        admitted: list[str] = []
+        rounds = 0
+        reason = ""
+        while len(self.population) < cfg.population_size and rounds < cfg.max_rounds:
+            rounds += 1
+            parent = self.rng.choice(list(parents))                                        # 19
+            failures = self.buffer.sample_failures(cfg.n_failures, self.rng, cfg.failure_threshold)
+            proposal = self.proposer.propose(                                              # 20
+                parent,
+                failures,
+                history=self._history(),
+                existing=[i.text for i in self.population.instructions],
+                new_id=self._new_id,
+            )
+            self._record_proposal(step, rounds, proposal, failures)
+            if not proposal.candidates:
+                reason = proposal.error or "every candidate was rejected by the guard"
+                self.events.emit(OptimizerFailed(step, round=rounds, reason=reason))
+                continue
+            admitted += self._verify_and_admit(step, proposal, evaluate)                  # 21
+        short = cfg.population_size - len(self.population)
+        if short and not reason:
+            reason = "verification admitted too few candidates"
+        self.events.emit(
+            EvolutionFinished(
+                step,
+                rounds=rounds,
+                population=tuple(i.id for i in self.population.instructions),
+                short_by=short,
+                reason=reason if short else "",
+            )
+        )
+        return admitted
+
+    def _verify_and_admit(self, step: int, proposal: Proposal, evaluate: EvaluateFn | None) -> list[str]:
+        cfg = self.config
+        free = cfg.population_size - len(self.population)
+        n = min(free, cfg.admit_per_round) if cfg.admit_per_round else free
+        questions = self.buffer.validation_questions(cfg.validation_size, self.rng)
+        if evaluate is None or not questions:
+            chosen = proposal.candidates[:n]  # nothing to verify with: admitted unverified
+        else:
+            for v in Verifier(evaluate).score(proposal.candidates, questions, step):
+                self.ledger.verification_rollouts += len(v.rollouts)
+                if v.candidate.rejected:
+                    self._reject(step, v.candidate.id, v.candidate.rejected, v.candidate.text)
+                else:
+                    self.events.emit(
+                        Verified(step, candidate_id=v.candidate.id, score=v.candidate.score, n_questions=len(questions))
+                    )
+            chosen = top_n(proposal.candidates, n)
+        for cand in chosen:
+            self.population.add(cand.to_instruction(step))
+            self.ledger.candidates_admitted += 1
+            self.events.emit(Admitted(step, instruction=cand.to_instruction(step).to_dict(), score=cand.score))
+        chosen_ids = {c.id for c in chosen}
+        for cand in proposal.candidates:
+            if cand.id not in chosen_ids and cand.rejected is None:
+                self._reject(step, cand.id, f"not in the top {n} on D_B (score {cand.score})", cand.text)
+        return [c.id for c in chosen]
+
+    def _record_proposal(self, step: int, round_: int, proposal: Proposal, failures: Sequence[Rollout]) -> None:
+        self.ledger.optimizer_calls += 1
+        self.ledger.optimizer_prompt_tokens += proposal.prompt_tokens
+        self.ledger.optimizer_completion_tokens += proposal.completion_tokens
+        if proposal.error:
+            self.ledger.optimizer_failures += 1
+        ids = tuple(c.id for c in proposal.candidates + proposal.rejected)
+        self.ledger.candidates_proposed += len(ids)
+        self.events.emit(
+            Proposed(
+                step,
+                round=round_,
+                parent_id=proposal.parent_id,
+                template=proposal.template,
+                failures=tuple(f.question.id for f in failures),
+                candidate_ids=ids,
+                critique=proposal.critique,
+                prompt_tokens=proposal.prompt_tokens,
+                completion_tokens=proposal.completion_tokens,
+            )
+        )
+        for cand in proposal.rejected:
+            self._reject(step, cand.id, cand.rejected or "", cand.text)
+
+    def _reject(self, step: int, candidate_id: str, reason: str, text: str) -> None:
+        self.ledger.candidates_rejected += 1
+        self.events.emit(Rejected(step, candidate_id=candidate_id, reason=reason, text=text))
+
+    def _history(self, limit: int = 20) -> list[ScoredInstruction]:
+        """Instructions seen so far with their last weight on a 0-100 scale, worst first."""
+        scored = [
+            ScoredInstruction(self.population.archive[i].text, 100.0 * w)
+            for i, w in self.population.last_weight.items()
+            if i in self.population.archive
+        ]
+        return sorted(scored, key=lambda s: s.score)[-limit:]
+
+    def _new_id(self) -> str:
+        self._next_id += 1
+        return f"ins-{self._next_id:04d}"
+
+    # ---------------------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly where this left off (JSON-serialisable)."""
+        return {
+            "schema_version": self.SCHEMA_VERSION,
+            "config": self.config.to_dict(),
+            "last_step": self.last_step,
+            "next_id": self._next_id,
+            "rng_state": _rng_to_json(self.rng.getstate()),
+            "population": self.population.to_dict(),
+            "buffer": self.buffer.to_dict(),
+            "ledger": self.ledger.to_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        version = state.get("schema_version")
+        if version != self.SCHEMA_VERSION:
+            raise ValueError(
+                f"INSPO state has schema_version {version!r}; this inspo reads version "
+                f"{self.SCHEMA_VERSION}. Resume with the inspo version that wrote it."
+            )
+        self.config = CoEvolutionConfig.from_dict(state["config"])
+        self.last_step = int(state["last_step"])
+        self._next_id = int(state["next_id"])
+        self.rng.setstate(_rng_from_json(state["rng_state"]))
+        self.population = Population.from_dict(state["population"])
+        self.buffer = ReplayBuffer.from_dict(state["buffer"])
+        self.ledger = CostLedger.from_dict(state["ledger"])
+
+
+def _rng_to_json(state: tuple) -> list:
+    version, internal, gauss = state
+    return [version, list(internal), gauss]
+
+
+def _rng_from_json(data: list) -> tuple:
+    version, internal, gauss = data
+    return (version, tuple(internal), gauss)

@@ -1,0 +1,101 @@
+"""The INSPO core's configuration. Defaults are the paper's (App. B)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from inspo.core.templates import TEMPLATES
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the field and what is allowed."""
+
+
+@dataclass
+class CoEvolutionConfig:
+    """Population, schedule and optimizer settings of INSPO (paper App. B defaults)."""
+
+    population_size: int = 7
+    """N_P: the most instructions alive at once (the population is refilled to this size)."""
+    n_parent: int = 1
+    """N_parent: instructions kept as parents at each evolution; pruning never goes below it."""
+    tau_s: float = 0.2
+    """Softmax temperature of instruction sampling, p(I_j) = softmax(w / tau_s) (Eq. 4)."""
+    weight_window: int = 5
+    """n: an instruction's weight is the mean of its last n per-step mean rewards (Eq. 6)."""
+    prune_every: int = 5
+    """K_p: prune the bottom half every K_p steps while |P| > N_parent."""
+    prune: bool = True
+    """False gives the paper's no-prune ablation (constant population, no halving)."""
+    evolve_every: int = 15
+    """K_e: evolve new instructions every K_e steps ..."""
+    evolve_until: int = 150
+    """T_e: ... while t < T_e."""
+    evolve: bool = True
+    """False keeps the initial population for the whole run (static baseline when N_P is 1)."""
+    init_population: bool = True
+    """Fill the initial population from the seed with the optimizer before step 1."""
+    n_failures: int = 4
+    """Failure trajectories sampled from the replay buffer per optimizer call."""
+    failure_threshold: float = 1.0
+    """A trajectory whose reward is below this counts as a failure."""
+    validation_size: int = 200
+    """|D_B|: questions drawn from the replay buffer to verify each candidate."""
+    candidates_per_call: int = 6
+    """N: candidates asked of the optimizer per call (<ins_1> … <ins_N>)."""
+    admit_per_round: int = 0
+    """top-n admitted per generate-and-verify round; 0 fills every free slot."""
+    max_rounds: int = 5
+    """Most generate-and-verify rounds per evolution before the population stays short."""
+    template: str = "reflection"
+    """Optimizer prompt: reflection (INSPO), paraphrase or history (App. E)."""
+    max_instruction_chars: int = 6000
+    """The guard rejects longer candidates."""
+    replay_capacity: int = 20000
+    """The replay buffer keeps at most this many trajectories (oldest dropped first)."""
+    optimizer_temperature: float = 1.0
+    """Sampling temperature for the optimizer LLM."""
+    optimizer_max_tokens: int = 4096
+    """Completion budget of one optimizer call."""
+    seed: int = 0
+    """Seeds every decision of the core (sampling, parents, failures, D_B)."""
+
+    def __post_init__(self) -> None:
+        positive = (
+            "population_size", "n_parent", "weight_window", "prune_every", "evolve_every",
+            "candidates_per_call", "max_rounds", "max_instruction_chars", "replay_capacity",
+            "optimizer_max_tokens",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("n_failures", "validation_size", "admit_per_round", "evolve_until"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{name} must be an integer >= 0, got {value!r}")
+        if self.n_parent > self.population_size:
+            raise ConfigError(
+                f"n_parent ({self.n_parent}) cannot exceed population_size ({self.population_size})"
+            )
+        if not self.tau_s > 0:
+            raise ConfigError(f"tau_s must be > 0 (softmax temperature), got {self.tau_s!r}")
+        if self.template not in TEMPLATES:
+            raise ConfigError(f"template must be one of {', '.join(TEMPLATES)}; got {self.template!r}")
+        if self.optimizer_temperature < 0:
+            raise ConfigError(f"optimizer_temperature must be >= 0, got {self.optimizer_temperature!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CoEvolutionConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(
+                f"unknown co-evolution setting(s): {', '.join(unknown)}; "
+                f"known settings are: {', '.join(sorted(known))}"
+            )
+        return cls(**data)

@@ -1,0 +1,166 @@
+"""Typed events of the co-evolution loop and the JSONL stream they are written to.
+
+Each event is a small frozen dataclass with a ``kind``. :class:`EventLog` appends them, one JSON
+object per line, to ``events.jsonl`` (when given a path) and hands them to observers. Observers
+only watch: they cannot change what the loop does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: ClassVar[str] = "event"
+    step: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Sampled(Event):
+    """A question group was given an instruction."""
+
+    kind: ClassVar[str] = "sampled"
+    question_id: str = ""
+    instruction_id: str = ""
+
+
+@dataclass(frozen=True)
+class Attributed(Event):
+    """An instruction's rewards of one step were credited to it (Eq. 6)."""
+
+    kind: ClassVar[str] = "attributed"
+    instruction_id: str = ""
+    n_rollouts: int = 0
+    mean_reward: float = 0.0
+    weight: float = 0.0
+
+
+@dataclass(frozen=True)
+class Weights(Event):
+    """Every member's weight at the end of a step (after attribution, before pruning)."""
+
+    kind: ClassVar[str] = "weights"
+    weights: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pruned(Event):
+    kind: ClassVar[str] = "pruned"
+    removed: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+    weights: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EvolutionStarted(Event):
+    kind: ClassVar[str] = "evolution_started"
+    parents: tuple[str, ...] = ()
+    target_size: int = 0
+
+
+@dataclass(frozen=True)
+class Proposed(Event):
+    """One optimizer call and what came out of it (before the guard)."""
+
+    kind: ClassVar[str] = "proposed"
+    round: int = 0
+    parent_id: str = ""
+    template: str = ""
+    failures: tuple[str, ...] = ()
+    candidate_ids: tuple[str, ...] = ()
+    critique: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Rejected(Event):
+    """A candidate turned away, and why (guard or verifier)."""
+
+    kind: ClassVar[str] = "rejected"
+    candidate_id: str = ""
+    reason: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Verified(Event):
+    kind: ClassVar[str] = "verified"
+    candidate_id: str = ""
+    score: float = 0.0
+    n_questions: int = 0
+
+
+@dataclass(frozen=True)
+class Admitted(Event):
+    kind: ClassVar[str] = "admitted"
+    instruction: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class OptimizerFailed(Event):
+    """An optimizer round produced nothing usable; training goes on."""
+
+    kind: ClassVar[str] = "optimizer_failed"
+    round: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class EvolutionFinished(Event):
+    kind: ClassVar[str] = "evolution_finished"
+    rounds: int = 0
+    population: tuple[str, ...] = ()
+    short_by: int = 0
+    reason: str = ""
+
+
+Observer = Callable[[Event], None]
+
+
+class EventLog:
+    """Writes events to a JSONL file (optional) and keeps them in memory for the caller."""
+
+    def __init__(self, path: str | Path | None = None, *, keep: bool = True):
+        self.path = Path(path) if path is not None else None
+        self.keep = keep
+        self.events: list[Event] = []
+        self.observers: list[Observer] = []
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def emit(self, event: Event) -> None:
+        if self.keep:
+            self.events.append(event)
+        if self.path is not None:
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+        for observe in self.observers:
+            observe(event)
+
+    def of_kind(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e.kind == kind]
+
+
+def read_events(path: str | Path) -> list[dict[str, Any]]:
+    """Read an ``events.jsonl`` back as dicts (a torn last line from a killed run is skipped)."""
+    out = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return out

@@ -1,0 +1,151 @@
+"""The proposer: asks the optimizer LLM for new instructions and guards what comes back.
+
+One :meth:`Proposer.propose` call renders one App. E template (reflection, paraphrase or
+history), makes one optimizer call for N candidates, parses ``<ins_1>…<ins_N>`` and runs every
+candidate through :func:`guard`. It never raises for an optimizer failure: the
+:class:`Proposal` then carries ``error`` and no candidates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from inspo.core.templates import (
+    ScoredInstruction,
+    critique_of,
+    parse_candidates,
+    render_history,
+    render_paraphrase,
+    render_reflection,
+)
+from inspo.llm.base import LLMClient, LLMError
+from inspo.records import Candidate, Instruction, Rollout
+
+PROTOCOL_TAGS = ("search", "information", "answer", "think")
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def tags_in(text: str, tags: Sequence[str] = PROTOCOL_TAGS) -> set[str]:
+    """Protocol tags of which ``text`` has both the opening and the closing form."""
+    return {t for t in tags if f"<{t}>" in text and f"</{t}>" in text}
+
+
+def guard(text: str, parent: str, existing: Sequence[str], max_chars: int) -> str | None:
+    """Why a candidate must be rejected, or None when it may go on to verification.
+
+    Rejected: empty; longer than ``max_chars``; missing (opening or closing) a protocol tag
+    that the parent has; a duplicate of the parent, of a population member or of an earlier
+    candidate (compared case- and whitespace-insensitively).
+    """
+    if not text.strip():
+        return "empty"
+    if len(text) > max_chars:
+        return f"too long: {len(text)} characters > {max_chars}"
+    missing = sorted(tags_in(parent) - tags_in(text))
+    if missing:
+        return "drops protocol tag(s) " + ", ".join(f"<{t}>…</{t}>" for t in missing)
+    norm = _normalise(text)
+    if norm == _normalise(parent):
+        return "duplicate of its parent"
+    if any(norm == _normalise(e) for e in existing):
+        return "duplicate of an existing instruction or candidate"
+    return None
+
+
+@dataclass
+class Proposal:
+    """What one optimizer call produced."""
+
+    parent_id: str
+    template: str
+    critique: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
+    rejected: list[Candidate] = field(default_factory=list)
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Proposer:
+    """Renders a template, calls the optimizer once, parses and guards the candidates.
+
+    ``new_id`` hands out candidate ids (the core's counter) so admitted candidates keep them.
+    """
+
+    def __init__(
+        self,
+        llm: LLMClient,
+        *,
+        template: str = "reflection",
+        n_candidates: int = 6,
+        max_chars: int = 6000,
+        temperature: float = 1.0,
+        max_tokens: int = 4096,
+    ):
+        self.llm = llm
+        self.template = template
+        self.n_candidates = n_candidates
+        self.max_chars = max_chars
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+
+    def render(
+        self, parent: Instruction, failures: Sequence[Rollout], history: Sequence[ScoredInstruction]
+    ) -> str:
+        if self.template == "reflection":
+            return render_reflection(parent.text, failures, self.n_candidates)
+        if self.template == "paraphrase":
+            return render_paraphrase(parent.text, self.n_candidates)
+        entries = list(history) or [ScoredInstruction(parent.text, 0.0)]
+        return render_history(entries, self.n_candidates)
+
+    def propose(
+        self,
+        parent: Instruction,
+        failures: Sequence[Rollout],
+        *,
+        history: Sequence[ScoredInstruction] = (),
+        existing: Sequence[str] = (),
+        new_id: Callable[[], str],
+    ) -> Proposal:
+        proposal = Proposal(parent_id=parent.id, template=self.template)
+        prompt = self.render(parent, failures, history)
+        before = (self.llm.usage.prompt_tokens, self.llm.usage.completion_tokens)
+        try:
+            outputs = self.llm.generate(
+                [{"role": "user", "content": prompt}],
+                n=1,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+            )
+        except LLMError as exc:
+            proposal.error = f"optimizer call failed: {exc}"
+            return proposal
+        finally:
+            proposal.prompt_tokens = self.llm.usage.prompt_tokens - before[0]
+            proposal.completion_tokens = self.llm.usage.completion_tokens - before[1]
+        answer = outputs[0] if outputs else ""
+        proposal.critique = critique_of(answer)
+        texts = parse_candidates(answer)
+        if not texts:
+            snippet = re.sub(r"\s+", " ", answer)[:200]
+            proposal.error = f"no <ins_i> candidate in the optimizer's answer: {snippet!r}"
+            return proposal
+        seen = list(existing)
+        origin = getattr(self.llm, "origin", None) or self.template
+        for text in texts:
+            cand = Candidate(
+                id=new_id(), text=text, parent_id=parent.id, origin=origin, critique=proposal.critique
+            )
+            cand.rejected = guard(text, parent.text, seen, self.max_chars)
+            if cand.rejected:
+                proposal.rejected.append(cand)
+            else:
+                proposal.candidates.append(cand)
+                seen.append(text)
+        return proposal

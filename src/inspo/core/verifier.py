@@ -1,0 +1,57 @@
+"""The verifier: scores candidates with the current policy on D_B and keeps the top-n.
+
+The policy is reached through an injected evaluate function — the seam the verifier and the
+evaluation command share:
+
+    evaluate(instruction: Instruction, questions: Sequence[Question]) -> list[Rollout]
+
+Rules: one Rollout per question (a group-size > 1 evaluator may return more; the mean is taken
+over all of them), higher reward is better, and it never raises for one bad example (a failed
+example is a Rollout with reward 0 and ``error`` set). If it raises anyway, the candidate is
+rejected with the error as its reason and the round goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from inspo.records import Candidate, Instruction, Question, Rollout
+
+EvaluateFn = Callable[[Instruction, Sequence[Question]], list[Rollout]]
+
+
+@dataclass
+class Verification:
+    candidate: Candidate
+    rollouts: list[Rollout]
+
+
+class Verifier:
+    def __init__(self, evaluate: EvaluateFn):
+        self.evaluate = evaluate
+
+    def score(self, candidates: Sequence[Candidate], questions: Sequence[Question], step: int) -> list[Verification]:
+        """Fill each candidate's ``score`` (mean reward on ``questions``) or ``rejected``."""
+        results = []
+        for cand in candidates:
+            instruction = cand.to_instruction(step)
+            try:
+                rollouts = list(self.evaluate(instruction, questions))
+            except Exception as exc:  # noqa: BLE001 - a broken evaluator must not end training
+                cand.rejected = f"verification failed: {type(exc).__name__}: {exc}"
+                results.append(Verification(cand, []))
+                continue
+            if not rollouts:
+                cand.rejected = "verification produced no rollouts"
+            else:
+                cand.score = sum(r.reward for r in rollouts) / len(rollouts)
+            results.append(Verification(cand, rollouts))
+        return results
+
+
+def top_n(candidates: Sequence[Candidate], n: int) -> list[Candidate]:
+    """The ``n`` best scored, not rejected candidates (ties: earlier proposal first)."""
+    scored = [c for c in candidates if c.rejected is None and c.score is not None]
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
+    return [scored[i] for i in order[:n]]

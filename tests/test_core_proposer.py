@@ -1,0 +1,85 @@
+import pytest
+
+from core_helpers import SEED, FunctionLLM, failing_llm, scripted_reflection
+from inspo.core.proposer import Proposer, guard
+from inspo.core.templates import (
+    ScoredInstruction,
+    critique_of,
+    parse_candidates,
+    render_history,
+    render_paraphrase,
+    render_reflection,
+)
+from inspo.records import Instruction, Question, Rollout
+
+PARENT = Instruction(id="ins-0001", text=SEED)
+
+
+def ids():
+    counter = iter(range(100))
+    return lambda: f"c{next(counter)}"
+
+
+def test_guard_rejects_missing_answer_tag():
+    text = SEED.replace("<answer>", "").replace("</answer>", "")
+    assert "drops protocol tag(s) <answer>" in guard(text, SEED, [], 6000)
+    # only the closing tag dropped counts too
+    assert "answer" in guard(SEED.replace("</answer>", ""), SEED, [], 6000)
+
+
+def test_guard_empty_duplicate_and_length():
+    assert guard("   ", SEED, [], 6000) == "empty"
+    assert guard(SEED.upper().lower(), SEED, [], 6000) == "duplicate of its parent"
+    other = SEED + " Be brief."
+    assert "duplicate" in guard("  " + other.replace(" ", "  "), SEED, [other], 6000)
+    assert "too long" in guard(SEED + "x" * 100, SEED, [], len(SEED) + 10)
+    assert guard(other, SEED, [], 6000) is None
+
+
+def test_guard_does_not_require_tags_the_parent_lacks():
+    parent = "Answer inside <answer> and </answer>."
+    assert guard("Reply within <answer> and </answer>, briefly.", parent, [], 6000) is None
+
+
+def test_parse_candidates_and_critique():
+    text = "Analysis here.\n<ins_2>second</ins_2><ins_1> first </ins_1><ins_0>echo</ins_0><ins_3>unclosed"
+    assert parse_candidates(text) == ["first", "second"]
+    assert critique_of(text) == "Analysis here."
+
+
+def test_templates_follow_app_e():
+    failure = Rollout(Question("q1", "Who founded X?", ("Ann", "Anna")), "i", "<answer>Bob</answer>")
+    ref = render_reflection(SEED, [failure], 6)
+    assert f"<ins_0>\n{SEED}\n</ins_0>" in ref
+    assert "Question: Who founded X?\nResponse: <answer>Bob</answer>\nCorrect answer: Ann | Anna" in ref
+    assert "giving 6 different but better candidates" in ref and "<ins_6>" in ref
+    assert "Improve the above prompt." in render_paraphrase(SEED, 4)
+    hist = render_history([ScoredInstruction("a <answer></answer>", 12.5)], 3)
+    assert "<score_1>12.5</score_1>" in hist and "ranges from 0 to 100" in hist
+
+
+def test_proposer_parses_guards_and_counts_tokens():
+    llm = FunctionLLM(scripted_reflection)
+    proposer = Proposer(llm, n_candidates=6)
+    failure = Rollout(Question("q1", "Q?", ("A",)), "ins-0001", "<answer>B</answer>")
+    prop = proposer.propose(PARENT, [failure], new_id=ids())
+    assert prop.error is None and prop.critique == "The prompt lets the model skip steps."
+    assert [c.rejected for c in prop.rejected] == ["drops protocol tag(s) <answer>…</answer>"]
+    assert len(prop.candidates) == 5 and all(c.parent_id == "ins-0001" for c in prop.candidates)
+    assert len({c.id for c in prop.candidates + prop.rejected}) == 6
+    assert prop.prompt_tokens > 0 and prop.completion_tokens > 0
+    assert "Question: Q?" in llm.prompts[0]
+
+
+def test_proposer_survives_optimizer_failure_and_garbage():
+    prop = Proposer(FunctionLLM(failing_llm)).propose(PARENT, [], new_id=ids())
+    assert prop.candidates == [] and "timed out" in prop.error
+    prop = Proposer(FunctionLLM(lambda p: "I cannot help with that.")).propose(PARENT, [], new_id=ids())
+    assert prop.candidates == [] and "no <ins_i> candidate" in prop.error
+
+
+@pytest.mark.parametrize("template", ["paraphrase", "history"])
+def test_other_templates_render(template):
+    llm = FunctionLLM(lambda p: f"<ins_1>{SEED} Be brief.</ins_1>")
+    prop = Proposer(llm, template=template).propose(PARENT, [], new_id=ids())
+    assert len(prop.candidates) == 1 and prop.template == template
