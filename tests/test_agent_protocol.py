@@ -1,0 +1,119 @@
+"""The Search-R1 tag contract: prompt building, action parsing, answer extraction, observations."""
+
+from __future__ import annotations
+
+import pytest
+
+from inspo.agent.protocol import (
+    INVALID_ACTION_MESSAGE,
+    SEARCH_R1_INSTRUCTION,
+    Action,
+    build_chat,
+    build_prompt,
+    extract_answer,
+    format_observation,
+    format_passages,
+    parse_action,
+)
+from inspo.records import Passage
+
+
+def test_seed_instruction_is_app_f_text():
+    assert SEARCH_R1_INSTRUCTION.startswith("Answer the given question. You must conduct reasoning")
+    assert SEARCH_R1_INSTRUCTION.endswith("For example, <answer> Beijing </answer>.")
+    for tag in ("<think>", "</think>", "<search>", "</search>", "<information>", "</information>"):
+        assert tag in SEARCH_R1_INSTRUCTION
+    assert "{question}" not in SEARCH_R1_INSTRUCTION
+
+
+def test_build_prompt_appends_or_places_the_question():
+    prompt = build_prompt(SEARCH_R1_INSTRUCTION, "  Who founded Citibank? ")
+    assert prompt == SEARCH_R1_INSTRUCTION + "\n\nQuestion: Who founded Citibank?"
+    placed = build_prompt("Q first: {question}. Use {braces} freely.", "Why?")
+    assert placed == "Q first: Why?. Use {braces} freely."
+    with pytest.raises(ValueError, match="instruction is empty"):
+        build_prompt("  ", "Why?")
+
+
+class _ChatTokenizer:
+    chat_template = "fake"
+
+    def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+        assert tokenize is False and add_generation_prompt is True
+        (msg,) = messages
+        return f"<user>{msg['content']}</user><assistant>"
+
+
+class _PlainTokenizer:
+    chat_template = None
+
+
+def test_build_chat_uses_the_template_when_there_is_one():
+    assert build_chat(_ChatTokenizer(), "Do it.", "Why?") == (
+        "<user>Do it.\n\nQuestion: Why?</user><assistant>"
+    )
+    assert build_chat(_PlainTokenizer(), "Do it.", "Why?") == "Do it.\n\nQuestion: Why?"
+
+
+@pytest.mark.parametrize(
+    "text, action",
+    [
+        ("<think>x</think>\n<search> capital of France </search>", Action("search", "capital of France")),
+        ("<answer> Paris </answer>", Action("answer", "Paris")),
+        ("<search>a\nb</search>", Action("search", "a\nb")),
+        ("<search>first</search> <answer>second</answer>", Action("search", "first")),
+        ("<answer>x</answer><search>y</search>", Action("answer", "x")),
+        ("I think the answer is Paris.", Action("invalid")),
+        ("<search>unclosed", Action("invalid")),
+        ("<search>mismatched</answer>", Action("invalid")),
+        ("stray </search>", Action("invalid")),
+        ("<answer></answer>", Action("answer", "")),
+    ],
+)
+def test_parse_action(text, action):
+    assert parse_action(text) == action
+
+
+@pytest.mark.parametrize(
+    "response, answer",
+    [
+        ("no tags here", None),
+        ("<answer> Paris </answer>", "Paris"),
+        ("<answer>a</answer> then <answer>b</answer>", "b"),  # several -> last
+        ("<answer>a</answer> then <answer>b", "a"),  # trailing unclosed ignored
+        ("<answer>unclosed", None),
+        ("<answer>a<answer>b</answer></answer>", "b"),  # nested -> innermost pair
+        ("</answer>x<answer>", None),  # reversed
+        ("<answer></answer>", ""),
+        ("<Answer>x</Answer>", None),  # case-sensitive
+        ("<answer>multi\nline</answer>", "multi\nline"),
+        ("<information><answer>doc</answer></information>", None),  # retrieved text ignored
+        ("<information><answer>doc</answer></information><answer>mine</answer>", "mine"),
+    ],
+)
+def test_extract_answer(response, answer):
+    assert extract_answer(response) == answer
+
+
+def test_extract_answer_ignores_the_instruction_example_when_given_the_response_only():
+    prompt = build_prompt(SEARCH_R1_INSTRUCTION, "Capital of China?")
+    response = "<think>I will guess.</think>"
+    assert extract_answer(prompt) == "Beijing"  # the trap, if the prompt were scored
+    assert extract_answer(response) is None
+
+
+def test_observation_matches_search_r1_format():
+    passages = [Passage("1", "Citibank", "founded in 1812."), Passage("2", "War of 1812", "x y")]
+    assert format_passages(passages) == (
+        "Doc 1(Title: Citibank) founded in 1812.\nDoc 2(Title: War of 1812) x y\n"
+    )
+    assert format_observation(passages) == (
+        "\n\n<information>Doc 1(Title: Citibank) founded in 1812.\n"
+        "Doc 2(Title: War of 1812) x y</information>\n\n"
+    )
+    assert format_observation([]) == "\n\n<information></information>\n\n"
+
+
+def test_invalid_action_message_names_both_tags():
+    assert "<search> and </search>" in INVALID_ACTION_MESSAGE
+    assert "<answer> and </answer>" in INVALID_ACTION_MESSAGE
