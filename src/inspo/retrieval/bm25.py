@@ -1,0 +1,141 @@
+"""BM25 retrieval with ``bm25s`` (sparse, CPU, fast: ~0.4 s to index 10k passages).
+
+Rules:
+
+- The index is built once from a list of passages, over ``title + text``; passages are kept in
+  memory and returned as new :class:`~inspo.records.Passage` objects with ``score`` set.
+- Tokenisation is light: lower-case, words of 2+ characters, English stopwords removed, no
+  stemming (the same for passages and queries).
+- ``search(queries, k)`` runs one ``bm25s`` call for the whole batch. A query that is empty, or
+  whose words are all stopwords or unknown to the corpus, gets ``[]``; passages that match no
+  query word (score 0) are never returned, so a result can have fewer than ``k`` passages.
+- ``save(dir)`` writes the bm25s index (``index/``), the passages in Search-R1 corpus format
+  (``passages.jsonl``) and ``bm25.json`` (parameters); ``BM25Retriever.load(dir)`` reads them
+  back without the original corpus file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from inspo.records import Passage
+
+META_FILE = "bm25.json"
+PASSAGES_FILE = "passages.jsonl"
+INDEX_DIR = "index"
+FORMAT = "inspo-bm25/1"
+
+
+def _doc_text(p: Passage) -> str:
+    return f"{p.title}\n{p.text}" if p.title else p.text
+
+
+class BM25Retriever:
+    """BM25 over a fixed list of passages (see the module docstring for the rules)."""
+
+    backend = "bm25"
+
+    def __init__(
+        self,
+        passages: Sequence[Passage],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+        stopwords: str | list[str] | None = "en",
+        _index: Any = None,
+    ) -> None:
+        import bm25s
+
+        self.passages: list[Passage] = list(passages)
+        self.params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords}
+        if _index is not None:
+            self._bm25 = _index
+            return
+        if not self.passages:
+            raise ValueError("BM25Retriever needs at least one passage; the corpus is empty")
+        tokens = bm25s.tokenize([_doc_text(p) for p in self.passages], stopwords=stopwords,
+                                show_progress=False)
+        self._bm25 = bm25s.BM25(k1=k1, b=b, method=method)
+        self._bm25.index(tokens, show_progress=False)
+
+    def __len__(self) -> int:
+        return len(self.passages)
+
+    def _query_tokens(self, queries: list[str]) -> list[list[str]]:
+        import bm25s
+
+        words = bm25s.tokenize(queries, stopwords=self.params["stopwords"], return_ids=False,
+                               show_progress=False)
+        vocab = self._bm25.vocab_dict
+        return [[w for w in ws if w in vocab] for ws in words]
+
+    def search(self, queries: list[str], k: int = 3) -> list[list[Passage]]:
+        """Top-``k`` passages per query, best first, one bm25s call for the whole batch."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        results: list[list[Passage]] = [[] for _ in queries]
+        texts = [q if isinstance(q, str) else "" for q in queries]
+        live = [i for i, q in enumerate(texts) if q.strip()]
+        if not live:
+            return results
+        tokens = self._query_tokens([texts[i] for i in live])
+        searchable = [(i, t) for i, t in zip(live, tokens, strict=True) if t]  # drop all-stopword queries
+        if not searchable:
+            return results
+        k_eff = min(k, len(self.passages))
+        docs, scores = self._bm25.retrieve([t for _, t in searchable], k=k_eff, show_progress=False)
+        for row, (i, _) in enumerate(searchable):
+            for doc, score in zip(docs[row].tolist(), scores[row].tolist(), strict=True):
+                if score <= 0.0:
+                    continue
+                p = self.passages[doc]
+                results[i].append(Passage(id=p.id, title=p.title, text=p.text, score=float(score)))
+        return results
+
+    def save(self, directory: str | Path) -> Path:
+        """Write index + passages + parameters under ``directory`` (created); returns it."""
+        from inspo.data.loaders import write_corpus_jsonl
+
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        self._bm25.save(str(out / INDEX_DIR), show_progress=False)
+        write_corpus_jsonl(out / PASSAGES_FILE, self.passages)
+        meta = {"format": FORMAT, "passages": len(self.passages), **self.params}
+        (out / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        return out
+
+    @classmethod
+    def load(cls, directory: str | Path) -> BM25Retriever:
+        """Load what :meth:`save` wrote; raises a clear error for anything else."""
+        import bm25s
+
+        from inspo.data.loaders import load_corpus
+
+        src = Path(directory)
+        meta_path = src / META_FILE
+        if not meta_path.exists():
+            raise FileNotFoundError(
+                f"{src} is not a BM25 index directory (no {META_FILE}); build one with "
+                "BM25Retriever(passages).save(dir)"
+            )
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{meta_path}: unsupported format {meta.get('format')!r}; expected {FORMAT!r}")
+        passages = load_corpus(src / PASSAGES_FILE)
+        if len(passages) != meta["passages"]:
+            raise ValueError(
+                f"{src}: {PASSAGES_FILE} has {len(passages)} passages but the index was built on "
+                f"{meta['passages']}; rebuild the index"
+            )
+        index = bm25s.BM25.load(str(src / INDEX_DIR), show_progress=False)
+        return cls(passages, k1=meta["k1"], b=meta["b"], method=meta["method"],
+                   stopwords=meta["stopwords"], _index=index)
+
+    @staticmethod
+    def is_index_dir(directory: str | Path) -> bool:
+        """True when ``directory`` holds a saved BM25 index."""
+        return (Path(directory) / META_FILE).exists()

@@ -1,0 +1,68 @@
+"""Build a retriever from CLI-style arguments (``inspo serve-retriever``, ``inspo train`` ...).
+
+``load_retriever(kind, corpus=..., index_dir=..., url=...)``:
+
+- ``bm25`` / ``dense``: when ``index_dir`` holds a saved index of that kind it is loaded (the
+  corpus is not needed); otherwise the index is built from ``corpus`` (passages, or a corpus
+  source string for :func:`inspo.data.sources.load_corpus_source`: a file, a directory,
+  ``world[:SEED]``, ``wiki-lite``, ``hf:NAME``) and, when ``index_dir`` is given, saved there;
+- ``http``: a client for the Search-R1-compatible server at ``url``; ``check()`` is called so a
+  wrong URL fails here, with ``cannot reach retrieval server at URL``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from inspo.records import Passage
+from inspo.retrieval.base import Retriever
+
+KINDS = ("bm25", "dense", "http")
+
+
+def load_retriever(
+    kind: str,
+    *,
+    corpus: str | Sequence[Passage] | None = None,
+    index_dir: str | Path | None = None,
+    url: str | None = None,
+    model: str | None = None,
+    device: str = "cpu",
+    check: bool = True,
+) -> Retriever:
+    """A ready retriever of ``kind`` (``bm25``, ``dense`` or ``http``); see the module docstring."""
+    if kind == "http":
+        if not url:
+            raise ValueError("retriever kind 'http' needs url=... (e.g. http://127.0.0.1:8000)")
+        from inspo.retrieval.http_client import HttpRetriever
+
+        client = HttpRetriever(url)
+        if check:
+            client.check()
+        return client
+    if kind not in KINDS:
+        raise ValueError(f"unknown retriever kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind == "bm25":
+        from inspo.retrieval.bm25 import BM25Retriever as cls
+    else:
+        from inspo.retrieval.dense import DenseRetriever as cls
+    if index_dir is not None and cls.is_index_dir(index_dir):
+        if kind == "dense":
+            return cls.load(index_dir, model=model, device=device)
+        return cls.load(index_dir)
+    if corpus is None:
+        where = f"{index_dir} holds no {kind} index, and " if index_dir is not None else ""
+        raise ValueError(f"{where}retriever kind {kind!r} needs corpus=... to build an index")
+    if isinstance(corpus, (str, Path)):
+        from inspo.data.sources import load_corpus_source
+
+        passages = load_corpus_source(str(corpus))
+    else:
+        passages = list(corpus)
+    if not passages:
+        raise ValueError(f"corpus {corpus if isinstance(corpus, str) else '(list)'} has no passages")
+    retriever = cls(passages) if kind == "bm25" else cls(passages, model=model, device=device)
+    if index_dir is not None:
+        retriever.save(index_dir)
+    return retriever
