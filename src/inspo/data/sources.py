@@ -1,0 +1,90 @@
+"""One string names a data source, so the CLI and configs can say where data comes from.
+
+QA sources (:func:`load_qa_source`) and corpus sources (:func:`load_corpus_source`):
+
+- ``world`` or ``world:SEED`` - the built-in generated world (:mod:`inspo.data.world`);
+- ``wiki-lite`` - the built-in Wikipedia leads corpus (:mod:`inspo.data.wiki_lite`; corpus only);
+- ``hf:NAME`` or ``hf:NAME:CONFIG`` - a Hugging Face dataset (``datasets.load_dataset``);
+- a file ``.jsonl`` / ``.json`` / ``.parquet`` (formats in :mod:`inspo.data.loaders`);
+- a directory: ``{split}.jsonl|.parquet|.json`` for QA, ``corpus.jsonl|.parquet`` (or
+  ``passages.jsonl``) for a corpus - e.g. what :func:`inspo.data.world.write_world` writes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inspo.data.loaders import QA_SUFFIXES, load_corpus, load_hf_corpus, load_hf_qa, load_qa
+from inspo.records import Passage, Question
+
+CORPUS_NAMES = ("corpus", "passages")
+HELP = ("expected a file (.jsonl/.json/.parquet), a directory of such files, 'world[:SEED]', "
+        "'wiki-lite' (corpus) or 'hf:NAME[:CONFIG]'")
+
+
+def _world_seed(source: str) -> int | None:
+    if source == "world":
+        return 0
+    if source.startswith("world:"):
+        try:
+            return int(source.split(":", 1)[1])
+        except ValueError as e:
+            raise ValueError(f"data source {source!r}: the seed after 'world:' must be an integer") from e
+    return None
+
+
+def _hf(source: str) -> tuple[str, str | None]:
+    name, _, config = source[3:].partition(":")
+    return name, (config or None)
+
+
+def load_qa_source(source: str, *, split: str = "train", limit: int | None = None) -> list[Question]:
+    """Questions of ``split`` from the source named by ``source`` (see module docstring)."""
+    seed = _world_seed(source)
+    if seed is not None:
+        from inspo.data.world import build_world
+
+        splits = build_world(seed).splits
+        if split not in splits:
+            raise ValueError(f"world has splits {sorted(splits)}, not {split!r}")
+        return splits[split][:limit]
+    if source == "wiki-lite":
+        raise ValueError("'wiki-lite' is a corpus, it has no questions; use it as a corpus source")
+    if source.startswith("hf:"):
+        name, config = _hf(source)
+        return load_hf_qa(name, config=config, split=split, limit=limit)
+    path = Path(source)
+    if path.is_dir():
+        for suffix in QA_SUFFIXES:
+            if (path / f"{split}{suffix}").exists():
+                return load_qa(path / f"{split}{suffix}", limit=limit)
+        raise FileNotFoundError(f"{path}: no {split}.jsonl, {split}.parquet or {split}.json in this directory")
+    if path.suffix.lower() in QA_SUFFIXES:
+        return load_qa(path, limit=limit)
+    raise ValueError(f"unknown QA source {source!r}: {HELP}")
+
+
+def load_corpus_source(source: str, *, limit: int | None = None) -> list[Passage]:
+    """Passages from the corpus named by ``source`` (see module docstring)."""
+    seed = _world_seed(source)
+    if seed is not None:
+        from inspo.data.world import build_world
+
+        return build_world(seed).corpus[:limit]
+    if source == "wiki-lite":
+        from inspo.data.wiki_lite import load_wiki_lite
+
+        return load_wiki_lite(limit=limit)
+    if source.startswith("hf:"):
+        name, config = _hf(source)
+        return load_hf_corpus(name, config=config, limit=limit)
+    path = Path(source)
+    if path.is_dir():
+        for name in CORPUS_NAMES:
+            for suffix in QA_SUFFIXES:
+                if (path / f"{name}{suffix}").exists():
+                    return load_corpus(path / f"{name}{suffix}", limit=limit)
+        raise FileNotFoundError(f"{path}: no corpus.jsonl / corpus.parquet / passages.jsonl in this directory")
+    if path.suffix.lower() in QA_SUFFIXES:
+        return load_corpus(path, limit=limit)
+    raise ValueError(f"unknown corpus source {source!r}: {HELP}")
