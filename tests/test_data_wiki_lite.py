@@ -31,3 +31,12 @@ def test_bm25_finds_known_articles_by_title_words(passages):
 
 def test_available_as_a_corpus_source():
     assert len(load_corpus_source("wiki-lite", limit=3)) == 3
+
+
+def test_write_wiki_lite_carries_the_licence(tmp_path, passages):
+    from inspo.data.loaders import load_corpus
+    from inspo.data.wiki_lite import write_wiki_lite
+
+    paths = write_wiki_lite(tmp_path / "wl", bm25_index=False)
+    assert load_corpus(paths["corpus"]) == passages
+    assert "CC BY-SA 4.0" in paths["license"].read_text(encoding="utf-8")

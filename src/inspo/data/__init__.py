@@ -11,7 +11,7 @@ from inspo.data.loaders import (
     write_qa_jsonl,
 )
 from inspo.data.sources import load_corpus_source, load_qa_source
-from inspo.data.wiki_lite import load_wiki_lite
+from inspo.data.wiki_lite import load_wiki_lite, write_wiki_lite
 from inspo.data.world import World, WorldConfig, build_world, write_world
 
 __all__ = [
@@ -28,5 +28,6 @@ __all__ = [
     "load_wiki_lite",
     "write_corpus_jsonl",
     "write_qa_jsonl",
+    "write_wiki_lite",
     "write_world",
 ]

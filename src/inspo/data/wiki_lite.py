@@ -61,3 +61,26 @@ def load_wiki_lite(*, limit: int | None = None, lang: str = "en-us") -> list[Pas
         title = str(entry.get("title") or key).strip()
         passages.append(Passage(id=f"wl-{n}", title=title, text=text))
     return passages
+
+
+def write_wiki_lite(out_dir: str | Path, *, bm25_index: bool = True, lang: str = "en-us") -> dict[str, Path]:
+    """Write wiki-lite as ``corpus.jsonl`` (Search-R1 format), ``LICENSE.txt`` (CC BY-SA 4.0
+    attribution, which must travel with the text) and optionally a BM25 index in ``bm25/``."""
+    from inspo.data.loaders import write_corpus_jsonl
+
+    out = Path(out_dir)
+    passages = load_wiki_lite(lang=lang)
+    paths = {"corpus": write_corpus_jsonl(out / "corpus.jsonl", passages)}
+    paths["license"] = out / "LICENSE.txt"
+    paths["license"].write_text(
+        "The passages in corpus.jsonl are the lead sections of English Wikipedia articles,\n"
+        "by Wikipedia contributors, licensed under CC BY-SA 4.0\n"
+        "(https://creativecommons.org/licenses/by-sa/4.0/), as shipped by the\n"
+        f"{PIP_NAME} package. Redistribution must keep this licence and attribution.\n",
+        encoding="utf-8",
+    )
+    if bm25_index:
+        from inspo.retrieval.bm25 import BM25Retriever
+
+        paths["bm25"] = BM25Retriever(passages).save(out / "bm25")
+    return paths
