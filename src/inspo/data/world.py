@@ -445,7 +445,7 @@ def _walks(ents: dict[str, Entity], e: Entity, depth: int) -> list[tuple[tuple[s
     return out
 
 
-def _phrase(ents: dict[str, Entity], start: Entity, relations: tuple[str, ...]) -> str:
+def _phrase(start: Entity, relations: tuple[str, ...]) -> str:
     np = start.name
     for rel in relations:
         np = RELATIONS[rel][2].format(x=np)
@@ -483,7 +483,7 @@ def _questions(rng: random.Random, cfg: WorldConfig, ents: dict[str, Entity], se
             if taken >= target:
                 break
             start, last = ents[start_id], ents[chain[-1]]
-            text = _cap(template.format(x=_phrase(ents, start, rels)))
+            text = _cap(template.format(x=_phrase(start, rels)))
             if text in seen_text:
                 continue
             seen_text.add(text)
