@@ -1,5 +1,5 @@
 # Two commands set everything up on a fresh machine:
-#   make train   -> installs inspo into .venv and runs `inspo train` on its embedded default
+#   make demo    -> installs inspo into .venv and runs the main job on its embedded default
 #   make test    -> installs inspo (with dev extras) into .venv and runs the test suite
 # torch is pinned to 2.13.0 in the same pip command so CPU machines take the CPU build and never
 # pull CUDA wheels.
@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check
 
-.PHONY: install test train lint clean
+.PHONY: install test demo train lint clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,8 +19,8 @@ install: $(VENV)/.installed
 test: install
 	$(PY) -m pytest
 
-train: install
-	$(VENV)/bin/inspo train
+demo: install
+	$(VENV)/bin/inspo demo
 
 lint: install
 	$(VENV)/bin/ruff check src tests

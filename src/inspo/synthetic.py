@@ -62,7 +62,7 @@ FEATURES: tuple[Feature, ...] = (
     ),
     Feature(
         "use_evidence",
-        r"(copy|use|take|quote)\b[^.]{0,40}\b(retrieved|information|documents?|evidence|search results)|answer (appears|is present|is stated) in",
+        r"(copy|use|take|quote|base)\b[^.]{0,40}\b(retrieved|information|documents?|evidence|search results)|answer (appears|is present|is stated) in",
         0.15,
         "<think>Searching.</think>\n<search>key entity</search>\n<information>Doc 1(Title: Key) "
         "records show {gold}.</information>\n<answer>{wrong}</answer>",
