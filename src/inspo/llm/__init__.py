@@ -1,1 +1,41 @@
-"""inspo.llm"""
+"""Optimizer LLMs behind one seam (:class:`LLMClient`).
+
+- :class:`OpenAICompatibleClient`: OpenAI, Gemini's compatible endpoint, vLLM, llama.cpp, Ollama.
+- :class:`LocalTransformersClient`: a local transformers chat model.
+- :class:`RuleBasedReflector`: the offline default, no LLM needed.
+- :class:`ScriptedLLM`: scripted answers for tests.
+- :func:`make_optimizer_llm`: picks one from an :class:`OptimizerLLMConfig` and the environment.
+
+Importing this package is cheap: openai, torch and transformers load only when a client needs them.
+"""
+
+from inspo.llm.base import LLMClient, LLMError, LLMUsage, Message
+from inspo.llm.factory import OptimizerLLMConfig, choose_kind, make_optimizer_llm
+from inspo.llm.local import LocalTransformersClient, convert_gguf_to_hf, smollm2_gguf_path
+from inspo.llm.openai_client import OpenAICompatibleClient
+from inspo.llm.rule_based import (
+    FailureExample,
+    FailureMode,
+    RuleBasedReflector,
+    detect_failure_modes,
+)
+from inspo.llm.scripted import ScriptedLLM
+
+__all__ = [
+    "FailureExample",
+    "FailureMode",
+    "LLMClient",
+    "LLMError",
+    "LLMUsage",
+    "LocalTransformersClient",
+    "Message",
+    "OpenAICompatibleClient",
+    "OptimizerLLMConfig",
+    "RuleBasedReflector",
+    "ScriptedLLM",
+    "choose_kind",
+    "convert_gguf_to_hf",
+    "detect_failure_modes",
+    "make_optimizer_llm",
+    "smollm2_gguf_path",
+]

