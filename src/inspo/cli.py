@@ -59,6 +59,46 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------- serve-retriever
+def cmd_serve_retriever(args: argparse.Namespace) -> int:
+    from inspo.retrieval.factory import load_retriever
+    from inspo.retrieval.server import serve
+
+    if args.kind == "http":
+        raise CLIError("serve-retriever serves a local index: use --kind bm25 or dense")
+    if args.corpus is None and args.index_dir is None:
+        raise CLIError("give --corpus (a file, folder, world, wiki-lite or hf:NAME) and/or --index-dir")
+    retriever = load_retriever(args.kind, corpus=args.corpus, index_dir=args.index_dir, model=args.model)
+    serve(
+        retriever,
+        host=args.host,
+        port=args.port,
+        max_queries=args.max_queries,
+        max_query_chars=args.max_query_chars,
+        max_topk=args.max_topk,
+        default_topk=args.topk,
+    )
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ data
+def cmd_data(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    out = Path(args.out)
+    if args.dataset == "world":
+        from inspo.data.world import build_world, write_world
+
+        paths = write_world(build_world(seed=args.seed), out, bm25_index=not args.no_index)
+    else:
+        from inspo.data.wiki_lite import write_wiki_lite
+
+        paths = write_wiki_lite(out, bm25_index=not args.no_index)
+    for name, path in paths.items():
+        print(f"{name:>10}: {path}")
+    return 0
+
+
 # ------------------------------------------------------------------------------------------ main
 def build_parser() -> argparse.ArgumentParser:
     from inspo import __version__
@@ -80,6 +120,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_optimizer_args(p)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("serve-retriever", help="serve a corpus over Search-R1's POST /retrieve (FastAPI + uvicorn)")
+    p.add_argument("--kind", default="bm25", choices=["bm25", "dense"], help="index type (default: bm25)")
+    p.add_argument("--corpus", default=None,
+                   help="corpus: a JSONL/parquet file or folder, 'world[:SEED]', 'wiki-lite' or 'hf:NAME'")
+    p.add_argument("--index-dir", default=None, help="load the index from here, or save the built one here")
+    p.add_argument("--model", default=None, help="dense model path (default: the packaged all-MiniLM-L6-v2)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--topk", type=int, default=3, help="topk when a request gives none (default: 3)")
+    p.add_argument("--max-topk", type=int, default=50)
+    p.add_argument("--max-queries", type=int, default=512, help="most queries in one request")
+    p.add_argument("--max-query-chars", type=int, default=2000, help="longest query accepted")
+    p.set_defaults(func=cmd_serve_retriever)
+
+    p = sub.add_parser("data", help="write a built-in dataset (and its BM25 index) in Search-R1 formats")
+    p.add_argument("dataset", choices=["world", "wiki-lite"],
+                   help="world: the generated fictional multi-hop world; wiki-lite: ~10k Wikipedia leads")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--seed", type=int, default=0, help="world generator seed (default: 0)")
+    p.add_argument("--no-index", action="store_true", help="do not build the BM25 index")
+    p.set_defaults(func=cmd_data)
     return parser
 
 
