@@ -31,20 +31,28 @@ def resolve_dtype(dtype: Any) -> Any:
                      "or a torch.dtype")
 
 
-def gguf_tokenizer(gguf: Path) -> Any:
-    """The tokenizer (with chat template) stored in a GGUF file's metadata (~10 s for Qwen)."""
-    from transformers import AutoTokenizer
+def gguf_tokenizer(gguf: Path, tokenizer_class: str | None = None) -> Any:
+    """The tokenizer (with chat template) stored in a GGUF file's metadata.
+
+    ``tokenizer_class`` names a transformers class (``"Qwen2Tokenizer"``, ``"TokenizersBackend"``)
+    when the caller knows it: transformers then reads only the tokenizer metadata (~2 s for
+    Qwen2.5). ``None`` lets ``AutoTokenizer`` work it out, which for some architectures parses
+    the whole file first (~10-20 s for Qwen2.5); both give identical tokenizer files.
+    """
+    import transformers
 
     started = time.monotonic()
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    loader = getattr(transformers, tokenizer_class) if tokenizer_class else transformers.AutoTokenizer
+    tokenizer = loader.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     log.info("read tokenizer from %s (%d tokens) in %.1f s",
              gguf.name, len(tokenizer), time.monotonic() - started)
     return tokenizer
 
 
-def save_tokenizer_from_gguf(gguf: Path, dest: Path) -> dict[str, Any]:
+def save_tokenizer_from_gguf(gguf: Path, dest: Path,
+                             tokenizer_class: str | None = None) -> dict[str, Any]:
     """Builder: a tokenizer-only directory read from ``gguf``."""
-    gguf_tokenizer(gguf).save_pretrained(dest)
+    gguf_tokenizer(gguf, tokenizer_class).save_pretrained(dest)
     return {"kind": "tokenizer", "source": gguf.name}
 
 

