@@ -16,7 +16,8 @@ echo. The request's ``model`` name selects a failure mode:
 - anything else: a normal answer.
 
 ``calls`` counts the requests per model name, ``requests`` keeps their bodies. With
-``api_key`` set, requests without ``Authorization: Bearer <api_key>`` get HTTP 401.
+``api_key`` set, requests without ``Authorization: Bearer <api_key>`` get HTTP 401. With
+``models_route=False`` there is no ``GET /v1/models`` (HTTP 404, as on some servers).
 
 Run by hand: ``python tests/openai_compat_server.py --model smollm2 --port 8080``.
 """
@@ -77,8 +78,10 @@ class OpenAICompatServer:
         served_model: str = "smollm2",
         api_key: str | None = None,
         slow_s: float = 1.0,
+        models_route: bool = True,
     ) -> None:
         self.backend = backend
+        self.models_route = models_route
         self.served_model = served_model
         self.api_key = api_key
         self.slow_s = slow_s
@@ -100,12 +103,15 @@ class OpenAICompatServer:
                 return JSONResponse({"error": {"message": "invalid api key", "type": "auth"}}, status_code=401)
             return None
 
-        @app.get("/v1/models")
-        def models(authorization: str | None = Header(default=None)):
-            denied = unauthorized(authorization)
-            if denied:
-                return denied
-            return {"object": "list", "data": [{"id": self.served_model, "object": "model", "owned_by": "tests"}]}
+        if self.models_route:
+
+            @app.get("/v1/models")
+            def models(authorization: str | None = Header(default=None)):
+                denied = unauthorized(authorization)
+                if denied:
+                    return denied
+                data = [{"id": self.served_model, "object": "model", "owned_by": "tests"}]
+                return {"object": "list", "data": data}
 
         @app.post("/v1/chat/completions")
         def chat(body: dict[str, Any], authorization: str | None = Header(default=None)):

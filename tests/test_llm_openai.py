@@ -188,6 +188,20 @@ def test_check_lists_models(echo_server):
     assert make_client(echo_server, "smollm2").check() == ["smollm2"]
 
 
+def test_check_warns_when_the_model_is_not_listed(echo_server, caplog):
+    caplog.set_level(logging.WARNING, logger="inspo.llm")
+    assert make_client(echo_server, "gpt-unknown").check() == ["smollm2"]
+    assert "does not list model 'gpt-unknown'" in caplog.text
+
+
+def test_check_without_models_route_falls_back_to_a_tiny_completion():
+    with OpenAICompatServer(echo_backend, models_route=False) as server:
+        client = make_client(server, "tiny", api_key=None)
+        assert client.check() == []
+        assert server.calls["tiny"] == 1
+        assert server.requests[-1]["max_tokens"] == 1
+
+
 def test_check_unreachable_port_raises():
     port = free_port()
     client = OpenAICompatibleClient(

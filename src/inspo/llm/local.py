@@ -30,6 +30,7 @@ from inspo.llm.base import LLMError, LLMUsage, Message
 logger = logging.getLogger("inspo.llm")
 
 SMOLLM2 = "smollm2"
+DTYPES = ("bfloat16", "float16", "float32")
 
 
 def smollm2_gguf_path() -> Path:
@@ -79,9 +80,9 @@ def load_chat_model(path: str | Path, *, dtype: str = "bfloat16", device: str = 
     path = smollm2_gguf_path() if str(path) == SMOLLM2 else Path(path).expanduser()
     if not path.exists():
         raise LLMError(f"local optimizer model path {path} does not exist")
-    torch_dtype = getattr(torch, dtype, None)
-    if not isinstance(torch_dtype, torch.dtype):
-        raise LLMError(f"unknown dtype {dtype!r}: use bfloat16, float16 or float32")
+    if dtype not in DTYPES:
+        raise LLMError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
+    torch_dtype = getattr(torch, dtype)
     gguf = _resolve_gguf(path)
     try:
         if gguf is not None:
