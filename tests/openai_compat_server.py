@@ -13,6 +13,8 @@ echo. The request's ``model`` name selects a failure mode:
 - ``n-ignored``: one choice whatever ``n`` (as llama.cpp's server and Ollama do);
 - ``no-usage``: no ``usage`` field;
 - ``bad-request``: HTTP 400 always;
+- ``new-style``: HTTP 400 for ``max_tokens`` (wants ``max_completion_tokens``, as OpenAI's
+  reasoning models do);
 - anything else: a normal answer.
 
 ``calls`` counts the requests per model name, ``requests`` keeps their bodies. With
@@ -134,6 +136,9 @@ class OpenAICompatServer:
             return JSONResponse({"error": {"message": "overloaded, try again", "type": "server"}}, status_code=503)
         if model == "bad-request":
             return JSONResponse({"error": {"message": "unsupported parameter", "type": "invalid_request"}}, status_code=400)
+        if model == "new-style" and "max_tokens" in body:
+            message = "Unsupported parameter: 'max_tokens'. Use 'max_completion_tokens' instead."
+            return JSONResponse({"error": {"message": message, "type": "invalid_request"}}, status_code=400)
         if model == "malformed-json":
             return Response(content='{"id": "x", "choices": [', media_type="application/json")
         if model == "malformed-no-choices":
@@ -142,7 +147,7 @@ class OpenAICompatServer:
         if model == "n-ignored":
             n = 1
         texts, prompt_tokens, completion_tokens = self.backend(
-            body["messages"], n, float(body.get("temperature", 1.0)), int(body.get("max_tokens") or 64)
+            body["messages"], n, float(body.get("temperature", 1.0)), int(body.get("max_tokens") or body.get("max_completion_tokens") or 64)
         )
         choices = [
             {"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}

@@ -163,6 +163,13 @@ def test_400_is_not_retried_and_n_falls_back_to_one(echo_server):
     assert [r.get("n") for r in echo_server.requests if r["model"] == "bad-request"] == [2, None]
 
 
+def test_switches_to_max_completion_tokens_when_asked(echo_server):
+    client = make_client(echo_server, "new-style")
+    assert len(client.generate(CHAT, max_tokens=7)) == 1
+    sent = [r for r in echo_server.requests if r["model"] == "new-style"]
+    assert [("max_tokens" in r, r.get("max_completion_tokens")) for r in sent] == [(True, None), (False, 7)]
+
+
 def test_missing_usage_is_estimated(echo_server):
     client = make_client(echo_server, "no-usage")
     client.generate(CHAT)

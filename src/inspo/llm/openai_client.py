@@ -20,7 +20,8 @@ Rules of this client:
   raises :class:`~inspo.llm.base.LLMError` naming what was wrong; it is not retried.
 - ``n`` completions are asked for with ``n=n``; servers that return fewer choices (llama.cpp and
   Ollama ignore ``n``) get further requests until there are ``n``. A server that answers 400 to
-  ``n > 1`` is asked one completion per request from then on.
+  ``n > 1`` is asked one completion per request from then on; one that answers 400 asking for
+  ``max_completion_tokens`` (OpenAI's reasoning models) gets that field instead of ``max_tokens``.
 - ``usage`` adds each response's ``usage`` field; a response without one is estimated at about
   4 characters per token and ``usage.estimated`` is set. ``usage.failures`` counts the
   ``generate`` calls that raised.
@@ -141,6 +142,7 @@ class OpenAICompatibleClient:
         self._sleep = sleep
         self._extra_body = dict(extra_body or {})
         self._n_supported = True
+        self._max_tokens_field = "max_tokens"
         self._sdk: Any = None
         self.usage = LLMUsage()
 
@@ -260,6 +262,10 @@ class OpenAICompatibleClient:
                 return self._request_once(messages, n, temperature, max_tokens)
             except openai.APIStatusError as exc:
                 status = exc.status_code
+                if status == 400 and self._max_tokens_field == "max_tokens" and "max_completion_tokens" in _body_snippet(exc):
+                    logger.warning("%s wants max_completion_tokens instead of max_tokens; switching", self.base_url)
+                    self._max_tokens_field = "max_completion_tokens"
+                    continue
                 if status == 400 and n > 1 and self._n_supported:
                     logger.warning(
                         "%s answered 400 to n=%d; asking one completion per request from now on (%s)",
@@ -301,7 +307,7 @@ class OpenAICompatibleClient:
             "model": self.model,
             "messages": messages,
             "temperature": temperature,
-            "max_tokens": max_tokens,
+            self._max_tokens_field: max_tokens,
         }
         if n > 1 and self._n_supported:
             kwargs["n"] = n
