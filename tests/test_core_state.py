@@ -45,3 +45,23 @@ def test_state_file_has_schema_version_and_refuses_other_versions(tmp_path):
         load_state(fresh(), path)
     with pytest.raises(FileNotFoundError, match="no INSPO state"):
         load_state(fresh(), tmp_path / "missing.json")
+
+
+def test_resume_with_rule_based_reflector_equals_uninterrupted(tmp_path):
+    import random
+
+    from inspo.llm.rule_based import RuleBasedReflector
+
+    def build():
+        return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(RuleBasedReflector(rng=random.Random(1))))
+
+    qs = make_questions(40)
+    full = build()
+    run_synthetic(full, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3)
+    first = build()
+    run_synthetic(first, SyntheticEnv(seed=3), qs, steps=20, batch_size=6, group_size=3)
+    path = save_state(first, tmp_path / "state.json")
+    resumed = load_state(build(), path)
+    run_synthetic(resumed, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3, start=21)
+    assert resumed.state_dict() == full.state_dict()
+    assert full.ledger.candidates_admitted > 6  # evolution really happened after the resume point

@@ -6,7 +6,6 @@ The maths is in pure functions at the top (each tested against a naive reference
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspo.records import Instruction
+from inspo.rng import derived_rng  # noqa: F401  (re-exported: part of the population's API)
 
 # --------------------------------------------------------------------------------------------
 # Pure maths
@@ -54,13 +54,6 @@ def survivors_after_halving(weights: Sequence[float], n_parent: int) -> list[int
     n = len(weights)
     keep = min(n, max(n - n // 2, n_parent))
     return sorted(rank(weights)[:keep])
-
-
-def derived_rng(*keys: Any) -> random.Random:
-    """A ``random.Random`` seeded from ``keys`` by SHA-256: the same keys give the same stream
-    in every process and every Python (no dependence on ``hash()`` randomisation)."""
-    digest = hashlib.sha256(repr(keys).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 # --------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inspo.llm.base import LLMError, LLMUsage, Message
+from inspo.rng import derived_rng
 
 logger = logging.getLogger("inspo.llm")
 
@@ -528,7 +529,10 @@ class RuleBasedReflector:
         max_answer_words: int = 8,
         many_searches: int = 3,
     ) -> None:
-        self._rng = rng if rng is not None else random.Random(seed)
+        # One draw from the injected RNG; every call then derives its own stream from
+        # (that draw, the prompt), so the reflector is stateless between calls: a run resumed
+        # from a checkpoint gets exactly the answers an uninterrupted run would.
+        self._seed = (rng if rng is not None else random.Random(seed)).getrandbits(64)
         self.max_answer_words = max_answer_words
         self.many_searches = many_searches
         self.usage = LLMUsage()
@@ -558,11 +562,11 @@ class RuleBasedReflector:
         except LLMError:
             self.usage.failures += 1
             raise
-        outputs = [self.respond(parsed) for _ in range(n)]
+        outputs = [self.respond(parsed, derived_rng(self._seed, text, i)) for i in range(n)]
         self.usage.add(0, 0)
         return outputs
 
-    def respond(self, parsed: ParsedPrompt) -> str:
+    def respond(self, parsed: ParsedPrompt, rng: random.Random) -> str:
         """One full answer (critique + ``<ins_i>`` candidates) to a parsed prompt."""
         if parsed.kind == "reflection":
             expect_think = "think" in tags_of(parsed.parent)
@@ -577,7 +581,7 @@ class RuleBasedReflector:
             ]
             critique, ranked = _critique(parsed, per_example)
             logger.debug("rule-based reflector: modes %s", ranked)
-            candidates = write_candidates(parsed.parent, ranked, parsed.n, self._rng)
+            candidates = write_candidates(parsed.parent, ranked, parsed.n, rng)
         elif parsed.kind == "history":
             extra = _history_sentences(parsed)
             critique = (
@@ -585,10 +589,10 @@ class RuleBasedReflector:
                 "instruction(s), borrowing sentences from the other good ones and adding generic "
                 "strengthenings."
             )
-            candidates = write_candidates(parsed.parent, [], parsed.n, self._rng, extra_sentences=extra)
+            candidates = write_candidates(parsed.parent, [], parsed.n, rng, extra_sentences=extra)
         else:
             critique = "Rule-based offline paraphrase (no LLM): rewordings plus generic strengthenings."
-            candidates = write_candidates(parsed.parent, [], parsed.n, self._rng, reword=True)
+            candidates = write_candidates(parsed.parent, [], parsed.n, rng, reword=True)
         body = "\n".join(f"<ins_{i}>\n{c}\n</ins_{i}>" for i, c in enumerate(candidates, start=1))
         return f"{critique}\n\n{body}"
 
