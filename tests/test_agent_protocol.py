@@ -6,6 +6,7 @@ import pytest
 
 from inspo.agent.protocol import (
     INVALID_ACTION_MESSAGE,
+    LAST_TURN_NUDGE,
     SEARCH_R1_INSTRUCTION,
     Action,
     build_chat,
@@ -14,6 +15,7 @@ from inspo.agent.protocol import (
     format_observation,
     format_passages,
     parse_action,
+    strip_environment_text,
 )
 from inspo.records import Passage
 
@@ -58,7 +60,10 @@ def test_build_chat_uses_the_template_when_there_is_one():
 @pytest.mark.parametrize(
     "text, action",
     [
-        ("<think>x</think>\n<search> capital of France </search>", Action("search", "capital of France")),
+        (
+            "<think>x</think>\n<search> capital of France </search>",
+            Action("search", "capital of France"),
+        ),
         ("<answer> Paris </answer>", Action("answer", "Paris")),
         ("<search>a\nb</search>", Action("search", "a\nb")),
         ("<search>first</search> <answer>second</answer>", Action("search", "first")),
@@ -93,6 +98,19 @@ def test_parse_action(text, action):
 )
 def test_extract_answer(response, answer):
     assert extract_answer(response) == answer
+
+
+def test_extract_answer_ignores_the_environment_messages():
+    # both fixed messages mention "<answer> and </answer>": that is not the answer "and"
+    assert "<answer> and </answer>" in INVALID_ACTION_MESSAGE
+    assert "<answer> and </answer>" in LAST_TURN_NUDGE
+    response = "hmm" + INVALID_ACTION_MESSAGE + "<search>q</search>" + LAST_TURN_NUDGE + "<search>"
+    assert extract_answer(response) is None
+    assert (
+        extract_answer(response + "x</search>" + LAST_TURN_NUDGE + "<answer>Rome</answer>")
+        == "Rome"
+    )
+    assert strip_environment_text(response) == "hmm <search>q</search> <search>"
 
 
 def test_extract_answer_ignores_the_instruction_example_when_given_the_response_only():

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, build_prompt
+from inspo.agent.protocol import (
+    INVALID_ACTION_MESSAGE,
+    LAST_TURN_NUDGE,
+    SEARCH_R1_INSTRUCTION,
+    build_prompt,
+)
 from inspo.agent.rewards import (
     RewardSpec,
     em_reward,
@@ -61,7 +66,9 @@ def test_rewards_read_the_last_answer_of_the_response():
     response = "<think>hm</think><answer>Paris</answer> wait <answer>London</answer>"
     assert em_reward(response, ["London"]) == 1.0
     assert em_reward(response, ["Paris"]) == 0.0
-    assert f1_reward("<answer>James Madison, president</answer>", "James Madison") == pytest.approx(0.8)
+    assert f1_reward("<answer>James Madison, president</answer>", "James Madison") == pytest.approx(
+        0.8
+    )
     assert em_reward("no tags at all: Paris", "Paris") == 0.0
     assert f1_reward("<answer>Paris", "Paris") == 0.0  # unclosed
 
@@ -101,6 +108,13 @@ def test_answer_inside_retrieved_information_does_not_count():
         ("<search>q</search>\n\n<information>unclosed <answer>y</answer>", False),
         ("</think><answer>y</answer>", False),  # close without open
         ("<answer>y", False),
+        (  # the last-turn nudge is environment text: ignored
+            "<search>q</search>\n\n<information>x</information>\n\n"
+            + LAST_TURN_NUDGE
+            + "<answer>y</answer>",
+            True,
+        ),
+        ("oops" + INVALID_ACTION_MESSAGE + "<answer>y</answer>", False),  # an invalid turn
     ],
 )
 def test_format_ok(response, ok):

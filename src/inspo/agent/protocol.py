@@ -19,8 +19,10 @@ Rules of this module (pure string functions, no heavy imports):
   ``<answer>…</answer>`` pair, stripped; ``None`` when there is none. Details that make the rule
   predictable:
 
-  * text inside ``<information>…</information>`` blocks is ignored (a retrieved document that
-    happens to contain an ``<answer>`` tag cannot answer for the policy);
+  * environment text is ignored (:func:`strip_environment_text`): ``<information>`` blocks (a
+    retrieved document that contains an ``<answer>`` tag cannot answer for the policy) and the
+    environment's fixed messages (the corrective message and the last-turn nudge both mention
+    ``<answer> and </answer>``, which must not read as the answer "and");
   * several answers -> the last complete one wins; a trailing unclosed ``<answer>`` is ignored;
   * nested tags: ``<answer>a<answer>b</answer></answer>`` -> ``"b"`` (the innermost pair, i.e.
     content that contains no answer tag);
@@ -133,9 +135,21 @@ def parse_action(text: str) -> Action:
     return Action(match.group(1), match.group(2).strip())  # type: ignore[arg-type]
 
 
+def strip_environment_text(response: str, *, information: bool = True) -> str:
+    """The response without what the environment wrote into it.
+
+    Removes every :data:`INVALID_ACTION_MESSAGE` and :data:`LAST_TURN_NUDGE` and, when
+    ``information`` is true, every complete ``<information>…</information>`` block (each
+    replaced by one space so the text around it does not glue together).
+    """
+    for message in (INVALID_ACTION_MESSAGE, LAST_TURN_NUDGE):
+        response = response.replace(message, " ")
+    return _INFORMATION_RE.sub(" ", response) if information else response
+
+
 def extract_answer(response: str) -> str | None:
     """The last complete, innermost ``<answer>`` of a response; ``None`` if none (module doc)."""
-    visible = _INFORMATION_RE.sub(" ", response)
+    visible = strip_environment_text(response)
     matches = _ANSWER_RE.findall(visible)
     if not matches:
         return None

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inspo.agent.protocol import extract_answer
+from inspo.agent.protocol import INVALID_ACTION_MESSAGE, LAST_TURN_NUDGE, extract_answer
 
 Golds = str | Sequence[str]
 
@@ -91,8 +91,13 @@ def format_ok(response: str) -> bool:
     - tags open and close in pairs and never nest (anything inside ``<information>`` is
       skipped: retrieved text is not the policy's);
     - an ``<information>`` block directly follows a ``</search>`` (only whitespace between);
-    - exactly one ``<answer>…</answer>``, and nothing but whitespace after it.
+    - exactly one ``<answer>…</answer>``, and nothing but whitespace after it;
+    - no invalid turn: a response holding the corrective message is not well formed (the
+      last-turn nudge, environment text, is ignored).
     """
+    if INVALID_ACTION_MESSAGE in response:
+        return False
+    response = response.replace(LAST_TURN_NUDGE, "")
     pos, open_tag, answers, last_close, last_closed = 0, None, 0, -1, None
     while True:
         match = _TAG_RE.search(response, pos)

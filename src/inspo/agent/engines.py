@@ -1,0 +1,410 @@
+"""Policy engines: the one seam through which the rollout asks a policy for text.
+
+Rules of :class:`PolicyEngine`:
+
+- ``generate(inputs, *, max_new_tokens, temperature, top_p, stop)`` returns exactly one
+  :class:`Generation` per input, in input order. Each input holds the prompt and everything
+  generated or inserted so far, both as token ids and as text; an engine uses one or the other.
+- Engines that keep token ids (``keeps_token_ids = True``) feed the model EXACTLY
+  ``prompt_ids + completion_ids`` (no re-tokenisation) and return the new ids, cut right after
+  the first stop string or at the first EOS (the EOS id is kept, it is the policy's action);
+  anything the backend produced after that is dropped. Because a token can straddle the end of
+  a stop string, the last kept token is the one that completes it (its text may run a few
+  characters past the tag). ``text`` is the decode of the kept ids (special tokens skipped).
+- ``finish`` is ``"stop"`` (a stop string ended the turn), ``"eos"`` or ``"length"``
+  (``max_new_tokens`` reached without either).
+- ``temperature == 0`` means greedy decoding.
+- ``encode``/``decode`` are the engine's tokenizer (no special tokens added on encode);
+  ``encode`` returns ``None`` when the engine has no tokenizer (text-only engines).
+- ``prompt_text(instruction, question)`` renders the prompt the way this policy expects it
+  (chat template when the tokenizer has one).
+
+Engines: :class:`HFEngine` (a transformers model, CPU or GPU; accepts a live model object so
+TRL can hand over its unwrapped training model) and :class:`OpenAIEngine` (a frozen policy
+behind an OpenAI-compatible completions endpoint; text only). A vLLM engine can join by
+implementing the same four members.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from inspo.agent.protocol import build_chat, build_prompt
+
+Finish = Literal["stop", "eos", "length"]
+
+
+@dataclass
+class GenerationInput:
+    """One row to continue: the prompt and the completion so far, as ids and as text."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    text: str
+
+
+@dataclass
+class Generation:
+    """What the policy produced in one turn (see the module rules for ids, text and finish)."""
+
+    token_ids: list[int]
+    text: str
+    finish: Finish
+    logprobs: list[float] | None = field(default=None)
+
+
+@runtime_checkable
+class PolicyEngine(Protocol):
+    """A policy that continues batches of contexts. See the module docstring for the rules."""
+
+    keeps_token_ids: bool
+
+    def prompt_text(self, instruction: str, question: str) -> str: ...
+
+    def encode(self, text: str) -> list[int] | None: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def generate(
+        self,
+        inputs: list[GenerationInput],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: Sequence[str],
+    ) -> list[Generation]: ...
+
+
+def trim_generation(
+    ids: Sequence[int],
+    *,
+    stop: Sequence[str],
+    eos_ids: set[int],
+    pad_id: int | None,
+    decode: Callable[[Sequence[int]], str],
+) -> tuple[list[int], Finish]:
+    """Cut a row of new ids after its first stop string or at its first EOS (EOS kept).
+
+    Trailing ``pad_id`` tokens (what batched generation writes after a row is done) are dropped
+    when the pad is not an EOS. The cut point for a stop string is the shortest prefix whose
+    decode contains it (binary search: a prefix's decode grows monotonically).
+    """
+    ids = list(ids)
+    finish: Finish = "length"
+    for i, tok in enumerate(ids):
+        if tok in eos_ids:
+            ids, finish = ids[: i + 1], "eos"
+            break
+    else:
+        if pad_id is not None:
+            while ids and ids[-1] == pad_id:
+                ids.pop()
+    body = ids[:-1] if finish == "eos" else ids
+    if stop and any(s in decode(body) for s in stop):
+        lo, hi = 1, len(body)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if any(s in decode(body[:mid]) for s in stop):
+                hi = mid
+            else:
+                lo = mid + 1
+        return body[:lo], "stop"
+    return ids, finish
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    found: set[int] = set()
+    for source in (getattr(model, "generation_config", None), getattr(model, "config", None)):
+        value = getattr(source, "eos_token_id", None) if source is not None else None
+        if isinstance(value, int):
+            found.add(value)
+        elif value:
+            found.update(int(v) for v in value)
+    if tokenizer.eos_token_id is not None:
+        found.add(int(tokenizer.eos_token_id))
+    return found
+
+
+class HFEngine:
+    """A transformers causal LM as a policy (CPU or GPU), keeping token ids end to end.
+
+    ``model`` may be any live ``PreTrainedModel`` (TRL passes its unwrapped training model);
+    the engine switches it to eval mode for generation and restores the previous mode.
+    ``dtype`` ("bfloat16", "float32" …) casts the model IN PLACE when given: leave it ``None``
+    for a model someone else owns. ``rng`` makes sampling reproducible: each call draws a seed
+    from it and samples inside ``torch.random.fork_rng`` (torch's global RNG is left as it was).
+    ``batch_size`` caps the rows per ``model.generate`` call (None: all rows at once).
+    """
+
+    keeps_token_ids = True
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        dtype: str | None = None,
+        rng: random.Random | None = None,
+        batch_size: int | None = None,
+    ) -> None:
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"HFEngine: batch_size must be >= 1 or None, got {batch_size}")
+        if dtype is not None:
+            import torch
+
+            if not isinstance(getattr(torch, dtype, None), torch.dtype):
+                raise ValueError(f"HFEngine: unknown dtype {dtype!r}; use e.g. 'bfloat16'")
+            model.to(getattr(torch, dtype))
+        self.model = model
+        self.tokenizer = tokenizer
+        self.rng = rng
+        self.batch_size = batch_size
+        self.eos_ids = _eos_ids(model, tokenizer)
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad) if pad is not None else min(self.eos_ids)
+
+    @classmethod
+    def from_loaded(cls, loaded: Any, **kwargs: Any) -> HFEngine:
+        """Build from ``inspo.models.load_model(...)``'s ``LoadedModel`` (model + tokenizer)."""
+        return cls(loaded.model, loaded.tokenizer, **kwargs)
+
+    # -- tokenizer ------------------------------------------------------------------------
+    def prompt_text(self, instruction: str, question: str) -> str:
+        return build_chat(self.tokenizer, instruction, question)
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(
+            list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )
+
+    # -- generation -----------------------------------------------------------------------
+    def generate(
+        self,
+        inputs: list[GenerationInput],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: Sequence[str],
+    ) -> list[Generation]:
+        if not inputs:
+            return []
+        size = self.batch_size or len(inputs)
+        out: list[Generation] = []
+        for start in range(0, len(inputs), size):
+            chunk = inputs[start : start + size]
+            rows = self._generate_ids(
+                [x.prompt_ids + x.completion_ids for x in chunk],
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                stop=stop,
+            )
+            for row in rows:
+                ids, finish = trim_generation(
+                    row, stop=stop, eos_ids=self.eos_ids, pad_id=self.pad_id, decode=self.decode
+                )
+                out.append(Generation(token_ids=ids, text=self.decode(ids), finish=finish))
+        return out
+
+    def _generate_ids(
+        self,
+        sequences: list[list[int]],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: Sequence[str],
+    ) -> list[list[int]]:
+        """Left-padded batched ``model.generate``; returns each row's raw new ids."""
+        import torch
+        from transformers import GenerationConfig
+
+        if any(not s for s in sequences):
+            raise ValueError("HFEngine.generate: an input has no tokens (empty prompt)")
+        width = max(len(s) for s in sequences)
+        device = next(self.model.parameters()).device
+        input_ids = torch.tensor(
+            [[self.pad_id] * (width - len(s)) + s for s in sequences], device=device
+        )
+        attention = torch.tensor(
+            [[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=device
+        )
+        sample = temperature > 0
+        # Every sampling knob is set explicitly: unset ones would be filled from the model's own
+        # generation_config (Qwen ships top_k=20, repetition_penalty=1.05), which would make
+        # the policy's samples differ from the distribution being trained.
+        config = GenerationConfig(
+            max_new_tokens=max_new_tokens,
+            do_sample=sample,
+            temperature=temperature if sample else 1.0,
+            top_p=top_p if sample else 1.0,
+            top_k=0 if sample else 50,  # greedy ignores it; 50 = transformers' default (no warning)
+            min_p=None,
+            repetition_penalty=1.0,
+            pad_token_id=self.pad_id,
+            eos_token_id=sorted(self.eos_ids),
+            use_cache=True,
+        )
+        kwargs: dict[str, Any] = {"generation_config": config}
+        if stop:
+            kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
+                if self.rng is not None:
+                    torch.manual_seed(self.rng.getrandbits(63))
+                with torch.inference_mode():
+                    output = self.model.generate(
+                        input_ids=input_ids, attention_mask=attention, **kwargs
+                    )
+        finally:
+            self.model.train(was_training)
+        return [row.tolist() for row in output[:, width:]]
+
+
+def _stop_criteria(tokenizer: Any, stop: Sequence[str], start: int) -> Any:
+    """A per-row StoppingCriteria: done once the row's NEW text contains a stop string.
+
+    Each step decodes only the last ``max(len(stop))`` new tokens of each row (a stop string of
+    n ASCII characters spans at most n tokens), so it costs microseconds per row. transformers'
+    own ``stop_strings`` does the same job but re-embeds the whole vocabulary on every
+    ``generate`` call when the tokenizer's vocab order is not stable (~4 s for Qwen's 151k).
+    """
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    window = max(len(s) for s in stop)
+
+    class StopOnStrings(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            tails = input_ids[:, max(start, input_ids.shape[1] - window) :].tolist()
+            texts = tokenizer.batch_decode(tails, skip_special_tokens=True)
+            done = [any(s in text for s in stop) for text in texts]
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([StopOnStrings()])
+
+
+class OpenAIEngine:
+    """A frozen policy behind an OpenAI-compatible completions endpoint (vLLM, llama.cpp …).
+
+    Text only: ``keeps_token_ids = False`` and rollouts from it have empty ``prompt_ids``,
+    ``completion_ids`` and ``env_mask`` (the endpoint's tokenisation is not ours to copy; use it
+    for evaluation, not for training). Each turn sends the whole context text as ``prompt`` to
+    the completions API with ``stop=["</search>", "</answer>"]``.
+
+    The API strips the matched stop string from the text; the engine puts it back: from
+    ``choice.stop_reason`` when the server reports that field (vLLM does; ``None`` there means
+    EOS), otherwise when the text has an unclosed opening tag for one of the stops. ``finish_reason == "length"`` -> ``"length"``,
+    any other stop -> ``"eos"``.
+
+    ``tokenizer`` (optional, a transformers tokenizer of the served model) renders the chat
+    template and counts observation tokens exactly; without it prompts are plain
+    :func:`~inspo.agent.protocol.build_prompt` text and observations are capped at ~4
+    characters per token. The API key comes from ``api_key`` or ``$OPENAI_API_KEY`` ("EMPTY"
+    for local servers) and is never logged.
+    """
+
+    keeps_token_ids = False
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        tokenizer: Any = None,
+        client: Any = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        batch_size: int | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("OpenAIEngine: model name is empty; pass the served model's name")
+        if client is None:
+            from openai import OpenAI
+
+            client = OpenAI(
+                base_url=base_url,
+                api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+                timeout=timeout,
+                max_retries=max_retries,
+            )
+        self.client = client
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+
+    def prompt_text(self, instruction: str, question: str) -> str:
+        if self.tokenizer is None:
+            return build_prompt(instruction, question)
+        return build_chat(self.tokenizer, instruction, question)
+
+    def encode(self, text: str) -> list[int] | None:
+        if self.tokenizer is None:
+            return None
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        if self.tokenizer is None:
+            raise ValueError("OpenAIEngine.decode: no tokenizer was given to this engine")
+        return self.tokenizer.decode(
+            list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )
+
+    def generate(
+        self,
+        inputs: list[GenerationInput],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: Sequence[str],
+    ) -> list[Generation]:
+        size = self.batch_size or max(len(inputs), 1)
+        out: list[Generation] = []
+        for start in range(0, len(inputs), size):
+            chunk = inputs[start : start + size]
+            response = self.client.completions.create(
+                model=self.model,
+                prompt=[x.text for x in chunk],
+                max_tokens=max_new_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                stop=list(stop) or None,
+            )
+            choices = sorted(response.choices, key=lambda c: c.index)
+            if len(choices) != len(chunk):
+                raise RuntimeError(
+                    f"OpenAIEngine: the endpoint returned {len(choices)} choices for "
+                    f"{len(chunk)} prompts"
+                )
+            out.extend(_choice_to_generation(c, stop) for c in choices)
+        return out
+
+
+def _choice_to_generation(choice: Any, stop: Sequence[str]) -> Generation:
+    text = choice.text or ""
+    if choice.finish_reason == "length":
+        return Generation(token_ids=[], text=text, finish="length")
+    extra = getattr(choice, "model_extra", None) or {}
+    if "stop_reason" in extra:  # the server says what stopped it (vLLM): trust it
+        reason = extra["stop_reason"]
+        if isinstance(reason, str) and reason in stop:
+            return Generation(token_ids=[], text=text + reason, finish="stop")
+        return Generation(token_ids=[], text=text, finish="eos")
+    for s in stop:
+        opening = "<" + s[2:] if s.startswith("</") else None
+        if opening and text.rfind(opening) > text.rfind(s):
+            return Generation(token_ids=[], text=text + s, finish="stop")
+    return Generation(token_ids=[], text=text, finish="eos")

@@ -1,0 +1,87 @@
+"""The evaluate seam shared by the verifier and the eval command.
+
+``make_evaluate(engine, retriever, config, group_size=G)`` returns
+``evaluate(instruction, questions) -> list[Rollout]`` with these rules:
+
+- it returns ``len(questions) * G`` rollouts, question-major: the G rollouts of question 0,
+  then those of question 1, …;
+- it never raises for one bad example: when a batch fails, its examples are replayed one at a
+  time, and an example that still fails becomes a Rollout with reward 0,
+  ``finish_reason="error"`` and ``error`` set to the exception's type and message (it feeds the
+  replay buffer like any failure);
+- rewards are computed on the response only (see :mod:`inspo.agent.rewards`).
+
+Episodes run in batches of ``batch_size`` through :func:`~inspo.agent.rollout.run_rollouts`;
+``progress=True`` shows a tqdm bar over examples (for long evaluations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from inspo.agent.engines import PolicyEngine
+from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
+from inspo.records import Instruction, Question, Rollout
+from inspo.retrieval.base import Retriever
+
+EvaluateFn = Callable[[Instruction, Sequence[Question]], list[Rollout]]
+
+
+def error_rollout(episode: Episode, error: BaseException) -> Rollout:
+    """The Rollout standing in for an example that raised: reward 0, the error recorded."""
+    return Rollout(
+        question=episode.question,
+        instruction_id=episode.instruction.id,
+        response="",
+        reward=0.0,
+        finish_reason="error",
+        error=f"{type(error).__name__}: {error}",
+    )
+
+
+def make_evaluate(
+    engine: PolicyEngine,
+    retriever: Retriever,
+    config: AgentConfig,
+    *,
+    group_size: int = 1,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> EvaluateFn:
+    """Build the ``evaluate(instruction, questions)`` function (rules in the module docstring)."""
+    if group_size < 1:
+        raise ValueError(f"make_evaluate: group_size must be >= 1, got {group_size}")
+    if batch_size < 1:
+        raise ValueError(f"make_evaluate: batch_size must be >= 1, got {batch_size}")
+
+    def play(episodes: list[Episode]) -> list[Rollout]:
+        try:
+            rollouts = run_rollouts(engine, retriever, config, episodes)
+            if len(rollouts) == len(episodes):
+                return rollouts
+            raise RuntimeError(f"{len(rollouts)} rollouts for {len(episodes)} episodes")
+        except Exception as batch_error:  # isolate the bad example(s)
+            if len(episodes) == 1:
+                return [error_rollout(episodes[0], batch_error)]
+            return [r for ep in episodes for r in play([ep])]
+
+    def evaluate(instruction: Instruction, questions: Sequence[Question]) -> list[Rollout]:
+        episodes = [Episode(q, instruction) for q in questions for _ in range(group_size)]
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(episodes), desc=f"eval {instruction.id}", unit="ex")
+        results: list[Rollout] = []
+        try:
+            for start in range(0, len(episodes), batch_size):
+                batch = episodes[start : start + batch_size]
+                results.extend(play(batch))
+                if bar is not None:
+                    bar.update(len(batch))
+        finally:
+            if bar is not None:
+                bar.close()
+        return results
+
+    return evaluate

@@ -1,0 +1,181 @@
+"""Rollouts with real models and real BM25 retrieval.
+
+- SmolLM2-135M never writes the tags on its own, so its first turn is PREFILLED with
+  ``<think>…</think><search>`` (environment text, env_mask 0): the model writes a query and
+  closes the tag, and a real BM25 search over a small corpus follows.
+- Qwen2.5-Coder-0.5B-Instruct (slow) plays multi-turn episodes under the Search-R1 instruction.
+
+Both check the id/mask invariants on whatever the model wrote.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("bm25s")
+
+from inspo.agent.engines import HFEngine  # noqa: E402
+from inspo.agent.protocol import (  # noqa: E402
+    INVALID_ACTION_MESSAGE,
+    LAST_TURN_NUDGE,
+    SEARCH_R1_INSTRUCTION,
+    STOP_STRINGS,
+    format_observation,
+    parse_action,
+)
+from inspo.agent.rollout import AgentConfig, Episode, run_rollouts  # noqa: E402
+from inspo.records import Instruction, Passage, Question  # noqa: E402
+
+SEED = Instruction("seed", SEARCH_R1_INSTRUCTION)
+# Greedy SmolLM2 after this prefill writes a short query ("Paris", "Hamlet" …) and closes the tag.
+PREFILL = "<think>I need to search.</think>\n<search>"
+
+CORPUS = [
+    ("Paris", "Paris is the capital and most populous city of France."),
+    ("Berlin", "Berlin is the capital and largest city of Germany."),
+    ("Citibank", "The City Bank of New York was founded on June 16, 1812."),
+    ("James Madison", "James Madison was the fourth president of the United States, 1809-1817."),
+    ("Hamlet", "Hamlet is a tragedy written by William Shakespeare around 1600."),
+    ("Mount Everest", "Mount Everest is Earth's highest mountain above sea level."),
+    ("Python", "Python is a programming language created by Guido van Rossum."),
+    ("Amazon River", "The Amazon River in South America is the largest river by discharge."),
+    ("Marie Curie", "Marie Curie was a physicist and chemist who won two Nobel Prizes."),
+    ("Tokyo", "Tokyo is the capital of Japan and its most populous city."),
+]
+QUESTIONS = [
+    ("What is the capital of France?", "Paris"),
+    ("When was Citibank founded?", "1812"),
+    ("Who wrote Hamlet?", "William Shakespeare"),
+    ("What is the highest mountain on Earth?", "Mount Everest"),
+    ("Who created the Python programming language?", "Guido van Rossum"),
+    ("What is the capital of Japan?", "Tokyo"),
+    ("Who was the fourth president of the United States?", "James Madison"),
+    ("Which scientist won two Nobel Prizes in physics and chemistry?", "Marie Curie"),
+]
+
+
+class Recording:
+    """A real retriever that also records each batched call (queries and results)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.calls: list[tuple[list[str], list[list[Passage]]]] = []
+
+    def search(self, queries, k=3):
+        results = self.inner.search(queries, k)
+        self.calls.append((list(queries), results))
+        return results
+
+
+@pytest.fixture(scope="module")
+def bm25():
+    from inspo.retrieval.bm25 import BM25Retriever
+
+    return BM25Retriever([Passage(str(i), t, x) for i, (t, x) in enumerate(CORPUS)])
+
+
+def episodes() -> list[Episode]:
+    return [Episode(Question(f"q{i}", q, (a,)), SEED) for i, (q, a) in enumerate(QUESTIONS)]
+
+
+def load(name: str):
+    from inspo.models import ModelError, load_model
+
+    try:
+        return load_model(name)
+    except ModelError as exc:  # the packages that ship the model are not installed
+        pytest.skip(f"{name} is not available here: {exc}")
+
+
+def spans(rollout) -> list[tuple[int, list[int]]]:
+    """(mask value, ids) for each maximal run of equal env_mask values."""
+    out: list[tuple[int, list[int]]] = []
+    for tok, m in zip(rollout.completion_ids, rollout.env_mask, strict=True):
+        if out and out[-1][0] == m:
+            out[-1][1].append(tok)
+        else:
+            out.append((m, [tok]))
+    return out
+
+
+def check_invariants(rollout, engine, retriever, config) -> None:
+    """Ids/mask invariants that hold whatever the model wrote."""
+    assert len(rollout.env_mask) == len(rollout.completion_ids) > 0
+    assert rollout.response == engine.decode(rollout.completion_ids)
+    results = {q: r for queries, rs in retriever.calls for q, r in zip(queries, rs, strict=True)}
+    env_texts = {format_observation(results[q]) for q in rollout.searches}
+    env_texts.add(INVALID_ACTION_MESSAGE)
+    env_texts |= {t + LAST_TURN_NUDGE for t in env_texts}
+    runs = spans(rollout)
+    pending = ""
+    if config.prefill:  # the prefill is the first run, mask 0, and opens the first turn
+        mask, ids = runs.pop(0)
+        assert (mask, ids) == (0, engine.encode(config.prefill))
+        pending = config.prefill
+    policy_turns: list[str] = []
+    for mask, ids in runs:
+        text = engine.decode(ids)
+        if mask == 1:
+            policy_turns.append(pending + text)
+            pending = ""
+            assert len(ids) <= config.max_response_tokens
+            continue
+        body = text.removesuffix(LAST_TURN_NUDGE)
+        truncated = body.startswith("\n\n<information>") and body.endswith("</information>\n\n")
+        assert text in env_texts or (truncated and rollout.metrics["n_obs_truncated"] > 0), text
+    assert len(policy_turns) == rollout.turns
+    actions = [parse_action(t) for t in policy_turns]
+    executed = [a.content for a in actions if a.kind == "search"]
+    if rollout.finish_reason == "max_turns" and actions[-1].kind == "search":
+        executed = executed[:-1]  # a search on the last turn is not executed
+    assert executed == rollout.searches
+    if rollout.finish_reason == "answer":
+        assert actions[-1].kind == "answer"
+        assert any(s in policy_turns[-1] for s in STOP_STRINGS)
+
+
+@pytest.mark.slow
+def test_smollm2_prefilled_search_hits_real_bm25(bm25):
+    loaded = load("smollm2-135m")
+    retriever = Recording(bm25)
+    engine = HFEngine(loaded.model, loaded.tokenizer, rng=random.Random(0))
+    config = AgentConfig(
+        max_turns=2, max_response_tokens=12, max_obs_tokens=200, temperature=0, prefill=PREFILL
+    )
+    rollouts = run_rollouts(engine, retriever, config, episodes())
+
+    searched = [r for r in rollouts if r.searches]
+    assert searched, [r.response for r in rollouts]  # a real model ran a real search ...
+    assert any(passages for _, results in retriever.calls for passages in results)  # ... with hits
+    # every search of the first turn went to BM25 in one batched call
+    assert retriever.calls[0][0] == [r.searches[0] for r in searched]
+    for r in rollouts:
+        prefill_ids = engine.encode(PREFILL)
+        assert r.completion_ids[: len(prefill_ids)] == prefill_ids
+        assert r.env_mask[: len(prefill_ids)] == [0] * len(prefill_ids)
+        check_invariants(r, engine, retriever, config)
+    # the observation inserted after a search is BM25's answer to the model's own query
+    r = searched[0]
+    queries, results = retriever.calls[0]
+    expected = format_observation(results[queries.index(r.searches[0])])
+    assert expected in r.response
+
+
+@pytest.mark.slow
+def test_qwen_coder_multi_turn_rollout_invariants(bm25):
+    loaded = load("qwen2.5-coder-0.5b")
+    retriever = Recording(bm25)
+    engine = HFEngine(loaded.model, loaded.tokenizer, rng=random.Random(0))
+    config = AgentConfig(max_turns=3, max_response_tokens=64, max_obs_tokens=200, temperature=1.0)
+    rollouts = run_rollouts(engine, retriever, config, episodes()[:4])
+    assert len(rollouts) == 4
+    for r in rollouts:
+        check_invariants(r, engine, retriever, config)
+        assert 1 <= r.turns <= config.max_turns
+        assert r.finish_reason in {"answer", "eos", "length", "max_turns"}
+    # one batched retriever call per turn that had searches
+    assert len(retriever.calls) <= config.max_turns - 1

@@ -1,0 +1,423 @@
+"""Rollout engine on the tiny random Qwen2: token ids, env masks, stops, batching, turn limit.
+
+The tiny model writes noise, so each test scripts what it writes: a LogitsProcessor (added by a
+wrapper around ``model.generate``) forces, per row, the tokens of a text chosen from the row's
+context (question and turn). Everything else is the real path: HFEngine's left-padded batched
+``generate`` with stop strings, trimming, observation tokenisation and the rollout loop. The
+wrapper also records what the model was fed and the raw ids it returned, so the tests compare
+the rollout's ids with what the model really saw and generated.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import replace
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from inspo.agent.engines import HFEngine, trim_generation  # noqa: E402
+from inspo.agent.evaluate import make_evaluate  # noqa: E402
+from inspo.agent.protocol import (  # noqa: E402
+    INVALID_ACTION_MESSAGE,
+    LAST_TURN_NUDGE,
+    SEARCH_R1_INSTRUCTION,
+    format_observation,
+)
+from inspo.agent.rollout import AgentConfig, Episode, run_rollouts  # noqa: E402
+from inspo.records import Instruction, Passage, Question  # noqa: E402
+
+SEED = Instruction("seed", SEARCH_R1_INSTRUCTION)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from inspo.models import ModelError, load_model
+
+    try:
+        return load_model("tiny-qwen2")
+    except ModelError as exc:  # no packaged tokenizer installed
+        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
+
+
+class CountingRetriever:
+    """Deterministic passages per query; records every search call."""
+
+    def __init__(self, text_words: int = 6) -> None:
+        self.calls: list[list[str]] = []
+        self.text_words = text_words
+
+    def results(self, query: str, k: int) -> list[Passage]:
+        words = " ".join(f"w{j}" for j in range(self.text_words))
+        return [
+            Passage(f"{query}-{i}", f"T {query} {i}", f"{query} says {words}") for i in range(k)
+        ]
+
+    def search(self, queries: list[str], k: int = 3) -> list[list[Passage]]:
+        self.calls.append(list(queries))
+        return [self.results(q, k) for q in queries]
+
+
+class Scripted:
+    """Wraps ``model.generate``: forces scripted text per row and records inputs and outputs.
+
+    ``script(qid, turn)`` returns the text row ``qid`` must write on ``turn`` (0-based), or None
+    to let the model sample freely. ``eos=True`` appends the EOS token after the text.
+    ``keep_stop_strings=False`` drops the engine's stopping criteria, so the model runs on past
+    a tag and the engine's trimming must cut it.
+    """
+
+    def __init__(self, loaded, script, *, eos=False, keep_stop_strings=True):
+        self.model = loaded.model
+        self.tok = loaded.tokenizer
+        self.script = script
+        self.eos = eos
+        self.keep_stop_strings = keep_stop_strings
+        self.calls: list[dict] = []  # {"inputs": [ids...], "raw": [ids...]} per generate call
+        self.original = self.model.generate
+
+    def _row_context(self, ids, mask) -> tuple[str, int]:
+        text = self.tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
+        qid = re.search(r"Question: (q\d+)", text).group(1)
+        after = text.split("Question:", 1)[1]
+        turn = after.count("</information>") + after.count("Let me try again.")
+        return qid, turn
+
+    def __call__(self, input_ids, attention_mask, generation_config, **kwargs):
+        import torch
+        from transformers import LogitsProcessor, LogitsProcessorList
+
+        start = input_ids.shape[1]
+        forced = []
+        for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True):
+            text = self.script(*self._row_context(ids, mask))
+            row = None if text is None else self.tok(text, add_special_tokens=False)["input_ids"]
+            if row is not None and self.eos:
+                row = row + [self.tok.eos_token_id]
+            forced.append(row)
+
+        class Force(LogitsProcessor):
+            def __call__(self, seq, scores):
+                step = seq.shape[1] - start
+                for r, row in enumerate(forced):
+                    if row is not None and step < len(row):
+                        scores[r] = -torch.inf
+                        scores[r, row[step]] = 0.0
+                return scores
+
+        if not self.keep_stop_strings:
+            kwargs.pop("stopping_criteria")
+        out = self.original(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            generation_config=generation_config,
+            logits_processor=LogitsProcessorList([Force()]),
+            **kwargs,
+        )
+        self.calls.append(
+            {
+                "inputs": [
+                    [t for t, m in zip(ids, mask, strict=True) if m]
+                    for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True)
+                ],
+                "raw": [row[start:] for row in out.tolist()],
+            }
+        )
+        return out
+
+
+@pytest.fixture
+def scripted(tiny, monkeypatch):
+    def make(script, **kwargs):
+        wrapper = Scripted(tiny, script, **kwargs)
+        monkeypatch.setattr(tiny.model, "generate", wrapper)
+        return wrapper
+
+    return make
+
+
+def episodes(n: int) -> list[Episode]:
+    return [Episode(Question(f"q{i}", f"q{i}", ("yes",)), SEED) for i in range(n)]
+
+
+def spans(rollout, value: int) -> list[list[int]]:
+    """Maximal runs of completion ids whose env_mask equals ``value``."""
+    runs, current = [], None
+    for tok, m in zip(rollout.completion_ids, rollout.env_mask, strict=True):
+        if m == value:
+            if current is None:
+                current = []
+                runs.append(current)
+            current.append(tok)
+        else:
+            current = None
+    return runs
+
+
+# ------------------------------------------------------------------------ the main invariants
+
+
+SCRIPT = {
+    # q0: search, then answer
+    ("q0", 0): "<think>need facts</think>\n<search>alpha</search>",
+    ("q0", 1): "<answer>yes</answer>",
+    # q1: answers at once
+    ("q1", 0): "<answer>no</answer>",
+    # q2: searches in the same turn as q0, then again, then answers
+    ("q2", 0): "<search>gamma</search>",
+    ("q2", 1): "<search>delta</search>",
+    ("q2", 2): "<answer>yes</answer>",
+    # q3: an invalid action (stray closing tag), then a search, then an answer
+    ("q3", 0): "I am not sure </search>",
+    ("q3", 1): "<search>beta</search>",
+    ("q3", 2): "<answer>maybe</answer>",
+}
+
+
+def test_multi_turn_ids_masks_observations_and_batched_retrieval(tiny, scripted):
+    wrapper = scripted(lambda qid, turn: SCRIPT.get((qid, turn)))
+    retriever = CountingRetriever()
+    engine = HFEngine(tiny.model, tiny.tokenizer, rng=random.Random(0))
+    config = AgentConfig(max_turns=4, max_response_tokens=24, temperature=0)
+    rollouts = run_rollouts(engine, retriever, config, episodes(4))
+
+    # one retriever call per turn that had searches, all of that turn's queries batched
+    assert retriever.calls == [["alpha", "gamma"], ["delta", "beta"]]
+    # one generate call per turn, over the still-active rows only
+    assert [len(c["inputs"]) for c in wrapper.calls] == [4, 3, 2]
+
+    by_id = {r.question.id: r for r in rollouts}
+    assert [r.question.id for r in rollouts] == ["q0", "q1", "q2", "q3"]
+    assert {q: (r.finish_reason, r.turns, r.searches, r.answer) for q, r in by_id.items()} == {
+        "q0": ("answer", 2, ["alpha"], "yes"),
+        "q1": ("answer", 1, [], "no"),
+        "q2": ("answer", 3, ["gamma", "delta"], "yes"),
+        "q3": ("answer", 3, ["beta"], "maybe"),
+    }
+    assert [by_id[q].reward for q in ("q0", "q1", "q2", "q3")] == [1.0, 0.0, 1.0, 0.0]
+
+    decode = engine.decode
+    expected_env = {
+        "q0": [format_observation(retriever.results("alpha", 3))],
+        "q1": [],
+        "q2": [format_observation(retriever.results(q, 3)) for q in ("gamma", "delta")],
+        "q3": [INVALID_ACTION_MESSAGE, format_observation(retriever.results("beta", 3))],
+    }
+    expected_policy = {q: [t for (qq, _), t in sorted(SCRIPT.items()) if qq == q] for q in by_id}
+    for qid, r in by_id.items():
+        assert len(r.env_mask) == len(r.completion_ids) == r.metrics["n_tokens"]
+        assert set(r.env_mask) <= {0, 1}
+        # mask-0 spans decode exactly to the observations the environment inserted
+        assert [decode(s) for s in spans(r, 0)] == expected_env[qid]
+        # mask-1 spans are the scripted policy turns, ending at their closing tag
+        assert [decode(s) for s in spans(r, 1)] == expected_policy[qid]
+        assert r.response == decode(r.completion_ids)
+        assert r.response == "".join(
+            x
+            for pair in zip(expected_policy[qid], expected_env[qid] + [""], strict=True)
+            for x in pair
+        )
+        assert r.metrics["n_policy_tokens"] == sum(r.env_mask)
+
+    # the model saw exactly prompt_ids + completion_ids so far, and the kept policy ids are
+    # exactly the ids it generated (a prefix of its raw output for that row)
+    for call in wrapper.calls:
+        for fed, raw in zip(call["inputs"], call["raw"], strict=True):
+            owner = next(
+                r for r in rollouts if (r.prompt_ids + r.completion_ids)[: len(fed)] == fed
+            )
+            assert fed[: len(owner.prompt_ids)] == owner.prompt_ids
+            rest = owner.completion_ids[len(fed) - len(owner.prompt_ids) :]
+            mask = owner.env_mask[len(fed) - len(owner.prompt_ids) :]
+            n_policy = mask.index(0) if 0 in mask else len(mask)
+            assert n_policy > 0 and rest[:n_policy] == raw[:n_policy]
+            assert all(m == 1 for m in mask[:n_policy])
+
+
+def test_prompt_is_the_chat_template_of_instruction_and_question(tiny, scripted):
+    scripted(lambda qid, turn: "<answer>yes</answer>")
+    engine = HFEngine(tiny.model, tiny.tokenizer)
+    (r,) = run_rollouts(engine, CountingRetriever(), AgentConfig(max_turns=1), episodes(1))
+    prompt = tiny.tokenizer.decode(r.prompt_ids)
+    assert prompt.endswith("<|im_start|>assistant\n")
+    assert SEARCH_R1_INSTRUCTION + "\n\nQuestion: q0" in prompt
+    # the instruction's example answer is in the prompt but never in the response
+    assert "Beijing" in prompt and "Beijing" not in r.response
+
+
+def test_engine_trims_tokens_generated_after_the_stop_string(tiny, scripted):
+    # generation is not stopped at the tag: the model writes on past </search>
+    junk = " and then some more words <answer>no</answer>"
+    wrapper = scripted(
+        lambda qid, turn: "<search>alpha</search>" + junk if turn == 0 else "<answer>yes</answer>",
+        keep_stop_strings=False,
+    )
+    retriever = CountingRetriever()
+    engine = HFEngine(tiny.model, tiny.tokenizer)
+    config = AgentConfig(max_turns=2, max_response_tokens=40, temperature=0)
+    (r,) = run_rollouts(engine, retriever, config, episodes(1))
+    first_policy = spans(r, 1)[0]
+    raw = wrapper.calls[0]["raw"][0]
+    assert len(raw) > len(first_policy)  # the model did write past the tag ...
+    assert raw[: len(first_policy)] == first_policy  # ... and only the prefix was kept
+    assert engine.decode(first_policy) == "<search>alpha</search>"
+    assert retriever.calls == [["alpha"]]
+    assert (r.finish_reason, r.answer, r.reward) == ("answer", "yes", 1.0)
+
+
+def test_turn_limit_nudges_then_stops_without_executing_the_last_search(tiny, scripted):
+    scripted(lambda qid, turn: f"<search>s{turn}</search>")
+    retriever = CountingRetriever()
+    engine = HFEngine(tiny.model, tiny.tokenizer)
+    config = AgentConfig(max_turns=3, max_response_tokens=16, temperature=0)
+    (r,) = run_rollouts(engine, retriever, config, episodes(1))
+    assert (r.finish_reason, r.turns, r.searches) == ("max_turns", 3, ["s0", "s1"])
+    assert retriever.calls == [["s0"], ["s1"]]
+    env = [engine.decode(s) for s in spans(r, 0)]
+    assert env[0] == format_observation(retriever.results("s0", 3))
+    assert env[1] == format_observation(retriever.results("s1", 3)) + LAST_TURN_NUDGE
+    assert engine.decode(spans(r, 1)[-1]) == "<search>s2</search>"
+    assert r.answer is None and r.reward == 0.0
+
+
+def test_observation_is_truncated_to_its_cap_and_stays_closed(tiny, scripted):
+    scripted(lambda qid, turn: "<search>long</search>" if turn == 0 else "<answer>yes</answer>")
+    retriever = CountingRetriever(text_words=200)
+    engine = HFEngine(tiny.model, tiny.tokenizer)
+    config = AgentConfig(max_turns=3, max_response_tokens=16, max_obs_tokens=40, temperature=0)
+    (r,) = run_rollouts(engine, retriever, config, episodes(1))
+    (obs,) = spans(r, 0)
+    assert len(obs) == 40
+    text = engine.decode(obs)
+    assert text.startswith("\n\n<information>Doc 1(Title: T long 0) long says w0 w1")
+    assert text.endswith("</information>\n\n") and text.count("</information>") == 1
+    assert r.metrics["n_obs_truncated"] == 1.0
+    assert (r.finish_reason, r.answer) == ("answer", "yes")
+
+
+def test_length_and_eos_finish_reasons(tiny, scripted):
+    # q0 writes 30 tokens of prose (cap 8); q1 writes a sentence and ends its message
+    scripted(
+        lambda qid, turn: " word" * 30 if qid == "q0" else "I give up.",
+        eos=True,
+    )
+    engine = HFEngine(tiny.model, tiny.tokenizer)
+    config = AgentConfig(max_turns=3, max_response_tokens=8, temperature=0)
+    r0, r1 = run_rollouts(engine, CountingRetriever(), config, episodes(2))
+    assert (r0.finish_reason, r0.turns, len(r0.completion_ids)) == ("length", 1, 8)
+    assert (r1.finish_reason, r1.turns) == ("eos", 1)
+    assert r1.completion_ids[-1] == tiny.tokenizer.eos_token_id  # EOS kept, policy's token
+    assert r1.env_mask == [1] * len(r1.completion_ids)
+    assert r1.response == "I give up."
+
+
+def test_prefill_is_response_text_with_mask_zero(tiny, scripted):
+    scripted(lambda qid, turn: "alpha</search>" if turn == 0 else "<answer>yes</answer>")
+    retriever = CountingRetriever()
+    engine = HFEngine(tiny.model, tiny.tokenizer)
+    config = AgentConfig(max_turns=2, max_response_tokens=16, temperature=0, prefill="<search>")
+    (r,) = run_rollouts(engine, retriever, config, episodes(1))
+    prefill_ids = engine.encode("<search>")
+    assert r.completion_ids[: len(prefill_ids)] == prefill_ids
+    assert r.env_mask[: len(prefill_ids)] == [0] * len(prefill_ids)
+    assert r.response.startswith("<search>alpha</search>\n\n<information>Doc 1(Title: T alpha 0)")
+    assert r.searches == ["alpha"] and retriever.calls == [["alpha"]]
+
+
+def test_sampling_is_reproducible_with_an_injected_rng(tiny):
+    config = AgentConfig(max_turns=1, max_response_tokens=6, temperature=1.0)
+
+    def run(seed):
+        engine = HFEngine(tiny.model, tiny.tokenizer, rng=random.Random(seed))
+        return [
+            r.completion_ids for r in run_rollouts(engine, CountingRetriever(), config, episodes(2))
+        ]
+
+    assert run(1) == run(1)
+    assert run(1) != run(2)
+
+
+def test_batch_size_chunks_generation_without_changing_results(tiny, scripted):
+    wrapper = scripted(lambda qid, turn: SCRIPT.get((qid, turn)))
+    config = AgentConfig(max_turns=4, max_response_tokens=24, temperature=0)
+    engine = HFEngine(tiny.model, tiny.tokenizer, batch_size=3)
+    rollouts = run_rollouts(engine, CountingRetriever(), config, episodes(4))
+    # turn 1: 4 rows in chunks of 3 + 1; turn 2: 3 rows; turn 3: 2 rows
+    assert [len(c["inputs"]) for c in wrapper.calls] == [3, 1, 3, 2]
+    assert [r.answer for r in rollouts] == ["yes", "no", "yes", "maybe"]
+
+
+# ------------------------------------------------------------------------------- evaluate
+
+
+class FailingRetriever(CountingRetriever):
+    def search(self, queries, k=3):
+        if "boom" in queries:
+            raise ConnectionError("retriever down for 'boom'")
+        return super().search(queries, k)
+
+
+def test_evaluate_isolates_a_failing_example_and_keeps_order(tiny, scripted):
+    script = {
+        "q0": "<search>alpha</search>",
+        "q1": "<search>boom</search>",
+        "q2": "<answer>yes</answer>",
+    }
+    scripted(lambda qid, turn: script[qid] if turn == 0 else "<answer>yes</answer>")
+    engine = HFEngine(tiny.model, tiny.tokenizer)
+    evaluate = make_evaluate(
+        engine, FailingRetriever(), AgentConfig(max_turns=2, temperature=0), group_size=2
+    )
+    questions = [e.question for e in episodes(3)]
+    rollouts = evaluate(SEED, questions)
+    assert [r.question.id for r in rollouts] == ["q0", "q0", "q1", "q1", "q2", "q2"]
+    assert [r.finish_reason for r in rollouts] == [
+        "answer",
+        "answer",
+        "error",
+        "error",
+        "answer",
+        "answer",
+    ]
+    assert [r.reward for r in rollouts] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0]
+    assert rollouts[2].error == "ConnectionError: retriever down for 'boom'"
+    assert all(r.instruction_id == "seed" for r in rollouts)
+
+
+# ---------------------------------------------------------------------------- pure helpers
+
+
+def test_trim_generation_rules():
+    vocab = {1: "<search>", 2: "q", 3: "</search>", 4: " junk", 9: "<eos>", 0: "<pad>"}
+
+    def decode(ids):
+        return "".join(vocab[i] for i in ids if i not in (9, 0))
+
+    common = {"stop": ["</search>", "</answer>"], "eos_ids": {9}, "decode": decode}
+    assert trim_generation([1, 2, 3, 4, 4], pad_id=0, **common) == ([1, 2, 3], "stop")
+    assert trim_generation([1, 2, 3, 0, 0], pad_id=0, **common) == ([1, 2, 3], "stop")
+    assert trim_generation([2, 4, 9, 0, 0], pad_id=0, **common) == ([2, 4, 9], "eos")
+    assert trim_generation([2, 4, 4], pad_id=0, **common) == ([2, 4, 4], "length")
+    assert trim_generation([1, 2, 3, 9, 9], pad_id=9, **common) == ([1, 2, 3], "stop")
+    assert trim_generation([2, 4, 0, 0], pad_id=0, **common) == ([2, 4], "length")
+
+
+def test_agent_config_is_validated():
+    AgentConfig()
+    for bad in (
+        {"max_turns": 0},
+        {"max_response_tokens": 0},
+        {"max_obs_tokens": 4},
+        {"topk": 0},
+        {"temperature": -0.1},
+        {"top_p": 0},
+        {"reward": "bleu"},
+        {"format_weight": -1.0},
+    ):
+        with pytest.raises(ValueError):
+            AgentConfig(**bad)
+    assert AgentConfig(reward="f1").reward_spec.metric == "f1"
+    assert replace(AgentConfig(), topk=5).topk == 5
