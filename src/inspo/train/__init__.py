@@ -1,0 +1,1 @@
+"""GRPO training with co-evolving instructions, on TRL (heavy imports stay inside functions)."""

@@ -1,0 +1,365 @@
+"""Training configuration: validated dataclasses, presets, YAML/TOML files and CLI overrides.
+
+One :class:`TrainConfig` holds a sub-config per component; each component is handed only its
+own part. Every field has a one-line doc; every value is validated in ``__post_init__`` with a
+message naming the field, the value, and what is allowed.
+
+Presets:
+
+- ``paper``: App. B of the paper (G 5, lr 5e-7, 512 questions per step in 2 mini-batches,
+  500 tokens per turn, 4 turns, temperature 1.0, KL 0.001, clip 0.2, cosine with 0.1 warm-up,
+  300 steps; N_P 7, N_parent 1, tau_s 0.2, K_p 5, K_e 15, T_e 150, window 5, 4 failures,
+  |D_B| 200). Needs GPUs.
+- ``cpu-tiny``: the embedded default of ``inspo train`` — Qwen2.5-Coder-0.5B-Instruct on the
+  built-in ``world`` data with BM25, a shortened schedule, sized to finish in about 15 minutes
+  on 2 CPU cores.
+
+Files map onto the same tree (``[rl]``, ``[coevolution]`` …); overrides are dotted
+``section.field=value`` strings whose values are parsed as YAML scalars.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from inspo.core.config import CoEvolutionConfig, ConfigError
+from inspo.llm.factory import OptimizerLLMConfig
+
+MODES = ("inspo", "static", "pre-policy", "post-policy")
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+@dataclass
+class ModelConfig:
+    """The policy model."""
+
+    name_or_path: str = "qwen2.5-coder-0.5b"
+    """A registered name (see ``inspo models``), a Hugging Face folder or a .gguf file."""
+    dtype: str = "bfloat16"
+    """Weights dtype: bfloat16 (fast on CPU and GPU), float32 or float16."""
+    lora: bool = False
+    """Train LoRA adapters (PEFT) instead of all weights."""
+    lora_r: int = 16
+    """LoRA rank."""
+    lora_alpha: int = 32
+    """LoRA scaling numerator."""
+    lora_dropout: float = 0.05
+    """LoRA dropout."""
+    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    """Modules that get adapters."""
+    gradient_checkpointing: bool = False
+    """Trade compute for memory during the backward pass."""
+
+    def __post_init__(self) -> None:
+        _check(bool(self.name_or_path), "model.name_or_path must not be empty")
+        _check(self.dtype in ("bfloat16", "float32", "float16"),
+               f"model.dtype must be bfloat16, float32 or float16; got {self.dtype!r}")
+        _check(self.lora_r >= 1, f"model.lora_r must be >= 1; got {self.lora_r!r}")
+        _check(0 <= self.lora_dropout < 1, f"model.lora_dropout must be in [0, 1); got {self.lora_dropout!r}")
+
+
+@dataclass
+class DataConfig:
+    """Questions and the corpus the agent searches."""
+
+    train: str = "world"
+    """Training questions: a file/folder (Search-R1/FlashRAG JSONL or parquet), 'world[:SEED]' or 'hf:NAME'."""
+    train_split: str = "train"
+    """Split to read from ``train`` when it has several."""
+    max_train_questions: int = 0
+    """Use at most this many training questions (0: all)."""
+    eval: str = "world"
+    """Questions for the end-of-run evaluation ('' to skip)."""
+    eval_split: str = "dev"
+    """Split to read from ``eval``."""
+    max_eval_questions: int = 100
+    """Evaluate on at most this many questions (0: all)."""
+    corpus: str = "world"
+    """Corpus to index: a file/folder, 'world[:SEED]', 'wiki-lite' or 'hf:NAME' (ignored for retriever 'http')."""
+    retriever: str = "bm25"
+    """bm25, dense, or http (a Search-R1-compatible server at ``retriever_url``)."""
+    retriever_url: str = ""
+    """Base URL of the retrieval server when ``retriever`` is http."""
+    index_dir: str = ""
+    """Load the index from here, or save the built one here ('' : keep it in memory)."""
+    warmup_questions: int = 32
+    """Questions rolled out with the seed instruction before step 1, to fill the replay buffer."""
+
+    def __post_init__(self) -> None:
+        _check(bool(self.train), "data.train must name the training questions")
+        _check(self.retriever in ("bm25", "dense", "http"),
+               f"data.retriever must be bm25, dense or http; got {self.retriever!r}")
+        _check(self.retriever != "http" or bool(self.retriever_url),
+               "data.retriever is 'http' but data.retriever_url is empty (e.g. http://127.0.0.1:8000)")
+        for name in ("max_train_questions", "max_eval_questions", "warmup_questions"):
+            value = getattr(self, name)
+            _check(isinstance(value, int) and value >= 0, f"data.{name} must be an integer >= 0; got {value!r}")
+
+
+@dataclass
+class RLConfig:
+    """GRPO (through TRL) and the agent's sampling."""
+
+    steps: int = 300
+    """Training steps T (one step = one batch of questions, as in the paper)."""
+    questions_per_step: int = 512
+    """Distinct questions per step (the paper's batch size)."""
+    group_size: int = 5
+    """G: trajectories per question."""
+    mini_batches: int = 2
+    """Optimizer updates per step (batch / mini-batch: 512 / 256 in the paper)."""
+    micro_batch_size: int = 64
+    """Trajectories per forward/backward pass on one device (gradient accumulation fills the rest)."""
+    learning_rate: float = 5e-7
+    """Peak learning rate."""
+    lr_scheduler: str = "cosine"
+    """Learning-rate schedule (any transformers scheduler name)."""
+    warmup_ratio: float = 0.1
+    """Share of steps spent warming up."""
+    beta: float = 0.001
+    """KL coefficient against the reference policy."""
+    clip_epsilon: float = 0.2
+    """PPO clip ratio."""
+    loss_type: str = "grpo"
+    """TRL loss aggregation: grpo (per-sequence mean, Eq. 2), dapo, dr_grpo, bnpo."""
+    max_turns: int = 4
+    """Policy turns per episode; the last must answer."""
+    max_response_tokens: int = 500
+    """New tokens per policy turn."""
+    max_obs_tokens: int = 500
+    """Tokens per retrieved observation."""
+    max_prompt_tokens: int = 4096
+    """Longest prompt (instruction + question) accepted; longer ones are refused before training."""
+    topk: int = 3
+    """Passages per search."""
+    temperature: float = 1.0
+    """Sampling temperature of the policy."""
+    top_p: float = 1.0
+    """Nucleus sampling mass."""
+    reward: str = "em"
+    """em (exact match, the paper) or f1."""
+    bf16: bool = True
+    """Mixed precision bf16."""
+    use_vllm: bool = False
+    """Generate with vLLM through TRL (GPU only)."""
+    vllm_mode: str = "colocate"
+    """colocate or server."""
+    save_steps: int = 50
+    """Checkpoint every this many steps (0: only at the end)."""
+    logging_steps: int = 1
+    """Log every this many optimizer updates."""
+    report_to: list[str] = field(default_factory=list)
+    """Trackers for TRL: tensorboard, trackio, wandb … (empty: none)."""
+    seed: int = 0
+    """Seed of the data order, sampling and the co-evolution."""
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "questions_per_step", "mini_batches", "micro_batch_size", "max_turns",
+                     "max_response_tokens", "max_prompt_tokens", "topk"):
+            value = getattr(self, name)
+            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                   f"rl.{name} must be a positive integer; got {value!r}")
+        _check(isinstance(self.group_size, int) and self.group_size >= 2,
+               f"rl.group_size must be an integer >= 2 (GRPO compares trajectories within a group); got {self.group_size!r}")
+        _check(self.learning_rate > 0, f"rl.learning_rate must be > 0; got {self.learning_rate!r}")
+        _check(0 <= self.warmup_ratio < 1, f"rl.warmup_ratio must be in [0, 1); got {self.warmup_ratio!r}")
+        _check(self.beta >= 0, f"rl.beta must be >= 0; got {self.beta!r}")
+        _check(0 < self.clip_epsilon < 1, f"rl.clip_epsilon must be in (0, 1); got {self.clip_epsilon!r}")
+        _check(self.loss_type in ("grpo", "dapo", "dr_grpo", "bnpo"),
+               f"rl.loss_type must be grpo, dapo, dr_grpo or bnpo; got {self.loss_type!r}")
+        _check(self.temperature > 0, f"rl.temperature must be > 0 for RL sampling; got {self.temperature!r}")
+        _check(0 < self.top_p <= 1, f"rl.top_p must be in (0, 1]; got {self.top_p!r}")
+        _check(self.reward in ("em", "f1"), f"rl.reward must be em or f1; got {self.reward!r}")
+        _check(self.vllm_mode in ("colocate", "server"), f"rl.vllm_mode must be colocate or server; got {self.vllm_mode!r}")
+        _check(self.max_obs_tokens >= 16, f"rl.max_obs_tokens must be >= 16; got {self.max_obs_tokens!r}")
+        _check(self.save_steps >= 0, f"rl.save_steps must be >= 0; got {self.save_steps!r}")
+        trajectories = self.questions_per_step * self.group_size
+        _check(trajectories % self.mini_batches == 0,
+               f"rl.questions_per_step x rl.group_size ({trajectories}) must divide into rl.mini_batches ({self.mini_batches})")
+
+    @property
+    def trajectories_per_step(self) -> int:
+        return self.questions_per_step * self.group_size
+
+
+@dataclass
+class TrainConfig:
+    """Everything ``inspo train`` needs."""
+
+    mode: str = "inspo"
+    """inspo (co-evolution), static (Search-R1 baseline), pre-policy or post-policy (offline ablations)."""
+    seed_instruction: str = ""
+    """The seed instruction ('' : Search-R1's instruction of App. F)."""
+    output_dir: str = "runs/inspo"
+    """Run directory."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    rl: RLConfig = field(default_factory=RLConfig)
+    coevolution: CoEvolutionConfig = field(default_factory=CoEvolutionConfig)
+    optimizer: OptimizerLLMConfig = field(default_factory=OptimizerLLMConfig)
+    offline_steps: int = 10
+    """pre-/post-policy modes: instruction-evolution steps run with a frozen policy."""
+
+    def __post_init__(self) -> None:
+        _check(self.mode in MODES, f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        _check(self.offline_steps >= 1, f"offline_steps must be >= 1; got {self.offline_steps!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------ presets
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},  # the dataclass defaults are App. B
+    "cpu-tiny": {
+        "output_dir": "runs/cpu-tiny",
+        "data": {"max_eval_questions": 24, "warmup_questions": 8},
+        "rl": {
+            "steps": 8, "questions_per_step": 4, "group_size": 4, "mini_batches": 1, "micro_batch_size": 8,
+            "learning_rate": 2e-6, "warmup_ratio": 0.0, "beta": 0.0, "max_turns": 3,
+            "max_response_tokens": 96, "max_obs_tokens": 200, "max_prompt_tokens": 1024,
+            "save_steps": 4,
+        },
+        "coevolution": {
+            "population_size": 4, "prune_every": 2, "evolve_every": 4, "evolve_until": 8,
+            "validation_size": 8, "candidates_per_call": 4, "max_rounds": 2,
+        },
+    },
+}
+
+
+def preset(name: str) -> TrainConfig:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; presets are: {', '.join(PRESETS)}")
+    return from_dict(copy.deepcopy(PRESETS[name]))
+
+
+# ------------------------------------------------------------------------------ dict/file/CLI
+def _build(cls, data: dict[str, Any], where: str):
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(where + k for k in unknown)}; "
+            f"{where.rstrip('.') or 'the top level'} accepts: {', '.join(sorted(known))}"
+        )
+    kwargs = {}
+    for name, value in data.items():
+        sub = _SECTIONS.get(cls, {}).get(name)
+        if sub is None:
+            kwargs[name] = value
+        elif isinstance(value, dict):
+            kwargs[name] = _build(sub, value, f"{where}{name}.")
+        else:
+            raise ConfigError(f"{where}{name} must be a table of settings, got {value!r}")
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{where.rstrip('.') or 'config'}: {exc}") from exc
+
+
+_SECTIONS: dict[type, dict[str, type]] = {
+    TrainConfig: {
+        "model": ModelConfig, "data": DataConfig, "rl": RLConfig,
+        "coevolution": CoEvolutionConfig, "optimizer": OptimizerLLMConfig,
+    }
+}
+
+
+def from_dict(data: dict[str, Any]) -> TrainConfig:
+    return _build(TrainConfig, data, "")
+
+
+def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``update`` into a copy of ``base`` (tables merge, values replace)."""
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """A YAML (.yaml/.yml) or TOML (.toml) file as a dict; JSON is accepted as YAML."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".toml":
+        import tomllib
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    import yaml
+
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a table of settings, got {type(data).__name__}")
+    return data
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    """``"rl.steps=20"`` -> ``{"rl": {"steps": 20}}`` (the value parsed as a YAML scalar)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"override {text!r} must look like section.key=value (e.g. rl.steps=20)")
+    import yaml
+
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    node: dict[str, Any] = {}
+    cursor = node
+    parts = key.strip().split(".")
+    for part in parts[:-1]:
+        cursor = cursor.setdefault(part, {})
+    cursor[parts[-1]] = value
+    return node
+
+
+def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overrides: list[str] = ()) -> TrainConfig:
+    """Preset, then the file, then the overrides; validated once at the end."""
+    if preset_name not in PRESETS:
+        raise ConfigError(f"unknown preset {preset_name!r}; presets are: {', '.join(PRESETS)}")
+    data = copy.deepcopy(PRESETS[preset_name])
+    if file is not None:
+        data = merge(data, read_config_file(file))
+    for text in overrides:
+        data = merge(data, parse_override(text))
+    return from_dict(data)
+
+
+def dump(config: TrainConfig) -> str:
+    """The resolved config as YAML (the run directory keeps it as config.yaml)."""
+    try:
+        import yaml
+
+        return yaml.safe_dump(_plain(config), sort_keys=False)
+    except ImportError:  # pragma: no cover - yaml ships with the train extra
+        return json.dumps(_plain(config), indent=2)
+
+
+def _plain(obj: Any) -> Any:
+    if is_dataclass(obj):
+        return {f.name: _plain(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(x) for x in obj]
+    return obj

@@ -1,0 +1,69 @@
+"""The planned schedule and cost of a run, for ``inspo train --dry-run`` (no model loaded)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inspo.core.coevolution import PlannedStep, planned_schedule
+from inspo.train.config import TrainConfig
+
+
+@dataclass
+class RunPlan:
+    schedule: list[PlannedStep]
+    training_rollouts: int
+    warmup_rollouts: int
+    verification_rollouts_min: int
+    verification_rollouts_max: int
+    optimizer_calls_min: int
+    optimizer_calls_max: int
+
+    @property
+    def extra_share_max(self) -> float:
+        extra = self.verification_rollouts_max + self.warmup_rollouts
+        return extra / self.training_rollouts if self.training_rollouts else 0.0
+
+    def lines(self) -> list[str]:
+        out = ["schedule (steps that prune or evolve; population size after the step):"]
+        out += [
+            f"  step {p.step:>4}: {'prune ' if p.prune else ''}{'evolve ' if p.evolve else ''}-> {p.size_after}"
+            for p in self.schedule
+        ] or ["  (none)"]
+        out += [
+            f"training rollouts:      {self.training_rollouts}",
+            f"warm-up rollouts:       {self.warmup_rollouts}",
+            f"verification rollouts: {self.verification_rollouts_min} to {self.verification_rollouts_max}",
+            f"optimizer calls:        {self.optimizer_calls_min} to {self.optimizer_calls_max}",
+            f"extra inference:        at most {100 * self.extra_share_max:.1f}% of training rollouts",
+        ]
+        return out
+
+
+def plan_run(config: TrainConfig) -> RunPlan:
+    """Rollout and optimizer-call budget of ``config``.
+
+    Each refill needs ``ceil(slots / candidates_per_call)`` rounds at best and ``max_rounds`` at
+    worst; each round verifies ``candidates_per_call`` candidates on ``validation_size``
+    questions. Static mode has no population work.
+    """
+    rl, co = config.rl, config.coevolution
+    training = rl.steps * rl.trajectories_per_step
+    if config.mode == "static":
+        return RunPlan([], training, 0, 0, 0, 0, 0)
+    schedule = planned_schedule(rl.steps, co) if config.mode == "inspo" else []
+    refills = [co.population_size - 1] if co.init_population else []
+    refills += [co.population_size - co.n_parent for p in schedule if p.evolve]
+    if config.mode in ("pre-policy", "post-policy"):
+        refills += [co.population_size - co.n_parent] * (config.offline_steps // co.evolve_every)
+    best_rounds = sum(-(-slots // co.candidates_per_call) for slots in refills)
+    worst_rounds = co.max_rounds * len(refills)
+    per_round = co.candidates_per_call * co.validation_size
+    return RunPlan(
+        schedule=schedule,
+        training_rollouts=training,
+        warmup_rollouts=config.data.warmup_questions,
+        verification_rollouts_min=best_rounds * per_round,
+        verification_rollouts_max=worst_rounds * per_round,
+        optimizer_calls_min=best_rounds,
+        optimizer_calls_max=worst_rounds,
+    )
