@@ -1,0 +1,67 @@
+import pytest
+
+from inspo.core.config import ConfigError
+from inspo.train.config import dump, parse_override, preset, read_config_file, resolve
+from inspo.train.plan import plan_run
+
+
+def test_paper_preset_is_app_b():
+    c = preset("paper")
+    assert (c.rl.group_size, c.rl.learning_rate, c.rl.questions_per_step, c.rl.mini_batches) == (5, 5e-7, 512, 2)
+    assert (c.rl.max_response_tokens, c.rl.max_turns, c.rl.temperature, c.rl.top_p) == (500, 4, 1.0, 1.0)
+    assert (c.rl.beta, c.rl.clip_epsilon, c.rl.lr_scheduler, c.rl.warmup_ratio, c.rl.steps) == (0.001, 0.2, "cosine", 0.1, 300)
+    co = c.coevolution
+    assert (co.population_size, co.n_parent, co.tau_s, co.prune_every, co.evolve_every, co.evolve_until) == (7, 1, 0.2, 5, 15, 150)
+    assert (co.weight_window, co.n_failures, co.validation_size, c.rl.max_prompt_tokens) == (5, 4, 200, 4096)
+
+
+def test_paper_plan_matches_app_c_verification_budget():
+    plan = plan_run(preset("paper"))
+    # init + evolutions at 15, 30, ..., 135 (t < T_e = 150): 10 refills of 6 candidates on |D_B| = 200
+    assert plan.optimizer_calls_min == 10
+    assert plan.verification_rollouts_min == 6 * 200 * 10
+    assert plan.training_rollouts == 300 * 512 * 5
+    assert [p.step for p in plan.schedule if p.evolve] == list(range(15, 150, 15))
+
+
+def test_file_then_overrides(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("rl:\n  steps: 3\ncoevolution:\n  tau_s: 0.5\n")
+    c = resolve("cpu-tiny", f, ["rl.steps=5", "mode=static", "model.lora=true"])
+    assert (c.rl.steps, c.coevolution.tau_s, c.mode, c.model.lora) == (5, 0.5, "static", True)
+    t = tmp_path / "c.toml"
+    t.write_text('[data]\ntrain = "world:3"\n')
+    assert resolve("paper", t).data.train == "world:3"
+    again = tmp_path / "again.yaml"
+    again.write_text(dump(c))
+    assert resolve("paper", again) == c
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("rl.stepz=3", "unknown key.*rl.stepz.*accepts"),
+        ("rl.group_size=1", "group_size must be an integer >= 2"),
+        ("coevolution.tau_s=0", "tau_s must be > 0"),
+        ("mode=magic", "mode must be one of"),
+        ("data.retriever=http", "retriever_url is empty"),
+        ("rl=3", "rl must be a table"),
+        ("optimizer.kind=gpt", "optimizer kind 'gpt'"),
+        ("nonsense", "must look like section.key=value"),
+    ],
+)
+def test_bad_values_say_what_is_wrong(override, message):
+    with pytest.raises((ConfigError, ValueError), match=message):
+        resolve("cpu-tiny", None, [override])
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        read_config_file(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- a list\n")
+    with pytest.raises(ConfigError, match="top level must be a table"):
+        read_config_file(bad)
+    with pytest.raises(ConfigError, match="unknown preset"):
+        resolve("huge")
+    assert parse_override("rl.report_to=[tensorboard]") == {"rl": {"report_to": ["tensorboard"]}}
