@@ -179,3 +179,21 @@ def test_an_unreachable_endpoint_becomes_error_rollouts():
     )
     assert [r.finish_reason for r in rollouts] == ["error", "error"]
     assert all(r.reward == 0.0 and r.error.startswith("APIConnectionError") for r in rollouts)
+
+
+def test_text_only_observations_are_capped_by_characters(server):
+    # no tokenizer: the cap is max_obs_tokens * 4 characters, the block still closed
+    engine = OpenAIEngine("vllm-like", base_url=server.base_url, api_key="test-key")
+    retriever = TitleRetriever()
+    config = AgentConfig(max_turns=3, max_obs_tokens=16, temperature=0)
+    evaluate = make_evaluate(engine, retriever, config)
+    (r,) = evaluate(
+        Instruction("seed", SEARCH_R1_INSTRUCTION), [Question("a", "paris", ("Paris",))]
+    )
+    full = format_observation(retriever.search(["paris facts"], 3)[0])
+    start = r.response.index("\n\n<information>")
+    end = r.response.index("</information>\n\n") + len("</information>\n\n")
+    obs = r.response[start:end]
+    assert len(full) > 64 and len(obs) == 64
+    assert obs == full[: 64 - len("</information>\n\n")] + "</information>\n\n"
+    assert r.metrics["n_obs_truncated"] == 1.0 and r.answer == "Paris"

@@ -421,3 +421,31 @@ def test_agent_config_is_validated():
             AgentConfig(**bad)
     assert AgentConfig(reward="f1").reward_spec.metric == "f1"
     assert replace(AgentConfig(), topk=5).topk == 5
+
+
+def test_real_bm25_results_become_the_observation(tiny, scripted):
+    pytest.importorskip("bm25s")
+    from inspo.retrieval.bm25 import BM25Retriever
+
+    bm25 = BM25Retriever(
+        [
+            Passage("1", "Paris", "Paris is the capital of France."),
+            Passage("2", "Berlin", "Berlin is the capital of Germany."),
+            Passage("3", "Hamlet", "Hamlet is a play by Shakespeare."),
+        ]
+    )
+    scripted(
+        lambda qid, turn: (
+            "<search>capital of France</search>" if turn == 0 else "<answer>Paris</answer>"
+        )
+    )
+    engine = HFEngine(tiny.model, tiny.tokenizer)
+    config = AgentConfig(max_turns=3, max_response_tokens=16, temperature=0, topk=2)
+    (r,) = run_rollouts(engine, bm25, config, episodes(1))
+    (obs,) = spans(r, 0)
+    expected = format_observation(bm25.search(["capital of France"], 2)[0])
+    assert engine.decode(obs) == expected
+    assert expected.startswith(
+        "\n\n<information>Doc 1(Title: Paris) Paris is the capital of France."
+    )
+    assert (r.searches, r.answer, r.finish_reason) == (["capital of France"], "Paris", "answer")

@@ -22,7 +22,8 @@ Rules of :class:`PolicyEngine`:
 Engines: :class:`HFEngine` (a transformers model, CPU or GPU; accepts a live model object so
 TRL can hand over its unwrapped training model) and :class:`OpenAIEngine` (a frozen policy
 behind an OpenAI-compatible completions endpoint; text only). A vLLM engine can join by
-implementing the same four members.
+implementing the same members (``keeps_token_ids``, ``prompt_text``, ``encode``, ``decode``,
+``generate``); vLLM takes prompt token ids, so it can keep ids end to end too.
 """
 
 from __future__ import annotations
@@ -165,6 +166,11 @@ class HFEngine:
         self.rng = rng
         self.batch_size = batch_size
         self.eos_ids = _eos_ids(model, tokenizer)
+        if not self.eos_ids:
+            raise ValueError(
+                "HFEngine: neither the model's generation_config nor the tokenizer names an EOS "
+                "token; set tokenizer.eos_token (or model.generation_config.eos_token_id)"
+            )
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else min(self.eos_ids)
 
