@@ -143,7 +143,9 @@ def test_openai_engine_restores_the_stop_string(server, model):
 def test_text_only_rollouts_through_an_openai_endpoint(server):
     engine = OpenAIEngine("vllm-like", base_url=server.base_url, api_key="test-key")
     retriever = TitleRetriever()
-    evaluate = make_evaluate(engine, retriever, AgentConfig(max_turns=3, temperature=0))
+    evaluate = make_evaluate(
+        engine, retriever, AgentConfig(max_turns=3, temperature=0), batch_size=2, progress=True
+    )
     questions = [Question("a", "paris", ("Paris",)), Question("b", "rome", ("Milan",))]
     rollouts = evaluate(Instruction("seed", SEARCH_R1_INSTRUCTION), questions)
 
