@@ -146,6 +146,10 @@ class RLConfig:
     """Nucleus sampling mass."""
     reward: str = "em"
     """em (exact match, the paper) or f1."""
+    format_weight: float = 0.0
+    """Bonus for a well-formed response (tags), added to the reward (0: the paper's outcome reward)."""
+    prefill: str = ""
+    """Text forced at the start of every response, not trained on (e.g. '<search>' for tiny models)."""
     bf16: bool = True
     """Mixed precision bf16."""
     use_vllm: bool = False
@@ -178,6 +182,7 @@ class RLConfig:
         _check(self.temperature > 0, f"rl.temperature must be > 0 for RL sampling; got {self.temperature!r}")
         _check(0 < self.top_p <= 1, f"rl.top_p must be in (0, 1]; got {self.top_p!r}")
         _check(self.reward in ("em", "f1"), f"rl.reward must be em or f1; got {self.reward!r}")
+        _check(self.format_weight >= 0, f"rl.format_weight must be >= 0; got {self.format_weight!r}")
         _check(self.vllm_mode in ("colocate", "server"), f"rl.vllm_mode must be colocate or server; got {self.vllm_mode!r}")
         _check(self.max_obs_tokens >= 16, f"rl.max_obs_tokens must be >= 16; got {self.max_obs_tokens!r}")
         _check(self.save_steps >= 0, f"rl.save_steps must be >= 0; got {self.save_steps!r}")

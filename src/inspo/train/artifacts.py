@@ -1,0 +1,155 @@
+"""The run directory: what a training or evolution run leaves behind, and how a resume finds it.
+
+Layout (``inspo train``; ``inspo evolve`` writes the same minus ``model/`` and checkpoints)::
+
+    config.yaml            the resolved config
+    events.jsonl           the core's typed events, one per line (main process only)
+    metrics.jsonl          one line per INSPO step: reward/, rollout/, inspo/ and TRL's train metrics
+    choices.rank<R>.jsonl  which instruction each process used for each question group
+    inspo_state.json       the core state at the end (population, buffer, ledger, RNG)
+    best_instruction.txt   I* = argmax w
+    summary.json           the run's summary (see TrainSummary / EvolveSummary)
+    model/                 the trained model + tokenizer (LoRA merged)
+    checkpoint-N/          TRL checkpoints, each with inspo_state.json and inspo_step.json
+
+Rules:
+
+- every JSONL line carries ``step`` (the INSPO step; 0 is initialisation);
+- on resume from a checkpoint at INSPO step ``s``, lines with ``step > s`` (written by the
+  killed run after its last checkpoint) are dropped, so no step is logged twice;
+- a checkpoint counts only when it holds ``trainer_state.json`` and ``inspo_state.json``
+  (written last), so a run killed while saving resumes from the previous one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+STATE_FILE = "inspo_state.json"
+STEP_FILE = "inspo_step.json"
+JSONL_FILES = ("events.jsonl", "metrics.jsonl")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record, ensure_ascii=False, default=float) + "\n")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Records of a JSONL file; a torn last line (a killed writer) is skipped."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def truncate_jsonl(path: Path, keep: Callable[[dict[str, Any]], bool]) -> int:
+    """Rewrite ``path`` with only the records ``keep`` accepts; returns how many were dropped."""
+    if not path.is_file():
+        return 0
+    records = read_jsonl(path)
+    kept = [r for r in records if keep(r)]
+    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+    return len(records) - len(kept)
+
+
+def truncate_after(run_dir: Path, step: int) -> int:
+    """Drop every JSONL line of ``run_dir`` whose INSPO step is after ``step``."""
+    dropped = 0
+    for path in jsonl_paths(run_dir):
+        dropped += truncate_jsonl(path, lambda r: int(r.get("step", 0)) <= step)
+    return dropped
+
+
+def jsonl_paths(run_dir: Path) -> Iterable[Path]:
+    yield from (run_dir / name for name in JSONL_FILES)
+    yield from sorted(run_dir.glob("choices.rank*.jsonl"))
+
+
+def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """Complete checkpoints (see the module rules), oldest first, as (global step, path)."""
+    found = []
+    if not run_dir.is_dir():
+        return found
+    for child in run_dir.iterdir():
+        match = CHECKPOINT_RE.match(child.name)
+        if match and (child / "trainer_state.json").is_file() and (child / STATE_FILE).is_file():
+            found.append((int(match.group(1)), child))
+    return sorted(found)
+
+
+def any_checkpoint_dirs(run_dir: Path) -> list[Path]:
+    if not run_dir.is_dir():
+        return []
+    return sorted(p for p in run_dir.iterdir() if CHECKPOINT_RE.match(p.name))
+
+
+def find_checkpoint(run_dir: Path, resume: bool | str) -> Path:
+    """The checkpoint to resume from: the last complete one (``resume=True``) or the given path.
+
+    Raises FileNotFoundError with what was looked for when there is none.
+    """
+    if isinstance(resume, str) and resume not in ("", "true", "True", "last"):
+        path = Path(resume)
+        if not path.is_dir():
+            raise FileNotFoundError(f"--resume {resume}: no such checkpoint directory")
+        if not (path / STATE_FILE).is_file():
+            raise FileNotFoundError(f"--resume {resume}: {STATE_FILE} is missing (not an inspo checkpoint, or cut off while saving)")
+        return path
+    complete = checkpoints(run_dir)
+    if not complete:
+        partial = any_checkpoint_dirs(run_dir)
+        extra = f" ({len(partial)} incomplete checkpoint dir(s) found)" if partial else ""
+        raise FileNotFoundError(
+            f"nothing to resume in {run_dir}: no checkpoint-N with {STATE_FILE}{extra}; "
+            "run without --resume to start a new run"
+        )
+    return complete[-1][1]
+
+
+def read_step(checkpoint: Path) -> dict[str, int]:
+    return json.loads((checkpoint / STEP_FILE).read_text(encoding="utf-8"))
+
+
+def clear_run_files(run_dir: Path) -> None:
+    """Remove the log files of an earlier run in ``run_dir`` (a new run starts clean)."""
+    for path in list(jsonl_paths(run_dir)):
+        path.unlink(missing_ok=True)
+    for name in (STATE_FILE, "summary.json", "best_instruction.txt"):
+        (run_dir / name).unlink(missing_ok=True)

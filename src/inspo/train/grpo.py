@@ -1,0 +1,358 @@
+"""The TRL glue: a GRPOTrainer subclass, the multi-turn ``rollout_func``, the reward function
+that hands back precomputed rewards, and the callback that runs Algorithm 1's update.
+
+How one INSPO step ``t`` runs inside TRL (``t = global_step // mini_batches + 1``):
+
+1. TRL's sampler deals the step's ``questions_per_step x G`` rows to the processes (each
+   question G times in a row); :meth:`InspoGRPOTrainer._generate_and_score_completions` keeps
+   the rows so the rollout function can read their ``question_id``.
+2. ``rollout_func`` (every process, its own rows): one instruction per question group through
+   ``coevo.choose(t, qid)`` — a pure function of (seed, t, qid, population version), so a group
+   split over two processes gets the same instruction on both — then the agent's batched
+   multi-turn rollouts with the training model itself (unwrapped for generation). It returns
+   token ids end to end, ``env_mask`` (0 on retrieved/environment tokens, which are not trained
+   on) and the extra keys ``reward``, ``instruction_id``, ``question_id``, ``n_searches``,
+   ``turns``, ``finish_reason``.
+3. ``inspo_reward`` returns the precomputed reward (scored on the response only) and records
+   the step's rollouts for attribution.
+4. TRL computes group advantages and makes ``mini_batches`` optimizer updates.
+5. At the step's last update (``global_step % mini_batches == 0``) the callback gathers every
+   process's rollouts; the main process runs ``coevo.update(t, rollouts, evaluate)`` — on evolve
+   steps ``evaluate`` verifies candidates with the CURRENT policy — then broadcasts the
+   population so every process holds the identical one. Metrics go to TRL's logs and to
+   ``metrics.jsonl``; at a save, ``inspo_state.json`` and ``inspo_step.json`` go into
+   ``checkpoint-N/``.
+
+Heavy imports (torch, transformers, trl, accelerate) happen inside functions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from inspo.agent.engines import HFEngine
+from inspo.agent.evaluate import make_evaluate
+from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
+from inspo.core.coevolution import CoEvolution, is_evolve_step
+from inspo.core.events import Sampled
+from inspo.core.state import save_state
+from inspo.records import Question, Rollout
+from inspo.retrieval.base import Retriever
+from inspo.rng import derived_rng
+from inspo.train import artifacts
+from inspo.train.stepper import (
+    choose_groups,
+    ledger_copy,
+    light,
+    set_population,
+    step_line,
+    step_metrics,
+)
+
+log = logging.getLogger("inspo.train")
+
+#: Replaces the response-only EM/F1 reward of a rollout (e.g. a learned verifier or a test's
+#: scripted reward). It must read the response, never the prompt, and return a float.
+RewardFn = Callable[[Rollout], float]
+
+
+@dataclass
+class RolloutContext:
+    """What the rollout function, the reward function and the callback share on one process."""
+
+    coevo: CoEvolution
+    retriever: Retriever
+    agent: AgentConfig
+    questions: dict[str, Question]
+    tokenizer: Any
+    mini_batches: int
+    seed: int
+    rank: int = 0
+    world_size: int = 1
+    reward_fn: RewardFn | None = None
+    choices_path: Path | None = None
+    eval_batch_size: int = 32
+    in_flight: list[Rollout] = field(default_factory=list)
+    pending: list[Rollout] = field(default_factory=list)
+    sampled: set[str] = field(default_factory=set)
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def inspo_step(self, global_step: int) -> int:
+        return global_step // self.mini_batches + 1
+
+    def rescore(self, rollouts: list[Rollout]) -> list[Rollout]:
+        if self.reward_fn is None:
+            return rollouts
+        return [replace(r, reward=float(self.reward_fn(r))) for r in rollouts]
+
+    def make_evaluate(self, model: Any, step: int, tag: str = "verify"):
+        """``evaluate(instruction, questions)`` with ``model`` as the policy (one rollout per question)."""
+        engine = HFEngine(model, self.tokenizer, rng=derived_rng(self.seed, tag, step))
+        evaluate = make_evaluate(engine, self.retriever, self.agent, group_size=1, batch_size=self.eval_batch_size)
+        if self.reward_fn is None:
+            return evaluate
+        return lambda instruction, questions: self.rescore(evaluate(instruction, questions))
+
+    def trace(self, step: int, groups: list[tuple[str, str]]) -> None:
+        if self.choices_path is None:
+            return
+        version = self.coevo.population.version
+        for qid, iid in groups:
+            artifacts.append_jsonl(
+                self.choices_path,
+                {"step": step, "rank": self.rank, "question_id": qid, "instruction_id": iid, "population_version": version},
+            )
+
+
+# ---------------------------------------------------------------------------------- rollouts
+
+
+def rollout_batch(rollouts: list[Rollout], fallback_token: int) -> dict[str, Any]:
+    """TRL's rollout output for ``rollouts`` (one row each, in order).
+
+    A completion is never empty (TRL indexes its last token): an empty one becomes
+    ``[fallback_token]`` with mask 0. ``logprobs`` is None unless every rollout carries one
+    per completion token.
+    """
+    prompt_ids, completion_ids, env_mask = [], [], []
+    for r in rollouts:
+        if not r.prompt_ids:
+            raise ValueError(
+                f"rollout of question {r.question.id!r} has no prompt token ids: training needs an engine that "
+                "keeps token ids (HFEngine), not a text-only one"
+            )
+        ids, mask = list(r.completion_ids), list(r.env_mask)
+        if len(ids) != len(mask):
+            raise ValueError(f"rollout of question {r.question.id!r}: {len(ids)} completion ids but {len(mask)} mask entries")
+        if not ids:
+            ids, mask = [fallback_token], [0]
+        prompt_ids.append(list(r.prompt_ids))
+        completion_ids.append(ids)
+        env_mask.append(mask)
+    logprobs = None
+    if rollouts and all(r.logprobs is not None and len(r.logprobs) == len(c) for r, c in zip(rollouts, completion_ids, strict=True)):
+        logprobs = [list(r.logprobs) for r in rollouts]
+    return {
+        "prompt_ids": prompt_ids,
+        "completion_ids": completion_ids,
+        "env_mask": env_mask,
+        "logprobs": logprobs,
+        "reward": [float(r.reward) for r in rollouts],
+        "instruction_id": [r.instruction_id for r in rollouts],
+        "question_id": [r.question.id for r in rollouts],
+        "n_searches": [len(r.searches) for r in rollouts],
+        "turns": [r.turns for r in rollouts],
+        "finish_reason": [r.finish_reason for r in rollouts],
+    }
+
+
+@contextmanager
+def generation_model(trainer: Any) -> Iterator[Any]:
+    """The training model, unwrapped (DDP/DeepSpeed/FSDP) and without gradient checkpointing."""
+    from trl.models import unwrap_model_for_generation
+
+    with unwrap_model_for_generation(
+        trainer.model_wrapped,
+        trainer.accelerator,
+        gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
+    ) as model:
+        yield model
+
+
+def make_rollout_func(ctx: RolloutContext) -> Callable[[list, Any], dict[str, Any]]:
+    def rollout_func(prompts: list, trainer: Any) -> dict[str, Any]:
+        rows = getattr(trainer, "_inspo_inputs", None)
+        if rows is None or len(rows) != len(prompts):
+            raise RuntimeError("rollout_func: the trainer did not pass its input rows (use InspoGRPOTrainer)")
+        step = ctx.inspo_step(trainer.state.global_step)
+        questions = [ctx.questions[row["question_id"]] for row in rows]
+        instructions, groups = choose_groups(ctx.coevo, step, questions)
+        ctx.sampled = {qid for qid, _ in groups}
+        ctx.trace(step, groups)
+        episodes = [Episode(q, ins) for q, ins in zip(questions, instructions, strict=True)]
+        with generation_model(trainer) as model:
+            engine = HFEngine(model, ctx.tokenizer, rng=derived_rng(ctx.seed, "rollout", step, ctx.rank))
+            rollouts = run_rollouts(engine, ctx.retriever, ctx.agent, episodes)
+        ctx.in_flight = ctx.rescore(rollouts)
+        fallback = ctx.tokenizer.eos_token_id if ctx.tokenizer.eos_token_id is not None else ctx.tokenizer.pad_token_id
+        return rollout_batch(ctx.in_flight, int(fallback))
+
+    return rollout_func
+
+
+def make_reward_func(ctx: RolloutContext) -> Callable[..., list[float]]:
+    def inspo_reward(prompts, completions, reward, question_id, instruction_id, **kwargs) -> list[float]:
+        """The precomputed response-only reward; records the rollouts for attribution."""
+        rollouts, ctx.in_flight = ctx.in_flight, []
+        if len(rollouts) != len(reward) or any(
+            r.question.id != q or r.instruction_id != i for r, q, i in zip(rollouts, question_id, instruction_id, strict=False)
+        ):
+            raise RuntimeError("inspo_reward: the rows do not match the rollouts of this batch")
+        ctx.pending.extend(light(r) for r in rollouts)
+        return [float(x) for x in reward]
+
+    return inspo_reward
+
+
+# ---------------------------------------------------------------------------------- callback
+
+
+class InspoHooks:
+    """The callback's logic; :func:`make_callback` makes it a ``TrainerCallback``.
+
+    ``trainer`` must be set after the trainer is built (TRL does not pass it to callbacks).
+    """
+
+    def __init__(self, ctx: RolloutContext, *, run_dir: Path, total_steps: int, progress: bool):
+        self.ctx = ctx
+        self.run_dir = Path(run_dir)
+        self.total_steps = total_steps
+        self.progress = progress
+        self.trainer: Any = None
+        self.line: dict[str, Any] | None = None
+        self.history: list[dict[str, Any]] = []
+
+    # -- step end: Algorithm 1 lines 9-24 on the main process, population to everyone --------
+    def on_step_end(self, args, state, control, **kwargs):
+        ctx = self.ctx
+        if state.global_step % ctx.mini_batches:
+            return
+        from accelerate.utils import broadcast_object_list, gather_object
+
+        step = state.global_step // ctx.mini_batches
+        local, ctx.pending = ctx.pending, []
+        rollouts = list(gather_object(local)) if ctx.world_size > 1 else local
+        payload: list[Any] = [None]
+        needs_model = is_evolve_step(step, ctx.coevo.config)
+        with generation_model(self.trainer) if needs_model else nullcontext() as model:
+            if ctx.is_main:
+                payload[0] = self._update(step, rollouts, model)
+        if ctx.world_size > 1:
+            broadcast_object_list(payload, from_process=0)
+        population, metrics = payload[0]
+        if not ctx.is_main:
+            set_population(ctx.coevo, population, step)
+        train_metrics = self.trainer._metrics["train"]
+        for key, value in metrics.items():
+            if key != "step":
+                train_metrics[key].append(value)
+
+    def _update(self, step: int, rollouts: list[Rollout], model: Any):
+        coevo = self.ctx.coevo
+        for qid, iid in dict.fromkeys((r.question.id, r.instruction_id) for r in rollouts):
+            if qid not in self.ctx.sampled:  # a group that only another process sampled
+                coevo.events.emit(Sampled(step, question_id=qid, instruction_id=iid))
+        before = ledger_copy(coevo.ledger)
+        evaluate = self.ctx.make_evaluate(model, step) if model is not None else None
+        report = coevo.update(step, rollouts, evaluate)
+        metrics = step_metrics(step, rollouts, report, coevo, before)
+        metrics["global_step"] = self.trainer.state.global_step
+        self.line = dict(metrics)
+        return coevo.population.to_dict(), metrics
+
+    # -- logs, saves ------------------------------------------------------------------------
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.ctx.is_main and self.line is not None and logs:
+            for key, value in logs.items():
+                if key not in self.line and isinstance(value, (int, float)):
+                    self.line[key] = value
+            self.flush()
+
+    def on_save(self, args, state, control, **kwargs):
+        if not self.ctx.is_main:
+            return
+        self.flush()
+        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        step = state.global_step // self.ctx.mini_batches
+        artifacts.write_json(
+            checkpoint / artifacts.STEP_FILE,
+            {"inspo_step": step, "global_step": state.global_step, "mini_batches": self.ctx.mini_batches},
+        )
+        save_state(self.ctx.coevo, checkpoint / artifacts.STATE_FILE)  # last: marks the checkpoint complete
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.ctx.is_main:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.line is None:
+            return
+        line, self.line = self.line, None
+        artifacts.append_jsonl(self.run_dir / "metrics.jsonl", line)
+        self.history.append(line)
+        text = step_line(line, self.total_steps)
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            tqdm.write(text)
+        else:
+            log.info(text)
+
+
+def quiet_progress_callback():
+    """TRL's progress bar over optimizer steps without its printout of every log dict."""
+    from transformers.trainer_callback import ProgressCallback
+
+    class QuietProgressCallback(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            return None
+
+    return QuietProgressCallback
+
+
+def make_callback(ctx: RolloutContext, **kwargs: Any) -> InspoHooks:
+    """An :class:`InspoHooks` that is also a ``transformers.TrainerCallback``."""
+    from transformers import TrainerCallback
+
+    cls = type("InspoCallback", (InspoHooks, TrainerCallback), {})
+    return cls(ctx, **kwargs)
+
+
+# ---------------------------------------------------------------------------------- trainer
+
+
+def trainer_class():
+    """``InspoGRPOTrainer``: TRL's GRPOTrainer with (1) an epoch-seeded sampler, so a resumed run
+    replays the same question order, and (2) the input rows kept for the rollout function."""
+    from trl import GRPOTrainer
+    from trl.trainer.utils import RepeatSampler
+
+    class EpochRepeatSampler(RepeatSampler):
+        """The permutation depends only on (seed, epoch), read from the trainer state when
+        iteration starts (accelerate does not forward ``set_epoch`` on a mid-epoch resume)."""
+
+        def __init__(self, *args, epoch_fn: Callable[[], int], **kwargs):
+            super().__init__(*args, **kwargs)
+            self.epoch_fn = epoch_fn
+
+        def __iter__(self):
+            if self.shuffle:
+                self.generator.manual_seed((self.seed or 0) * 1000003 + self.epoch_fn())
+            return super().__iter__()
+
+    class InspoGRPOTrainer(GRPOTrainer):
+        def _get_train_sampler(self, dataset=None):
+            base = super()._get_train_sampler(dataset)
+            return EpochRepeatSampler(
+                data_source=base.data_source,
+                mini_repeat_count=base.mini_repeat_count,
+                batch_size=base.batch_size,
+                repeat_count=base.repeat_count,
+                shuffle=base.shuffle,
+                seed=base.seed,
+                epoch_fn=lambda: int((self.state.epoch or 0) + 1e-6),
+            )
+
+        def _generate_and_score_completions(self, inputs):
+            self._inspo_inputs = inputs
+            return super()._generate_and_score_completions(inputs)
+
+    return InspoGRPOTrainer

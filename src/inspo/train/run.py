@@ -1,0 +1,571 @@
+"""``run_training``: GRPO on TRL with co-evolving instructions, from a :class:`TrainConfig`.
+
+Reads top to bottom like the run does:
+
+1. pre-flight (:func:`inspo.train.setup.prepare`): data, retriever, optimizer LLM, model and
+   prompt lengths are checked before any training time is spent;
+2. the core (:class:`~inspo.core.coevolution.CoEvolution`) with the seed instruction; the
+   trainer (:mod:`inspo.train.grpo`) with the model loaded by path (bf16, LoRA when asked);
+3. a fresh run builds P_0 (warm-up rollouts of the seed, then a verified refill) on the main
+   process; a resumed run loads the core state of its checkpoint; either way the population is
+   broadcast so every process holds the same one;
+4. ``trainer.train()``: each INSPO step is one TRL generation batch (see :mod:`.grpo`);
+5. the run directory is completed (see :mod:`inspo.train.artifacts`) and a summary returned.
+
+Modes: ``inspo`` (co-evolution), ``static`` (a population of one, the seed: the Search-R1
+baseline), ``pre-policy`` (instruction evolution with the frozen base policy for
+``offline_steps`` steps, then static GRPO with its best instruction) and ``post-policy``
+(static GRPO, then instruction evolution with the frozen trained policy). The two offline
+stages run :func:`inspo.train.evolve.run_evolve` into ``<run>/pre-policy`` or
+``<run>/post-policy``.
+
+Multi-process (``torchrun --nproc_per_node N`` or ``accelerate launch``): every process calls
+``run_training`` with the same config; only the main process writes the run files (each
+process writes its own ``choices.rank<R>.jsonl``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import warnings
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from inspo.core.coevolution import CoEvolution
+from inspo.core.config import CoEvolutionConfig
+from inspo.core.events import EventLog
+from inspo.core.proposer import Proposer
+from inspo.core.state import read_state, save_state
+from inspo.llm.base import LLMClient
+from inspo.records import Question
+from inspo.rng import derived_rng
+from inspo.train import artifacts
+from inspo.train.config import TrainConfig, dump
+from inspo.train.grpo import RewardFn
+from inspo.train.setup import SetupError, prepare
+
+log = logging.getLogger("inspo.train")
+
+__all__ = ["SetupError", "TrainSummary", "grpo_settings", "run_training"]
+
+
+# ------------------------------------------------------------------------------------ summary
+
+
+@dataclass
+class TrainSummary:
+    """What a training run did; ``str(summary)`` is the printed report."""
+
+    run_dir: str
+    mode: str
+    steps: int
+    reward_start: float
+    reward_end: float
+    searches_start: float
+    searches_end: float
+    window: int
+    best_instruction_id: str
+    best_instruction: str
+    best_weight: float
+    population: list[str]
+    optimizer: str
+    ledger: dict[str, Any]
+    wall_seconds: float
+    peak_memory_gb: float
+    resumed_from: str | None = None
+    evaluation: dict[str, Any] | None = None
+    stages: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def verification_share(self) -> float:
+        trained = self.ledger.get("training_rollouts", 0)
+        return self.ledger.get("verification_rollouts", 0) / trained if trained else 0.0
+
+    def lines(self) -> list[str]:
+        led = self.ledger
+        out = [
+            f"run directory:        {self.run_dir}",
+            f"mode:                 {self.mode}" + (f" (resumed from {self.resumed_from})" if self.resumed_from else ""),
+            f"steps:                {self.steps}",
+            f"reward:               {self.reward_start:.3f} -> {self.reward_end:.3f} "
+            f"(mean of the first/last {self.window} step(s))",
+            f"searches / question:  {self.searches_start:.2f} -> {self.searches_end:.2f}",
+            f"optimizer:            {self.optimizer}",
+            f"optimizer cost:       {led.get('optimizer_calls', 0)} calls, "
+            f"{led.get('optimizer_prompt_tokens', 0)} prompt + {led.get('optimizer_completion_tokens', 0)} "
+            "completion tokens",
+            f"verification:         {led.get('verification_rollouts', 0)} rollouts = "
+            f"{100 * self.verification_share:.1f}% of {led.get('training_rollouts', 0)} training rollouts "
+            f"(+ {led.get('warmup_rollouts', 0)} warm-up)",
+            f"population:           {', '.join(self.population)}",
+        ]
+        if self.evaluation:
+            ev = self.evaluation
+            out.append(
+                f"evaluation:           {ev['metric']} on {ev['questions']} {ev['split']} questions, trained policy: "
+                f"seed {ev['seed']:.3f}, best {ev['best']:.3f}"
+            )
+        for name, stage in self.stages.items():
+            out.append(
+                f"{name} stage:      {stage.get('steps')} steps, reward {stage.get('reward_start', 0):.3f} -> "
+                f"{stage.get('reward_end', 0):.3f}, best {stage.get('best_instruction_id')}"
+            )
+        out += [
+            f"wall time:            {self.wall_seconds:.0f} s; peak memory {self.peak_memory_gb:.1f} GB",
+            f"best instruction ({self.best_instruction_id}, weight {self.best_weight:.3f}):",
+            self.best_instruction,
+        ]
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "verification_share": self.verification_share}
+
+
+def start_end(history: list[dict[str, Any]], key: str) -> tuple[float, float, int]:
+    """Mean of ``key`` over the first and the last ``k`` steps, ``k = clamp(n // 4, 1, 5)``."""
+    values = [float(h[key]) for h in sorted(history, key=lambda h: h["step"]) if key in h and h.get("step", 0) > 0]
+    if not values:
+        return 0.0, 0.0, 0
+    k = max(1, min(5, len(values) // 4))
+    return sum(values[:k]) / k, sum(values[-k:]) / k, k
+
+
+def peak_memory_gb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
+
+
+# ------------------------------------------------------------------------- config -> TRL
+
+
+def _largest_divisor_at_most(n: int, cap: int) -> int:
+    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+
+def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress: bool = True) -> dict[str, Any]:
+    """``GRPOConfig`` keyword arguments for ``config`` on ``world_size`` processes.
+
+    One INSPO step = one TRL generation batch of ``questions_per_step x group_size`` rows, split
+    into ``mini_batches`` optimizer updates; each update is ``per_device x world x grad_accum``
+    rows with ``per_device`` the largest divisor of the per-process share that is at most
+    ``micro_batch_size``. Steps, saves and logging are counted in optimizer updates.
+    """
+    rl = config.rl
+    rows = rl.trajectories_per_step
+    if rows % (world_size * rl.mini_batches):
+        raise SetupError(
+            f"rl.questions_per_step x rl.group_size = {rows} trajectories cannot be split into "
+            f"rl.mini_batches={rl.mini_batches} updates over {world_size} process(es); make it a multiple of "
+            f"{world_size * rl.mini_batches}"
+        )
+    per_process = rows // (world_size * rl.mini_batches)
+    micro = _largest_divisor_at_most(per_process, rl.micro_batch_size)
+    settings: dict[str, Any] = {
+        "output_dir": config.output_dir,
+        "num_generations": rl.group_size,
+        "generation_batch_size": rows,
+        "per_device_train_batch_size": micro,
+        "gradient_accumulation_steps": per_process // micro,
+        "num_iterations": 1,
+        "max_steps": rl.steps * rl.mini_batches,
+        "learning_rate": rl.learning_rate,
+        "lr_scheduler_type": rl.lr_scheduler,
+        "warmup_steps": rl.warmup_ratio,  # a float below 1 is a ratio of the total steps
+        "beta": rl.beta,
+        "epsilon": rl.clip_epsilon,
+        "loss_type": rl.loss_type,
+        "temperature": rl.temperature,
+        "top_p": rl.top_p,
+        "max_completion_length": rl.max_turns * (rl.max_response_tokens + rl.max_obs_tokens),
+        "bf16": rl.bf16,
+        "use_cpu": not cuda,
+        "report_to": list(rl.report_to) or "none",
+        "logging_steps": rl.logging_steps,
+        "save_strategy": "steps" if rl.save_steps else "no",
+        "save_steps": max(rl.save_steps, 1) * rl.mini_batches,
+        "save_only_model": False,
+        "seed": rl.seed,
+        "use_vllm": rl.use_vllm,
+        "vllm_mode": rl.vllm_mode,
+        "gradient_checkpointing": config.model.gradient_checkpointing,
+        "remove_unused_columns": False,
+        "shuffle_dataset": True,
+        "model_init_kwargs": {"dtype": config.model.dtype},
+        "disable_tqdm": not progress,
+        "ddp_timeout": 7200,  # verification on the main process can take a while
+    }
+    return settings
+
+
+def _world() -> tuple[int, int]:
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# ---------------------------------------------------------------------------------- the run
+
+
+def run_training(config: TrainConfig, *, resume: bool | str = False, progress: bool = True,
+                 reward_fn: RewardFn | None = None) -> TrainSummary:
+    """Train ``config``'s policy with GRPO while its instruction co-evolves (see module docstring).
+
+    Args:
+        config: the resolved config (``inspo.train.config.resolve``).
+        resume: ``True`` continues from the last complete ``checkpoint-N`` in ``output_dir``;
+            a path resumes from that checkpoint; ``False`` starts a new run (refused when
+            ``output_dir`` already holds checkpoints).
+        progress: show TRL's progress bar and one line per step (main process).
+        reward_fn: replaces the response-only EM/F1 reward of every rollout (training and
+            verification); see :data:`inspo.train.grpo.RewardFn`.
+
+    Raises:
+        SetupError: a bad path, an unreachable retrieval server or optimizer endpoint, a prompt
+            over ``rl.max_prompt_tokens``, a batch that does not divide: before training.
+        ConfigError: an invalid config value.
+    """
+    if config.mode == "pre-policy":
+        return _pre_policy(config, resume=resume, progress=progress, reward_fn=reward_fn)
+    if config.mode == "post-policy":
+        return _post_policy(config, resume=resume, progress=progress, reward_fn=reward_fn)
+    summary, _ = _train(config, resume=resume, progress=progress, reward_fn=reward_fn,
+                        static=config.mode == "static")
+    return summary
+
+
+def _pre_policy(config, *, resume, progress, reward_fn) -> TrainSummary:
+    from inspo.train.evolve import EvolveSummary, run_evolve
+
+    stage_dir = Path(config.output_dir) / "pre-policy"
+    done = stage_dir / "summary.json"
+    if resume and done.is_file():
+        evo = EvolveSummary.read(done)
+        log.info("pre-policy stage already done: reusing %s from %s", evo.best_instruction_id, stage_dir)
+    else:
+        log.info("pre-policy stage: instruction evolution with the frozen base policy for %d steps", config.offline_steps)
+        evo = run_evolve(config, steps=config.offline_steps, out_dir=stage_dir, progress=progress, reward_fn=reward_fn)
+    summary, _ = _train(config, resume=resume, progress=progress, reward_fn=reward_fn, static=True,
+                        seed_text=evo.best_instruction)
+    summary.stages["pre-policy"] = evo.to_dict()
+    _write_summary(summary)
+    return summary
+
+
+def _post_policy(config, *, resume, progress, reward_fn) -> TrainSummary:
+    from inspo.agent.engines import HFEngine
+    from inspo.train.evolve import run_evolve
+
+    run_dir = Path(config.output_dir)
+    trained = run_dir / "model"
+    if resume and (trained / "config.json").is_file() and (run_dir / "training_summary.json").is_file():
+        from inspo.models import load_model
+
+        loaded = load_model(trained, dtype=config.model.dtype, device="cuda" if _cuda() else "cpu")
+        model, tokenizer = loaded.model, loaded.tokenizer
+        summary = TrainSummary(**artifacts.read_json(run_dir / "training_summary.json"))
+    else:
+        summary, (model, tokenizer) = _train(config, resume=resume, progress=progress, reward_fn=reward_fn,
+                                             static=True, keep_model=True)
+        artifacts.write_json(run_dir / "training_summary.json", asdict(summary))
+    rank, _ = _world()
+    if rank != 0:
+        return summary
+    log.info("post-policy stage: instruction evolution with the frozen trained policy for %d steps", config.offline_steps)
+    engine = HFEngine(model, tokenizer, rng=derived_rng(config.rl.seed, "post-policy"))
+    evo = run_evolve(config, steps=config.offline_steps, engine=engine, out_dir=run_dir / "post-policy",
+                     progress=progress, reward_fn=reward_fn)
+    summary.stages["post-policy"] = evo.to_dict()
+    summary.best_instruction_id, summary.best_instruction = evo.best_instruction_id, evo.best_instruction
+    summary.best_weight, summary.population = evo.best_weight, evo.population
+    (run_dir / "best_instruction.txt").write_text(evo.best_instruction + "\n", encoding="utf-8")
+    _write_summary(summary)
+    return summary
+
+
+def build_coevolution(
+    co: CoEvolutionConfig, seed_text: str, llm: LLMClient | None, events: EventLog, *, static: bool
+) -> CoEvolution:
+    """The core for a mode: ``static`` is a population of one (the seed) that never changes."""
+    if static:
+        co = replace(co, population_size=1, n_parent=1, prune=False, evolve=False, init_population=False)
+    if llm is None:
+        from inspo.llm.rule_based import RuleBasedReflector
+
+        llm = RuleBasedReflector(seed=co.seed)  # never called without evolution
+    proposer = Proposer(
+        llm,
+        template=co.template,
+        n_candidates=co.candidates_per_call,
+        max_chars=co.max_instruction_chars,
+        temperature=co.optimizer_temperature,
+        max_tokens=co.optimizer_max_tokens,
+    )
+    return CoEvolution(co, seed_text, proposer, events=events)
+
+
+def warmup_questions(questions: list[Question], n: int, seed: int) -> list[Question]:
+    """``n`` training questions for the warm-up rollouts of the seed (a seeded sample)."""
+    return derived_rng(seed, "warmup").sample(questions, min(n, len(questions)))
+
+
+def _train(
+    config: TrainConfig,
+    *,
+    resume: bool | str,
+    progress: bool,
+    reward_fn: RewardFn | None,
+    static: bool,
+    seed_text: str | None = None,
+    keep_model: bool = False,
+):
+    """One GRPO run; returns (summary, (model, tokenizer) if ``keep_model`` else None)."""
+    started = time.time()
+    rank, world = _world()
+    main = rank == 0
+    run_dir = Path(config.output_dir)
+    rl = config.rl
+    if rl.use_vllm:
+        raise SetupError(
+            "rl.use_vllm=true: the multi-turn search rollout has no vLLM engine yet (it generates with the "
+            "training model through transformers); set rl.use_vllm=false"
+        )
+    checkpoint = artifacts.find_checkpoint(run_dir, resume) if resume else None
+    if checkpoint is None and artifacts.any_checkpoint_dirs(run_dir):
+        raise SetupError(
+            f"{run_dir} already holds checkpoints of an earlier run; pass resume=True (--resume) to continue "
+            "it, or choose another output_dir"
+        )
+    cuda = _cuda()
+    settings = grpo_settings(config, world, cuda=cuda, progress=progress)
+    inputs = prepare(config, need_optimizer=not static, need_eval=True)
+    if seed_text is not None:
+        inputs.seed_instruction = seed_text
+    log.info("optimizer LLM: %s", inputs.optimizer_note)
+    if not config.model.lora and config.model.dtype == "bfloat16":
+        log.warning("full fine-tuning with bfloat16 weights: updates smaller than bf16's precision are lost; "
+                    "use model.lora=true or model.dtype=float32 for small learning rates")
+
+    # -- run directory ------------------------------------------------------------------
+    choices = run_dir / f"choices.rank{rank}.jsonl"
+    if main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if checkpoint is None:
+            artifacts.clear_run_files(run_dir)
+        (run_dir / "config.yaml").write_text(dump(config), encoding="utf-8")
+    if checkpoint is None:
+        choices.unlink(missing_ok=True)
+    events = EventLog(run_dir / "events.jsonl" if main else None, keep=main)
+    coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=static)
+
+    # -- trainer --------------------------------------------------------------------------
+    from inspo.train.grpo import RolloutContext, make_callback
+
+    ctx = RolloutContext(
+        coevo=coevo,
+        retriever=inputs.retriever,
+        agent=inputs.agent,
+        questions={q.id: q for q in inputs.questions},
+        tokenizer=inputs.tokenizer,
+        mini_batches=rl.mini_batches,
+        seed=rl.seed,
+        rank=rank,
+        world_size=world,
+        reward_fn=reward_fn,
+        choices_path=choices,
+        eval_batch_size=max(rl.micro_batch_size, settings["generation_batch_size"] // world),
+    )
+    callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main)
+    trainer = _build_trainer(config, settings, inputs, ctx, callback, progress)
+    callback.trainer = trainer
+
+    # -- P_0 (fresh) or the checkpoint's state (resume), identical on every process --------
+    if checkpoint is not None:
+        step_info = artifacts.read_step(checkpoint)
+        step = int(step_info["inspo_step"])
+        if int(step_info.get("mini_batches", rl.mini_batches)) != rl.mini_batches:
+            raise SetupError(f"{checkpoint} was written with rl.mini_batches={step_info['mini_batches']}; "
+                             f"resume with the same value (now {rl.mini_batches})")
+        if main:
+            coevo.load_state_dict(read_state(checkpoint / artifacts.STATE_FILE))
+            dropped = artifacts.truncate_after(run_dir, step)
+            log.info("resuming from %s (INSPO step %d); dropped %d log line(s) written after it", checkpoint, step, dropped)
+        else:
+            artifacts.truncate_jsonl(choices, lambda r: int(r.get("step", 0)) <= step)
+    elif main:
+        _initialize(coevo, ctx, trainer, inputs, config, progress)
+    _sync_population(ctx, coevo)
+
+    # -- train ----------------------------------------------------------------------------
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+
+    # -- the run directory's final artifacts ----------------------------------------------
+    trainer.accelerator.wait_for_everyone()
+    model = _final_model(trainer)
+    evaluation = None
+    if main:
+        save_state(coevo, run_dir / artifacts.STATE_FILE)
+        best = coevo.best()
+        (run_dir / "best_instruction.txt").write_text(best.text + "\n", encoding="utf-8")
+        model.save_pretrained(str(run_dir / "model"))
+        inputs.tokenizer.save_pretrained(str(run_dir / "model"))
+        if inputs.eval_questions:
+            evaluation = _final_evaluation(ctx, model, inputs, coevo, config)
+    trainer.accelerator.wait_for_everyone()
+    history = artifacts.read_jsonl(run_dir / "metrics.jsonl") if main else callback.history
+    summary = _summary(config, coevo, history, inputs.optimizer_note, started,
+                       resumed_from=str(checkpoint) if checkpoint else None, evaluation=evaluation)
+    if main:
+        _write_summary(summary)
+        if progress:
+            print(summary, flush=True)
+    return summary, ((model, inputs.tokenizer) if keep_model else None)
+
+
+def _build_trainer(config, settings, inputs, ctx, callback, progress):
+    from trl import GRPOConfig
+
+    from inspo.train.grpo import make_reward_func, make_rollout_func, trainer_class
+
+    args = GRPOConfig(**settings)
+    peft_config = None
+    if config.model.lora:
+        from peft import LoraConfig
+
+        m = config.model
+        peft_config = LoraConfig(r=m.lora_r, lora_alpha=m.lora_alpha, lora_dropout=m.lora_dropout,
+                                 target_modules=list(m.lora_target_modules), task_type="CAUSAL_LM")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
+        trainer = trainer_class()(
+            model=str(inputs.model_dir),
+            reward_funcs=[make_reward_func(ctx)],
+            args=args,
+            train_dataset=questions_dataset(inputs.questions),
+            processing_class=inputs.tokenizer,
+            rollout_func=make_rollout_func(ctx),
+            callbacks=[callback],
+            peft_config=peft_config,
+        )
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    from inspo.train.grpo import quiet_progress_callback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    if progress:
+        trainer.add_callback(quiet_progress_callback())
+    return trainer
+
+
+def questions_dataset(questions: list[Question]):
+    """TRL's train dataset: one row per question (``prompt`` = the question, ``question_id``)."""
+    from datasets import Dataset
+
+    return Dataset.from_dict({"prompt": [q.question for q in questions], "question_id": [q.id for q in questions]})
+
+
+def _initialize(coevo: CoEvolution, ctx, trainer, inputs, config: TrainConfig, progress: bool) -> None:
+    """Algorithm 1 line 2 on the main process: warm-up rollouts of the seed, then P_0."""
+    from inspo.train.grpo import generation_model
+
+    co = coevo.config
+    needs_policy = co.init_population or config.data.warmup_questions
+    if not needs_policy or (co.population_size == 1 and not co.evolve):
+        coevo.initialize(None, [])
+        return
+    warm = warmup_questions(inputs.questions, config.data.warmup_questions, co.seed)
+    t0 = time.time()
+    with generation_model(trainer) as model:
+        coevo.initialize(ctx.make_evaluate(model, 0, tag="init"), warm)
+    line = (f"initial population: {len(coevo.population)} instruction(s) "
+            f"({coevo.ledger.warmup_rollouts} warm-up + {coevo.ledger.verification_rollouts} verification rollouts, "
+            f"{coevo.ledger.optimizer_calls} optimizer call(s), {time.time() - t0:.0f} s)")
+    if progress:
+        print(line, flush=True)
+    else:
+        log.info(line)
+
+
+def _sync_population(ctx, coevo: CoEvolution) -> None:
+    """Broadcast the main process's population (and last step) to every process."""
+    if ctx.world_size == 1:
+        return
+    from accelerate.utils import broadcast_object_list
+
+    from inspo.train.stepper import set_population
+
+    payload = [(coevo.population.to_dict(), coevo.last_step) if ctx.is_main else None]
+    broadcast_object_list(payload, from_process=0)
+    if not ctx.is_main:
+        set_population(coevo, *payload[0])
+
+
+def _final_model(trainer):
+    """The trained model, unwrapped, with LoRA adapters merged into the weights."""
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    model.eval()
+    return model
+
+
+def _final_evaluation(ctx, model, inputs, coevo: CoEvolution, config: TrainConfig) -> dict[str, Any]:
+    """The trained policy, greedy, on the eval questions with the seed and with I*."""
+    from inspo.agent.engines import HFEngine
+    from inspo.agent.evaluate import make_evaluate
+
+    agent = replace(inputs.agent, temperature=0.0)
+    engine = HFEngine(model, inputs.tokenizer)
+    evaluate = make_evaluate(engine, inputs.retriever, agent, group_size=1, batch_size=ctx.eval_batch_size)
+    seed_ins = next(i for i in coevo.population.archive.values() if i.origin == "seed")
+    best = coevo.best()
+    scores = {}
+    for name, ins in (("seed", seed_ins), ("best", best)):
+        if name == "best" and best.id == seed_ins.id:
+            scores["best"] = scores["seed"]
+            continue
+        rollouts = ctx.rescore(evaluate(ins, inputs.eval_questions))
+        scores[name] = sum(r.reward for r in rollouts) / len(rollouts)
+    return {"metric": config.rl.reward, "split": config.data.eval_split, "questions": len(inputs.eval_questions),
+            "seed": scores["seed"], "best": scores["best"], "best_id": best.id}
+
+
+def _summary(config, coevo, history, optimizer_note, started, *, resumed_from, evaluation) -> TrainSummary:
+    reward_start, reward_end, window = start_end(history, "reward/mean")
+    searches_start, searches_end, _ = start_end(history, "rollout/search_calls")
+    best = coevo.best()
+    return TrainSummary(
+        run_dir=str(config.output_dir),
+        mode=config.mode,
+        steps=config.rl.steps,
+        reward_start=reward_start,
+        reward_end=reward_end,
+        searches_start=searches_start,
+        searches_end=searches_end,
+        window=window,
+        best_instruction_id=best.id,
+        best_instruction=best.text,
+        best_weight=coevo.population.weight_of(best.id),
+        population=[i.id for i in coevo.population.instructions],
+        optimizer=optimizer_note,
+        ledger=coevo.ledger.to_dict(),
+        wall_seconds=time.time() - started,
+        peak_memory_gb=peak_memory_gb(),
+        resumed_from=resumed_from,
+        evaluation=evaluation,
+    )
+
+
+def _write_summary(summary: TrainSummary) -> None:
+    artifacts.write_json(Path(summary.run_dir) / "summary.json", summary.to_dict())

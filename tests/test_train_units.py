@@ -1,0 +1,209 @@
+"""inspo.train without a training run: the config -> TRL mapping, the rollout batch TRL gets,
+run-directory bookkeeping (resume truncation, checkpoint discovery), step helpers, and the
+pre-flight errors that must come before any training time is spent."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+
+from inspo.core.config import ConfigError
+from inspo.records import Instruction, Question, Rollout
+from inspo.train import artifacts
+from inspo.train.config import resolve
+from inspo.train.grpo import rollout_batch
+from inspo.train.run import grpo_settings, run_training, start_end
+from inspo.train.setup import SetupError, agent_config
+from inspo.train.stepper import choose_groups, step_line
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------------- config -> GRPOConfig
+
+
+def test_grpo_settings_map_one_inspo_step_to_one_generation_batch():
+    cfg = resolve("paper")  # 512 questions x G 5, 2 mini-batches, micro 64
+    s = grpo_settings(cfg, world_size=8, cuda=True)
+    assert s["generation_batch_size"] == 2560 and s["num_generations"] == 5
+    # 2560 rows / (8 processes x 2 updates) = 160 per process per update = 40 (<= micro 64) x 4
+    assert s["per_device_train_batch_size"] == 40 and s["gradient_accumulation_steps"] == 4
+    assert s["per_device_train_batch_size"] * 8 * s["gradient_accumulation_steps"] * 2 == 2560
+    assert s["max_steps"] == 600 and s["save_steps"] == 100  # counted in optimizer updates
+    assert s["beta"] == 0.001 and s["epsilon"] == 0.2 and s["loss_type"] == "grpo"
+    assert s["warmup_steps"] == 0.1 and s["lr_scheduler_type"] == "cosine" and not s["use_cpu"]
+    assert s["remove_unused_columns"] is False and s["model_init_kwargs"] == {"dtype": "bfloat16"}
+
+
+def test_grpo_settings_cpu_single_process_and_indivisible_batches():
+    cfg = resolve("cpu-tiny", overrides=["rl.questions_per_step=3", "rl.group_size=2", "rl.micro_batch_size=4"])
+    s = grpo_settings(cfg, world_size=1, cuda=False)
+    assert s["use_cpu"] and s["per_device_train_batch_size"] == 3 and s["gradient_accumulation_steps"] == 2
+    assert s["report_to"] == "none"
+    s2 = grpo_settings(cfg, world_size=2, cuda=False)  # 6 rows over 2 processes: 3 each, a split group
+    assert s2["per_device_train_batch_size"] == 3 and s2["gradient_accumulation_steps"] == 1
+    with pytest.raises(SetupError, match="cannot be split"):
+        grpo_settings(cfg, world_size=4, cuda=False)
+    no_saves = resolve("cpu-tiny", overrides=["rl.save_steps=0"])
+    assert grpo_settings(no_saves, 1, cuda=False)["save_strategy"] == "no"
+
+
+def test_agent_config_carries_the_rl_sampling_and_prefill():
+    cfg = resolve("cpu-tiny", overrides=["rl.prefill=<search>", "rl.temperature=0.5", "rl.reward=f1"])
+    agent = agent_config(cfg.rl)
+    assert (agent.prefill, agent.temperature, agent.reward) == ("<search>", 0.5, "f1")
+    assert agent.max_turns == cfg.rl.max_turns and agent.max_obs_tokens == cfg.rl.max_obs_tokens
+
+
+# ----------------------------------------------------------------------------- rollout batch
+
+
+def _rollout(qid, iid, ids, mask, reward=1.0, searches=("q",)):
+    return Rollout(
+        question=Question(qid, "?", ("a",)), instruction_id=iid, response="r", reward=reward,
+        searches=list(searches), turns=2, finish_reason="answer",
+        prompt_ids=[5, 6, 7], completion_ids=ids, env_mask=mask,
+    )
+
+
+def test_rollout_batch_rows_keys_and_never_empty_completions():
+    out = rollout_batch([_rollout("q1", "i1", [1, 2, 3], [1, 0, 1]), _rollout("q1", "i1", [], [], 0.0, ())], 99)
+    assert out["prompt_ids"] == [[5, 6, 7], [5, 6, 7]]
+    assert out["completion_ids"] == [[1, 2, 3], [99]] and out["env_mask"] == [[1, 0, 1], [0]]
+    assert out["logprobs"] is None
+    assert out["reward"] == [1.0, 0.0] and out["instruction_id"] == ["i1", "i1"]
+    assert out["question_id"] == ["q1", "q1"] and out["n_searches"] == [1, 0]
+    assert out["turns"] == [2, 2] and out["finish_reason"] == ["answer", "answer"]
+
+
+def test_rollout_batch_refuses_text_only_rollouts_and_bad_masks():
+    text_only = _rollout("q", "i", [], [])
+    text_only.prompt_ids = []
+    with pytest.raises(ValueError, match="keeps token ids"):
+        rollout_batch([text_only], 0)
+    with pytest.raises(ValueError, match="mask entries"):
+        rollout_batch([_rollout("q", "i", [1, 2], [1])], 0)
+
+
+def test_choose_groups_calls_choose_once_per_group_in_order():
+    calls = []
+
+    class Core:
+        def choose(self, step, qid):
+            calls.append((step, qid))
+            return Instruction(f"ins-{qid}", "text")
+
+    qs = [Question(q, "?", ("a",)) for q in ("a", "a", "b", "b", "c")]
+    rows, groups = choose_groups(Core(), 3, qs)
+    assert calls == [(3, "a"), (3, "b"), (3, "c")]
+    assert [r.id for r in rows] == ["ins-a", "ins-a", "ins-b", "ins-b", "ins-c"]
+    assert groups == [("a", "ins-a"), ("b", "ins-b"), ("c", "ins-c")]
+
+
+def test_start_end_means_and_step_line():
+    history = [{"step": s, "reward/mean": float(s)} for s in range(1, 9)]
+    assert start_end(history, "reward/mean") == (1.5, 7.5, 2)
+    assert start_end([], "reward/mean") == (0.0, 0.0, 0)
+    line = step_line({"step": 3, "reward/mean": 0.25, "rollout/search_calls": 1.5, "inspo/population_size": 4,
+                      "inspo/best_weight": 0.5, "inspo/pruned": 2, "inspo/admitted": 0, "inspo/rejected": 0}, 8)
+    assert line.startswith("step 3/8 | reward 0.250 | searches 1.50") and "pruned 2" in line
+
+
+# ------------------------------------------------------------------------ run-dir bookkeeping
+
+
+def test_truncate_after_drops_lines_of_the_killed_run(tmp_path):
+    for name in ("events.jsonl", "metrics.jsonl", "choices.rank1.jsonl"):
+        for step in (0, 1, 2, 3):
+            artifacts.append_jsonl(tmp_path / name, {"step": step})
+    with (tmp_path / "events.jsonl").open("a") as fh:
+        fh.write('{"step": 3, "kind": "tor')  # a torn last line
+    dropped = artifacts.truncate_after(tmp_path, 1)
+    assert dropped == 6
+    for name in ("events.jsonl", "metrics.jsonl", "choices.rank1.jsonl"):
+        assert [r["step"] for r in artifacts.read_jsonl(tmp_path / name)] == [0, 1]
+
+
+def test_find_checkpoint_skips_incomplete_ones(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nothing to resume"):
+        artifacts.find_checkpoint(tmp_path, True)
+    for n, complete in ((2, True), (4, True), (6, False)):
+        d = tmp_path / f"checkpoint-{n}"
+        d.mkdir()
+        (d / "trainer_state.json").write_text("{}")
+        if complete:
+            (d / artifacts.STATE_FILE).write_text("{}")
+    assert artifacts.find_checkpoint(tmp_path, True).name == "checkpoint-4"
+    assert artifacts.find_checkpoint(tmp_path, str(tmp_path / "checkpoint-2")).name == "checkpoint-2"
+    with pytest.raises(FileNotFoundError, match="inspo_state.json is missing"):
+        artifacts.find_checkpoint(tmp_path, str(tmp_path / "checkpoint-6"))
+
+
+# --------------------------------------------------------------- pre-flight errors, no training
+
+
+def _fast_fail(tmp_path, *overrides):
+    cfg = resolve("cpu-tiny", overrides=["model.name_or_path=tiny-qwen2", f"output_dir={tmp_path / 'run'}", *overrides])
+    t0 = time.time()
+    with pytest.raises(SetupError) as info:
+        run_training(cfg, progress=False)
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()  # nothing was trained
+    return str(info.value), time.time() - t0
+
+
+def test_missing_data_file_fails_before_training(tmp_path):
+    message, _ = _fast_fail(tmp_path, f"data.train={tmp_path / 'nope.jsonl'}")
+    assert "data.train=" in message and "nope.jsonl" in message
+
+
+def test_too_few_questions_fails_before_training(tmp_path):
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "question": "Who?", "golden_answers": ["x"]}) + "\n"
+                            for i in range(2)))
+    message, _ = _fast_fail(tmp_path, f"data.train={path}")
+    assert "fewer than rl.questions_per_step" in message
+
+
+@pytest.mark.integration
+def test_unreachable_retrieval_server_fails_before_training(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"
+    message, _ = _fast_fail(tmp_path, "data.retriever=http", f"data.retriever_url={url}")
+    assert "cannot reach retrieval server" in message and url in message
+
+
+@pytest.mark.integration
+def test_unreachable_optimizer_endpoint_fails_before_training(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    message, _ = _fast_fail(tmp_path, f"optimizer.base_url={url}", "optimizer.model=m", "optimizer.max_retries=0",
+                            "optimizer.timeout_s=5")
+    assert "optimizer LLM" in message and "cannot reach" in message
+
+
+def test_prompt_longer_than_the_limit_fails_before_training(tmp_path):
+    message, _ = _fast_fail(tmp_path, "rl.max_prompt_tokens=20")
+    assert "rl.max_prompt_tokens=20" in message and "longer than" in message
+
+
+def test_missing_model_and_vllm_fail_before_training(tmp_path):
+    message, _ = _fast_fail(tmp_path, f"model.name_or_path={tmp_path / 'no-model'}")
+    assert "model.name_or_path=" in message
+    message, _ = _fast_fail(tmp_path, "rl.use_vllm=true")
+    assert "rl.use_vllm" in message
+
+
+def test_existing_checkpoints_need_resume(tmp_path):
+    (tmp_path / "run" / "checkpoint-2").mkdir(parents=True)
+    message, _ = _fast_fail(tmp_path)
+    assert "resume" in message
+
+
+def test_bad_values_are_config_errors():
+    with pytest.raises(ConfigError, match="rl.format_weight"):
+        resolve("cpu-tiny", overrides=["rl.format_weight=-1"])

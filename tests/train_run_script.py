@@ -1,0 +1,59 @@
+"""A small training run for the subprocess tests of inspo.train (kill/resume, torchrun).
+
+Usage: python tests/train_run_script.py OUT_DIR [--resume] [--set section.key=value ...]
+
+The tiny random Qwen2 writes noise, so the reward is scripted: a deterministic function of the
+sampled completion ids and the instruction id (it moves when the policy or the instruction
+changes, like a real reward). Not collected by pytest (no test_ prefix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+TINY = [
+    "model.name_or_path=tiny-qwen2", "model.dtype=float32", "rl.bf16=false",
+    "rl.steps=4", "rl.questions_per_step=2", "rl.group_size=2", "rl.micro_batch_size=4", "rl.max_turns=2",
+    "rl.max_response_tokens=6", "rl.max_obs_tokens=32", "rl.learning_rate=0.01", "rl.save_steps=2",
+    "rl.prefill=<search>", "data.warmup_questions=2", "data.eval=", "data.max_train_questions=64",
+    "coevolution.population_size=3", "coevolution.prune_every=1", "coevolution.evolve_every=2",
+    "coevolution.evolve_until=4", "coevolution.validation_size=2", "coevolution.candidates_per_call=2",
+    "coevolution.max_rounds=1",
+]
+
+
+def scripted_reward(rollout) -> float:
+    """0, 0.5 or 1 from the policy's sampled ids and the instruction (never from the prompt)."""
+    sampled = [t for t, m in zip(rollout.completion_ids, rollout.env_mask, strict=True) if m]
+    return ((sum(sampled) + 7 * int(rollout.instruction_id.split("-")[-1])) % 3) / 2.0
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    torch.set_num_threads(1)
+    from inspo.train.config import resolve
+    from inspo.train.run import run_training
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--set", action="append", default=[])
+    args = parser.parse_args(argv)
+    config = resolve("cpu-tiny", overrides=[*TINY, f"output_dir={args.out}", *args.set])
+    summary = run_training(config, resume=args.resume, progress=False, reward_fn=scripted_reward)
+    rank = int(os.environ.get("RANK", "0"))
+    # every process leaves its view of the population (the test compares them)
+    from inspo.train import artifacts
+    from pathlib import Path
+
+    artifacts.write_json(Path(args.out) / f"final_population.rank{rank}.json", summary.population)
+    print(json.dumps({"rank": rank, "population": summary.population}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
