@@ -99,6 +99,83 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------------ eval
+def _grid_from_run(run_dir: str) -> tuple[list[str], list[str]]:
+    """The paper's 2x2: {base, trained} x {seed, evolved} for a training run directory."""
+    import json
+    from pathlib import Path
+
+    run = Path(run_dir)
+    base = None
+    if (run / "config.yaml").is_file():
+        import yaml
+
+        base = (yaml.safe_load((run / "config.yaml").read_text()) or {}).get("model", {}).get("name_or_path")
+    elif (run / "config.json").is_file():
+        base = json.loads((run / "config.json").read_text()).get("model", {}).get("name_or_path")
+    if not base:
+        raise CLIError(f"{run} has no config.yaml naming model.name_or_path: is it an 'inspo train' run directory?")
+    if not (run / "model").is_dir():
+        raise CLIError(f"{run} has no trained model/ folder: the run did not finish")
+    return [base, str(run)], ["seed", str(run)]
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from inspo.eval import parse_dataset, parse_instruction, parse_policy, run_eval
+
+    policies, instructions = list(args.policy or []), list(args.instruction or [])
+    if args.grid:
+        grid_policies, grid_instructions = _grid_from_run(args.grid)
+        policies += grid_policies
+        instructions += grid_instructions
+    policies = policies or ["qwen2.5-coder-0.5b"]
+    instructions = instructions or ["seed"]
+    datasets = [parse_dataset(spec, limit=args.limit) for spec in (args.dataset or ["world@test"])]
+    named = [parse_instruction(spec) for spec in instructions]
+    retriever = _retriever_from_args(args)
+
+    def factory(model: str):
+        def make():
+            from inspo.agent.engines import HFEngine
+            from inspo.agent.evaluate import make_evaluate
+            from inspo.agent.rollout import AgentConfig
+            from inspo.models import load_model
+
+            loaded = load_model(model, dtype=args.dtype)
+            config = AgentConfig(
+                max_turns=args.max_turns, max_response_tokens=args.max_response_tokens,
+                max_obs_tokens=args.max_obs_tokens, topk=args.topk, temperature=args.temperature,
+            )
+            return make_evaluate(HFEngine.from_loaded(loaded), retriever, config, batch_size=args.batch_size,
+                                 progress=not args.no_progress)
+        return make
+
+    report = run_eval([(label, factory(model)) for label, model in map(parse_policy, policies)], named, datasets)
+    json_path, md_path = report.write(args.out)
+    print(report.markdown())
+    print(f"written: {json_path} and {md_path}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from inspo.report import write_report
+
+    try:
+        path = write_report(args.run_dir, args.out)
+    except OSError as exc:
+        raise CLIError(str(exc)) from exc
+    print(f"report written: {path}")
+    return 0
+
+
+def _retriever_from_args(args: argparse.Namespace):
+    from inspo.retrieval.factory import load_retriever
+
+    if args.retriever == "http":
+        return load_retriever("http", url=args.retriever_url)
+    return load_retriever(args.retriever, corpus=args.corpus, index_dir=args.index_dir or None)
+
+
 # ------------------------------------------------------------------------------------------ main
 def build_parser() -> argparse.ArgumentParser:
     from inspo import __version__
@@ -134,6 +211,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-queries", type=int, default=512, help="most queries in one request")
     p.add_argument("--max-query-chars", type=int, default=2000, help="longest query accepted")
     p.set_defaults(func=cmd_serve_retriever)
+
+    p = sub.add_parser("eval", help="evaluate policies x instructions x datasets (EM, F1, searches, turns)")
+    p.add_argument("--policy", action="append",
+                   help="model name or folder, or a run directory (its trained model/); repeatable")
+    p.add_argument("--instruction", action="append",
+                   help="'seed', a run directory (its best_instruction.txt) or a text file; repeatable")
+    p.add_argument("--grid", metavar="RUN_DIR",
+                   help="the paper's 2x2 for a run: {base, trained} x {seed, evolved instruction}")
+    p.add_argument("--dataset", action="append",
+                   help="SOURCE[@SPLIT]: world@test (default), a QA file or folder, hf:NAME@SPLIT; repeatable")
+    p.add_argument("--limit", type=int, default=0, help="at most this many questions per dataset (0: all)")
+    p.add_argument("--corpus", default="world", help="corpus to search (default: world)")
+    p.add_argument("--retriever", default="bm25", choices=["bm25", "dense", "http"])
+    p.add_argument("--retriever-url", default=None, help="for --retriever http")
+    p.add_argument("--index-dir", default=None, help="load/save the retrieval index here")
+    p.add_argument("--topk", type=int, default=3)
+    p.add_argument("--max-turns", type=int, default=4)
+    p.add_argument("--max-response-tokens", type=int, default=500)
+    p.add_argument("--max-obs-tokens", type=int, default=500)
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--out", default="runs/eval", help="folder for eval.json and eval.md")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("report", help="write one self-contained HTML report of a run directory")
+    p.add_argument("run_dir", help="a run directory (from inspo train, evolve or demo)")
+    p.add_argument("--out", default=None, help="HTML file to write (default: RUN_DIR/report.html)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("data", help="write a built-in dataset (and its BM25 index) in Search-R1 formats")
     p.add_argument("dataset", choices=["world", "wiki-lite"],

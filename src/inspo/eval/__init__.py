@@ -1,0 +1,176 @@
+"""Evaluation: policies x instructions x datasets -> EM, F1, searches, turns, format failures.
+
+- :func:`summarize` turns the rollouts of one (policy, instruction, dataset) cell into an
+  :class:`EvalCell` (pure);
+- :func:`run_eval` plays every cell through the agent's ``evaluate`` seam, batched, with a
+  progress bar, and returns an :class:`EvalReport`;
+- :meth:`EvalReport.markdown` / ``to_dict`` give the Markdown table and the JSON.
+
+Dataset specs are ``SOURCE[@SPLIT]`` (``world@test``, ``data/nq.jsonl``, ``hf:nq_open@validation``);
+instruction specs are ``seed`` (Search-R1's instruction), a run directory (its
+``best_instruction.txt``) or a text file; policy specs are a model name or folder, or a run
+directory (its ``model/``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from inspo.records import Instruction, Question, Rollout
+
+
+@dataclass(frozen=True)
+class NamedInstruction:
+    label: str
+    instruction: Instruction
+
+
+@dataclass(frozen=True)
+class Dataset:
+    label: str
+    questions: tuple[Question, ...]
+
+
+@dataclass
+class EvalCell:
+    """Scores of one policy under one instruction on one dataset (means over questions)."""
+
+    policy: str
+    instruction: str
+    dataset: str
+    n: int
+    em: float
+    f1: float
+    searches: float
+    turns: float
+    format_failures: float
+    no_answer: float
+    errors: int
+
+
+@dataclass
+class EvalReport:
+    cells: list[EvalCell] = field(default_factory=list)
+
+    def averages(self) -> list[EvalCell]:
+        """One row per (policy, instruction): the unweighted mean over datasets (the paper's Avg.)."""
+        out = []
+        keys = list(dict.fromkeys((c.policy, c.instruction) for c in self.cells))
+        for policy, instruction in keys:
+            group = [c for c in self.cells if (c.policy, c.instruction) == (policy, instruction)]
+            k = len(group)
+            out.append(EvalCell(
+                policy, instruction, "average", sum(c.n for c in group),
+                *(sum(getattr(c, f) for c in group) / k for f in ("em", "f1", "searches", "turns", "format_failures", "no_answer")),
+                sum(c.errors for c in group),
+            ))
+        return out
+
+    def to_dict(self) -> dict:
+        return {"cells": [asdict(c) for c in self.cells], "average": [asdict(c) for c in self.averages()]}
+
+    def markdown(self) -> str:
+        head = "| policy | instruction | dataset | n | EM | F1 | searches | turns | format failures | no answer |"
+        rule = "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
+        rows = [
+            f"| {c.policy} | {c.instruction} | {c.dataset} | {c.n} | {c.em:.3f} | {c.f1:.3f} | "
+            f"{c.searches:.2f} | {c.turns:.2f} | {c.format_failures:.1%} | {c.no_answer:.1%} |"
+            for c in self.cells + (self.averages() if len({c.dataset for c in self.cells}) > 1 else [])
+        ]
+        return "\n".join([head, rule, *rows]) + "\n"
+
+    def write(self, out_dir: str | Path) -> tuple[Path, Path]:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "eval.json").write_text(json.dumps(self.to_dict(), indent=2))
+        (out / "eval.md").write_text(self.markdown())
+        return out / "eval.json", out / "eval.md"
+
+
+def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout]) -> EvalCell:
+    """Means over the rollouts (one per question) of EM and F1 of the extracted answer, searches,
+    turns, the share that fails the format check and the share with no answer."""
+    from inspo.agent.rewards import exact_match, f1_score, format_ok
+
+    n = len(rollouts)
+    if n == 0:
+        return EvalCell(policy, instruction, dataset, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+
+    def mean(values) -> float:
+        return sum(values) / n
+
+    return EvalCell(
+        policy=policy,
+        instruction=instruction,
+        dataset=dataset,
+        n=n,
+        em=mean(exact_match(r.answer, r.question.answers) if r.answer is not None else 0.0 for r in rollouts),
+        f1=mean(f1_score(r.answer, r.question.answers) if r.answer is not None else 0.0 for r in rollouts),
+        searches=mean(len(r.searches) for r in rollouts),
+        turns=mean(r.turns for r in rollouts),
+        format_failures=mean(not format_ok(r.response) for r in rollouts),
+        no_answer=mean(r.answer is None for r in rollouts),
+        errors=sum(r.error is not None for r in rollouts),
+    )
+
+
+EvaluateFn = Callable[[Instruction, Sequence[Question]], list[Rollout]]
+
+
+def run_eval(
+    policies: Sequence[tuple[str, Callable[[], EvaluateFn]]],
+    instructions: Sequence[NamedInstruction],
+    datasets: Sequence[Dataset],
+) -> EvalReport:
+    """Every policy x instruction x dataset. ``policies`` are (label, factory of an evaluate
+    function); each factory is called once, so one model is loaded at a time."""
+    report = EvalReport()
+    for label, make in policies:
+        evaluate = make()
+        for named in instructions:
+            for data in datasets:
+                rollouts = evaluate(named.instruction, list(data.questions))
+                report.cells.append(summarize(label, named.label, data.label, rollouts))
+        del evaluate
+    return report
+
+
+# ------------------------------------------------------------------------------ spec parsing
+def parse_dataset(spec: str, *, limit: int | None = None) -> Dataset:
+    """``SOURCE[@SPLIT]`` (split defaults to test) -> a labelled question set."""
+    from inspo.data.sources import load_qa_source
+
+    source, _, split = spec.partition("@")
+    split = split or "test"
+    questions = load_qa_source(source, split=split, limit=limit or None)
+    if not questions:
+        raise ValueError(f"dataset {spec!r} has no questions")
+    return Dataset(label=f"{source}@{split}", questions=tuple(questions))
+
+
+def parse_instruction(spec: str) -> NamedInstruction:
+    """``seed``, a run directory (its best_instruction.txt) or a text file."""
+    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
+
+    if spec == "seed":
+        return NamedInstruction("seed", Instruction(id="seed", text=SEARCH_R1_INSTRUCTION))
+    path = Path(spec)
+    if path.is_dir():
+        best = path / "best_instruction.txt"
+        if not best.is_file():
+            raise FileNotFoundError(f"{path} is not a run directory with a best_instruction.txt")
+        return NamedInstruction(f"best({path.name})", Instruction(id=f"best-{path.name}", text=best.read_text().strip()))
+    if path.is_file():
+        return NamedInstruction(path.stem, Instruction(id=path.stem, text=path.read_text().strip()))
+    raise FileNotFoundError(f"instruction {spec!r}: expected 'seed', a run directory or a text file")
+
+
+def parse_policy(spec: str) -> tuple[str, str]:
+    """(label, model name or folder): a run directory means its trained ``model/``."""
+    path = Path(spec)
+    if path.is_dir() and (path / "model").is_dir():
+        return f"trained({path.name})", str(path / "model")
+    return spec, spec
