@@ -47,8 +47,9 @@ def main(argv: list[str]) -> int:
     summary = run_training(config, resume=args.resume, progress=False, reward_fn=scripted_reward)
     rank = int(os.environ.get("RANK", "0"))
     # every process leaves its view of the population (the test compares them)
-    from inspo.train import artifacts
     from pathlib import Path
+
+    from inspo.train import artifacts
 
     artifacts.write_json(Path(args.out) / f"final_population.rank{rank}.json", summary.population)
     print(json.dumps({"rank": rank, "population": summary.population}), flush=True)

@@ -1,0 +1,81 @@
+"""Kill a training run with SIGKILL after a checkpoint, resume it, and compare with an
+uninterrupted run of the same seed: same population, weights, buffer and costs; the same model
+bytes; every step logged exactly once. Runs ``tests/train_run_script.py`` as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+from inspo.train import artifacts  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+SCRIPT = Path(__file__).with_name("train_run_script.py")
+ARGS = ["--set", "rl.steps=3", "--set", "rl.save_steps=1"]
+
+
+def _env():
+    return {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+
+
+def _run(out: Path, *extra: str) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), str(out), *ARGS, *extra], env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def _started_step(out: Path, step: int) -> bool:
+    return any(r.get("step") == step for r in artifacts.read_jsonl(out / "choices.rank0.jsonl"))
+
+
+def _kill_after_checkpoint(out: Path, checkpoint: int) -> None:
+    """Start a run; SIGKILL it once checkpoint-N is complete and step N+1's rollouts began."""
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), str(out), *ARGS], env=_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and proc.poll() is None:
+            if (out / f"checkpoint-{checkpoint}" / artifacts.STATE_FILE).is_file() and _started_step(out, checkpoint + 1):
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+
+
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    _run(straight)
+    _kill_after_checkpoint(killed, 1)
+    assert not (killed / "summary.json").exists() and not (killed / "checkpoint-3").exists()
+    assert _started_step(killed, 2)  # the killed run logged part of step 2: resume must drop it
+    _run(killed, "--resume")
+
+    a = json.loads((straight / "inspo_state.json").read_text())
+    b = json.loads((killed / "inspo_state.json").read_text())
+    assert a["population"] == b["population"]  # members, weights windows, version, archive
+    assert a["ledger"] == b["ledger"] and a["buffer"] == b["buffer"] and a["rng_state"] == b["rng_state"]
+    assert len(a["population"]["members"]) >= 1
+
+    def lines(run, name, drop=("step_time",)):
+        return [{k: v for k, v in r.items() if k not in drop} for r in artifacts.read_jsonl(run / name)]
+
+    steps = [m["step"] for m in lines(killed, "metrics.jsonl")]
+    assert steps == [1, 2, 3]  # contiguous, no duplicates, none lost
+    assert lines(killed, "metrics.jsonl") == lines(straight, "metrics.jsonl")
+    assert lines(killed, "events.jsonl") == lines(straight, "events.jsonl")
+    assert lines(killed, "choices.rank0.jsonl") == lines(straight, "choices.rank0.jsonl")
+    assert (killed / "model" / "model.safetensors").read_bytes() == (straight / "model" / "model.safetensors").read_bytes()
+    summary = json.loads((killed / "summary.json").read_text())
+    assert summary["resumed_from"].endswith("checkpoint-1")
