@@ -20,6 +20,9 @@ install: $(VENV)/.installed
 test: install
 	$(PY) -m pytest
 
+train: install
+	$(VENV)/bin/inspo train
+
 demo: install
 	$(VENV)/bin/inspo demo
 

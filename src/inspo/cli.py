@@ -59,6 +59,64 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------------ train
+def _add_config_args(p: argparse.ArgumentParser, default_preset: str = "cpu-tiny") -> None:
+    p.add_argument("--preset", default=default_preset, choices=["cpu-tiny", "paper"],
+                   help=f"starting point (default: {default_preset}, the embedded CPU default)")
+    p.add_argument("--config", default=None, help="YAML or TOML file applied over the preset")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one setting, e.g. --set rl.steps=20 --set coevolution.template=history")
+    p.add_argument("--output-dir", default=None, help="run directory (default: the preset's)")
+
+
+def _resolve_config(args: argparse.Namespace):
+    from inspo.train.config import resolve
+
+    overrides = list(args.overrides)
+    if args.output_dir:
+        overrides.append(f"output_dir={args.output_dir}")
+    return resolve(args.preset, args.config, overrides)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from inspo.train.config import dump
+    from inspo.train.plan import plan_run
+
+    config = _resolve_config(args)
+    if args.dry_run:
+        print(dump(config))
+        print("\n".join(plan_run(config).lines()))
+        return 0
+    from inspo.train.run import SetupError, run_training
+
+    try:
+        summary = run_training(config, resume=args.resume or False, progress=not args.no_progress)
+    except SetupError as exc:
+        raise CLIError(str(exc)) from exc
+    print(summary)
+    return 0
+
+
+def cmd_evolve(args: argparse.Namespace) -> int:
+    from inspo.train.evolve import run_evolve
+    from inspo.train.run import SetupError
+
+    config = _resolve_config(args)
+    try:
+        summary = run_evolve(
+            config,
+            steps=args.steps,
+            policy_url=args.policy_url,
+            policy_model=args.policy_model,
+            resume=args.resume,
+            progress=not args.no_progress,
+        )
+    except SetupError as exc:
+        raise CLIError(str(exc)) from exc
+    print(summary)
+    return 0
+
+
 # ------------------------------------------------------------------------------- serve-retriever
 def cmd_serve_retriever(args: argparse.Namespace) -> int:
     from inspo.retrieval.factory import load_retriever
@@ -187,6 +245,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"inspo {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("train", help="GRPO training while the instruction co-evolves (default: the cpu-tiny preset)")
+    _add_config_args(p)
+    p.add_argument("--dry-run", action="store_true", help="print the resolved config, schedule and cost; do not train")
+    p.add_argument("--resume", nargs="?", const=True, default=False, metavar="CHECKPOINT",
+                   help="continue the run in --output-dir from its last checkpoint (or the one given)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evolve", help="instruction-only INSPO: evolve the population with a frozen policy")
+    _add_config_args(p)
+    p.add_argument("--steps", type=int, default=None, help="evolution steps (default: the config's offline_steps)")
+    p.add_argument("--policy-url", default=None,
+                   help="OpenAI-compatible completions endpoint of the frozen policy (default: the local model.name_or_path)")
+    p.add_argument("--policy-model", default=None, help="model name at --policy-url")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted evolve run")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_evolve)
 
     p = sub.add_parser("demo", help="offline demo of the co-evolution loop on a synthetic task (seconds, no model)")
     p.add_argument("--out", default="runs/demo", help="run directory to write (default: runs/demo)")
