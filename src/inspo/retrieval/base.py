@@ -18,3 +18,8 @@ from inspo.records import Passage
 @runtime_checkable
 class Retriever(Protocol):
     def search(self, queries: list[str], k: int = 3) -> list[list[Passage]]: ...
+
+
+def indexed_text(passage: Passage) -> str:
+    """What a retriever indexes for a passage: its title line, then its text."""
+    return f"{passage.title}\n{passage.text}" if passage.title else passage.text

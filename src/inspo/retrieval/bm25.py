@@ -22,15 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from inspo.records import Passage
+from inspo.retrieval.base import indexed_text
 
 META_FILE = "bm25.json"
 PASSAGES_FILE = "passages.jsonl"
 INDEX_DIR = "index"
 FORMAT = "inspo-bm25/1"
 
-
-def _doc_text(p: Passage) -> str:
-    return f"{p.title}\n{p.text}" if p.title else p.text
 
 
 class BM25Retriever:
@@ -57,7 +55,7 @@ class BM25Retriever:
             return
         if not self.passages:
             raise ValueError("BM25Retriever needs at least one passage; the corpus is empty")
-        tokens = bm25s.tokenize([_doc_text(p) for p in self.passages], stopwords=stopwords,
+        tokens = bm25s.tokenize([indexed_text(p) for p in self.passages], stopwords=stopwords,
                                 show_progress=False)
         self._bm25 = bm25s.BM25(k1=k1, b=b, method=method)
         self._bm25.index(tokens, show_progress=False)

