@@ -4,13 +4,20 @@ What is compared (same model object, so same dtype, device and torch threads):
 
 - ``engine``: :func:`inspo.agent.rollout.run_rollouts` with :class:`inspo.agent.engines.HFEngine`
   on ``--batch`` world questions (``inspo.data.world.build_world(0)``, test split), retriever =
-  BM25 over the world corpus, ``AgentConfig(prefill=--prefill)`` so that real searches happen
+  BM25 over the world corpus (in process, or behind the retrieval server on 127.0.0.1 with
+  ``--retriever http``), ``AgentConfig(prefill=--prefill)`` so that real searches happen
   (SmolLM2 never writes tags on its own). Sampling is seeded, so every repetition plays the
   same episodes token for token.
 - ``raw_turns``: for every turn the engine played, one plain batched ``model.generate`` on the
   SAME contexts (the ids the engine fed, left-padded the same way), forcing each row to write
   ``round(policy tokens of that turn / rows)`` new tokens (no early stop: EOS disabled).
   Same batch, same contexts, same total new tokens: the engine's overhead per token.
+- ``raw_same_steps``: like ``raw_turns`` but every row writes as many tokens as the engine's
+  batched generate ran decoding steps in that turn (the longest row), and the arm is credited
+  with the engine's policy tokens only. Same decoding work, no stop strings, no retrieval, no
+  bookkeeping: ``engine/raw_same_steps`` is the engine's own overhead, and the gap between
+  ``raw_same_steps`` and ``raw_turns`` is the cost of rows that stopped early but stay in the
+  batch (``transformers`` generate batches statically) - see ``padding_waste``.
 - ``raw_single`` (skip with ``--no-single``): ONE ``model.generate`` of the same rows from the
   first-turn prompts, each row writing the engine's mean policy tokens per row. What the same
   number of tokens costs without any multi-turn structure (no re-reading of observations).
@@ -46,7 +53,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-ARMS = ("engine", "raw_turns", "raw_single")
+ARMS = ("engine", "raw_turns", "raw_same_steps", "raw_single")
 PHASES = ("model_generate", "stop_check", "trim_decode", "retrieval", "bookkeeping")
 
 
@@ -283,6 +290,13 @@ def run_raw_turns(setup: Setup, plan: list[tuple[list[list[int]], int]]) -> dict
     return {"tokens": sum(len(ctx) * n for ctx, n in plan), "seconds": seconds}
 
 
+def run_raw_same_steps(setup: Setup, turns: list[Turn]) -> dict[str, Any]:
+    live = [t for t in turns if t.kept and t.steps > 0]
+    seconds = sum(_raw_generate(setup, t.contexts, t.steps, setup.seed + i)
+                  for i, t in enumerate(live))
+    return {"tokens": sum(sum(t.kept) for t in live), "seconds": seconds}
+
+
 def run_raw_single(setup: Setup, contexts: list[list[int]], new_tokens: int) -> dict[str, Any]:
     seconds = _raw_generate(setup, contexts, new_tokens, setup.seed)
     return {"tokens": len(contexts) * new_tokens, "seconds": seconds}
@@ -321,6 +335,25 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else float("nan")
 
 
+@contextmanager
+def retriever_kind(setup: Setup, kind: str) -> Iterator[None]:
+    """``kind == "http"``: serve the BM25 index on 127.0.0.1 (uvicorn in a thread) and let the
+    engine reach it through :class:`HttpRetriever` for the duration; ``"bm25"``: in process."""
+    if kind == "bm25":
+        yield
+        return
+    from inspo.retrieval.http_client import HttpRetriever
+    from inspo.retrieval.server import running_server
+
+    local = setup.retriever
+    with running_server(local, host="127.0.0.1", port=0) as url, HttpRetriever(url) as http:
+        setup.retriever = http
+        try:
+            yield
+        finally:
+            setup.retriever = local
+
+
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     """Warm up, then ``args.reps`` interleaved repetitions; returns the result dict."""
     import torch
@@ -329,21 +362,22 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
         torch.set_num_threads(args.threads)
     env = environment(torch.get_num_threads(), args.command)
     setup = build_setup(args)
-
-    warm = run_engine(setup)  # also fixes the plan: seeded sampling replays the same tokens
-    plan = raw_plan(warm["turns"])
-    first = warm["turns"][0]
-    per_row = max(1, round(warm["tokens"] / len(first.contexts)))
     arms = [a for a in ARMS if a != "raw_single" or args.single]
-    runners: dict[str, Callable[[], dict[str, Any]]] = {
-        "engine": lambda: run_engine(setup),
-        "raw_turns": lambda: run_raw_turns(setup, plan),
-        "raw_single": lambda: run_raw_single(setup, first.contexts, per_row),
-    }
     reps: list[dict[str, dict[str, Any]]] = []
-    for rep in range(args.reps):
-        order = arms if rep % 2 == 0 else arms[::-1]
-        reps.append({arm: runners[arm]() for arm in order})
+    with retriever_kind(setup, args.retriever):
+        warm = run_engine(setup)  # also fixes the plan: seeded sampling replays the same tokens
+        plan = raw_plan(warm["turns"])
+        first = warm["turns"][0]
+        per_row = max(1, round(warm["tokens"] / len(first.contexts)))
+        runners: dict[str, Callable[[], dict[str, Any]]] = {
+            "engine": lambda: run_engine(setup),
+            "raw_turns": lambda: run_raw_turns(setup, plan),
+            "raw_same_steps": lambda: run_raw_same_steps(setup, warm["turns"]),
+            "raw_single": lambda: run_raw_single(setup, first.contexts, per_row),
+        }
+        for rep in range(args.reps):
+            order = arms if rep % 2 == 0 else arms[::-1]
+            reps.append({arm: runners[arm]() for arm in order})
 
     def tps(run: dict[str, Any]) -> float:
         return run["tokens"] / run["seconds"] if run["seconds"] > 0 else float("nan")
@@ -353,6 +387,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
         "environment": env,
         "settings": {k: v for k, v in vars(args).items() if k not in ("json", "command")},
         "engine_run": {
+            "retriever": args.retriever,
             "rows": len(first.contexts),
             "turns": len(warm["turns"]),
             "rows_per_turn": [len(t.kept) for t in warm["turns"]],
@@ -367,6 +402,8 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
             f"engine/{a}": _median([tps(r["engine"]) / tps(r[a]) for r in reps])
             for a in arms if a != "engine"
         },
+        "per_rep": [{a: {"tokens": r[a]["tokens"], "seconds": r[a]["seconds"]} for a in arms}
+                    for r in reps],
         "engine_time_share": {},
         "engine_seconds": {},
     }
@@ -389,12 +426,12 @@ def report(result: dict[str, Any]) -> str:
         f"torch threads {env['torch_threads']} | "
         + " ".join(f"{k} {v}" for k, v in env["versions"].items()),
         f"load average start {env['loadavg_start']} end {env['loadavg_end']}",
-        f"engine run: {run['rows']} rows, {run['turns']} turns (rows per turn "
+        f"engine run ({run['retriever']} retriever): {run['rows']} rows, {run['turns']} turns (rows per turn "
         f"{run['rows_per_turn']}), {run['policy_tokens']} policy tokens, {run['searches']} "
         f"searches, finish {run['finish']}, padding waste {run['padding_waste']:.1%}, "
         f"replayed identically: {run['replayed_identically']}",
         "tokens/s (median over repetitions):",
-        *(f"  {arm:<11} {v:8.1f}" for arm, v in result["tokens_per_s"].items()),
+        *(f"  {arm:<15} {v:8.1f}" for arm, v in result["tokens_per_s"].items()),
         "ratios (median of per-repetition ratios):",
         *(f"  {k:<22} {v:.3f}" for k, v in result["ratios"].items()),
         "engine time (median seconds, share of the engine's wall time):",
@@ -416,6 +453,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-response-tokens", type=int, default=48, help="new tokens per turn cap")
     p.add_argument("--max-obs-tokens", type=int, default=500)
     p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--retriever", choices=("bm25", "http"), default="bm25",
+                   help="BM25 in process, or the same index behind the HTTP server on 127.0.0.1")
     p.add_argument("--prefill", default="<search>",
                    help="forced start of the response (SmolLM2 writes no tags on its own)")
     p.add_argument("--reps", type=int, default=3, help="measured repetitions (after a warm-up)")
