@@ -145,3 +145,17 @@ def test_retrieval_quick(capsys):
                                      "dense/bm25 qps_batch128"}
     assert all(positive(v) for v in result["ratios"].values())
     assert "server/in-process" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_overhead_learning_quick_runs_both_arms(tmp_path):
+    script = load_script("overhead_learning")
+    result = script.main(["--quick", "--out", str(tmp_path)])
+    modes = sorted(a["mode"] for a in result["arms"])
+    assert modes == ["inspo", "static"]
+    static = next(a for a in result["arms"] if a["mode"] == "static")
+    inspo = next(a for a in result["arms"] if a["mode"] == "inspo")
+    assert static["verification_rollouts"] == 0 and static["optimizer_calls"] == 0
+    assert inspo["verification_rollouts"] > 0 and inspo["optimizer_calls"] > 0
+    assert static["training_rollouts"] == inspo["training_rollouts"] > 0
+    assert positive(result["wall_ratio_inspo_over_static"]) and result["extra_inference_share"] > 0
