@@ -118,10 +118,17 @@ def test_prune_and_evolution_happened(inspo_run):
     assert metrics[1]["inspo/pruned"] == 1 and metrics[2]["inspo/admitted"] >= 1
 
 
-def test_static_mode_keeps_one_instruction(tmp_path):
+def test_static_mode_keeps_one_instruction_and_lora_is_merged(tmp_path):
     from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
+    from inspo.models import model_path
 
-    summary = _run(tmp_path / "static", "mode=static", "rl.steps=2", "rl.save_steps=0")
+    summary = _run(tmp_path / "static", "mode=static", "rl.steps=2", "rl.save_steps=0", "model.lora=true",
+                   "model.lora_target_modules=[q_proj,v_proj]", "rl.learning_rate=0.05")
+    before = _tensors(model_path("tiny-qwen2") / "model.safetensors")
+    after = _tensors(tmp_path / "static" / "model" / "model.safetensors")
+    assert set(after) == set(before)  # merged into the base weights: no adapter tensors left
+    changed = {k for k in before if not (before[k] == after[k]).all()}
+    assert changed and all(".q_proj." in k or ".v_proj." in k for k in changed)
     assert summary.population == ["ins-0001"] and summary.best_instruction == SEARCH_R1_INSTRUCTION
     events = artifacts.read_jsonl(tmp_path / "static" / "events.jsonl")
     assert {e["instruction_id"] for e in events if e["kind"] == "sampled"} == {"ins-0001"}
@@ -154,3 +161,16 @@ def test_post_policy_evolves_with_the_trained_policy(tmp_path):
     assert "post-policy" in summary.stages
     assert (out / "best_instruction.txt").read_text().strip() == (stage / "best_instruction.txt").read_text().strip()
     assert summary.best_instruction_id == summary.stages["post-policy"]["best_instruction_id"]
+
+
+@pytest.mark.gpu
+def test_one_step_on_cuda(tmp_path):
+    """The same loop on a GPU (TRL's fused LM-head path, use_cpu off). Skipped without CUDA."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    summary = run_training(_config(tmp_path / "gpu", "rl.steps=2", "rl.save_steps=0", "rl.bf16=true"),
+                           progress=False, reward_fn=scripted_reward)
+    assert summary.ledger["training_rollouts"] == 8
+    assert [m["step"] for m in artifacts.read_jsonl(tmp_path / "gpu" / "metrics.jsonl")] == [1, 2]

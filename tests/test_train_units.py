@@ -167,7 +167,8 @@ def test_too_few_questions_fails_before_training(tmp_path):
     path = tmp_path / "two.jsonl"
     path.write_text("".join(json.dumps({"id": f"q{i}", "question": "Who?", "golden_answers": ["x"]}) + "\n"
                             for i in range(2)))
-    message, _ = _fast_fail(tmp_path, f"data.train={path}")
+
+    message, _ = _fast_fail(tmp_path, f"data.train={path}", "rl.questions_per_step=3")
     assert "fewer than rl.questions_per_step" in message
 
 
@@ -198,12 +199,52 @@ def test_missing_model_and_vllm_fail_before_training(tmp_path):
     assert "rl.use_vllm" in message
 
 
-def test_existing_checkpoints_need_resume(tmp_path):
-    (tmp_path / "run" / "checkpoint-2").mkdir(parents=True)
+def test_existing_checkpoints_need_resume_and_resume_needs_a_checkpoint(tmp_path):
+    (tmp_path / "run" / "checkpoint-2").mkdir(parents=True)  # incomplete: no inspo_state.json
     message, _ = _fast_fail(tmp_path)
-    assert "resume" in message
+    assert "already holds checkpoints" in message and "resume" in message
+    cfg = resolve("cpu-tiny", overrides=["model.name_or_path=tiny-qwen2", f"output_dir={tmp_path / 'run'}"])
+    with pytest.raises(SetupError, match="nothing to resume"):
+        run_training(cfg, resume=True, progress=False)
 
 
 def test_bad_values_are_config_errors():
     with pytest.raises(ConfigError, match="rl.format_weight"):
         resolve("cpu-tiny", overrides=["rl.format_weight=-1"])
+
+
+# ------------------------------------------------------------ CPU log-probs equal TRL's kernel
+
+
+def test_cpu_logprobs_match_trls_fused_lm_head():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from contextlib import nullcontext
+    from types import SimpleNamespace
+
+    from trl.trainer.utils import add_fused_lm_head
+
+    from inspo.models import ModelError, load_model
+    from inspo.train.grpo import cpu_logps_and_entropies
+
+    try:
+        loaded = load_model("tiny-qwen2", dtype="float32")
+    except ModelError as exc:
+        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
+    model = loaded.model
+    add_fused_lm_head(model, temperature=0.7, outputs=("log_probs", "entropy"))
+    torch.manual_seed(0)
+    ids = torch.randint(10, 5000, (3, 12))
+    mask = torch.ones_like(ids)
+    mask[0, :3] = 0  # a left-padded prompt
+    keep = 5
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, :-keep] = -100
+    with torch.no_grad():
+        fused = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+        trainer = SimpleNamespace(accelerator=SimpleNamespace(autocast=nullcontext), temperature=0.7)
+        logps, entropies, aux = cpu_logps_and_entropies(trainer, model, ids, mask, keep, batch_size=2,
+                                                        compute_entropy=True)
+    assert aux is None and logps.shape == (3, keep) and entropies.shape == (3, keep)
+    assert torch.allclose(logps, fused.log_probs[:, -keep:], atol=1e-5)
+    assert torch.allclose(entropies, fused.entropy[:, -keep:], atol=1e-4)

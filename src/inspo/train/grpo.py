@@ -157,14 +157,19 @@ def rollout_batch(rollouts: list[Rollout], fallback_token: int) -> dict[str, Any
 @contextmanager
 def generation_model(trainer: Any) -> Iterator[Any]:
     """The training model, unwrapped (DDP/DeepSpeed/FSDP) and without gradient checkpointing."""
+    import warnings
+
     from trl.models import unwrap_model_for_generation
 
-    with unwrap_model_for_generation(
-        trainer.model_wrapped,
-        trainer.accelerator,
-        gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
-    ) as model:
-        yield model
+    with warnings.catch_warnings():
+        # transformers 5 renamed (is_)gradient_checkpointing; TRL 1.16 still reads the old name
+        warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning)
+        with unwrap_model_for_generation(
+            trainer.model_wrapped,
+            trainer.accelerator,
+            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
+        ) as model:
+            yield model
 
 
 def make_rollout_func(ctx: RolloutContext) -> Callable[[list, Any], dict[str, Any]]:
@@ -352,7 +357,55 @@ def trainer_class():
             )
 
         def _generate_and_score_completions(self, inputs):
+            import warnings
+
             self._inspo_inputs = inputs
-            return super()._generate_and_score_completions(inputs)
+            with warnings.catch_warnings():
+                # transformers 5 renamed is_gradient_checkpointing; TRL 1.16 still reads the old name
+                warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated",
+                                        category=FutureWarning)
+                return super()._generate_and_score_completions(inputs)
+
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                               batch_size=None, compute_entropy=False, compute_aux_loss=False,
+                                               **multimodal):
+            if input_ids.device.type != "cpu" or compute_aux_loss or any(v is not None for v in multimodal.values()):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                    compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal)
+            return cpu_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                           batch_size=batch_size, compute_entropy=compute_entropy)
 
     return InspoGRPOTrainer
+
+
+def cpu_logps_and_entropies(trainer, model, input_ids, attention_mask, logits_to_keep, *, batch_size, compute_entropy):
+    """Per-token log-probs (and entropies) of the completion tokens, for CPU text models.
+
+    TRL 1.16's fused LM head scores EVERY position in float32 when no Triton device is present
+    (prompt included, the head's weight upcast on each tile); on a 152k-token vocabulary that
+    was two thirds of a CPU training step. Here the model computes logits for the completion
+    positions only (``logits_to_keep``), in the autocast dtype, and TRL's row-looped
+    ``selective_log_softmax`` takes the log-probs at ``temperature``. Same quantities as TRL's
+    path (log-softmax of ``logits / temperature`` at the sampled ids); the logits are bf16 under
+    bf16 autocast instead of float32.
+    """
+    import torch
+    from trl.trainer.utils import entropy_from_logits, selective_log_softmax
+
+    batch_size = batch_size or input_ids.size(0)
+    entropy_grad = bool(getattr(trainer, "entropy_coef", 0.0) or 0.0)
+    all_logps, all_entropies = [], []
+    for start in range(0, input_ids.size(0), batch_size):
+        ids = input_ids[start : start + batch_size]
+        with trainer.accelerator.autocast():
+            logits = model(input_ids=ids, attention_mask=attention_mask[start : start + batch_size],
+                           logits_to_keep=logits_to_keep + 1).logits
+        logits = logits[:, :-1, :] / trainer.temperature
+        all_logps.append(selective_log_softmax(logits, ids[:, -logits_to_keep:]))
+        if compute_entropy:
+            with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+                all_entropies.append(entropy_from_logits(logits))
+    logps = torch.cat(all_logps, dim=0)
+    entropies = torch.cat(all_entropies, dim=0) if compute_entropy else None
+    return logps, entropies, None

@@ -245,19 +245,10 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
 
 
 def _pre_policy(config, *, resume, progress, reward_fn) -> TrainSummary:
-    from inspo.train.evolve import EvolveSummary, run_evolve
-
-    stage_dir = Path(config.output_dir) / "pre-policy"
-    done = stage_dir / "summary.json"
-    if resume and done.is_file():
-        evo = EvolveSummary.read(done)
-        log.info("pre-policy stage already done: reusing %s from %s", evo.best_instruction_id, stage_dir)
-    else:
-        log.info("pre-policy stage: instruction evolution with the frozen base policy for %d steps", config.offline_steps)
-        evo = run_evolve(config, steps=config.offline_steps, out_dir=stage_dir, progress=progress, reward_fn=reward_fn)
+    """Offline evolution with the frozen base policy (the trainer's model before any update,
+    on the main process, result broadcast), then static GRPO from its best instruction."""
     summary, _ = _train(config, resume=resume, progress=progress, reward_fn=reward_fn, static=True,
-                        seed_text=evo.best_instruction)
-    summary.stages["pre-policy"] = evo.to_dict()
+                        pre_policy=True)
     _write_summary(summary)
     return summary
 
@@ -326,7 +317,7 @@ def _train(
     progress: bool,
     reward_fn: RewardFn | None,
     static: bool,
-    seed_text: str | None = None,
+    pre_policy: bool = False,
     keep_model: bool = False,
 ):
     """One GRPO run; returns (summary, (model, tokenizer) if ``keep_model`` else None)."""
@@ -340,7 +331,10 @@ def _train(
             "rl.use_vllm=true: the multi-turn search rollout has no vLLM engine yet (it generates with the "
             "training model through transformers); set rl.use_vllm=false"
         )
-    checkpoint = artifacts.find_checkpoint(run_dir, resume) if resume else None
+    try:
+        checkpoint = artifacts.find_checkpoint(run_dir, resume) if resume else None
+    except FileNotFoundError as exc:
+        raise SetupError(str(exc)) from exc
     if checkpoint is None and artifacts.any_checkpoint_dirs(run_dir):
         raise SetupError(
             f"{run_dir} already holds checkpoints of an earlier run; pass resume=True (--resume) to continue "
@@ -349,12 +343,11 @@ def _train(
     cuda = _cuda()
     settings = grpo_settings(config, world, cuda=cuda, progress=progress)
     inputs = prepare(config, need_optimizer=not static, need_eval=True)
-    if seed_text is not None:
-        inputs.seed_instruction = seed_text
     log.info("optimizer LLM: %s", inputs.optimizer_note)
     if not config.model.lora and config.model.dtype == "bfloat16":
-        log.warning("full fine-tuning with bfloat16 weights: updates smaller than bf16's precision are lost; "
-                    "use model.lora=true or model.dtype=float32 for small learning rates")
+        log.warning("full fine-tuning of bfloat16 weights: an update smaller than bf16's precision (about "
+                    "1/256 of a weight) is lost; for small learning rates use model.dtype=float32 (float32 master "
+                    "weights, bf16 compute through rl.bf16) or model.lora=true")
 
     # -- run directory ------------------------------------------------------------------
     choices = run_dir / f"choices.rank{rank}.jsonl"
@@ -388,6 +381,15 @@ def _train(
     callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main)
     trainer = _build_trainer(config, settings, inputs, ctx, callback, progress)
     callback.trainer = trainer
+
+    # -- pre-policy: the seed is the best instruction of an offline evolution ----------------
+    stages: dict[str, Any] = {}
+    if pre_policy:
+        stages["pre-policy"] = _pre_policy_stage(config, trainer, ctx, resume=bool(resume), progress=progress,
+                                                 reward_fn=reward_fn)
+        coevo = build_coevolution(config.coevolution, stages["pre-policy"]["best_instruction"], inputs.optimizer,
+                                  events, static=True)
+        ctx.coevo = coevo
 
     # -- P_0 (fresh) or the checkpoint's state (resume), identical on every process --------
     if checkpoint is not None:
@@ -425,6 +427,7 @@ def _train(
     history = artifacts.read_jsonl(run_dir / "metrics.jsonl") if main else callback.history
     summary = _summary(config, coevo, history, inputs.optimizer_note, started,
                        resumed_from=str(checkpoint) if checkpoint else None, evaluation=evaluation)
+    summary.stages.update(stages)
     if main:
         _write_summary(summary)
         if progress:
@@ -437,7 +440,9 @@ def _build_trainer(config, settings, inputs, ctx, callback, progress):
 
     from inspo.train.grpo import make_reward_func, make_rollout_func, trainer_class
 
-    args = GRPOConfig(**settings)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning)
+        args = GRPOConfig(**settings)
     peft_config = None
     if config.model.lora:
         from peft import LoraConfig
@@ -447,6 +452,7 @@ def _build_trainer(config, settings, inputs, ctx, callback, progress):
                                  target_modules=list(m.lora_target_modules), task_type="CAUSAL_LM")
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
+        warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning)
         trainer = trainer_class()(
             model=str(inputs.model_dir),
             reward_funcs=[make_reward_func(ctx)],
@@ -495,6 +501,39 @@ def _initialize(coevo: CoEvolution, ctx, trainer, inputs, config: TrainConfig, p
         print(line, flush=True)
     else:
         log.info(line)
+
+
+def _pre_policy_stage(config: TrainConfig, trainer, ctx, *, resume: bool, progress: bool,
+                      reward_fn: RewardFn | None) -> dict[str, Any]:
+    """Run (or, on resume, reuse) ``<run>/pre-policy`` on the main process with the trainer's
+    model before any update — the frozen base policy — and give every process its summary."""
+    from inspo.agent.engines import HFEngine
+    from inspo.train.evolve import EvolveSummary, run_evolve
+    from inspo.train.grpo import generation_model
+
+    stage_dir = Path(config.output_dir) / "pre-policy"
+    payload: list[Any] = [None]
+    if ctx.is_main:
+        done = stage_dir / "summary.json"
+        if resume and done.is_file():
+            evo = EvolveSummary.read(done)
+            log.info("pre-policy stage already done: reusing %s from %s", evo.best_instruction_id, stage_dir)
+        else:
+            line = f"pre-policy stage: instruction evolution with the frozen base policy for {config.offline_steps} steps"
+            if progress:
+                print(line, flush=True)
+            else:
+                log.info(line)
+            with generation_model(trainer) as model:
+                engine = HFEngine(model, ctx.tokenizer, rng=derived_rng(config.rl.seed, "pre-policy"))
+                evo = run_evolve(config, steps=config.offline_steps, engine=engine, out_dir=stage_dir,
+                                 progress=progress, reward_fn=reward_fn)
+        payload[0] = evo.to_dict()
+    if ctx.world_size > 1:
+        from accelerate.utils import broadcast_object_list
+
+        broadcast_object_list(payload, from_process=0)
+    return payload[0]
 
 
 def _sync_population(ctx, coevo: CoEvolution) -> None:

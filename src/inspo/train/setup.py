@@ -73,16 +73,24 @@ def seed_instruction(config: TrainConfig) -> str:
     return config.seed_instruction or SEARCH_R1_INSTRUCTION
 
 
-def load_questions(source: str, split: str, limit: int, *, field_name: str) -> list[Question]:
-    """Questions of ``split`` from ``source`` with errors that name ``field_name``."""
+def load_questions(source: str, split: str, limit: int, *, field_name: str, max_hops: int = 0) -> list[Question]:
+    """Questions of ``split`` from ``source`` with errors that name ``field_name``.
+
+    ``max_hops > 0`` keeps the questions whose ``meta["hops"]`` is at most that (questions
+    without it are kept); ``limit`` applies after that filter.
+    """
     from inspo.data.sources import load_qa_source
 
     try:
-        questions = load_qa_source(source, split=split, limit=limit or None)
+        questions = load_qa_source(source, split=split, limit=None if max_hops else (limit or None))
     except (FileNotFoundError, ValueError, OSError) as exc:
         raise SetupError(f"{field_name}={source!r} (split {split!r}) cannot be read: {exc}") from exc
+    if max_hops:
+        questions = [q for q in questions if int(q.meta.get("hops", 0) or 0) <= max_hops]
+        questions = questions[: limit or None]
     if not questions:
-        raise SetupError(f"{field_name}={source!r} (split {split!r}) has no questions")
+        extra = f" with at most {max_hops} hop(s)" if max_hops else ""
+        raise SetupError(f"{field_name}={source!r} (split {split!r}) has no questions{extra}")
     seen: set[str] = set()
     for q in questions:
         if q.id in seen:
@@ -176,7 +184,8 @@ def prepare(
 ) -> RunInputs:
     """Build and check the inputs of a run (see the module docstring for what fails)."""
     data, rl = config.data, config.rl
-    questions = load_questions(data.train, data.train_split, data.max_train_questions, field_name="data.train")
+    questions = load_questions(data.train, data.train_split, data.max_train_questions, field_name="data.train",
+                               max_hops=data.max_hops)
     if len(questions) < rl.questions_per_step:
         raise SetupError(
             f"data.train={data.train!r} has {len(questions)} questions, fewer than "
@@ -184,7 +193,8 @@ def prepare(
         )
     eval_questions: list[Question] = []
     if need_eval and data.eval:
-        eval_questions = load_questions(data.eval, data.eval_split, data.max_eval_questions, field_name="data.eval")
+        eval_questions = load_questions(data.eval, data.eval_split, data.max_eval_questions, field_name="data.eval",
+                                        max_hops=data.max_hops)
     instruction = seed_instruction(config)
     if not instruction.strip():
         raise SetupError("seed_instruction is blank; leave it '' for Search-R1's instruction or write one")
