@@ -174,3 +174,15 @@ def test_one_step_on_cuda(tmp_path):
                            progress=False, reward_fn=scripted_reward)
     assert summary.ledger["training_rollouts"] == 8
     assert [m["step"] for m in artifacts.read_jsonl(tmp_path / "gpu" / "metrics.jsonl")] == [1, 2]
+
+
+def test_mini_batches_make_several_updates_per_inspo_step(tmp_path):
+    out = tmp_path / "mini"
+    summary = _run(out, "rl.steps=2", "rl.mini_batches=2", "rl.save_steps=1")
+    metrics = artifacts.read_jsonl(out / "metrics.jsonl")
+    assert [(m["step"], m["global_step"]) for m in metrics] == [(1, 2), (2, 4)]  # 2 optimizer updates per step
+    sampled = Counter(e["step"] for e in artifacts.read_jsonl(out / "events.jsonl") if e["kind"] == "sampled")
+    assert sampled == {1: 2, 2: 2}  # one generation batch (2 questions) per INSPO step
+    assert summary.ledger["training_rollouts"] == 8
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-2", "checkpoint-4"]
+    assert json.loads((out / "checkpoint-2" / "inspo_step.json").read_text())["inspo_step"] == 1

@@ -114,7 +114,7 @@ class TrainSummary:
                 f"{stage.get('reward_end', 0):.3f}, best {stage.get('best_instruction_id')}"
             )
         out += [
-            f"wall time:            {self.wall_seconds:.0f} s; peak memory {self.peak_memory_gb:.1f} GB",
+            f"wall time:            {self.wall_seconds:.0f} s; peak memory (RSS) {self.peak_memory_gb:.1f} GiB",
             f"best instruction ({self.best_instruction_id}, weight {self.best_weight:.3f}):",
             self.best_instruction,
         ]
