@@ -93,7 +93,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         summary = run_training(config, resume=args.resume or False, progress=not args.no_progress)
     except SetupError as exc:
         raise CLIError(str(exc)) from exc
-    print(summary)
+    if args.no_progress:  # with progress on, run_training has printed the summary already
+        print(summary)
     return 0
 
 
@@ -113,7 +114,8 @@ def cmd_evolve(args: argparse.Namespace) -> int:
         )
     except SetupError as exc:
         raise CLIError(str(exc)) from exc
-    print(summary)
+    if args.no_progress:  # with progress on, run_evolve has printed the summary already
+        print(summary)
     return 0
 
 
