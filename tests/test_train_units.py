@@ -39,7 +39,7 @@ def test_grpo_settings_map_one_inspo_step_to_one_generation_batch():
     assert s["max_steps"] == 600 and s["save_steps"] == 100  # counted in optimizer updates
     assert s["beta"] == 0.001 and s["epsilon"] == 0.2 and s["loss_type"] == "grpo"
     assert s["warmup_steps"] == 0.1 and s["lr_scheduler_type"] == "cosine" and not s["use_cpu"]
-    assert s["remove_unused_columns"] is False and s["model_init_kwargs"] == {"dtype": "bfloat16"}
+    assert s["remove_unused_columns"] is False and s["model_init_kwargs"] == {"dtype": "float32"}  # paper: float32 master weights
 
 
 def test_grpo_settings_cpu_single_process_and_indivisible_batches():

@@ -39,6 +39,22 @@ def error_rollout(episode: Episode, error: BaseException) -> Rollout:
     )
 
 
+def play_isolated(
+    engine: PolicyEngine, retriever: Retriever, config: AgentConfig, episodes: list[Episode]
+) -> list[Rollout]:
+    """Rollouts of ``episodes`` in one batch; a batch that raises is replayed one episode at a
+    time, and an episode that still raises becomes an :func:`error_rollout` (reward 0)."""
+    try:
+        rollouts = run_rollouts(engine, retriever, config, episodes)
+        if len(rollouts) == len(episodes):
+            return rollouts
+        raise RuntimeError(f"{len(rollouts)} rollouts for {len(episodes)} episodes")
+    except Exception as batch_error:  # noqa: BLE001 - isolate the bad example(s)
+        if len(episodes) == 1:
+            return [error_rollout(episodes[0], batch_error)]
+        return [r for ep in episodes for r in play_isolated(engine, retriever, config, [ep])]
+
+
 def make_evaluate(
     engine: PolicyEngine,
     retriever: Retriever,
@@ -55,15 +71,7 @@ def make_evaluate(
         raise ValueError(f"make_evaluate: batch_size must be >= 1, got {batch_size}")
 
     def play(episodes: list[Episode]) -> list[Rollout]:
-        try:
-            rollouts = run_rollouts(engine, retriever, config, episodes)
-            if len(rollouts) == len(episodes):
-                return rollouts
-            raise RuntimeError(f"{len(rollouts)} rollouts for {len(episodes)} episodes")
-        except Exception as batch_error:  # isolate the bad example(s)
-            if len(episodes) == 1:
-                return [error_rollout(episodes[0], batch_error)]
-            return [r for ep in episodes for r in play([ep])]
+        return play_isolated(engine, retriever, config, episodes)
 
     def evaluate(instruction: Instruction, questions: Sequence[Question]) -> list[Rollout]:
         episodes = [Episode(q, instruction) for q in questions for _ in range(group_size)]

@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from inspo.core.events import read_events
+
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 STATE_FILE = "inspo_state.json"
 STEP_FILE = "inspo_step.json"
@@ -65,18 +67,7 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Records of a JSONL file; a torn last line (a killed writer) is skipped."""
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+    return read_events(path) if path.is_file() else []
 
 
 def truncate_jsonl(path: Path, keep: Callable[[dict[str, Any]], bool]) -> int:

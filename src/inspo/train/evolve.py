@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import PolicyEngine
-from inspo.agent.evaluate import error_rollout, make_evaluate
-from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
+from inspo.agent.evaluate import make_evaluate, play_isolated
+from inspo.agent.rollout import Episode
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
 from inspo.records import Question, Rollout
-from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 from inspo.train import artifacts
 from inspo.train.config import TrainConfig, dump
@@ -91,20 +90,6 @@ class EvolveSummary:
     @classmethod
     def read(cls, path: str | Path) -> EvolveSummary:
         return cls(**artifacts.read_json(Path(path)))
-
-
-def play(engine: PolicyEngine, retriever: Retriever, agent: AgentConfig, episodes: list[Episode]) -> list[Rollout]:
-    """Rollouts of ``episodes`` in one batch; a batch that raises is replayed one episode at a
-    time and an episode that still raises becomes an error Rollout (reward 0)."""
-    try:
-        rollouts = run_rollouts(engine, retriever, agent, episodes)
-        if len(rollouts) == len(episodes):
-            return rollouts
-        raise RuntimeError(f"{len(rollouts)} rollouts for {len(episodes)} episodes")
-    except Exception as exc:  # noqa: BLE001 - one bad example must not end the run
-        if len(episodes) == 1:
-            return [error_rollout(episodes[0], exc)]
-        return [r for ep in episodes for r in play(engine, retriever, agent, [ep])]
 
 
 def step_questions(questions: list[Question], step: int, per_step: int, seed: int) -> list[Question]:
@@ -199,7 +184,7 @@ def run_evolve(
         instructions, _ = choose_groups(coevo, t, rows)
         _reseed(engine, rl.seed, "rollout", t)
         episodes = [Episode(q, ins) for q, ins in zip(rows, instructions, strict=True)]
-        rollouts = [light(r) for r in play(engine, inputs.retriever, inputs.agent, episodes)]
+        rollouts = [light(r) for r in play_isolated(engine, inputs.retriever, inputs.agent, episodes)]
         if reward_fn is not None:
             rollouts = _rescore(rollouts, reward_fn)
         before = ledger_copy(coevo.ledger)
