@@ -95,7 +95,22 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from exc
     if args.no_progress:  # with progress on, run_training has printed the summary already
         print(summary)
+    _write_report_quietly(summary.run_dir)
     return 0
+
+
+def _write_report_quietly(run_dir: str) -> None:
+    """The HTML report at the end of a run; a report problem never fails a finished run."""
+    import os
+
+    from inspo.report import write_report
+
+    if int(os.environ.get("RANK", "0")) != 0:
+        return  # one process writes the run directory
+    try:
+        print(f"report: {write_report(run_dir)}")
+    except Exception as exc:  # noqa: BLE001 - the run itself succeeded
+        log.warning("could not write the HTML report of %s: %s (run 'inspo report %s' to retry)", run_dir, exc, run_dir)
 
 
 def cmd_evolve(args: argparse.Namespace) -> int:
@@ -116,6 +131,7 @@ def cmd_evolve(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from exc
     if args.no_progress:  # with progress on, run_evolve has printed the summary already
         print(summary)
+    _write_report_quietly(summary.run_dir)
     return 0
 
 

@@ -1,0 +1,38 @@
+import json
+
+import pytest
+
+from inspo.cli import main
+
+TINY = [
+    "model.name_or_path=tiny-qwen2", "model.lora=false", "rl.steps=2", "rl.max_response_tokens=8",
+    "rl.questions_per_step=2", "rl.group_size=2", "coevolution.evolve_every=2", "coevolution.prune_every=1",
+    "coevolution.evolve_until=3", "coevolution.validation_size=2", "data.max_eval_questions=2",
+]
+
+
+def test_dry_run_prints_config_and_plan(capsys):
+    assert main(["train", "--dry-run", "--set", "rl.steps=8"]) == 0
+    out = capsys.readouterr().out
+    assert "name_or_path: qwen2.5-coder-0.5b" in out and "training rollouts:" in out and "step    4: prune evolve" in out
+
+
+def test_bad_override_is_a_clear_error(capsys):
+    assert main(["train", "--set", "rl.group_size=1"]) == 2
+    assert "group_size must be an integer >= 2" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_train_command_runs_and_writes_the_report(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", "--output-dir", str(out), "--no-progress"]
+    for o in TINY:
+        args += ["--set", o]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "best instruction" in printed and f"report: {out / 'report.html'}" in printed
+    html = (out / "report.html").read_text()
+    assert (out / "best_instruction.txt").read_text().strip()[:40] in html
+    assert json.loads((out / "summary.json").read_text())["steps"] == 2
+    assert main(args) == 2  # the run directory now holds checkpoints: refused without --resume
+    assert "resume" in capsys.readouterr().err.lower()
