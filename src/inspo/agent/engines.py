@@ -131,6 +131,16 @@ def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
     return found
 
 
+def encode_text(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of environment or prompt text, with no special tokens added."""
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def decode_ids(tokenizer: Any, ids: Sequence[int]) -> str:
+    """Text of token ids, special tokens skipped, spacing left exactly as generated."""
+    return tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+
 class HFEngine:
     """A transformers causal LM as a policy (CPU or GPU), keeping token ids end to end.
 
@@ -184,12 +194,10 @@ class HFEngine:
         return build_chat(self.tokenizer, instruction, question)
 
     def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return encode_text(self.tokenizer, text)
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(
-            list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False
-        )
+        return decode_ids(self.tokenizer, ids)
 
     # -- generation -----------------------------------------------------------------------
     def generate(
@@ -359,14 +367,12 @@ class OpenAIEngine:
     def encode(self, text: str) -> list[int] | None:
         if self.tokenizer is None:
             return None
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return encode_text(self.tokenizer, text)
 
     def decode(self, ids: Sequence[int]) -> str:
         if self.tokenizer is None:
             raise ValueError("OpenAIEngine.decode: no tokenizer was given to this engine")
-        return self.tokenizer.decode(
-            list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False
-        )
+        return decode_ids(self.tokenizer, ids)
 
     def generate(
         self,
