@@ -34,7 +34,14 @@ from inspo.train import artifacts
 from inspo.train.config import TrainConfig, dump
 from inspo.train.grpo import RewardFn
 from inspo.train.setup import SetupError, prepare
-from inspo.train.stepper import choose_groups, ledger_copy, light, step_line, step_metrics
+from inspo.train.stepper import (
+    choose_groups,
+    ledger_copy,
+    light,
+    outcome_lines,
+    step_line,
+    step_metrics,
+)
 
 log = logging.getLogger("inspo.train")
 
@@ -66,13 +73,7 @@ class EvolveSummary:
             f"run directory:        {self.run_dir}",
             f"policy (frozen):      {self.policy}",
             f"steps:                {self.steps}",
-            f"reward:               {self.reward_start:.3f} -> {self.reward_end:.3f} "
-            f"(mean of the first/last {self.window} step(s))",
-            f"searches / question:  {self.searches_start:.2f} -> {self.searches_end:.2f}",
-            f"optimizer:            {self.optimizer}",
-            f"optimizer cost:       {led.get('optimizer_calls', 0)} calls, "
-            f"{led.get('optimizer_prompt_tokens', 0)} prompt + {led.get('optimizer_completion_tokens', 0)} "
-            "completion tokens",
+            *outcome_lines(self),
             f"verification:         {led.get('verification_rollouts', 0)} rollouts for "
             f"{led.get('training_rollouts', 0)} step rollouts (+ {led.get('warmup_rollouts', 0)} warm-up)",
             f"population:           {', '.join(self.population)}",

@@ -46,6 +46,7 @@ from inspo.train import artifacts
 from inspo.train.config import TrainConfig, dump
 from inspo.train.grpo import RewardFn
 from inspo.train.setup import SetupError, prepare
+from inspo.train.stepper import outcome_lines
 
 log = logging.getLogger("inspo.train")
 
@@ -90,13 +91,7 @@ class TrainSummary:
             f"run directory:        {self.run_dir}",
             f"mode:                 {self.mode}" + (f" (resumed from {self.resumed_from})" if self.resumed_from else ""),
             f"steps:                {self.steps}",
-            f"reward:               {self.reward_start:.3f} -> {self.reward_end:.3f} "
-            f"(mean of the first/last {self.window} step(s))",
-            f"searches / question:  {self.searches_start:.2f} -> {self.searches_end:.2f}",
-            f"optimizer:            {self.optimizer}",
-            f"optimizer cost:       {led.get('optimizer_calls', 0)} calls, "
-            f"{led.get('optimizer_prompt_tokens', 0)} prompt + {led.get('optimizer_completion_tokens', 0)} "
-            "completion tokens",
+            *outcome_lines(self),
             f"verification:         {led.get('verification_rollouts', 0)} rollouts = "
             f"{100 * self.verification_share:.1f}% of {led.get('training_rollouts', 0)} training rollouts "
             f"(+ {led.get('warmup_rollouts', 0)} warm-up)",

@@ -114,3 +114,18 @@ def set_population(coevo: CoEvolution, data: dict[str, Any], last_step: int) -> 
     """Make ``coevo`` hold exactly the population ``data`` (as broadcast by the main process)."""
     coevo.population = Population.from_dict(data)
     coevo.last_step = last_step
+
+
+def outcome_lines(summary: Any) -> list[str]:
+    """The summary lines a training run and an evolve run share: reward and searches at start
+    and end, and what the optimizer cost (``summary`` has those fields and a ``ledger``)."""
+    led = summary.ledger
+    return [
+        f"reward:               {summary.reward_start:.3f} -> {summary.reward_end:.3f} "
+        f"(mean of the first/last {summary.window} step(s))",
+        f"searches / question:  {summary.searches_start:.2f} -> {summary.searches_end:.2f}",
+        f"optimizer:            {summary.optimizer}",
+        f"optimizer cost:       {led.get('optimizer_calls', 0)} calls, "
+        f"{led.get('optimizer_prompt_tokens', 0)} prompt + {led.get('optimizer_completion_tokens', 0)} "
+        "completion tokens",
+    ]
