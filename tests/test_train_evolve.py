@@ -6,49 +6,15 @@ equals an uninterrupted one."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
-from inspo.agent.engines import Generation
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, build_prompt
+from agent_helpers import ScriptedPolicy
+from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 from inspo.data.sources import load_qa_source
 from inspo.train import artifacts
 from inspo.train.config import resolve
 from inspo.train.evolve import run_evolve, step_questions
-
-
-class ScriptedPolicy:
-    """Text-only engine: searches the question, then answers; right only when the prompt's
-    instruction is not the seed (the seed makes it answer "Beijing", as the seed's example says)."""
-
-    keeps_token_ids = False
-
-    def __init__(self):
-        self.answers = {q.question: q.answers[0] for q in load_qa_source("world", split="train")}
-        self.calls = 0
-
-    def prompt_text(self, instruction, question):
-        return build_prompt(instruction, question)
-
-    def encode(self, text):
-        return None
-
-    def decode(self, ids):
-        raise ValueError("text only")
-
-    def generate(self, inputs, *, max_new_tokens, temperature, top_p, stop):
-        self.calls += 1
-        out = []
-        for x in inputs:
-            question = re.search(r"Question: (.*)", x.text).group(1).strip()
-            if "<information>" not in x.text:
-                out.append(Generation([], f"<search>{question}</search>", "stop"))
-                continue
-            seed_prompt = x.text.startswith(SEARCH_R1_INSTRUCTION + "\n\nQuestion:")
-            answer = "Beijing" if seed_prompt else self.answers[question]
-            out.append(Generation([], f"<answer>{answer}</answer>", "stop"))
-        return out
 
 
 def _config(out, steps=4):

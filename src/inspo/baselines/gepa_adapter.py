@@ -1,0 +1,278 @@
+"""GEPA on inspo's search agent: the `gepa` package's optimizer evolving the same instruction,
+with the same frozen policy, retriever and reward that ``inspo evolve`` uses.
+
+GEPA (Agrawal et al., 2025) keeps a Pareto front of candidates over a validation set, mutates
+one candidate per iteration by reflecting on a minibatch, and accepts the child only when it
+beats its parent on that minibatch. This module plugs inspo's agent into it:
+
+- :class:`SearchAgentAdapter` is a ``gepa.GEPAAdapter``: ``evaluate`` plays one rollout per
+  question under ``candidate["instruction"]`` (the score is the rollout's reward) and counts the
+  rollouts it played; ``make_reflective_dataset`` turns them into GEPA's reflective records
+  (question, response, correct answers, reward, and a line of feedback).
+- :func:`inspo_reflection_proposer` is a GEPA ``custom_candidate_proposer`` that writes INSPO's
+  App. E reflection prompt from those records, calls an inspo :class:`~inspo.llm.base.LLMClient`
+  once, and keeps the first candidate that passes INSPO's guard. With it both optimizers share
+  the reflection step (even the offline rule-based reflector), and only the search differs.
+- :func:`gepa_reflection_lm` wraps an inspo ``LLMClient`` as GEPA's ``reflection_lm``, for GEPA
+  with its own reflection prompt.
+
+``gepa`` is imported only by :func:`optimize_instruction` (``pip install inspo[gepa]``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspo.agent.engines import PolicyEngine
+from inspo.agent.evaluate import make_evaluate
+from inspo.agent.rollout import AgentConfig
+from inspo.core.proposer import guard
+from inspo.core.templates import parse_candidates, render_reflection
+from inspo.llm.base import LLMClient, LLMError
+from inspo.records import Instruction, Question, Rollout
+from inspo.rng import derived_rng
+
+COMPONENT = "instruction"
+log = logging.getLogger("inspo.gepa")
+
+
+def feedback_of(rollout: Rollout) -> str:
+    """One line saying how a rollout went, for GEPA's reflective records."""
+    gold = " | ".join(rollout.question.answers)
+    if rollout.error:
+        return f"The episode failed with an error ({rollout.error}). The correct answer is {gold}."
+    searched = f"searched {len(rollout.searches)} time(s)" if rollout.searches else "never searched"
+    if rollout.answer is None:
+        return f"No <answer>...</answer> was given ({searched}, stopped: {rollout.finish_reason}). The correct answer is {gold}."
+    verdict = "Correct." if rollout.reward >= 1.0 else f"Wrong or partly wrong (reward {rollout.reward:.2f})."
+    return f"{verdict} The agent {searched} and answered {rollout.answer!r}; the correct answer is {gold}."
+
+
+def reflective_record(rollout: Rollout) -> dict[str, Any]:
+    """GEPA's reflective record of one rollout (JSON-serialisable)."""
+    return {
+        "Inputs": rollout.question.question,
+        "Generated Outputs": rollout.response,
+        "Feedback": feedback_of(rollout),
+        "Correct answers": list(rollout.question.answers),
+        "Reward": float(rollout.reward),
+    }
+
+
+def rollout_of(record: Mapping[str, Any], index: int) -> Rollout:
+    """The Rollout a reflective record describes (enough of it to render App. E's examples)."""
+    question = Question(id=f"gepa-{index}", question=str(record["Inputs"]),
+                        answers=tuple(str(a) for a in record["Correct answers"]))
+    return Rollout(question=question, instruction_id="gepa-parent",
+                   response=str(record["Generated Outputs"]), reward=float(record["Reward"]))
+
+
+class SearchAgentAdapter:
+    """A ``gepa.GEPAAdapter`` over inspo's multi-turn search agent.
+
+    Args:
+        engine: the frozen policy.
+        retriever: the search tool.
+        agent: how episodes are played (turns, tokens, sampling, reward).
+        batch_size: episodes per batched ``generate`` call.
+        seed: each ``evaluate`` call samples from a stream derived from (seed, call number), so
+            a run is reproducible.
+    """
+
+    propose_new_texts = None  # GEPA checks this attribute: reflection is done elsewhere
+
+    def __init__(self, engine: PolicyEngine, retriever, agent: AgentConfig, *, batch_size: int = 16, seed: int = 0):
+        self.engine = engine
+        self.agent = agent
+        self.seed = seed
+        self.calls = 0
+        self.rollouts = 0
+        self._evaluate = make_evaluate(engine, retriever, agent, group_size=1, batch_size=batch_size)
+
+    def evaluate(self, batch: list[Question], candidate: dict[str, str], capture_traces: bool = False):
+        from gepa import EvaluationBatch
+
+        text = candidate.get(COMPONENT)
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"SearchAgentAdapter: the candidate has no {COMPONENT!r} text: {candidate!r}")
+        self.calls += 1
+        if hasattr(self.engine, "rng"):
+            self.engine.rng = derived_rng(self.seed, "gepa-evaluate", self.calls)
+        rollouts = self._evaluate(Instruction(id=f"gepa-{self.calls}", text=text, origin="gepa"), batch)
+        self.rollouts += len(rollouts)
+        return EvaluationBatch(
+            outputs=[r.response for r in rollouts],
+            scores=[float(r.reward) for r in rollouts],
+            trajectories=rollouts if capture_traces else None,
+        )
+
+    def make_reflective_dataset(self, candidate: dict[str, str], eval_batch, components_to_update: list[str]):
+        records = [reflective_record(r) for r in eval_batch.trajectories or []]
+        return {name: records for name in components_to_update}
+
+
+@dataclass
+class ProposerStats:
+    """What :func:`inspo_reflection_proposer` did, call by call."""
+
+    calls: int = 0
+    accepted: int = 0
+    no_failures: int = 0
+    rejected: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def inspo_reflection_proposer(
+    llm: LLMClient,
+    *,
+    n_candidates: int = 3,
+    max_failures: int = 4,
+    max_chars: int = 6000,
+    temperature: float = 1.0,
+    max_tokens: int = 2048,
+    stats: ProposerStats | None = None,
+) -> Callable[[dict[str, str], Mapping[str, Sequence[Mapping[str, Any]]], list[str]], dict[str, str]]:
+    """A GEPA ``custom_candidate_proposer`` that reflects exactly as INSPO's proposer does.
+
+    Per component to update: the failing records (reward < 1, at most ``max_failures``) become
+    App. E's reflection prompt over the current text; one ``llm`` call asks for
+    ``n_candidates``; the first that passes :func:`inspo.core.proposer.guard` is returned. When
+    no record failed, the call fails, or every candidate is rejected, the component is left out
+    of the result, and GEPA then skips the iteration without spending rollouts on a copy.
+    """
+    stats = stats if stats is not None else ProposerStats()
+
+    def propose(candidate: dict[str, str], reflective_dataset, components_to_update: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name in components_to_update:
+            parent = candidate[name]
+            records = list(reflective_dataset.get(name, ()))
+            failures = [rollout_of(r, i) for i, r in enumerate(records) if float(r["Reward"]) < 1.0][:max_failures]
+            if not failures:
+                stats.no_failures += 1
+                continue
+            stats.calls += 1
+            prompt = render_reflection(parent, failures, n_candidates)
+            try:
+                answer = llm.generate([{"role": "user", "content": prompt}], n=1,
+                                      temperature=temperature, max_tokens=max_tokens)[0]
+            except LLMError as exc:
+                stats.errors.append(str(exc))
+                log.warning("GEPA proposer: optimizer call failed: %s", exc)
+                continue
+            texts = parse_candidates(answer)
+            seen: list[str] = []
+            for text in texts:
+                why = guard(text, parent, seen, max_chars)
+                if why is None:
+                    out[name] = text
+                    stats.accepted += 1
+                    break
+                stats.rejected.append(why)
+                seen.append(text)
+            else:
+                log.info("GEPA proposer: no usable candidate among %d", len(texts))
+        return out
+
+    return propose
+
+
+def gepa_reflection_lm(llm: LLMClient, *, temperature: float = 1.0, max_tokens: int = 2048) -> Callable[[Any], str]:
+    """GEPA's ``reflection_lm`` (prompt -> text) backed by an inspo ``LLMClient``."""
+
+    def reflect(prompt: str | list[dict[str, Any]]) -> str:
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        return llm.generate(messages, n=1, temperature=temperature, max_tokens=max_tokens)[0]
+
+    return reflect
+
+
+@dataclass
+class GEPAOutcome:
+    """What :func:`optimize_instruction` returns."""
+
+    best_instruction: str
+    best_val_score: float
+    candidates: int
+    rollouts: int
+    metric_calls: int
+    full_val_evals: int
+    proposer: ProposerStats | None
+
+
+def optimize_instruction(
+    adapter: SearchAgentAdapter,
+    seed_instruction: str,
+    trainset: list[Question],
+    valset: list[Question],
+    *,
+    max_rollouts: int,
+    llm: LLMClient,
+    reflection: str = "inspo",
+    minibatch_size: int = 3,
+    n_candidates: int = 3,
+    seed: int = 0,
+    run_dir: str | None = None,
+) -> GEPAOutcome:
+    """Run ``gepa.optimize`` on the instruction with a budget of ``max_rollouts`` policy rollouts.
+
+    ``reflection`` is ``inspo`` (INSPO's App. E prompt through :func:`inspo_reflection_proposer`)
+    or ``gepa`` (GEPA's own reflection prompt, ``llm`` as its ``reflection_lm``). GEPA checks
+    the budget between iterations, so the last iteration may overshoot it by up to one minibatch
+    pair plus one validation pass; ``rollouts`` is what was actually played.
+    """
+    import gepa
+
+    if reflection not in ("inspo", "gepa"):
+        raise ValueError(f"reflection must be 'inspo' or 'gepa', got {reflection!r}")
+    if max_rollouts < len(valset):
+        raise ValueError(f"max_rollouts={max_rollouts} cannot even cover one pass over the {len(valset)} validation questions")
+    stats = ProposerStats() if reflection == "inspo" else None
+    kwargs: dict[str, Any] = (
+        {"custom_candidate_proposer": inspo_reflection_proposer(llm, n_candidates=n_candidates, stats=stats)}
+        if reflection == "inspo" else {"reflection_lm": gepa_reflection_lm(llm)}
+    )
+    logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None)
+    result = gepa.optimize(
+        seed_candidate={COMPONENT: seed_instruction},
+        trainset=trainset,
+        valset=valset,
+        adapter=adapter,
+        max_metric_calls=max_rollouts,
+        reflection_minibatch_size=minibatch_size,
+        seed=seed,
+        logger=logger,
+        display_progress_bar=False,
+        **kwargs,
+    )
+    best = result.best_candidate
+    return GEPAOutcome(
+        best_instruction=best[COMPONENT] if isinstance(best, dict) else str(best),
+        best_val_score=float(result.val_aggregate_scores[result.best_idx]),
+        candidates=len(result.candidates),
+        rollouts=adapter.rollouts,
+        metric_calls=int(result.total_metric_calls or adapter.rollouts),
+        full_val_evals=int(result.num_full_val_evals or 0),
+        proposer=stats,
+    )
+
+
+class _LogLines:
+    """GEPA's logger: its messages go to a file (one per line) or to the debug log."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("", encoding="utf-8")
+
+    def log(self, message: str) -> None:
+        if self.path is None:
+            log.debug("gepa: %s", message)
+            return
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(f"{message}\n")

@@ -1,0 +1,130 @@
+"""The `gepa` package's optimizer on inspo's search agent (inspo.baselines.gepa_adapter).
+
+End to end with the real ``gepa.optimize`` engine, the real agent loop and BM25 over ``world``,
+and the scripted policy of the evolve tests (right only under a non-seed instruction): GEPA must
+find such an instruction within its rollout budget, through INSPO's reflection prompt (with the
+offline rule-based reflector) and through GEPA's own prompt. The proposer's rules are checked
+against hand-built records."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from agent_helpers import ScriptedPolicy
+from core_helpers import SEED, FunctionLLM, failing_llm
+from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
+from inspo.agent.rollout import AgentConfig
+from inspo.baselines.gepa_adapter import (
+    ProposerStats,
+    SearchAgentAdapter,
+    feedback_of,
+    inspo_reflection_proposer,
+    optimize_instruction,
+    reflective_record,
+)
+from inspo.core.proposer import tags_in
+from inspo.data.sources import load_corpus_source, load_qa_source
+from inspo.llm.rule_based import RuleBasedReflector
+from inspo.records import Question, Rollout
+
+pytest.importorskip("gepa")
+
+
+@pytest.fixture(scope="module")
+def world():
+    from inspo.retrieval.bm25 import BM25Retriever
+
+    questions = load_qa_source("world", split="train")
+    return questions[:4], questions[4:16], BM25Retriever(load_corpus_source("world"))
+
+
+def _adapter(retriever, policy=None):
+    agent = AgentConfig(max_turns=2, max_response_tokens=32, max_obs_tokens=64, reward="em")
+    return SearchAgentAdapter(policy or ScriptedPolicy(), retriever, agent, batch_size=8, seed=0)
+
+
+def test_gepa_with_inspo_reflection_finds_an_instruction_the_policy_needs(world, tmp_path):
+    valset, trainset, retriever = world
+    adapter = _adapter(retriever)
+    outcome = optimize_instruction(
+        adapter, SEARCH_R1_INSTRUCTION, trainset, valset, max_rollouts=24,
+        llm=RuleBasedReflector(random.Random(0)), reflection="inspo", minibatch_size=2, run_dir=str(tmp_path),
+    )
+    assert outcome.best_instruction != SEARCH_R1_INSTRUCTION
+    assert tags_in(outcome.best_instruction) == tags_in(SEARCH_R1_INSTRUCTION)
+    assert outcome.best_val_score == 1.0 and outcome.candidates >= 2
+    # every metric call GEPA counted is one rollout the adapter played, and the budget held
+    # up to GEPA's documented overshoot (one minibatch pair plus one validation pass)
+    assert outcome.rollouts == outcome.metric_calls >= 24 - 2 * 2
+    assert outcome.rollouts <= 24 + 2 * 2 + len(valset)
+    assert outcome.proposer.calls >= 1 and outcome.proposer.accepted >= 1
+    assert "Proposed new text" in (tmp_path / "gepa.log").read_text()
+
+
+def test_gepa_with_its_own_reflection_prompt(world):
+    valset, trainset, retriever = world
+    rewrite = SEED + " Search for the key entity first."
+    llm = FunctionLLM(lambda prompt: f"Here it is:\n```\n{rewrite}\n```")
+    outcome = optimize_instruction(_adapter(retriever), SEARCH_R1_INSTRUCTION, trainset, valset,
+                                   max_rollouts=16, llm=llm, reflection="gepa", minibatch_size=2)
+    assert outcome.best_instruction == rewrite and outcome.best_val_score == 1.0
+    # GEPA's prompt, not INSPO's, carried the current instruction and the feedback records
+    assert "<ins_0>" not in llm.prompts[0] and SEARCH_R1_INSTRUCTION in llm.prompts[0]
+    assert "correct answer is" in llm.prompts[0] and outcome.proposer is None
+
+
+def test_evaluate_scores_are_rollout_rewards_and_sampling_is_reproducible(world):
+    valset, _, retriever = world
+    adapter = _adapter(retriever)
+    batch = adapter.evaluate(valset, {"instruction": SEED}, capture_traces=True)
+    assert batch.scores == [1.0] * len(valset) and adapter.rollouts == len(valset)
+    assert [r.question.id for r in batch.trajectories] == [q.id for q in valset]
+    seed_batch = adapter.evaluate(valset, {"instruction": SEARCH_R1_INSTRUCTION})
+    assert seed_batch.scores == [0.0] * len(valset) and seed_batch.trajectories is None
+    with pytest.raises(ValueError, match="no 'instruction' text"):
+        adapter.evaluate(valset, {"prompt": SEED})
+
+
+def _ro(reward: float, answer: str | None = "Paris", question: str = "Capital of France?") -> Rollout:
+    q = Question(id=question, question=question, answers=("Paris",))
+    return Rollout(question=q, instruction_id="x", response=f"<search>{question}</search>", reward=reward,
+                   answer=answer, searches=[question], finish_reason="answer")
+
+
+def test_feedback_says_what_went_wrong():
+    assert feedback_of(_ro(1.0)).startswith("Correct.")
+    assert "answered 'Lyon'" in feedback_of(_ro(0.0, "Lyon")) and "correct answer is Paris" in feedback_of(_ro(0.0, "Lyon"))
+    assert feedback_of(_ro(0.0, None)).startswith("No <answer>")
+    record = reflective_record(_ro(0.5, "Paris, France"))
+    assert record["Reward"] == 0.5 and record["Correct answers"] == ["Paris"] and "reward 0.50" in record["Feedback"]
+
+
+def test_inspo_proposer_reflects_on_failures_only_and_guards_candidates():
+    records = [reflective_record(_ro(1.0, question="Q right?")), reflective_record(_ro(0.0, "Lyon", "Q wrong?"))]
+    no_answer_tag = SEED.replace("<answer> and </answer>", "the end")
+    good = SEED + " Copy the answer from the documents."
+    llm = FunctionLLM(lambda p: f"Critique.\n<ins_1>\n{no_answer_tag}\n</ins_1>\n<ins_2>\n{good}\n</ins_2>")
+    stats = ProposerStats()
+    propose = inspo_reflection_proposer(llm, n_candidates=2, stats=stats)
+    assert propose({"instruction": SEED}, {"instruction": records}, ["instruction"]) == {"instruction": good}
+    assert "Q wrong?" in llm.prompts[0] and "Q right?" not in llm.prompts[0] and f"<ins_0>\n{SEED}" in llm.prompts[0]
+    assert stats.calls == 1 and stats.accepted == 1 and stats.rejected[0].startswith("drops protocol tag")
+    # nothing failed: no call, no proposal (GEPA then skips the iteration)
+    assert propose({"instruction": SEED}, {"instruction": records[:1]}, ["instruction"]) == {}
+    assert len(llm.prompts) == 1 and stats.no_failures == 1
+    # a failing optimizer call is recorded, not raised
+    failing = ProposerStats()
+    broken = inspo_reflection_proposer(FunctionLLM(failing_llm), stats=failing)
+    assert broken({"instruction": SEED}, {"instruction": records}, ["instruction"]) == {}
+    assert failing.errors and failing.accepted == 0
+
+
+def test_optimize_instruction_rejects_bad_arguments(world):
+    valset, trainset, retriever = world
+    with pytest.raises(ValueError, match="reflection must be"):
+        optimize_instruction(_adapter(retriever), SEED, trainset, valset, max_rollouts=8,
+                             llm=FunctionLLM(str), reflection="other")
+    with pytest.raises(ValueError, match="cannot even cover one pass"):
+        optimize_instruction(_adapter(retriever), SEED, trainset, valset, max_rollouts=2, llm=FunctionLLM(str))
