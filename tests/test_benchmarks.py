@@ -4,6 +4,7 @@ promised shape. No timing is asserted (machines are noisy); only structure and s
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -159,3 +160,38 @@ def test_overhead_learning_quick_runs_both_arms(tmp_path):
     assert inspo["verification_rollouts"] > 0 and inspo["optimizer_calls"] > 0
     assert static["training_rollouts"] == inspo["training_rollouts"] > 0
     assert positive(result["wall_ratio_inspo_over_static"]) and result["extra_inference_share"] > 0
+
+
+# --------------------------------------------------------------------------- evolve_vs_gepa
+
+
+def test_paired_difference_and_gepa_split():
+    bench = load_script("evolve_vs_gepa")
+    mean, se = bench.paired([1.0, 0.5, 0.0, 1.0], [0.0, 0.5, 0.0, 0.0])
+    # differences 1, 0, 0, 1: mean 0.5, sample sd sqrt(1/3), standard error sd / sqrt(4)
+    assert mean == pytest.approx(0.5) and se == pytest.approx(math.sqrt(1 / 3) / 2)
+    assert math.isnan(bench.paired([1.0], [0.0])[1])
+    qs = list(range(10))
+    train, val = bench.split_for_gepa(qs, 3, seed=0)
+    assert len(val) == 3 and sorted(train + val) == qs and bench.split_for_gepa(qs, 3, seed=0) == (train, val)
+    with pytest.raises(SystemExit, match="leave none"):
+        bench.split_for_gepa(qs, 10, seed=0)
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--val-size", "0"])
+
+
+@pytest.mark.slow
+def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
+    pytest.importorskip("gepa")
+    bench = load_script("evolve_vs_gepa")
+    result = bench.main(["--quick", "--out", str(tmp_path), "--json", str(tmp_path / "r.json")])
+    budget = result["budget_rollouts"]
+    assert budget == result["inspo"]["rollouts"] > 0
+    # GEPA stops at the budget, overshooting by at most one minibatch pair + one validation pass
+    assert budget - 2 * 2 <= result["gepa"]["rollouts"] <= budget + 2 * 2 + 2
+    assert set(result["test_mean"]) == {"seed", "inspo", "gepa"}
+    assert all(len(v) == result["test_questions"] == 2 for v in result["test_rewards"].values())
+    assert result["inspo"]["optimizer_calls"] >= 1 and result["gepa"]["optimizer_calls"] >= 1
+    assert positive(result["wall_ratio_gepa_over_inspo"])
+    assert (tmp_path / "inspo" / "events.jsonl").is_file() and (tmp_path / "gepa" / "gepa.log").is_file()
+    assert json.loads((tmp_path / "r.json").read_text())["budget_rollouts"] == budget
