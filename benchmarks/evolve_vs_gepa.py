@@ -138,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     outcome = optimize_instruction(
         adapter, inputs.seed_instruction, trainset, valset, max_rollouts=budget, llm=llm,
         reflection=args.gepa_prompt, minibatch_size=args.minibatch,
-        n_candidates=config.coevolution.candidates_per_call, seed=args.seed, run_dir=str(out / "gepa"),
+        n_candidates=config.coevolution.candidates_per_call, temperature=config.coevolution.optimizer_temperature,
+        max_tokens=config.coevolution.optimizer_max_tokens, seed=args.seed, run_dir=str(out / "gepa"),
     )
     gepa_wall = time.perf_counter() - started
     stats = outcome.proposer

@@ -215,6 +215,8 @@ def optimize_instruction(
     reflection: str = "inspo",
     minibatch_size: int = 3,
     n_candidates: int = 3,
+    temperature: float = 1.0,
+    max_tokens: int = 2048,
     seed: int = 0,
     run_dir: str | None = None,
 ) -> GEPAOutcome:
@@ -223,7 +225,8 @@ def optimize_instruction(
     ``reflection`` is ``inspo`` (INSPO's App. E prompt through :func:`inspo_reflection_proposer`)
     or ``gepa`` (GEPA's own reflection prompt, ``llm`` as its ``reflection_lm``). GEPA checks
     the budget between iterations, so the last iteration may overshoot it by up to one minibatch
-    pair plus one validation pass; ``rollouts`` is what was actually played.
+    pair plus one validation pass; ``rollouts`` is what was actually played. ``temperature`` and
+    ``max_tokens`` apply to every reflection call (give both optimizers the same).
     """
     import gepa
 
@@ -233,8 +236,9 @@ def optimize_instruction(
         raise ValueError(f"max_rollouts={max_rollouts} cannot even cover one pass over the {len(valset)} validation questions")
     stats = ProposerStats() if reflection == "inspo" else None
     kwargs: dict[str, Any] = (
-        {"custom_candidate_proposer": inspo_reflection_proposer(llm, n_candidates=n_candidates, stats=stats)}
-        if reflection == "inspo" else {"reflection_lm": gepa_reflection_lm(llm)}
+        {"custom_candidate_proposer": inspo_reflection_proposer(
+            llm, n_candidates=n_candidates, temperature=temperature, max_tokens=max_tokens, stats=stats)}
+        if reflection == "inspo" else {"reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)}
     )
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None)
     result = gepa.optimize(
