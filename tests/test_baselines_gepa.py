@@ -83,6 +83,9 @@ def test_evaluate_scores_are_rollout_rewards_and_sampling_is_reproducible(world)
     assert [r.question.id for r in batch.trajectories] == [q.id for q in valset]
     seed_batch = adapter.evaluate(valset, {"instruction": SEARCH_R1_INSTRUCTION})
     assert seed_batch.scores == [0.0] * len(valset) and seed_batch.trajectories is None
+    # an empty proposal (a weak reflection LLM writes them) scores 0 with the reason recorded
+    empty = adapter.evaluate(valset, {"instruction": ""}, capture_traces=True)
+    assert empty.scores == [0.0] * len(valset) and "instruction is empty" in empty.trajectories[0].error
     with pytest.raises(ValueError, match="no 'instruction' text"):
         adapter.evaluate(valset, {"prompt": SEED})
 

@@ -6,8 +6,9 @@ one candidate per iteration by reflecting on a minibatch, and accepts the child 
 beats its parent on that minibatch. This module plugs inspo's agent into it:
 
 - :class:`SearchAgentAdapter` is a ``gepa.GEPAAdapter``: ``evaluate`` plays one rollout per
-  question under ``candidate["instruction"]`` (the score is the rollout's reward) and counts the
-  rollouts it played; ``make_reflective_dataset`` turns them into GEPA's reflective records
+  question under ``candidate["instruction"]`` (the score is the rollout's reward; an empty proposal
+  is not raised, as GEPA's contract asks, but scores 0 with the agent's error recorded) and counts the rollouts
+  it played; ``make_reflective_dataset`` turns them into GEPA's reflective records
   (question, response, correct answers, reward, and a line of feedback).
 - :func:`inspo_reflection_proposer` is a GEPA ``custom_candidate_proposer`` that writes INSPO's
   App. E reflection prompt from those records, calls an inspo :class:`~inspo.llm.base.LLMClient`
@@ -97,7 +98,7 @@ class SearchAgentAdapter:
         from gepa import EvaluationBatch
 
         text = candidate.get(COMPONENT)
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str):  # a wiring error; an empty proposal scores 0 in the agent
             raise ValueError(f"SearchAgentAdapter: the candidate has no {COMPONENT!r} text: {candidate!r}")
         self.calls += 1
         if hasattr(self.engine, "rng"):
