@@ -35,6 +35,7 @@ from inspo.core.proposer import guard
 from inspo.core.templates import parse_candidates, render_reflection
 from inspo.llm.base import LLMClient, LLMError
 from inspo.records import Instruction, Question, Rollout
+from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 
 COMPONENT = "instruction"
@@ -86,7 +87,8 @@ class SearchAgentAdapter:
 
     propose_new_texts = None  # GEPA checks this attribute: reflection is done elsewhere
 
-    def __init__(self, engine: PolicyEngine, retriever, agent: AgentConfig, *, batch_size: int = 16, seed: int = 0):
+    def __init__(self, engine: PolicyEngine, retriever: Retriever, agent: AgentConfig, *, batch_size: int = 16,
+                 seed: int = 0):
         self.engine = engine
         self.agent = agent
         self.seed = seed
