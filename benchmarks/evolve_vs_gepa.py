@@ -139,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         adapter, inputs.seed_instruction, trainset, valset, max_rollouts=budget, llm=llm,
         reflection=args.gepa_prompt, minibatch_size=args.minibatch,
         n_candidates=config.coevolution.candidates_per_call, temperature=config.coevolution.optimizer_temperature,
-        max_tokens=config.coevolution.optimizer_max_tokens, seed=args.seed, run_dir=str(out / "gepa"),
+        max_tokens=config.coevolution.optimizer_max_tokens, guard_tags=config.coevolution.guard_tags,
+        seed=args.seed, run_dir=str(out / "gepa"),
     )
     gepa_wall = time.perf_counter() - started
     stats = outcome.proposer

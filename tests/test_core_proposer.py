@@ -1,6 +1,7 @@
 import pytest
 
 from core_helpers import SEED, FunctionLLM, failing_llm, scripted_reflection
+from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.proposer import Proposer, guard
 from inspo.core.templates import (
     ScoredInstruction,
@@ -39,6 +40,30 @@ def test_guard_empty_duplicate_and_length():
 def test_guard_does_not_require_tags_the_parent_lacks():
     parent = "Answer inside <answer> and </answer>."
     assert guard("Reply within <answer> and </answer>, briefly.", parent, [], 6000) is None
+
+
+def test_guard_checks_only_the_configured_tags():
+    no_think = SEED + " Search first."  # SEED teaches search, information and answer, no think
+    parent = SEED + " Reason inside <think> and </think>."
+    assert "<think>" in guard(no_think, parent, [], 6000)
+    assert guard(no_think, parent, [], 6000, tags=("search", "answer")) is None
+    no_answer = parent.replace("<answer>", "")
+    assert "<answer>" in guard(no_answer, parent, [], 6000, tags=("search", "answer"))
+    assert guard(no_answer, parent, [], 6000, tags=()) is None  # the paper's setting: no tag check
+
+
+def test_proposer_from_config_carries_the_guard_tags():
+    llm = FunctionLLM(lambda p: f"<ins_1>\n{SEED.replace('<answer>', '')}\n</ins_1>")
+    failure = Rollout(Question("q1", "Q?", ("A",)), "ins-0001", "<answer>B</answer>")
+    strict = Proposer.from_config(llm, CoEvolutionConfig()).propose(PARENT, [failure], new_id=ids())
+    assert strict.candidates == [] and len(strict.rejected) == 1
+    loose = Proposer.from_config(llm, CoEvolutionConfig(guard_tags=[], candidates_per_call=1, template="paraphrase"))
+    assert (loose.n_candidates, loose.template, loose.guard_tags) == (1, "paraphrase", ())
+    assert len(loose.propose(PARENT, [failure], new_id=ids()).candidates) == 1
+    with pytest.raises(ConfigError, match="guard_tags must be a list drawn from"):
+        CoEvolutionConfig(guard_tags=["answer", "reasoning"])
+    with pytest.raises(ConfigError, match="guard_tags"):
+        CoEvolutionConfig(guard_tags="answer")
 
 
 def test_parse_candidates_and_critique():

@@ -85,14 +85,7 @@ def run_demo(
         )
     )
     events = EventLog(out / "events.jsonl")
-    proposer = Proposer(
-        llm,
-        template=config.template,
-        n_candidates=config.candidates_per_call,
-        max_chars=config.max_instruction_chars,
-        temperature=config.optimizer_temperature,
-        max_tokens=config.optimizer_max_tokens,
-    )
+    proposer = Proposer.from_config(llm, config)
     coevo = CoEvolution(config, DEMO_SEED_INSTRUCTION, proposer, events=events)
     env = SyntheticEnv(seed=config.seed)
     rewards: list[float] = []

@@ -32,7 +32,7 @@ from inspo.agent.engines import PolicyEngine
 from inspo.agent.evaluate import make_evaluate
 from inspo.agent.rollout import AgentConfig
 from inspo.core.proposer import guard
-from inspo.core.templates import parse_candidates, render_reflection
+from inspo.core.templates import PROTOCOL_TAGS, parse_candidates, render_reflection
 from inspo.llm.base import LLMClient, LLMError
 from inspo.records import Instruction, Question, Rollout
 from inspo.retrieval.base import Retriever
@@ -137,13 +137,15 @@ def inspo_reflection_proposer(
     max_chars: int = 6000,
     temperature: float = 1.0,
     max_tokens: int = 2048,
+    guard_tags: Sequence[str] = PROTOCOL_TAGS,
     stats: ProposerStats | None = None,
 ) -> Callable[[dict[str, str], Mapping[str, Sequence[Mapping[str, Any]]], list[str]], dict[str, str]]:
     """A GEPA ``custom_candidate_proposer`` that reflects exactly as INSPO's proposer does.
 
     Per component to update: the failing records (reward < 1, at most ``max_failures``) become
     App. E's reflection prompt over the current text; one ``llm`` call asks for
-    ``n_candidates``; the first that passes :func:`inspo.core.proposer.guard` is returned. When
+    ``n_candidates``; the first that passes :func:`inspo.core.proposer.guard` (with
+    ``guard_tags``) is returned. When
     no record failed, the call fails, or every candidate is rejected, the component is left out
     of the result, and GEPA then skips the iteration without spending rollouts on a copy.
     """
@@ -170,7 +172,7 @@ def inspo_reflection_proposer(
             texts = parse_candidates(answer)
             seen: list[str] = []
             for text in texts:
-                why = guard(text, parent, seen, max_chars)
+                why = guard(text, parent, seen, max_chars, guard_tags)
                 if why is None:
                     out[name] = text
                     stats.accepted += 1
@@ -220,6 +222,7 @@ def optimize_instruction(
     n_candidates: int = 3,
     temperature: float = 1.0,
     max_tokens: int = 2048,
+    guard_tags: Sequence[str] = PROTOCOL_TAGS,
     seed: int = 0,
     run_dir: str | None = None,
 ) -> GEPAOutcome:
@@ -229,7 +232,8 @@ def optimize_instruction(
     or ``gepa`` (GEPA's own reflection prompt, ``llm`` as its ``reflection_lm``). GEPA checks
     the budget between iterations, so the last iteration may overshoot it by up to one minibatch
     pair plus one validation pass; ``rollouts`` is what was actually played. ``temperature`` and
-    ``max_tokens`` apply to every reflection call (give both optimizers the same).
+    ``max_tokens`` apply to every reflection call and ``guard_tags`` to the ``inspo`` proposer's
+    guard (give both optimizers the same).
     """
     import gepa
 
@@ -240,7 +244,8 @@ def optimize_instruction(
     stats = ProposerStats() if reflection == "inspo" else None
     kwargs: dict[str, Any] = (
         {"custom_candidate_proposer": inspo_reflection_proposer(
-            llm, n_candidates=n_candidates, temperature=temperature, max_tokens=max_tokens, stats=stats)}
+            llm, n_candidates=n_candidates, temperature=temperature, max_tokens=max_tokens,
+            guard_tags=guard_tags, stats=stats)}
         if reflection == "inspo" else {"reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)}
     )
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from inspo.core.templates import TEMPLATES
+from inspo.core.templates import PROTOCOL_TAGS, TEMPLATES
 
 
 class ConfigError(ValueError):
@@ -52,6 +52,9 @@ class CoEvolutionConfig:
     """Optimizer prompt: reflection (INSPO), paraphrase or history (App. E)."""
     max_instruction_chars: int = 6000
     """The guard rejects longer candidates."""
+    guard_tags: list[str] = field(default_factory=lambda: list(PROTOCOL_TAGS))
+    """Protocol tags a candidate must keep (open and close) when its parent has them; [] turns
+    the check off (the paper has none; a weak optimizer LLM often drops tags)."""
     replay_capacity: int = 20000
     """The replay buffer keeps at most this many trajectories (oldest dropped first)."""
     optimizer_temperature: float = 1.0
@@ -83,6 +86,12 @@ class CoEvolutionConfig:
             raise ConfigError(f"tau_s must be > 0 (softmax temperature), got {self.tau_s!r}")
         if self.template not in TEMPLATES:
             raise ConfigError(f"template must be one of {', '.join(TEMPLATES)}; got {self.template!r}")
+        if not isinstance(self.guard_tags, (list, tuple)) or not set(self.guard_tags) <= set(PROTOCOL_TAGS):
+            raise ConfigError(
+                f"guard_tags must be a list drawn from {', '.join(PROTOCOL_TAGS)} (or [] for no tag check); "
+                f"got {self.guard_tags!r}"
+            )
+        self.guard_tags = list(self.guard_tags)
         if self.optimizer_temperature < 0:
             raise ConfigError(f"optimizer_temperature must be >= 0, got {self.optimizer_temperature!r}")
 

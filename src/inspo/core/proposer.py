@@ -12,7 +12,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from inspo.core.config import CoEvolutionConfig
 from inspo.core.templates import (
+    PROTOCOL_TAGS,
     ScoredInstruction,
     critique_of,
     parse_candidates,
@@ -22,8 +24,6 @@ from inspo.core.templates import (
 )
 from inspo.llm.base import LLMClient, LLMError
 from inspo.records import Candidate, Instruction, Rollout
-
-PROTOCOL_TAGS = ("search", "information", "answer", "think")
 
 
 def _normalise(text: str) -> str:
@@ -35,10 +35,12 @@ def tags_in(text: str, tags: Sequence[str] = PROTOCOL_TAGS) -> set[str]:
     return {t for t in tags if f"<{t}>" in text and f"</{t}>" in text}
 
 
-def guard(text: str, parent: str, existing: Sequence[str], max_chars: int) -> str | None:
+def guard(
+    text: str, parent: str, existing: Sequence[str], max_chars: int, tags: Sequence[str] = PROTOCOL_TAGS
+) -> str | None:
     """Why a candidate must be rejected, or None when it may go on to verification.
 
-    Rejected: empty; longer than ``max_chars``; missing (opening or closing) a protocol tag
+    Rejected: empty; longer than ``max_chars``; missing (opening or closing) one of ``tags``
     that the parent has; a duplicate of the parent, of a population member or of an earlier
     candidate (compared case- and whitespace-insensitively).
     """
@@ -46,7 +48,7 @@ def guard(text: str, parent: str, existing: Sequence[str], max_chars: int) -> st
         return "empty"
     if len(text) > max_chars:
         return f"too long: {len(text)} characters > {max_chars}"
-    missing = sorted(tags_in(parent) - tags_in(text))
+    missing = sorted(tags_in(parent, tags) - tags_in(text, tags))
     if missing:
         return "drops protocol tag(s) " + ", ".join(f"<{t}>…</{t}>" for t in missing)
     norm = _normalise(text)
@@ -86,6 +88,7 @@ class Proposer:
         max_chars: int = 6000,
         temperature: float = 1.0,
         max_tokens: int = 4096,
+        guard_tags: Sequence[str] = PROTOCOL_TAGS,
     ):
         self.llm = llm
         self.template = template
@@ -93,6 +96,20 @@ class Proposer:
         self.max_chars = max_chars
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.guard_tags = tuple(guard_tags)
+
+    @classmethod
+    def from_config(cls, llm: LLMClient, config: CoEvolutionConfig) -> Proposer:
+        """The proposer a co-evolution config describes (template, N, guard, sampling)."""
+        return cls(
+            llm,
+            template=config.template,
+            n_candidates=config.candidates_per_call,
+            max_chars=config.max_instruction_chars,
+            temperature=config.optimizer_temperature,
+            max_tokens=config.optimizer_max_tokens,
+            guard_tags=config.guard_tags,
+        )
 
     def render(
         self, parent: Instruction, failures: Sequence[Rollout], history: Sequence[ScoredInstruction]
@@ -142,7 +159,7 @@ class Proposer:
             cand = Candidate(
                 id=new_id(), text=text, parent_id=parent.id, origin=origin, critique=proposal.critique
             )
-            cand.rejected = guard(text, parent.text, seen, self.max_chars)
+            cand.rejected = guard(text, parent.text, seen, self.max_chars, self.guard_tags)
             if cand.rejected:
                 proposal.rejected.append(cand)
             else:

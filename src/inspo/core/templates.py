@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from inspo.records import Rollout
 
 TEMPLATES = ("reflection", "paraphrase", "history")
+# The Search-R1 tags an instruction may teach; the guard keeps those a parent has (see proposer).
+PROTOCOL_TAGS = ("search", "information", "answer", "think")
 
 _FORMAT_RULES = (
     "Make sure you include the same XML tags <>...</> as the original prompt in your improved prompts.\n"

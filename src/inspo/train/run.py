@@ -289,14 +289,7 @@ def build_coevolution(
         from inspo.llm.rule_based import RuleBasedReflector
 
         llm = RuleBasedReflector(seed=co.seed)  # never called without evolution
-    proposer = Proposer(
-        llm,
-        template=co.template,
-        n_candidates=co.candidates_per_call,
-        max_chars=co.max_instruction_chars,
-        temperature=co.optimizer_temperature,
-        max_tokens=co.optimizer_max_tokens,
-    )
+    proposer = Proposer.from_config(llm, co)
     return CoEvolution(co, seed_text, proposer, events=events)
 
 
