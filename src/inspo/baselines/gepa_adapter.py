@@ -22,6 +22,7 @@ beats its parent on that minibatch. This module plugs inspo's agent into it:
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +32,9 @@ from typing import Any
 from inspo.agent.engines import PolicyEngine
 from inspo.agent.evaluate import make_evaluate
 from inspo.agent.rollout import AgentConfig
-from inspo.core.proposer import guard
-from inspo.core.templates import PROTOCOL_TAGS, parse_candidates, render_reflection
-from inspo.llm.base import LLMClient, LLMError
+from inspo.core.proposer import Proposer
+from inspo.core.templates import PROTOCOL_TAGS
+from inspo.llm.base import LLMClient
 from inspo.records import Instruction, Question, Rollout
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
@@ -122,11 +123,11 @@ class SearchAgentAdapter:
 class ProposerStats:
     """What :func:`inspo_reflection_proposer` did, call by call."""
 
-    calls: int = 0
-    accepted: int = 0
-    no_failures: int = 0
-    rejected: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    calls: int = 0  # optimizer calls made
+    accepted: int = 0  # calls that returned a candidate to GEPA
+    no_failures: int = 0  # components skipped because no record failed (no call made)
+    rejected: list[str] = field(default_factory=list)  # the guard's reason for every rejected candidate
+    errors: list[str] = field(default_factory=list)  # failed calls and answers with no <ins_i> candidate
 
 
 def inspo_reflection_proposer(
@@ -140,47 +141,40 @@ def inspo_reflection_proposer(
     guard_tags: Sequence[str] = PROTOCOL_TAGS,
     stats: ProposerStats | None = None,
 ) -> Callable[[dict[str, str], Mapping[str, Sequence[Mapping[str, Any]]], list[str]], dict[str, str]]:
-    """A GEPA ``custom_candidate_proposer`` that reflects exactly as INSPO's proposer does.
+    """A GEPA ``custom_candidate_proposer`` that reflects through INSPO's own :class:`Proposer`.
 
     Per component to update: the failing records (reward < 1, at most ``max_failures``) become
     App. E's reflection prompt over the current text; one ``llm`` call asks for
-    ``n_candidates``; the first that passes :func:`inspo.core.proposer.guard` (with
-    ``guard_tags``) is returned. When
-    no record failed, the call fails, or every candidate is rejected, the component is left out
-    of the result, and GEPA then skips the iteration without spending rollouts on a copy.
+    ``n_candidates``, which go through :func:`inspo.core.proposer.guard` (with ``guard_tags``);
+    the first that passes is returned. When no record failed, the call fails, or every
+    candidate is rejected, the component is left out of the result, and GEPA then skips the
+    iteration without spending rollouts on a copy.
     """
     stats = stats if stats is not None else ProposerStats()
+    proposer = Proposer(llm, template="reflection", n_candidates=n_candidates, max_chars=max_chars,
+                        temperature=temperature, max_tokens=max_tokens, guard_tags=guard_tags)
+    ids = itertools.count(1)
 
     def propose(candidate: dict[str, str], reflective_dataset, components_to_update: list[str]) -> dict[str, str]:
         out: dict[str, str] = {}
         for name in components_to_update:
-            parent = candidate[name]
             records = list(reflective_dataset.get(name, ()))
             failures = [rollout_of(r, i) for i, r in enumerate(records) if float(r["Reward"]) < 1.0][:max_failures]
             if not failures:
                 stats.no_failures += 1
                 continue
             stats.calls += 1
-            prompt = render_reflection(parent, failures, n_candidates)
-            try:
-                answer = llm.generate([{"role": "user", "content": prompt}], n=1,
-                                      temperature=temperature, max_tokens=max_tokens)[0]
-            except LLMError as exc:
-                stats.errors.append(str(exc))
-                log.warning("GEPA proposer: optimizer call failed: %s", exc)
-                continue
-            texts = parse_candidates(answer)
-            seen: list[str] = []
-            for text in texts:
-                why = guard(text, parent, seen, max_chars, guard_tags)
-                if why is None:
-                    out[name] = text
-                    stats.accepted += 1
-                    break
-                stats.rejected.append(why)
-                seen.append(text)
+            parent = Instruction(id="gepa-parent", text=candidate[name], origin="gepa")
+            proposal = proposer.propose(parent, failures, new_id=lambda: f"gepa-cand-{next(ids)}")
+            stats.rejected.extend(c.rejected for c in proposal.rejected)
+            if proposal.error:
+                stats.errors.append(proposal.error)
+                log.warning("GEPA proposer: %s", proposal.error)
+            elif proposal.candidates:
+                out[name] = proposal.candidates[0].text
+                stats.accepted += 1
             else:
-                log.info("GEPA proposer: no usable candidate among %d", len(texts))
+                log.info("GEPA proposer: all %d candidates rejected by the guard", len(proposal.rejected))
         return out
 
     return propose
@@ -241,13 +235,14 @@ def optimize_instruction(
         raise ValueError(f"reflection must be 'inspo' or 'gepa', got {reflection!r}")
     if max_rollouts < len(valset):
         raise ValueError(f"max_rollouts={max_rollouts} cannot even cover one pass over the {len(valset)} validation questions")
-    stats = ProposerStats() if reflection == "inspo" else None
-    kwargs: dict[str, Any] = (
-        {"custom_candidate_proposer": inspo_reflection_proposer(
+    stats: ProposerStats | None = None
+    if reflection == "inspo":
+        stats = ProposerStats()
+        kwargs: dict[str, Any] = {"custom_candidate_proposer": inspo_reflection_proposer(
             llm, n_candidates=n_candidates, temperature=temperature, max_tokens=max_tokens,
             guard_tags=guard_tags, stats=stats)}
-        if reflection == "inspo" else {"reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)}
-    )
+    else:
+        kwargs = {"reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)}
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None)
     result = gepa.optimize(
         seed_candidate={COMPONENT: seed_instruction},
