@@ -28,8 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import random
+import shlex
 import statistics
 import sys
 import time
@@ -69,8 +71,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.quick:
         args.steps, args.val_size, args.minibatch, args.test_questions = 2, 2, 2, 2
         args.set = [*QUICK, *args.set]
-    args.command = "python " + " ".join([sys.argv[0] if argv is None else "benchmarks/evolve_vs_gepa.py",
-                                         *(sys.argv[1:] if argv is None else argv)])
+    args.command = shlex.join([sys.executable, os.path.relpath(__file__), *(sys.argv[1:] if argv is None else argv)])
     return args
 
 
