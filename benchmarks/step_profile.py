@@ -20,9 +20,14 @@ Printed: seconds per step for each part and its share, over the steps after the 
 pays one-off costs). The initial population and the final choice run outside the steps and are
 reported separately.
 
+``--split`` measures instead how one ``generate`` turn divides between reading the context
+(prefill) and writing tokens (decoding steps), at the preset's batch and turn length, for
+contexts as long as a first and a final turn's.
+
 Usage::
 
     python benchmarks/step_profile.py --threads 2                  # cpu-tiny, its 8 steps
+    python benchmarks/step_profile.py --threads 2 --split          # prefill vs decode, cpu-tiny shapes
     python benchmarks/step_profile.py --quick                      # tiny random model, 2 steps
 """
 
@@ -158,6 +163,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--out", default="runs/step-profile")
     p.add_argument("--json", default=None)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--split", action="store_true", help="prefill vs decoding steps of one turn")
+    p.add_argument("--contexts", default="300,450", help="--split: context lengths in tokens")
+    p.add_argument("--reps", type=int, default=2, help="--split: repetitions per context")
     args = p.parse_args(argv)
     command = shlex.join([sys.executable, os.path.relpath(__file__), *(sys.argv[1:] if argv is None else argv)])
     import torch
@@ -169,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     overrides = [*(QUICK if args.quick else []), f"output_dir={args.out}", *args.set]
     config = resolve(args.preset, None, overrides)
+    if args.split:
+        return split(config, [int(n) for n in args.contexts.split(",")], args.reps, command, args.json)
     import shutil
 
     shutil.rmtree(args.out, ignore_errors=True)
@@ -205,6 +215,47 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=2))
+    return result
+
+
+def split(config, contexts: list[int], reps: int, command: str, json_path: str | None) -> dict:
+    """Seconds of one prefill of ``batch x context`` tokens and of a turn's decoding steps."""
+    import torch
+
+    from inspo.models import load_model
+
+    loaded = load_model(config.model.name_or_path)
+    model = loaded.model.to(getattr(torch, config.model.dtype)).eval()
+    batch = config.rl.questions_per_step * config.rl.group_size
+    steps = config.rl.max_response_tokens
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for context in contexts:
+        for rep in range(reps):
+            ids = torch.randint(100, 20000, (batch, context), generator=gen)
+            with torch.inference_mode():
+                start = time.perf_counter()
+                out = model(input_ids=ids, use_cache=True)
+                prefill = time.perf_counter() - start
+                past, token = out.past_key_values, ids[:, -1:]
+                start = time.perf_counter()
+                for _ in range(steps):
+                    past = model(input_ids=token, past_key_values=past, use_cache=True).past_key_values
+                decode = time.perf_counter() - start
+            rows.append({"context": context, "rep": rep, "prefill_s": prefill, "decode_s": decode})
+    print(f"command: {command}")
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.2f}; "
+          f"{config.model.name_or_path} {config.model.dtype}, batch {batch}, {steps} decoding steps per turn")
+    print(f"{'context':>8s} {'prefill s':>10s} {'decode s':>9s} {'prefill share':>14s}")
+    for context in contexts:
+        mine = [r for r in rows if r["context"] == context]
+        pre = sorted(r["prefill_s"] for r in mine)[len(mine) // 2]
+        dec = sorted(r["decode_s"] for r in mine)[len(mine) // 2]
+        print(f"{context:8d} {pre:10.2f} {dec:9.2f} {100 * pre / (pre + dec):13.1f}%")
+    result = {"command": command, "batch": batch, "decode_steps": steps, "split": rows}
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(result, indent=2))
     return result
 
 

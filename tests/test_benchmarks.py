@@ -205,3 +205,11 @@ def test_step_profile_quick_breaks_a_step_into_parts(tmp_path):
     assert parts["generation (training rollouts)"] > 0 and parts["loss + backward + optimizer"] > 0
     assert sum(parts.values()) == pytest.approx(result["step_wall_s"], rel=1e-6)
     assert json.loads((tmp_path / "r.json").read_text())["steps_measured"]
+
+
+def test_step_profile_split_times_prefill_and_decoding(tmp_path):
+    bench = load_script("step_profile")
+    result = bench.main(["--quick", "--split", "--contexts", "16,32", "--reps", "1", "--out", str(tmp_path / "run")])
+    assert [r["context"] for r in result["split"]] == [16, 32]
+    assert result["batch"] == 4 and result["decode_steps"] == 8
+    assert all(r["prefill_s"] > 0 and r["decode_s"] > 0 for r in result["split"])
