@@ -23,6 +23,13 @@ Usage::
 
     python benchmarks/evolve_vs_gepa.py --threads 2 --test-questions 100 --json runs/gepa.json
     python benchmarks/evolve_vs_gepa.py --quick      # a smoke run (tiny random model)
+    python benchmarks/evolve_vs_gepa.py --combine runs/gepa-s0.json runs/gepa-s1.json runs/gepa-s2.json
+
+``--combine`` reads the ``--json`` results of several seeds on the same test questions and
+prints, for each comparison, the per-seed paired differences, the mean over seeds with a 95%
+interval across seeds (Student's t, seeds - 1 degrees of freedom), and the pooled paired
+difference: each question's difference averaged over the seeds, with a 95% interval over
+questions.
 """
 
 from __future__ import annotations
@@ -88,7 +95,51 @@ def split_for_gepa(questions: list, val_size: int, seed: int) -> tuple[list, lis
     return order[val_size:], order[:val_size]
 
 
+COMPARISONS = (("inspo", "seed"), ("gepa", "seed"), ("gepa", "inspo"))
+
+
+def combine(results: Sequence[dict]) -> dict:
+    """Pool several seeds' results (see the module docstring); pure, no model needed."""
+    from inspo.eval.stats import paired_difference, t95
+
+    if len(results) < 2:
+        raise SystemExit("--combine needs the results of at least 2 seeds")
+    ids = [r.get("test_question_ids") for r in results]
+    sizes = {len(r["test_rewards"]["seed"]) for r in results}
+    if len(sizes) != 1 or (all(ids) and any(i != ids[0] for i in ids)):
+        raise SystemExit("--combine needs every seed scored on the same test questions, in the same order")
+    out: dict = {"seeds": len(results), "test_questions": sizes.pop(), "comparisons": {}}
+    for a, b in COMPARISONS:
+        per_seed = [paired_difference(r["test_rewards"][a], r["test_rewards"][b]) for r in results]
+        means = [d.mean for d in per_seed]
+        half = t95(len(means) - 1) * statistics.stdev(means) / len(means) ** 0.5
+        pooled_a = [statistics.fmean(col) for col in zip(*(r["test_rewards"][a] for r in results), strict=True)]
+        pooled_b = [statistics.fmean(col) for col in zip(*(r["test_rewards"][b] for r in results), strict=True)]
+        out["comparisons"][f"{a} - {b}"] = {
+            "per_seed": [d.to_dict() for d in per_seed],
+            "seed_mean": statistics.fmean(means), "seed_low": statistics.fmean(means) - half,
+            "seed_high": statistics.fmean(means) + half,
+            "pooled": paired_difference(pooled_a, pooled_b).to_dict(),
+        }
+    return out
+
+
+def print_combined(combined: dict) -> None:
+    print(f"{combined['seeds']} seeds x {combined['test_questions']} test questions")
+    for name, c in combined["comparisons"].items():
+        seeds = ", ".join(f"{d['mean']:+.3f}" for d in c["per_seed"])
+        p = c["pooled"]
+        print(f"  {name:13s} per seed {seeds}; over seeds {c['seed_mean']:+.3f} "
+              f"[95% CI {c['seed_low']:+.3f}, {c['seed_high']:+.3f}]; pooled per question "
+              f"{p['mean']:+.3f} [95% CI {p['low']:+.3f}, {p['high']:+.3f}]")
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw[:1] == ["--combine"]:
+        combined = combine([json.loads(Path(f).read_text()) for f in raw[1:]])
+        print_combined(combined)
+        return combined
     args = parse_args(argv)
     import torch
 
@@ -179,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "gepa_prompt": args.gepa_prompt,
         "metric": config.rl.reward,
         "test_questions": n,
+        "test_question_ids": [q.id for q in test_questions],
         "budget_rollouts": budget,
         "test_mean": {k: statistics.fmean(v) for k, v in test.items()},
         "vs_seed": {k: paired_difference(test[k], test["seed"]).to_dict() for k in ("inspo", "gepa")},

@@ -176,6 +176,27 @@ def test_paired_difference_and_gepa_split():
         bench.parse_args(["--val-size", "0"])
 
 
+def test_evolve_vs_gepa_combines_seeds_per_question():
+    bench = load_script("evolve_vs_gepa")
+    seed = [0.0, 1.0, 0.5, 0.0]
+    runs = [{"test_rewards": {"seed": seed, "inspo": seed, "gepa": [1.0, 1.0, 0.5, 0.0]}},
+            {"test_rewards": {"seed": seed, "inspo": [1.0, 1.0, 0.5, 0.0], "gepa": [0.0, 1.0, 1.0, 0.0]}},
+            {"test_rewards": {"seed": seed, "inspo": [0.0, 0.0, 0.5, 0.0], "gepa": [1.0, 1.0, 1.0, 1.0]}}]
+    out = bench.combine(runs)
+    assert out["seeds"] == 3 and out["test_questions"] == 4
+    c = out["comparisons"]["gepa - seed"]
+    assert [d["mean"] for d in c["per_seed"]] == pytest.approx([0.25, 0.125, 0.625])
+    assert c["seed_mean"] == pytest.approx(1 / 3)
+    assert c["seed_low"] < c["seed_mean"] < c["seed_high"]
+    # pooled: each question's difference averaged over seeds = (2/3, 0, 1/3, 1/3), mean 1/3
+    assert c["pooled"]["mean"] == pytest.approx(1 / 3) and c["pooled"]["n"] == 4
+    assert out["comparisons"]["inspo - seed"]["per_seed"][0]["mean"] == 0.0
+    with pytest.raises(SystemExit, match="same test questions"):
+        bench.combine([runs[0], {"test_rewards": {k: v[:3] for k, v in runs[1]["test_rewards"].items()}}])
+    with pytest.raises(SystemExit, match="at least 2"):
+        bench.combine(runs[:1])
+
+
 @pytest.mark.slow
 def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     pytest.importorskip("gepa")
@@ -190,6 +211,7 @@ def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     assert budget - 2 * 2 <= result["gepa"]["rollouts"] <= budget + 2 * 2 + 2
     assert set(result["test_mean"]) == {"seed", "inspo", "gepa"}
     assert all(len(v) == result["test_questions"] == 2 for v in result["test_rewards"].values())
+    assert len(result["test_question_ids"]) == 2
     assert result["inspo"]["optimizer_calls"] >= 1 and result["gepa"]["optimizer_calls"] >= 1
     assert positive(result["wall_ratio_gepa_over_inspo"])
     assert (tmp_path / "inspo" / "events.jsonl").is_file() and (tmp_path / "gepa" / "gepa.log").is_file()
