@@ -4,10 +4,10 @@ retrieved answer)."""
 
 import random
 
+from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.proposer import Proposer
-from inspo.demo import DEMO_SEED_INSTRUCTION
 from inspo.llm.rule_based import RuleBasedReflector
 from inspo.synthetic import FEATURES, SyntheticEnv, make_questions, run_synthetic
 
@@ -15,7 +15,7 @@ from inspo.synthetic import FEATURES, SyntheticEnv, make_questions, run_syntheti
 def test_rule_based_reflector_raises_true_quality_of_best_instruction():
     env = SyntheticEnv(seed=4)
     cfg = CoEvolutionConfig(evolve_until=61, validation_size=40, seed=4)
-    coevo = CoEvolution(cfg, DEMO_SEED_INSTRUCTION, Proposer(RuleBasedReflector(rng=random.Random(4))))
+    coevo = CoEvolution(cfg, SEARCH_R1_INSTRUCTION, Proposer(RuleBasedReflector(rng=random.Random(4))))
     best_quality = []
 
     def on_step(t, report):
@@ -23,7 +23,7 @@ def test_rule_based_reflector_raises_true_quality_of_best_instruction():
             best_quality.append(env.quality(coevo.population.top(1)[0].text))
 
     run_synthetic(coevo, env, make_questions(80), steps=60, batch_size=16, group_size=5, on_step=on_step)
-    seed_q = env.quality(DEMO_SEED_INSTRUCTION)
+    seed_q = env.quality(SEARCH_R1_INSTRUCTION)
     final = env.quality(coevo.best().text)
     assert final >= seed_q + 0.3, (seed_q, final, coevo.best().text)
     # the guidance it added answers failure modes the environment showed

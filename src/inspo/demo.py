@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 from inspo.core.coevolution import CoEvolution, StepReport
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog
@@ -22,16 +23,6 @@ from inspo.llm.base import LLMClient
 from inspo.synthetic import SyntheticEnv, make_questions, run_synthetic
 
 log = logging.getLogger("inspo.demo")
-
-DEMO_SEED_INSTRUCTION = (
-    "Answer the given question. You must conduct reasoning inside <think> and </think> first every "
-    "time you get new information. After reasoning, if you find you lack some knowledge, you can "
-    "call a search engine by <search> query </search> and it will return the top searched results "
-    "between <information> and </information>. You can search as many times as your want. If you "
-    "find no further external knowledge needed, you can directly provide the answer inside <answer> "
-    "and </answer>, without detailed illustrations. For example, <answer> Beijing </answer>."
-)
-
 
 @dataclass
 class DemoSummary:
@@ -86,7 +77,7 @@ def run_demo(
     )
     events = EventLog(out / "events.jsonl")
     proposer = Proposer.from_config(llm, config)
-    coevo = CoEvolution(config, DEMO_SEED_INSTRUCTION, proposer, events=events)
+    coevo = CoEvolution(config, SEARCH_R1_INSTRUCTION, proposer, events=events)
     env = SyntheticEnv(seed=config.rng_seed)
     rewards: list[float] = []
 
@@ -124,7 +115,7 @@ def run_demo(
     summary = DemoSummary(
         run_dir=str(out),
         steps=steps,
-        seed_quality=env.quality(DEMO_SEED_INSTRUCTION),
+        seed_quality=env.quality(SEARCH_R1_INSTRUCTION),
         best_quality=env.quality(best.text),
         best_instruction=best.text,
         mean_reward_first=sum(rewards[:k]) / k,

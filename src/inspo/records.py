@@ -7,6 +7,7 @@ JSON with :func:`dataclasses.asdict` and come back with ``from_dict``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -163,3 +164,11 @@ class Candidate:
             step_created=step,
             critique=self.critique,
         )
+
+
+#: The evaluate seam the verifier, the final choice and the eval command share: the current
+#: policy plays ``instruction`` on ``questions`` and returns their rollouts (one per question, or
+#: G per question, question-major), higher reward better; it never raises for one bad example
+#: (that example is a Rollout with reward 0 and ``error`` set). See :mod:`inspo.core.verifier` and
+#: :mod:`inspo.agent.evaluate`.
+EvaluateFn = Callable[[Instruction, Sequence[Question]], list[Rollout]]

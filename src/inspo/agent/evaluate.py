@@ -22,15 +22,13 @@ comparison of a candidate with its parent, or of instructions on dev questions).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 from inspo.agent.engines import PolicyEngine
 from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
-from inspo.records import Instruction, Question, Rollout
+from inspo.records import EvaluateFn, Instruction, Question, Rollout
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
-
-EvaluateFn = Callable[[Instruction, Sequence[Question]], list[Rollout]]
 
 
 def error_rollout(episode: Episode, error: BaseException) -> Rollout:

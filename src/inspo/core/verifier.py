@@ -13,12 +13,10 @@ rejected with the error as its reason and the round goes on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inspo.records import Candidate, Instruction, Question, Rollout
-
-EvaluateFn = Callable[[Instruction, Sequence[Question]], list[Rollout]]
+from inspo.records import Candidate, EvaluateFn, Question, Rollout
 
 
 @dataclass

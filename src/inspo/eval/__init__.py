@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from inspo.records import Instruction, Question, Rollout
+from inspo.records import EvaluateFn, Instruction, Question, Rollout
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,6 @@ def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Ro
         no_answer=mean(r.answer is None for r in rollouts),
         errors=sum(r.error is not None for r in rollouts),
     )
-
-
-EvaluateFn = Callable[[Instruction, Sequence[Question]], list[Rollout]]
 
 
 def run_eval(

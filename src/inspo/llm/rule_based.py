@@ -29,17 +29,17 @@ from __future__ import annotations
 import logging
 import random
 import re
-import string
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from inspo.agent.rewards import normalize_answer
+from inspo.core.templates import PROTOCOL_TAGS
 from inspo.llm.base import LLMError, LLMUsage, Message
 from inspo.rng import derived_rng
 
 logger = logging.getLogger("inspo.llm")
 
-PROTOCOL_TAGS = ("think", "search", "information", "answer")
 DEFAULT_N = 6
 TRUNCATION_MARK = " …[truncated]"
 
@@ -90,17 +90,6 @@ class ParsedPrompt:
 
 
 # ---------------------------------------------------------------------------- detection
-
-
-_PUNCTUATION = frozenset(string.punctuation)
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
-    text = re.sub(r"\b(a|an|the)\b", " ", text)
-    return " ".join(text.split())
 
 
 _STOPWORDS = frozenset(

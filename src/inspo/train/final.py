@@ -14,16 +14,14 @@ score the choice was made on, says whether the returned instruction is better th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from inspo.eval.stats import PairedDifference, paired_difference
-from inspo.records import Instruction, Question, Rollout
+from inspo.records import EvaluateFn, Instruction, Question
 
 FINAL_CHOICES = ("weight", "dev")
-
-Evaluate = Callable[[Instruction, Sequence[Question]], list[Rollout]]
 
 
 @dataclass
@@ -97,7 +95,7 @@ def final_choice_lines(data: dict[str, Any]) -> list[str]:
     return choice.lines()
 
 
-def _rewards(evaluate: Evaluate, instruction: Instruction, questions: Sequence[Question]) -> list[float]:
+def _rewards(evaluate: EvaluateFn, instruction: Instruction, questions: Sequence[Question]) -> list[float]:
     rollouts = evaluate(instruction, questions)
     if len(rollouts) != len(questions):
         raise ValueError(f"evaluate returned {len(rollouts)} rollouts for {len(questions)} questions; "
@@ -110,7 +108,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def choose_instruction(
-    evaluate: Evaluate,
+    evaluate: EvaluateFn,
     *,
     rule: str,
     population: Sequence[Instruction],
