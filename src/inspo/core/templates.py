@@ -30,6 +30,8 @@ PROTOCOL_TAGS = ("search", "information", "answer", "think")
 # call and a final answer. <information> is written by the environment, and <think> is optional
 # for the protocol; BENCHMARKS.md §4 saw instructions without <think> help the default policy.
 REQUIRED_TAGS = ("search", "answer")
+#: Ends a failure response that :func:`render_example` cut to its ``max_chars``.
+TRUNCATION_MARK = " …[truncated]"
 
 _FORMAT_RULES = (
     "Make sure you include the same XML tags <>...</> as the original prompt in your improved prompts.\n"
@@ -50,7 +52,7 @@ def render_example(rollout: Rollout, max_chars: int = 3000) -> str:
     """One failure trajectory as an ``<example>`` block (the response is cut to ``max_chars``)."""
     response = rollout.response
     if len(response) > max_chars:
-        response = response[:max_chars] + " …[truncated]"
+        response = response[:max_chars] + TRUNCATION_MARK
     answers = " | ".join(rollout.question.answers)
     return (
         "<example>\n"

@@ -7,7 +7,7 @@ Rules of the choice (``kind="auto"``), first match wins:
    ``INSPO_OPTIMIZER_MODEL``) together with an API key (OpenAI's own endpoint) — gives the
    :class:`~inspo.llm.openai_client.OpenAICompatibleClient`;
 2. a ``local_model_path`` gives the :class:`~inspo.llm.local.LocalTransformersClient`;
-3. otherwise the offline :class:`~inspo.llm.rule_based.RuleBasedReflector`.
+3. otherwise the offline :class:`~inspo.core.reflector.RuleBasedReflector`.
 
 An explicit ``kind`` skips the choice. The decision and its reason are logged on the
 ``inspo.llm`` logger; the API key never is. The built client gets its own ``random.Random``
@@ -149,7 +149,7 @@ def make_optimizer_llm(
 
         logger.info("optimizer LLM: local transformers model %s (because %s)", spec.local_model_path, why)
         return LocalTransformersClient(spec.local_model_path, rng=child)
-    from inspo.llm.rule_based import RuleBasedReflector
+    from inspo.core.reflector import RuleBasedReflector
 
     logger.info("optimizer LLM: rule-based offline reflector (because %s)", why)
     return RuleBasedReflector(rng=child)

@@ -304,7 +304,7 @@ def build_coevolution(
     if static:
         co = replace(co, population_size=1, n_parent=1, prune=False, evolve=False, init_population=False)
     if llm is None:
-        from inspo.llm.rule_based import RuleBasedReflector
+        from inspo.core.reflector import RuleBasedReflector
 
         llm = RuleBasedReflector(seed=co.seed)  # never called without evolution
     proposer = Proposer.from_config(llm, co, fits=fits)

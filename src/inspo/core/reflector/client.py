@@ -1,0 +1,115 @@
+"""The rule-based reflector as an optimizer LLM (:class:`~inspo.llm.base.LLMClient`).
+
+Rules:
+
+- it answers in the shape an LLM optimizer would: a short critique, then ``<ins_1>…</ins_1>`` …
+  ``<ins_N>…</ins_N>`` (N read from the prompt);
+- deterministic: all choices come from the injected ``random.Random`` (``rng=`` or ``seed=``);
+- ``usage`` counts one call per ``generate`` and zero tokens; a prompt it cannot read raises
+  :class:`~inspo.llm.base.LLMError` and counts a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+from inspo.core.reflector.failures import detect_failure_modes
+from inspo.core.reflector.prompts import ParsedPrompt, parse_prompt
+from inspo.core.reflector.revisions import (
+    history_sentences,
+    tags_of,
+    write_candidates,
+    write_critique,
+)
+from inspo.llm.base import LLMError, LLMUsage, Message
+from inspo.rng import derived_rng
+
+logger = logging.getLogger("inspo.llm")
+
+
+class RuleBasedReflector:
+    """The offline optimizer LLM (see the module docstring).
+
+    Args:
+        rng: the source of every choice; ``random.Random(seed)`` when omitted.
+        seed: used only when ``rng`` is omitted.
+        max_answer_words, many_searches: thresholds passed to :func:`detect_failure_modes`.
+    """
+
+    name = "rule-based"
+
+    def __init__(
+        self,
+        rng: random.Random | None = None,
+        *,
+        seed: int = 0,
+        max_answer_words: int = 8,
+        many_searches: int = 3,
+    ) -> None:
+        # One draw from the injected RNG; every call then derives its own stream from
+        # (that draw, the prompt), so the reflector is stateless between calls: a run resumed
+        # from a checkpoint gets exactly the answers an uninterrupted run would.
+        self._seed = (rng if rng is not None else random.Random(seed)).getrandbits(64)
+        self.max_answer_words = max_answer_words
+        self.many_searches = many_searches
+        self.usage = LLMUsage()
+        logger.info("optimizer: rule-based offline reflector (no LLM; deterministic heuristics)")
+
+    def __repr__(self) -> str:
+        return f"RuleBasedReflector(calls={self.usage.calls})"
+
+    def check(self) -> None:
+        """Nothing to reach: always fine."""
+
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        n: int = 1,
+        temperature: float = 1.0,
+        max_tokens: int = 2048,
+    ) -> list[str]:
+        """``n`` responses, each a critique plus N candidates; temperature and max_tokens are ignored."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        users = [m.get("content", "") for m in messages if m.get("role") == "user"]
+        text = users[-1] if users else "\n".join(m.get("content", "") for m in messages)
+        try:
+            parsed = parse_prompt(text)
+        except LLMError:
+            self.usage.failures += 1
+            raise
+        outputs = [self.respond(parsed, derived_rng(self._seed, text, i)) for i in range(n)]
+        self.usage.add(0, 0)
+        return outputs
+
+    def respond(self, parsed: ParsedPrompt, rng: random.Random) -> str:
+        """One full answer (critique + ``<ins_i>`` candidates) to a parsed prompt."""
+        if parsed.kind == "reflection":
+            expect_think = "think" in tags_of(parsed.parent)
+            per_example = [
+                detect_failure_modes(
+                    ex,
+                    max_answer_words=self.max_answer_words,
+                    many_searches=self.many_searches,
+                    expect_think=expect_think,
+                )
+                for ex in parsed.examples
+            ]
+            critique, ranked = write_critique(parsed, per_example)
+            logger.debug("rule-based reflector: modes %s", ranked)
+            candidates = write_candidates(parsed.parent, ranked, parsed.n, rng)
+        elif parsed.kind == "history":
+            extra = history_sentences(parsed)
+            critique = (
+                f"Rule-based offline revision (no LLM) of the best of {len(parsed.history)} scored "
+                "instruction(s), borrowing sentences from the other good ones and adding generic "
+                "strengthenings."
+            )
+            candidates = write_candidates(parsed.parent, [], parsed.n, rng, extra_sentences=extra)
+        else:
+            critique = "Rule-based offline paraphrase (no LLM): rewordings plus generic strengthenings."
+            candidates = write_candidates(parsed.parent, [], parsed.n, rng, reword=True)
+        body = "\n".join(f"<ins_{i}>\n{c}\n</ins_{i}>" for i, c in enumerate(candidates, start=1))
+        return f"{critique}\n\n{body}"
