@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from agent_helpers import ScriptedPolicy
+from inspo import artifacts
 from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 from inspo.data.sources import load_qa_source
-from inspo.train import artifacts
 from inspo.train.config import resolve
 from inspo.train.evolve import run_evolve, step_questions
 

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from inspo.train import artifacts  # noqa: E402
+from inspo import artifacts  # noqa: E402
 from inspo.train.config import resolve  # noqa: E402
 from inspo.train.run import run_training  # noqa: E402
 from train_run_script import TINY, scripted_reward  # noqa: E402

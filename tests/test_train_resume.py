@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("trl")
 
-from inspo.train import artifacts  # noqa: E402
+from inspo import artifacts  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 

@@ -12,12 +12,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from inspo import artifacts
 from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import StepReport
 from inspo.core.config import ConfigError
 from inspo.models.sources import ModelNotInstalledError
 from inspo.records import Instruction, Question, Rollout
-from inspo.train import artifacts
 from inspo.train.config import resolve
 from inspo.train.grpo import rollout_batch
 from inspo.train.run import grpo_settings, run_training, start_end

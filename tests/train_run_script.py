@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
     # every process leaves its view of the population (the test compares them)
     from pathlib import Path
 
-    from inspo.train import artifacts
+    from inspo import artifacts
 
     artifacts.write_json(Path(args.out) / f"final_population.rank{rank}.json", summary.population)
     print(json.dumps({"rank": rank, "population": summary.population}), flush=True)

@@ -185,17 +185,19 @@ def _grid_from_run(run_dir: str) -> tuple[list[str], list[str]]:
     import json
     from pathlib import Path
 
+    from inspo.artifacts import CONFIG_FILE, DEMO_CONFIG_FILE, MODEL_DIR
+
     run = Path(run_dir)
     base = None
-    if (run / "config.yaml").is_file():
+    if (run / CONFIG_FILE).is_file():
         import yaml
 
-        base = (yaml.safe_load((run / "config.yaml").read_text()) or {}).get("model", {}).get("name_or_path")
-    elif (run / "config.json").is_file():
-        base = json.loads((run / "config.json").read_text()).get("model", {}).get("name_or_path")
+        base = (yaml.safe_load((run / CONFIG_FILE).read_text()) or {}).get("model", {}).get("name_or_path")
+    elif (run / DEMO_CONFIG_FILE).is_file():
+        base = json.loads((run / DEMO_CONFIG_FILE).read_text()).get("model", {}).get("name_or_path")
     if not base:
-        raise CLIError(f"{run} has no config.yaml naming model.name_or_path: is it an 'inspo train' run directory?")
-    if not (run / "model").is_dir():
+        raise CLIError(f"{run} has no {CONFIG_FILE} naming model.name_or_path: is it an 'inspo train' run directory?")
+    if not (run / MODEL_DIR).is_dir():
         raise CLIError(f"{run} has no trained model/ folder: the run did not finish")
     return [base, str(run)], ["seed", str(run)]
 

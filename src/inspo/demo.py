@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from inspo import artifacts
 from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 from inspo.core.coevolution import CoEvolution, StepReport
 from inspo.core.config import CoEvolutionConfig
@@ -66,16 +67,16 @@ def run_demo(
     config = config or CoEvolutionConfig(evolve_until=steps, validation_size=50)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("events.jsonl", "metrics.jsonl"):
+    for stale in artifacts.JSONL_FILES:
         (out / stale).unlink(missing_ok=True)
-    (out / "config.json").write_text(
+    (out / artifacts.DEMO_CONFIG_FILE).write_text(
         json.dumps(
             {"mode": "demo", "steps": steps, "batch_size": batch_size, "group_size": group_size,
              "optimizer": llm.name, "coevolution": config.to_dict()},
             indent=2,
         )
     )
-    events = EventLog(out / "events.jsonl")
+    events = EventLog(out / artifacts.EVENTS_FILE)
     proposer = Proposer.from_config(llm, config)
     coevo = CoEvolution(config, SEARCH_R1_INSTRUCTION, proposer, events=events)
     env = SyntheticEnv(seed=config.rng_seed)
@@ -100,17 +101,16 @@ def run_demo(
             "inspo/optimizer_calls": coevo.ledger.optimizer_calls,
             **{f"inspo/weight/{k}": v for k, v in report.weights.items()},
         }
-        with (out / "metrics.jsonl").open("a") as fh:
-            fh.write(json.dumps(metrics) + "\n")
+        artifacts.append_jsonl(out / artifacts.METRICS_FILE, metrics)
         bar.set_postfix(reward=f"{mean:.2f}", pop=len(coevo.population))
         bar.update(1)
 
     questions = make_questions(n_questions)
     run_synthetic(coevo, env, questions, steps=steps, batch_size=batch_size, group_size=group_size, on_step=on_step)
     bar.close()
-    save_state(coevo, out / "inspo_state.json")
+    save_state(coevo, out / artifacts.STATE_FILE)
     best = coevo.best()
-    (out / "best_instruction.txt").write_text(best.text + "\n")
+    artifacts.write_best_instruction(out, best.text)
     k = max(1, min(5, len(rewards) // 4))
     summary = DemoSummary(
         run_dir=str(out),
@@ -123,5 +123,5 @@ def run_demo(
         optimizer=llm.name,
         ledger=coevo.ledger.to_dict(),
     )
-    (out / "summary.json").write_text(json.dumps(summary.__dict__, indent=2))
+    artifacts.write_json(out / artifacts.SUMMARY_FILE, summary.__dict__)
     return summary

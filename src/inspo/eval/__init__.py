@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from inspo.artifacts import BEST_INSTRUCTION_FILE, MODEL_DIR
 from inspo.records import EvaluateFn, Instruction, Question, Rollout
 
 
@@ -156,7 +157,7 @@ def parse_instruction(spec: str) -> NamedInstruction:
         return NamedInstruction("seed", Instruction(id="seed", text=SEARCH_R1_INSTRUCTION))
     path = Path(spec)
     if path.is_dir():
-        best = path / "best_instruction.txt"
+        best = path / BEST_INSTRUCTION_FILE
         if not best.is_file():
             raise FileNotFoundError(f"{path} is not a run directory with a best_instruction.txt")
         return NamedInstruction(f"best({path.name})", Instruction(id=f"best-{path.name}", text=best.read_text().strip()))
@@ -168,6 +169,6 @@ def parse_instruction(spec: str) -> NamedInstruction:
 def parse_policy(spec: str) -> tuple[str, str]:
     """(label, model name or folder): a run directory means its trained ``model/``."""
     path = Path(spec)
-    if path.is_dir() and (path / "model").is_dir():
-        return f"trained({path.name})", str(path / "model")
+    if path.is_dir() and (path / MODEL_DIR).is_dir():
+        return f"trained({path.name})", str(path / MODEL_DIR)
     return spec, spec

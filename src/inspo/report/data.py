@@ -31,11 +31,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inspo.artifacts import (
+    BEST_INSTRUCTION_FILE,
+    CONFIG_FILE,
+    DEMO_CONFIG_FILE,
+    EVENTS_FILE,
+    METRICS_FILE,
+    STATE_FILE,
+    SUMMARY_FILE,
+)
 from inspo.core.accounting import CostLedger
 from inspo.core.events import read_events
 from inspo.records import Instruction
 
-REQUIRED_FILE = "events.jsonl"
+REQUIRED_FILE = EVENTS_FILE
 
 
 @dataclass(frozen=True)
@@ -188,9 +197,9 @@ def load_run(run_dir: str | Path) -> RunData:
 
     notes: list[str] = []
     events = [e for e in read_events(events_path) if isinstance(e, dict) and "kind" in e]
-    metrics = _read_metrics(path / "metrics.jsonl", notes)
-    state = _read_json(path / "inspo_state.json", notes)
-    summary = _read_json(path / "summary.json", notes)
+    metrics = _read_metrics(path / METRICS_FILE, notes)
+    state = _read_json(path / STATE_FILE, notes)
+    summary = _read_json(path / SUMMARY_FILE, notes)
     config, config_file = _read_config(path, notes)
 
     archive = _archive(state, events)
@@ -254,7 +263,7 @@ def _read_metrics(path: Path, notes: list[str]) -> list[dict[str, Any]]:
 
 
 def _read_config(path: Path, notes: list[str]) -> tuple[dict[str, Any] | None, str | None]:
-    json_path, yaml_path = path / "config.json", path / "config.yaml"
+    json_path, yaml_path = path / DEMO_CONFIG_FILE, path / CONFIG_FILE
     if json_path.is_file():
         return _read_json(json_path, notes), json_path.name
     if yaml_path.is_file():
@@ -556,7 +565,7 @@ def _ledger(state, summary, notes) -> CostLedger | None:
 
 def _best(path, summary, state, instructions, steps, notes) -> tuple[str | None, str | None]:
     text = None
-    best_file = path / "best_instruction.txt"
+    best_file = path / BEST_INSTRUCTION_FILE
     if best_file.is_file():
         text = best_file.read_text(encoding="utf-8").strip()
     elif isinstance((summary or {}).get("best_instruction"), str):

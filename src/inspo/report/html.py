@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from inspo.artifacts import CONFIG_FILE, DEMO_CONFIG_FILE, REPORT_FILE, SUMMARY_FILE
 from inspo.report.charts import Marker, Series, legend, line_chart, share_bar
 from inspo.report.data import EvolutionRound, FailureExample, InstructionInfo, RunData, load_run
 from inspo.report.diff import word_diff
@@ -28,7 +29,7 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     Returns the path written.
     """
     run = load_run(run_dir)
-    path = Path(out) if out is not None else run.path / "report.html"
+    path = Path(out) if out is not None else run.path / REPORT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(build_report_html(run), encoding="utf-8")
     return path
@@ -412,7 +413,7 @@ def _cost(run: RunData) -> str:
 
 def _config(run: RunData) -> str:
     parts = []
-    for name, data in ((run.config_file or "config.json / config.yaml", run.config), ("summary.json", run.summary)):
+    for name, data in ((run.config_file or f"{DEMO_CONFIG_FILE} / {CONFIG_FILE}", run.config), (SUMMARY_FILE, run.summary)):
         if data is None:
             parts.append(f"<p>{_e(name)}: {NOT_RECORDED}</p>")
             continue

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
 from inspo.agent.evaluate import make_evaluate, play_isolated
 from inspo.agent.rollout import Episode
@@ -30,7 +31,6 @@ from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
 from inspo.records import Question, Rollout
 from inspo.rng import derived_rng
-from inspo.train import artifacts
 from inspo.train.config import TrainConfig, dump
 from inspo.train.final import choose_instruction, final_choice_lines
 from inspo.train.grpo import RewardFn
@@ -162,8 +162,8 @@ def run_evolve(
     state_path = run_dir / artifacts.STATE_FILE
     if not resume:
         artifacts.clear_run_files(run_dir)
-    (run_dir / "config.yaml").write_text(dump(config), encoding="utf-8")
-    events = EventLog(run_dir / "events.jsonl")
+    (run_dir / artifacts.CONFIG_FILE).write_text(dump(config), encoding="utf-8")
+    events = EventLog(run_dir / artifacts.EVENTS_FILE)
     coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
                               fits=inputs.fits)
 
@@ -190,7 +190,7 @@ def run_evolve(
     from tqdm.auto import tqdm
 
     bar = tqdm(total=steps, initial=first - 1, desc="inspo evolve", unit="step", disable=not progress)
-    history = [h for h in artifacts.read_jsonl(run_dir / "metrics.jsonl")]
+    history = [h for h in artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE)]
     for t in range(first, steps + 1):
         batch = step_questions(inputs.questions, t, rl.questions_per_step, rl.seed)
         rows = [q for q in batch for _ in range(rl.group_size)]
@@ -203,7 +203,7 @@ def run_evolve(
         before = ledger_copy(coevo.ledger)
         report = coevo.update(t, rollouts, evaluate_at(t))
         metrics = step_metrics(t, rollouts, report, coevo, before)
-        artifacts.append_jsonl(run_dir / "metrics.jsonl", metrics)
+        artifacts.append_jsonl(run_dir / artifacts.METRICS_FILE, metrics)
         history.append(metrics)
         save_state(coevo, state_path)
         line = step_line(metrics, steps)
@@ -219,7 +219,7 @@ def run_evolve(
     if choose_on_dev:
         final, played = _final_choice(config, engine, inputs, coevo, reward_fn)
         best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
-    (run_dir / "best_instruction.txt").write_text(best.text + "\n", encoding="utf-8")
+    artifacts.write_best_instruction(run_dir, best.text)
     reward_start, reward_end, window = start_end(history, "reward/mean")
     searches_start, searches_end, _ = start_end(history, "rollout/search_calls")
     summary = EvolveSummary(
@@ -241,7 +241,7 @@ def run_evolve(
         evaluation=final.to_dict() if final else None,
         selection_rollouts=played,
     )
-    artifacts.write_json(run_dir / "summary.json", summary.to_dict())
+    artifacts.write_json(run_dir / artifacts.SUMMARY_FILE, summary.to_dict())
     if progress:
         print(summary, flush=True)
     return summary

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from inspo import artifacts
 from inspo.agent.engines import HFEngine
 from inspo.agent.evaluate import make_evaluate
 from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
@@ -44,7 +45,6 @@ from inspo.core.state import save_state
 from inspo.records import Question, Rollout
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
-from inspo.train import artifacts
 from inspo.train.stepper import (
     choose_groups,
     ledger_copy,
@@ -310,7 +310,7 @@ class InspoHooks:
         if self.line is None:
             return
         line, self.line = self.line, None
-        artifacts.append_jsonl(self.run_dir / "metrics.jsonl", line)
+        artifacts.append_jsonl(self.run_dir / artifacts.METRICS_FILE, line)
         self.history.append(line)
         text = step_line(line, self.total_steps)
         if self.progress:

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from inspo import artifacts
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog
@@ -43,7 +44,6 @@ from inspo.core.state import read_state, save_state
 from inspo.llm.base import LLMClient
 from inspo.records import Question
 from inspo.rng import derived_rng
-from inspo.train import artifacts
 from inspo.train.config import TrainConfig, dump, offline_config
 from inspo.train.grpo import RewardFn
 from inspo.train.setup import SetupError, prepare
@@ -269,17 +269,17 @@ def _post_policy(config, *, resume, progress, reward_fn) -> TrainSummary:
     from inspo.train.evolve import run_evolve
 
     run_dir = Path(config.output_dir)
-    trained = run_dir / "model"
-    if resume and (trained / "config.json").is_file() and (run_dir / "training_summary.json").is_file():
+    trained = run_dir / artifacts.MODEL_DIR
+    if resume and (trained / "config.json").is_file() and (run_dir / artifacts.TRAINING_SUMMARY_FILE).is_file():
         from inspo.models import load_model
 
         loaded = load_model(trained, dtype=config.model.dtype, device="cuda" if _cuda() else "cpu")
         model, tokenizer = loaded.model, loaded.tokenizer
-        summary = TrainSummary(**artifacts.read_json(run_dir / "training_summary.json"))
+        summary = TrainSummary(**artifacts.read_json(run_dir / artifacts.TRAINING_SUMMARY_FILE))
     else:
         summary, (model, tokenizer) = _train(config, resume=resume, progress=progress, reward_fn=reward_fn,
                                              static=True, keep_model=True)
-        artifacts.write_json(run_dir / "training_summary.json", asdict(summary))
+        artifacts.write_json(run_dir / artifacts.TRAINING_SUMMARY_FILE, asdict(summary))
     rank, _ = _world()
     if rank != 0:
         return summary
@@ -290,7 +290,7 @@ def _post_policy(config, *, resume, progress, reward_fn) -> TrainSummary:
     summary.stages["post-policy"] = evo.to_dict()
     summary.best_instruction_id, summary.best_instruction = evo.best_instruction_id, evo.best_instruction
     summary.best_weight, summary.population = evo.best_weight, evo.population
-    (run_dir / "best_instruction.txt").write_text(evo.best_instruction + "\n", encoding="utf-8")
+    artifacts.write_best_instruction(run_dir, evo.best_instruction)
     _write_summary(summary)
     return summary
 
@@ -356,15 +356,15 @@ def _train(
                     "weights, bf16 compute through rl.bf16) or model.lora=true")
 
     # -- run directory ------------------------------------------------------------------
-    choices = run_dir / f"choices.rank{rank}.jsonl"
+    choices = run_dir / artifacts.choices_file(rank)
     if main:
         run_dir.mkdir(parents=True, exist_ok=True)
         if checkpoint is None:
             artifacts.clear_run_files(run_dir)
-        (run_dir / "config.yaml").write_text(dump(config), encoding="utf-8")
+        (run_dir / artifacts.CONFIG_FILE).write_text(dump(config), encoding="utf-8")
     if checkpoint is None:
         choices.unlink(missing_ok=True)
-    events = EventLog(run_dir / "events.jsonl" if main else None, keep=main)
+    events = EventLog(run_dir / artifacts.EVENTS_FILE if main else None, keep=main)
     coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=static,
                               fits=inputs.fits)
 
@@ -427,15 +427,15 @@ def _train(
     final = None
     if main:
         save_state(coevo, run_dir / artifacts.STATE_FILE)
-        model.save_pretrained(str(run_dir / "model"))
-        inputs.tokenizer.save_pretrained(str(run_dir / "model"))
+        model.save_pretrained(str(run_dir / artifacts.MODEL_DIR))
+        inputs.tokenizer.save_pretrained(str(run_dir / artifacts.MODEL_DIR))
         if inputs.eval_questions or inputs.test_questions:
             final = _final_choice(ctx, model, inputs, coevo, config, progress)
             evaluation = final.to_dict()
         returned = final.returned_text if final else coevo.best().text
-        (run_dir / "best_instruction.txt").write_text(returned + "\n", encoding="utf-8")
+        artifacts.write_best_instruction(run_dir, returned)
     trainer.accelerator.wait_for_everyone()
-    history = artifacts.read_jsonl(run_dir / "metrics.jsonl") if main else callback.history
+    history = artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE) if main else callback.history
     summary = _summary(config, coevo, history, inputs.optimizer_note, started,
                        resumed_from=str(checkpoint) if checkpoint else None, evaluation=evaluation)
     if final is not None:
@@ -529,7 +529,7 @@ def _pre_policy_stage(config: TrainConfig, trainer, ctx, *, resume: bool, progre
     stage_dir = Path(config.output_dir) / "pre-policy"
     payload: list[Any] = [None]
     if ctx.is_main:
-        done = stage_dir / "summary.json"
+        done = stage_dir / artifacts.SUMMARY_FILE
         if resume and done.is_file():
             evo = EvolveSummary.read(done)
             log.info("pre-policy stage already done: reusing %s from %s", evo.best_instruction_id, stage_dir)
@@ -628,4 +628,4 @@ def _summary(config, coevo, history, optimizer_note, started, *, resumed_from, e
 
 
 def _write_summary(summary: TrainSummary) -> None:
-    artifacts.write_json(Path(summary.run_dir) / "summary.json", summary.to_dict())
+    artifacts.write_json(Path(summary.run_dir) / artifacts.SUMMARY_FILE, summary.to_dict())

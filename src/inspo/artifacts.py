@@ -1,16 +1,25 @@
-"""The run directory: what a training or evolution run leaves behind, and how a resume finds it.
+"""The run directory, defined once: its file names, and the readers and writers every layer uses.
 
-Layout (``inspo train``; ``inspo evolve`` writes the same minus ``model/`` and checkpoints)::
+Layout (``inspo train``; ``inspo evolve`` writes the same minus ``model/`` and checkpoints; the
+demo writes ``config.json`` instead of ``config.yaml`` and no choices)::
 
-    config.yaml            the resolved config
-    events.jsonl           the core's typed events, one per line (main process only)
-    metrics.jsonl          one line per INSPO step: reward/, rollout/, inspo/ and TRL's train metrics
-    choices.rank<R>.jsonl  which instruction each process used for each question group
-    inspo_state.json       the core state at the end (population, buffer, ledger, RNG)
-    best_instruction.txt   I* = argmax w
-    summary.json           the run's summary (see TrainSummary / EvolveSummary)
-    model/                 the trained model + tokenizer (LoRA merged)
-    checkpoint-N/          TRL checkpoints, each with inspo_state.json and inspo_step.json
+    config.yaml            CONFIG_FILE: the resolved config
+    config.json            DEMO_CONFIG_FILE: the demo's settings (the report reads either)
+    events.jsonl           EVENTS_FILE: the core's typed events, one per line (main process only)
+    metrics.jsonl          METRICS_FILE: one line per INSPO step (schema: inspo.train.loop)
+    choices.rank<R>.jsonl  choices_file(R): which instruction each process used for each question group
+    inspo_state.json       STATE_FILE: the core state at the end (population, buffer, ledger, RNG)
+    best_instruction.txt   BEST_INSTRUCTION_FILE: the returned instruction
+    summary.json           SUMMARY_FILE: the run's summary (inspo.train.summary.RunSummary)
+    training_summary.json  TRAINING_SUMMARY_FILE: post-policy only, the GRPO stage's summary (resume)
+    report.html            REPORT_FILE: the HTML report (inspo.report)
+    model/                 MODEL_DIR: the trained model + tokenizer (LoRA merged)
+    checkpoint-N/          TRL checkpoints, each with STATE_FILE and STEP_FILE (inspo_step.json)
+    pre-policy/, post-policy/  the offline stage of those modes: a run directory of its own
+
+Writers: :func:`write_json` and :func:`write_text_atomic` (atomic replace), :func:`append_jsonl`,
+:func:`write_best_instruction`. Readers: :func:`read_json`, :func:`read_jsonl` (a torn last line
+is skipped), :func:`checkpoints` / :func:`find_checkpoint`, :func:`read_step`.
 
 Rules:
 
@@ -33,10 +42,24 @@ from typing import Any
 
 from inspo.core.events import read_events
 
-CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+CONFIG_FILE = "config.yaml"
+DEMO_CONFIG_FILE = "config.json"
+EVENTS_FILE = "events.jsonl"
+METRICS_FILE = "metrics.jsonl"
 STATE_FILE = "inspo_state.json"
+BEST_INSTRUCTION_FILE = "best_instruction.txt"
+SUMMARY_FILE = "summary.json"
+TRAINING_SUMMARY_FILE = "training_summary.json"
+REPORT_FILE = "report.html"
+MODEL_DIR = "model"
 STEP_FILE = "inspo_step.json"
-JSONL_FILES = ("events.jsonl", "metrics.jsonl")
+CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+JSONL_FILES = (EVENTS_FILE, METRICS_FILE)
+
+
+def choices_file(rank: int) -> str:
+    """The file a process writes its instruction choices to."""
+    return f"choices.rank{rank}.jsonl"
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -58,6 +81,11 @@ def write_json(path: Path, data: Any) -> None:
 
 def read_json(path: Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_best_instruction(run_dir: Path, text: str) -> None:
+    """The returned instruction, as the text file portable to inference."""
+    (Path(run_dir) / BEST_INSTRUCTION_FILE).write_text(text + "\n", encoding="utf-8")
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
@@ -90,7 +118,7 @@ def truncate_after(run_dir: Path, step: int) -> int:
 
 def jsonl_paths(run_dir: Path) -> Iterable[Path]:
     yield from (run_dir / name for name in JSONL_FILES)
-    yield from sorted(run_dir.glob("choices.rank*.jsonl"))
+    yield from sorted(run_dir.glob(choices_file("*")))
 
 
 def checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
@@ -142,5 +170,5 @@ def clear_run_files(run_dir: Path) -> None:
     """Remove the log files of an earlier run in ``run_dir`` (a new run starts clean)."""
     for path in list(jsonl_paths(run_dir)):
         path.unlink(missing_ok=True)
-    for name in (STATE_FILE, "summary.json", "best_instruction.txt"):
+    for name in (STATE_FILE, SUMMARY_FILE, BEST_INSTRUCTION_FILE):
         (run_dir / name).unlink(missing_ok=True)
