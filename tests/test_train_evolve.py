@@ -112,7 +112,7 @@ def test_post_policy_stage_makes_the_online_runs_evolution_rounds(tmp_path, monk
 
     def trained(config, **kwargs):
         Path(config.output_dir).mkdir(parents=True, exist_ok=True)
-        return run.TrainSummary(
+        return run.RunSummary(
             run_dir=str(config.output_dir), mode=config.mode, steps=config.rl.steps, reward_start=0.0,
             reward_end=0.0, searches_start=0.0, searches_end=0.0, window=0, best_instruction_id="ins-0001",
             best_instruction=SEARCH_R1_INSTRUCTION, best_weight=0.0, population=["ins-0001"], optimizer="none",

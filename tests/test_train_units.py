@@ -20,9 +20,10 @@ from inspo.models.sources import ModelNotInstalledError
 from inspo.records import Instruction, Question, Rollout
 from inspo.train.config import resolve
 from inspo.train.grpo import rollout_batch
-from inspo.train.run import grpo_settings, run_training, start_end
+from inspo.train.loop import choose_groups, step_line, step_metrics
+from inspo.train.run import grpo_settings, run_training
 from inspo.train.setup import SetupError, agent_config
-from inspo.train.stepper import choose_groups, step_line, step_metrics
+from inspo.train.summary import start_end
 
 
 def free_port() -> int:

@@ -147,12 +147,16 @@ def run_synthetic(
     warmup: int = 16,
     start: int = 1,
     on_step=None,
+    update=None,
 ):
     """Algorithm 1 on the synthetic environment, with no policy to update (a frozen policy).
 
     Batches are drawn from an RNG derived from (env seed, step), so a run resumed at step
-    ``start`` sees exactly the batches an uninterrupted run would. Returns the step reports.
+    ``start`` sees exactly the batches an uninterrupted run would. ``update(step, rollouts,
+    evaluate) -> StepReport`` ends each step: ``coevo.update`` unless given (the demo passes the
+    training loop's end of a step, :func:`inspo.train.loop.finish_step`). Returns the step reports.
     """
+    update = update if update is not None else coevo.update
     if start == 1:
         coevo.initialize(env.evaluate, list(questions[:warmup]))
     reports = []
@@ -162,7 +166,7 @@ def run_synthetic(
         for q in batch:
             instruction = coevo.choose(t, q.id)
             rollouts += env.group(instruction, q, group_size, t)
-        reports.append(coevo.update(t, rollouts, env.evaluate))
+        reports.append(update(t, rollouts, env.evaluate))
         if on_step is not None:
             on_step(t, reports[-1])
     return reports

@@ -2,8 +2,8 @@
 
 Each step takes the next ``rl.questions_per_step`` training questions (a seeded order,
 reshuffled every pass), rolls each out ``rl.group_size`` times under the instruction its group
-drew, and calls ``coevo.update(t, rollouts, evaluate)`` — weights, pruning and verified
-evolution exactly as in training, with ``evaluate`` using the same frozen policy.
+drew, and ends the step as training does (:func:`inspo.train.loop.finish_step`: weights, pruning
+and verified evolution, with ``evaluate`` using the same frozen policy; the same metrics).
 
 The policy is one of: an engine passed in (the pre-/post-policy modes hand over the base or
 the trained model), an OpenAI-compatible endpoint (``policy_url`` + ``policy_model``: vLLM,
@@ -19,86 +19,35 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
-from inspo.agent.evaluate import make_evaluate, play_isolated
+from inspo.agent.evaluate import play_isolated
 from inspo.agent.rollout import Episode
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
-from inspo.records import Question, Rollout
+from inspo.records import Question
 from inspo.rng import derived_rng
 from inspo.train.config import TrainConfig, dump
-from inspo.train.final import choose_instruction, final_choice_lines
-from inspo.train.grpo import RewardFn
-from inspo.train.setup import SetupError, prepare
-from inspo.train.stepper import (
+from inspo.train.final import choose_for_run
+from inspo.train.loop import (
+    MetricsLog,
+    RewardFn,
+    build_coevolution,
     choose_groups,
-    ledger_copy,
+    finish_step,
+    greedy_evaluate,
     light,
-    outcome_lines,
-    step_line,
-    step_metrics,
+    rescore,
+    reseed,
+    verification_evaluate,
+    warmup_questions,
 )
+from inspo.train.setup import SetupError, prepare
+from inspo.train.summary import RunSummary, summarize
 
 log = logging.getLogger("inspo.train")
-
-
-@dataclass
-class EvolveSummary:
-    """What an instruction-only run did; ``str(summary)`` is the printed report."""
-
-    run_dir: str
-    steps: int
-    policy: str
-    reward_start: float
-    reward_end: float
-    searches_start: float
-    searches_end: float
-    window: int
-    best_instruction_id: str
-    best_instruction: str
-    best_weight: float | None
-    population: list[str]
-    optimizer: str
-    ledger: dict[str, Any]
-    wall_seconds: float
-    extra: dict[str, Any] = field(default_factory=dict)
-    evaluation: dict[str, Any] | None = None
-    """The final choice (``final_choice``) and held-out test, as :class:`inspo.train.final.FinalChoice`."""
-    selection_rollouts: int = 0
-    """Rollouts the final choice played on dev questions (beyond the ledger's; the held-out test's
-    are not counted: they inform the user, not the choice)."""
-
-    def lines(self) -> list[str]:
-        led = self.ledger
-        return [
-            f"run directory:        {self.run_dir}",
-            f"policy (frozen):      {self.policy}",
-            f"steps:                {self.steps}",
-            *outcome_lines(self),
-            f"verification:         {led.get('verification_rollouts', 0)} rollouts for "
-            f"{led.get('training_rollouts', 0)} step rollouts (+ {led.get('warmup_rollouts', 0)} warm-up)",
-            f"population:           {', '.join(self.population)}",
-            *(final_choice_lines(self.evaluation) if self.evaluation else []),
-            f"wall time:            {self.wall_seconds:.0f} s",
-            f"returned instruction ({self.best_instruction_id}"
-            + (f", weight {self.best_weight:.3f}):" if self.best_weight is not None else "):"),
-            self.best_instruction,
-        ]
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def read(cls, path: str | Path) -> EvolveSummary:
-        return cls(**artifacts.read_json(Path(path)))
 
 
 def step_questions(questions: list[Question], step: int, per_step: int, seed: int) -> list[Question]:
@@ -124,7 +73,7 @@ def run_evolve(
     resume: bool = False,
     progress: bool = True,
     reward_fn: RewardFn | None = None,
-) -> EvolveSummary:
+) -> RunSummary:
     """Evolve ``config``'s instruction population with a frozen policy (module docstring).
 
     Args:
@@ -137,7 +86,7 @@ def run_evolve(
         out_dir: the run directory (default ``config.output_dir``).
         resume: continue after the last finished step recorded in ``out_dir/inspo_state.json``.
         progress: a tqdm bar over steps and one line per step.
-        reward_fn: replaces the response-only EM/F1 reward (see :data:`inspo.train.grpo.RewardFn`).
+        reward_fn: replaces the response-only EM/F1 reward (see :data:`inspo.train.loop.RewardFn`).
 
     Raises:
         SetupError: as :func:`inspo.train.setup.prepare` (before any rollout).
@@ -156,8 +105,6 @@ def run_evolve(
     engine, policy = _policy(config, engine, policy_url, policy_model, inputs.model_dir)
     log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
 
-    from inspo.train.run import build_coevolution, start_end, warmup_questions
-
     run_dir.mkdir(parents=True, exist_ok=True)
     state_path = run_dir / artifacts.STATE_FILE
     if not resume:
@@ -166,15 +113,11 @@ def run_evolve(
     events = EventLog(run_dir / artifacts.EVENTS_FILE)
     coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
                               fits=inputs.fits)
+    batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
 
     def evaluate_at(step: int, tag: str = "verify"):
-        _reseed(engine, config.rl.seed, tag, step)
-        evaluate = make_evaluate(engine, inputs.retriever, inputs.agent, group_size=1,
-                                 batch_size=max(rl.micro_batch_size, rl.trajectories_per_step),
-                                 paired_seed=(config.rl.seed, tag, step))
-        if reward_fn is None:
-            return evaluate
-        return lambda ins, qs: _rescore(evaluate(ins, qs), reward_fn)
+        return verification_evaluate(engine, inputs.retriever, inputs.agent, seed=rl.seed, tag=tag, step=step,
+                                     batch_size=batch_size, reward_fn=reward_fn)
 
     first = 1
     if resume and state_path.is_file():
@@ -190,81 +133,35 @@ def run_evolve(
     from tqdm.auto import tqdm
 
     bar = tqdm(total=steps, initial=first - 1, desc="inspo evolve", unit="step", disable=not progress)
-    history = [h for h in artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE)]
+    metrics = MetricsLog(run_dir / artifacts.METRICS_FILE, steps, progress=progress, read_existing=True)
     for t in range(first, steps + 1):
         batch = step_questions(inputs.questions, t, rl.questions_per_step, rl.seed)
         rows = [q for q in batch for _ in range(rl.group_size)]
         instructions, _ = choose_groups(coevo, t, rows)
-        _reseed(engine, rl.seed, "rollout", t)
+        reseed(engine, rl.seed, "rollout", t)
         episodes = [Episode(q, ins) for q, ins in zip(rows, instructions, strict=True)]
-        rollouts = [light(r) for r in play_isolated(engine, inputs.retriever, inputs.agent, episodes)]
-        if reward_fn is not None:
-            rollouts = _rescore(rollouts, reward_fn)
-        before = ledger_copy(coevo.ledger)
-        report = coevo.update(t, rollouts, evaluate_at(t))
-        metrics = step_metrics(t, rollouts, report, coevo, before)
-        artifacts.append_jsonl(run_dir / artifacts.METRICS_FILE, metrics)
-        history.append(metrics)
+        rollouts = rescore([light(r) for r in play_isolated(engine, inputs.retriever, inputs.agent, episodes)],
+                           reward_fn)
+        metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t)).metrics)
         save_state(coevo, state_path)
-        line = step_line(metrics, steps)
-        if progress:
-            bar.write(line)
-        else:
-            log.info(line)
         bar.update(1)
     bar.close()
 
     best = coevo.best()
     final, played = None, 0
     if choose_on_dev:
-        final, played = _final_choice(config, engine, inputs, coevo, reward_fn)
+        evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent, batch_size=batch_size, reward_fn=reward_fn)
+        final = choose_for_run(evaluate, coevo, config, inputs, rule="dev")
+        played = final.dev_questions * len(final.dev_scores)  # the dev rollouts the choice itself played
         best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
     artifacts.write_best_instruction(run_dir, best.text)
-    reward_start, reward_end, window = start_end(history, "reward/mean")
-    searches_start, searches_end, _ = start_end(history, "rollout/search_calls")
-    summary = EvolveSummary(
-        run_dir=str(run_dir),
-        steps=steps,
-        policy=policy,
-        reward_start=reward_start,
-        reward_end=reward_end,
-        searches_start=searches_start,
-        searches_end=searches_end,
-        window=window,
-        best_instruction_id=best.id,
-        best_instruction=best.text,
-        best_weight=coevo.population.weight_of(best.id) if best.id in coevo.population else None,
-        population=[i.id for i in coevo.population.instructions],
-        optimizer=inputs.optimizer_note,
-        ledger=coevo.ledger.to_dict(),
-        wall_seconds=time.time() - started,
-        evaluation=final.to_dict() if final else None,
-        selection_rollouts=played,
-    )
-    artifacts.write_json(run_dir / artifacts.SUMMARY_FILE, summary.to_dict())
+    summary = summarize(run_dir=run_dir, mode="evolve", steps=steps, history=metrics.history, coevo=coevo,
+                        returned=best, optimizer=inputs.optimizer_note, started=started, policy=policy,
+                        evaluation=final.to_dict() if final else None, selection_rollouts=played)
+    summary.write()
     if progress:
         print(summary, flush=True)
     return summary
-
-
-def _final_choice(config: TrainConfig, engine: PolicyEngine, inputs, coevo, reward_fn):
-    """``final_choice: dev`` for a frozen policy: the final population and the seed on the dev
-    questions (greedy), then the returned one and the seed on the test questions; returns the
-    :class:`~inspo.train.final.FinalChoice` and the rollouts the choice itself played (dev only)."""
-    greedy = replace(inputs.agent, temperature=0.0)
-    evaluate = make_evaluate(engine, inputs.retriever, greedy, group_size=1,
-                             batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
-
-    def scored(ins, qs):
-        rollouts = evaluate(ins, qs)
-        return _rescore(rollouts, reward_fn) if reward_fn is not None else rollouts
-
-    seed = next(i for i in coevo.population.archive.values() if i.origin == "seed")
-    final = choose_instruction(scored, rule="dev", population=coevo.population.instructions, seed=seed,
-                               by_weight=coevo.best(), dev_questions=inputs.eval_questions,
-                               test_questions=inputs.test_questions, metric=config.rl.reward,
-                               dev_split=config.data.eval_split, test_split=config.data.test_split)
-    return final, final.dev_questions * len(final.dev_scores)
 
 
 def _policy(config: TrainConfig, engine, policy_url, policy_model, model_dir) -> tuple[PolicyEngine, str]:
@@ -283,13 +180,3 @@ def _policy(config: TrainConfig, engine, policy_url, policy_model, model_dir) ->
     loaded = load_model(model_dir, dtype=config.model.dtype, device=device)
     return HFEngine(loaded.model, loaded.tokenizer), f"{config.model.name_or_path} ({config.model.dtype}, {device})"
 
-
-def _reseed(engine: PolicyEngine, seed: int, tag: str, step: int) -> None:
-    """Give an engine with an ``rng`` a stream derived from (seed, tag, step): a resumed run
-    samples exactly what the uninterrupted one did."""
-    if hasattr(engine, "rng"):
-        engine.rng = derived_rng(seed, tag, step)
-
-
-def _rescore(rollouts: list[Rollout], reward_fn: RewardFn) -> list[Rollout]:
-    return [replace(r, reward=float(reward_fn(r))) for r in rollouts]

@@ -147,3 +147,23 @@ def choose_instruction(
         choice.test_returned, choice.test_seed = _mean(returned_test), _mean(seed_test)
         choice.test_vs_seed = paired_difference(returned_test, seed_test)
     return choice
+
+
+def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *, rule: str) -> FinalChoice:
+    """:func:`choose_instruction` at the end of a run: the final population, the seed and I* of
+    ``coevo`` (a :class:`~inspo.core.coevolution.CoEvolution`), the dev and test questions of
+    ``inputs`` (:class:`~inspo.train.setup.RunInputs`), the metric and split names of ``config``
+    (a :class:`~inspo.train.config.TrainConfig`)."""
+    seed = next(i for i in coevo.population.archive.values() if i.origin == "seed")
+    return choose_instruction(
+        evaluate,
+        rule=rule,
+        population=coevo.population.instructions,
+        seed=seed,
+        by_weight=coevo.best(),
+        dev_questions=inputs.eval_questions,
+        test_questions=inputs.test_questions,
+        metric=config.rl.reward,
+        dev_split=config.data.eval_split,
+        test_split=config.data.test_split,
+    )

@@ -1,7 +1,8 @@
 """The TRL glue: a GRPOTrainer subclass, the multi-turn ``rollout_func``, the reward function
-that hands back precomputed rewards, and the callback that runs Algorithm 1's update.
+that hands back precomputed rewards, and the callback that ends each INSPO step.
 
-How one INSPO step ``t`` runs inside TRL (``t = global_step // mini_batches + 1``):
+How one INSPO step ``t`` runs inside TRL (``t = global_step // mini_batches + 1``; the order of
+a step and what happens after its rollouts are in :mod:`inspo.train.loop`):
 
 1. TRL's sampler deals the step's ``questions_per_step x G`` rows to the processes (each
    question G times in a row); :meth:`InspoGRPOTrainer._generate_and_score_completions` keeps
@@ -17,48 +18,43 @@ How one INSPO step ``t`` runs inside TRL (``t = global_step // mini_batches + 1`
    the step's rollouts for attribution.
 4. TRL computes group advantages and makes ``mini_batches`` optimizer updates.
 5. At the step's last update (``global_step % mini_batches == 0``) the callback gathers every
-   process's rollouts; the main process runs ``coevo.update(t, rollouts, evaluate)`` — on evolve
-   steps ``evaluate`` verifies candidates with the CURRENT policy — then broadcasts the
-   population so every process holds the identical one. Metrics go to TRL's logs and to
-   ``metrics.jsonl``; at a save, ``inspo_state.json`` and ``inspo_step.json`` go into
-   ``checkpoint-N/``.
+   process's rollouts; the main process ends the step with
+   :func:`~inspo.train.loop.finish_step` (``coevo.update``: on evolve steps ``evaluate``
+   verifies candidates with the CURRENT policy) — then broadcasts the population so every
+   process holds the identical one. Metrics go to TRL's logs and to ``metrics.jsonl``
+   (:class:`~inspo.train.loop.MetricsLog`); at a save, ``inspo_state.json`` and
+   ``inspo_step.json`` go into ``checkpoint-N/``.
 
 Heavy imports (torch, transformers, trl, accelerate) happen inside functions.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
 from inspo.agent.engines import HFEngine
-from inspo.agent.evaluate import make_evaluate
 from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
 from inspo.core.coevolution import CoEvolution, is_evolve_step
-from inspo.core.events import Sampled
+from inspo.core.population import Population
 from inspo.core.state import save_state
-from inspo.records import Question, Rollout
+from inspo.records import EvaluateFn, Question, Rollout
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
-from inspo.train.stepper import (
+from inspo.train.loop import (
+    MetricsLog,
+    RewardFn,
     choose_groups,
-    ledger_copy,
+    finish_step,
+    greedy_evaluate,
     light,
-    set_population,
-    step_line,
-    step_metrics,
+    rescore,
+    verification_evaluate,
 )
-
-log = logging.getLogger("inspo.train")
-
-#: Replaces the response-only EM/F1 reward of a rollout (e.g. a learned verifier or a test's
-#: scripted reward). It must read the response, never the prompt, and return a float.
-RewardFn = Callable[[Rollout], float]
 
 
 @dataclass
@@ -91,29 +87,22 @@ class RolloutContext:
     def inspo_step(self, global_step: int) -> int:
         return global_step // self.mini_batches + 1
 
-    def rescore(self, rollouts: list[Rollout]) -> list[Rollout]:
-        if self.reward_fn is None:
-            return rollouts
-        return [replace(r, reward=float(self.reward_fn(r))) for r in rollouts]
-
-    def make_evaluate(self, model: Any, step: int, tag: str = "verify"):
+    def make_evaluate(self, model: Any, step: int, tag: str = "verify") -> EvaluateFn:
         """``evaluate(instruction, questions)`` with ``model`` as the policy (one rollout per question;
         the same questions get the same sampling seeds whatever the instruction: paired)."""
-        engine = HFEngine(model, self.tokenizer, rng=derived_rng(self.seed, tag, step))
-        evaluate = make_evaluate(engine, self.retriever, self.agent, group_size=1, batch_size=self.eval_batch_size,
-                                 paired_seed=(self.seed, tag, step))
-        if self.reward_fn is None:
-            return evaluate
-        return lambda instruction, questions: self.rescore(evaluate(instruction, questions))
+        return verification_evaluate(HFEngine(model, self.tokenizer), self.retriever, self.agent, seed=self.seed,
+                                     tag=tag, step=step, batch_size=self.eval_batch_size, reward_fn=self.reward_fn)
+
+    def greedy_evaluate(self, model: Any, *, progress: bool = False) -> EvaluateFn:
+        """``evaluate(instruction, questions)`` with ``model`` decoding greedily (one rollout per question)."""
+        return greedy_evaluate(HFEngine(model, self.tokenizer), self.retriever, self.agent,
+                               batch_size=self.eval_batch_size, reward_fn=self.reward_fn, progress=progress)
 
     def periodic_eval(self, model: Any, step: int) -> dict[str, float]:
         """``rl.eval_every``: the current policy, greedy, with the current I* on the dev questions."""
         if not (self.eval_every and self.eval_questions and step % self.eval_every == 0):
             return {}
-        engine = HFEngine(model, self.tokenizer)
-        greedy = replace(self.agent, temperature=0.0)
-        evaluate = make_evaluate(engine, self.retriever, greedy, group_size=1, batch_size=self.eval_batch_size)
-        rollouts = self.rescore(evaluate(self.coevo.best(), self.eval_questions))
+        rollouts = self.greedy_evaluate(model)(self.coevo.best(), self.eval_questions)
         return {"eval/reward": sum(r.reward for r in rollouts) / len(rollouts),
                 "eval/search_calls": sum(len(r.searches) for r in rollouts) / len(rollouts)}
 
@@ -126,6 +115,12 @@ class RolloutContext:
                 self.choices_path,
                 {"step": step, "rank": self.rank, "question_id": qid, "instruction_id": iid, "population_version": version},
             )
+
+
+def set_population(coevo: CoEvolution, data: dict[str, Any], last_step: int) -> None:
+    """Make ``coevo`` hold exactly the population ``data`` (as broadcast by the main process)."""
+    coevo.population = Population.from_dict(data)
+    coevo.last_step = last_step
 
 
 # ---------------------------------------------------------------------------------- rollouts
@@ -202,7 +197,7 @@ def make_rollout_func(ctx: RolloutContext) -> Callable[[list, Any], dict[str, An
         with generation_model(trainer) as model:
             engine = HFEngine(model, ctx.tokenizer, rng=derived_rng(ctx.seed, "rollout", step, ctx.rank))
             rollouts = run_rollouts(engine, ctx.retriever, ctx.agent, episodes)
-        ctx.in_flight = ctx.rescore(rollouts)
+        ctx.in_flight = rescore(rollouts, ctx.reward_fn)
         fallback = ctx.tokenizer.eos_token_id if ctx.tokenizer.eos_token_id is not None else ctx.tokenizer.pad_token_id
         return rollout_batch(ctx.in_flight, int(fallback))
 
@@ -234,14 +229,11 @@ class InspoHooks:
 
     def __init__(self, ctx: RolloutContext, *, run_dir: Path, total_steps: int, progress: bool):
         self.ctx = ctx
-        self.run_dir = Path(run_dir)
-        self.total_steps = total_steps
-        self.progress = progress
+        self.metrics = MetricsLog(Path(run_dir) / artifacts.METRICS_FILE, total_steps, progress=progress)
         self.trainer: Any = None
         self.line: dict[str, Any] | None = None
-        self.history: list[dict[str, Any]] = []
 
-    # -- step end: Algorithm 1 lines 9-24 on the main process, population to everyone --------
+    # -- the step's end (inspo.train.loop) on the main process, population to everyone --------
     def on_step_end(self, args, state, control, **kwargs):
         ctx = self.ctx
         if state.global_step % ctx.mini_batches:
@@ -269,13 +261,8 @@ class InspoHooks:
 
     def _update(self, step: int, rollouts: list[Rollout], model: Any):
         coevo = self.ctx.coevo
-        for qid, iid in dict.fromkeys((r.question.id, r.instruction_id) for r in rollouts):
-            if qid not in self.ctx.sampled:  # a group that only another process sampled
-                coevo.events.emit(Sampled(step, question_id=qid, instruction_id=iid))
-        before = ledger_copy(coevo.ledger)
         evaluate = self.ctx.make_evaluate(model, step) if model is not None else None
-        report = coevo.update(step, rollouts, evaluate)
-        metrics = step_metrics(step, rollouts, report, coevo, before)
+        metrics = finish_step(coevo, step, rollouts, evaluate, sampled=self.ctx.sampled).metrics
         if model is not None:
             metrics.update(self.ctx.periodic_eval(model, step))
         metrics["global_step"] = self.trainer.state.global_step
@@ -307,18 +294,9 @@ class InspoHooks:
             self.flush()
 
     def flush(self) -> None:
-        if self.line is None:
-            return
-        line, self.line = self.line, None
-        artifacts.append_jsonl(self.run_dir / artifacts.METRICS_FILE, line)
-        self.history.append(line)
-        text = step_line(line, self.total_steps)
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            tqdm.write(text)
-        else:
-            log.info(text)
+        if self.line is not None:
+            line, self.line = self.line, None
+            self.metrics.write(line)
 
 
 def quiet_progress_callback():

@@ -31,117 +31,23 @@ import logging
 import os
 import time
 import warnings
-from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
 from inspo.core.coevolution import CoEvolution
-from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog
-from inspo.core.proposer import LengthCheck, Proposer
 from inspo.core.state import read_state, save_state
-from inspo.llm.base import LLMClient
 from inspo.records import Question
 from inspo.rng import derived_rng
 from inspo.train.config import TrainConfig, dump, offline_config
-from inspo.train.grpo import RewardFn
+from inspo.train.loop import RewardFn, build_coevolution, warmup_questions
 from inspo.train.setup import SetupError, prepare
-from inspo.train.stepper import outcome_lines
+from inspo.train.summary import RunSummary, summarize
 
 log = logging.getLogger("inspo.train")
 
-__all__ = ["SetupError", "TrainSummary", "grpo_settings", "run_training"]
-
-
-# ------------------------------------------------------------------------------------ summary
-
-
-@dataclass
-class TrainSummary:
-    """What a training run did; ``str(summary)`` is the printed report."""
-
-    run_dir: str
-    mode: str
-    steps: int
-    reward_start: float
-    reward_end: float
-    searches_start: float
-    searches_end: float
-    window: int
-    best_instruction_id: str
-    best_instruction: str
-    best_weight: float | None
-    population: list[str]
-    optimizer: str
-    ledger: dict[str, Any]
-    wall_seconds: float
-    peak_memory_gb: float
-    resumed_from: str | None = None
-    evaluation: dict[str, Any] | None = None
-    stages: dict[str, Any] = field(default_factory=dict)
-    eval_history: list[dict[str, float]] = field(default_factory=list)
-    """``rl.eval_every``: the step and the greedy dev score of the I* of that step."""
-
-    @property
-    def verification_share(self) -> float:
-        trained = self.ledger.get("training_rollouts", 0)
-        return self.ledger.get("verification_rollouts", 0) / trained if trained else 0.0
-
-    def lines(self) -> list[str]:
-        led = self.ledger
-        out = [
-            f"run directory:        {self.run_dir}",
-            f"mode:                 {self.mode}" + (f" (resumed from {self.resumed_from})" if self.resumed_from else ""),
-            f"steps:                {self.steps}",
-            *outcome_lines(self),
-            f"verification:         {led.get('verification_rollouts', 0)} rollouts = "
-            f"{100 * self.verification_share:.1f}% of {led.get('training_rollouts', 0)} training rollouts "
-            f"(+ {led.get('warmup_rollouts', 0)} warm-up)",
-            f"population:           {', '.join(self.population)}",
-        ]
-        if self.eval_history:
-            best = max(self.eval_history, key=lambda h: h["eval/reward"])
-            out.append("periodic eval:        I* of the step, greedy on dev: " + ", ".join(
-                f"step {h['step']:.0f} {h['eval/reward']:.3f}" for h in self.eval_history)
-                + f" (best at step {best['step']:.0f})")
-        if self.evaluation:
-            from inspo.train.final import final_choice_lines
-
-            out += final_choice_lines(self.evaluation)
-        for name, stage in self.stages.items():
-            out.append(
-                f"{name} stage:      {stage.get('steps')} steps, reward {stage.get('reward_start', 0):.3f} -> "
-                f"{stage.get('reward_end', 0):.3f}, best {stage.get('best_instruction_id')}"
-            )
-        out += [
-            f"wall time:            {self.wall_seconds:.0f} s; peak memory (RSS) {self.peak_memory_gb:.1f} GiB",
-            f"returned instruction ({self.best_instruction_id}"
-            + (f", weight {self.best_weight:.3f}):" if self.best_weight is not None else "):"),
-            self.best_instruction,
-        ]
-        return out
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "verification_share": self.verification_share}
-
-
-def start_end(history: list[dict[str, Any]], key: str) -> tuple[float, float, int]:
-    """Mean of ``key`` over the first and the last ``k`` steps, ``k = clamp(n // 4, 1, 5)``."""
-    values = [float(h[key]) for h in sorted(history, key=lambda h: h["step"]) if key in h and h.get("step", 0) > 0]
-    if not values:
-        return 0.0, 0.0, 0
-    k = max(1, min(5, len(values) // 4))
-    return sum(values[:k]) / k, sum(values[-k:]) / k, k
-
-
-def peak_memory_gb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
+__all__ = ["RunSummary", "SetupError", "grpo_settings", "run_training"]
 
 
 # ------------------------------------------------------------------------- config -> TRL
@@ -229,7 +135,7 @@ def _cuda() -> bool:
 
 
 def run_training(config: TrainConfig, *, resume: bool | str = False, progress: bool = True,
-                 reward_fn: RewardFn | None = None) -> TrainSummary:
+                 reward_fn: RewardFn | None = None) -> RunSummary:
     """Train ``config``'s policy with GRPO while its instruction co-evolves (see module docstring).
 
     Args:
@@ -239,7 +145,7 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
             ``output_dir`` already holds checkpoints).
         progress: show TRL's progress bar and one line per step (main process).
         reward_fn: replaces the response-only EM/F1 reward of every rollout (training and
-            verification); see :data:`inspo.train.grpo.RewardFn`.
+            verification); see :data:`inspo.train.loop.RewardFn`.
 
     Raises:
         SetupError: a bad path, an unreachable retrieval server or optimizer endpoint, a prompt
@@ -255,16 +161,16 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
     return summary
 
 
-def _pre_policy(config, *, resume, progress, reward_fn) -> TrainSummary:
+def _pre_policy(config, *, resume, progress, reward_fn) -> RunSummary:
     """Offline evolution with the frozen base policy (the trainer's model before any update,
     on the main process, result broadcast), then static GRPO from its best instruction."""
     summary, _ = _train(config, resume=resume, progress=progress, reward_fn=reward_fn, static=True,
                         pre_policy=True)
-    _write_summary(summary)
+    summary.write()
     return summary
 
 
-def _post_policy(config, *, resume, progress, reward_fn) -> TrainSummary:
+def _post_policy(config, *, resume, progress, reward_fn) -> RunSummary:
     from inspo.agent.engines import HFEngine
     from inspo.train.evolve import run_evolve
 
@@ -275,11 +181,11 @@ def _post_policy(config, *, resume, progress, reward_fn) -> TrainSummary:
 
         loaded = load_model(trained, dtype=config.model.dtype, device="cuda" if _cuda() else "cpu")
         model, tokenizer = loaded.model, loaded.tokenizer
-        summary = TrainSummary(**artifacts.read_json(run_dir / artifacts.TRAINING_SUMMARY_FILE))
+        summary = RunSummary.read(run_dir / artifacts.TRAINING_SUMMARY_FILE)
     else:
         summary, (model, tokenizer) = _train(config, resume=resume, progress=progress, reward_fn=reward_fn,
                                              static=True, keep_model=True)
-        artifacts.write_json(run_dir / artifacts.TRAINING_SUMMARY_FILE, asdict(summary))
+        artifacts.write_json(run_dir / artifacts.TRAINING_SUMMARY_FILE, summary.to_dict())
     rank, _ = _world()
     if rank != 0:
         return summary
@@ -291,29 +197,8 @@ def _post_policy(config, *, resume, progress, reward_fn) -> TrainSummary:
     summary.best_instruction_id, summary.best_instruction = evo.best_instruction_id, evo.best_instruction
     summary.best_weight, summary.population = evo.best_weight, evo.population
     artifacts.write_best_instruction(run_dir, evo.best_instruction)
-    _write_summary(summary)
+    summary.write()
     return summary
-
-
-def build_coevolution(
-    co: CoEvolutionConfig, seed_text: str, llm: LLMClient | None, events: EventLog, *, static: bool,
-    fits: LengthCheck | None = None,
-) -> CoEvolution:
-    """The core for a mode: ``static`` is a population of one (the seed) that never changes.
-    ``fits`` refuses evolved instructions whose prompt would exceed ``rl.max_prompt_tokens``."""
-    if static:
-        co = replace(co, population_size=1, n_parent=1, prune=False, evolve=False, init_population=False)
-    if llm is None:
-        from inspo.core.reflector import RuleBasedReflector
-
-        llm = RuleBasedReflector(seed=co.seed)  # never called without evolution
-    proposer = Proposer.from_config(llm, co, fits=fits)
-    return CoEvolution(co, seed_text, proposer, events=events)
-
-
-def warmup_questions(questions: list[Question], n: int, seed: int) -> list[Question]:
-    """``n`` training questions for the warm-up rollouts of the seed (a seeded sample)."""
-    return derived_rng(seed, "warmup").sample(questions, min(n, len(questions)))
 
 
 def _train(
@@ -435,16 +320,18 @@ def _train(
         returned = final.returned_text if final else coevo.best().text
         artifacts.write_best_instruction(run_dir, returned)
     trainer.accelerator.wait_for_everyone()
-    history = artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE) if main else callback.history
-    summary = _summary(config, coevo, history, inputs.optimizer_note, started,
-                       resumed_from=str(checkpoint) if checkpoint else None, evaluation=evaluation)
+    history = artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE) if main else callback.metrics.history
+    returned = coevo.best()
     if final is not None:
-        summary.best_instruction_id, summary.best_instruction = final.returned_id, final.returned_text
-        summary.best_weight = coevo.population.weight_of(final.returned_id) if final.returned_id in coevo.population \
-            else None
-    summary.stages.update(stages)
+        returned = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
+    summary = summarize(
+        run_dir=config.output_dir, mode=config.mode, steps=rl.steps, history=history, coevo=coevo, returned=returned,
+        optimizer=inputs.optimizer_note, started=started, resumed_from=str(checkpoint) if checkpoint else None,
+        evaluation=evaluation, stages=stages,
+        eval_history=[{"step": h["step"], "eval/reward": h["eval/reward"]} for h in history if "eval/reward" in h],
+    )
     if main:
-        _write_summary(summary)
+        summary.write()
         if progress:
             print(summary, flush=True)
     return summary, ((model, inputs.tokenizer) if keep_model else None)
@@ -523,7 +410,7 @@ def _pre_policy_stage(config: TrainConfig, trainer, ctx, *, resume: bool, progre
     """Run (or, on resume, reuse) ``<run>/pre-policy`` on the main process with the trainer's
     model before any update — the frozen base policy — and give every process its summary."""
     from inspo.agent.engines import HFEngine
-    from inspo.train.evolve import EvolveSummary, run_evolve
+    from inspo.train.evolve import run_evolve
     from inspo.train.grpo import generation_model
 
     stage_dir = Path(config.output_dir) / "pre-policy"
@@ -531,7 +418,7 @@ def _pre_policy_stage(config: TrainConfig, trainer, ctx, *, resume: bool, progre
     if ctx.is_main:
         done = stage_dir / artifacts.SUMMARY_FILE
         if resume and done.is_file():
-            evo = EvolveSummary.read(done)
+            evo = RunSummary.read(done)
             log.info("pre-policy stage already done: reusing %s from %s", evo.best_instruction_id, stage_dir)
         else:
             line = f"pre-policy stage: instruction evolution with the frozen base policy for {config.offline_steps} steps"
@@ -557,7 +444,7 @@ def _sync_population(ctx, coevo: CoEvolution) -> None:
         return
     from accelerate.utils import broadcast_object_list
 
-    from inspo.train.stepper import set_population
+    from inspo.train.grpo import set_population
 
     payload = [(coevo.population.to_dict(), coevo.last_step) if ctx.is_main else None]
     broadcast_object_list(payload, from_process=0)
@@ -577,55 +464,8 @@ def _final_model(trainer):
 def _final_choice(ctx, model, inputs, coevo: CoEvolution, config: TrainConfig, progress: bool):
     """The returned instruction (``config.final_choice``) and its held-out test against the seed,
     with the trained policy decoding greedily (see :mod:`inspo.train.final`)."""
-    from inspo.agent.engines import HFEngine
-    from inspo.agent.evaluate import make_evaluate
-    from inspo.train.final import choose_instruction
+    from inspo.train.final import choose_for_run
 
-    agent = replace(inputs.agent, temperature=0.0)
-    engine = HFEngine(model, inputs.tokenizer)
-    evaluate = make_evaluate(engine, inputs.retriever, agent, group_size=1,
-                             batch_size=ctx.eval_batch_size, progress=progress)
-    seed_ins = next(i for i in coevo.population.archive.values() if i.origin == "seed")
-    return choose_instruction(
-        lambda ins, qs: ctx.rescore(evaluate(ins, qs)),
-        rule=config.final_choice,
-        population=coevo.population.instructions,
-        seed=seed_ins,
-        by_weight=coevo.best(),
-        dev_questions=inputs.eval_questions,
-        test_questions=inputs.test_questions,
-        metric=config.rl.reward,
-        dev_split=config.data.eval_split,
-        test_split=config.data.test_split,
-    )
+    return choose_for_run(ctx.greedy_evaluate(model, progress=progress), coevo, config, inputs,
+                          rule=config.final_choice)
 
-
-def _summary(config, coevo, history, optimizer_note, started, *, resumed_from, evaluation) -> TrainSummary:
-    reward_start, reward_end, window = start_end(history, "reward/mean")
-    searches_start, searches_end, _ = start_end(history, "rollout/search_calls")
-    best = coevo.best()
-    return TrainSummary(
-        run_dir=str(config.output_dir),
-        mode=config.mode,
-        steps=config.rl.steps,
-        reward_start=reward_start,
-        reward_end=reward_end,
-        searches_start=searches_start,
-        searches_end=searches_end,
-        window=window,
-        best_instruction_id=best.id,
-        best_instruction=best.text,
-        best_weight=coevo.population.weight_of(best.id),
-        population=[i.id for i in coevo.population.instructions],
-        optimizer=optimizer_note,
-        ledger=coevo.ledger.to_dict(),
-        wall_seconds=time.time() - started,
-        peak_memory_gb=peak_memory_gb(),
-        resumed_from=resumed_from,
-        evaluation=evaluation,
-        eval_history=[{"step": h["step"], "eval/reward": h["eval/reward"]} for h in history if "eval/reward" in h],
-    )
-
-
-def _write_summary(summary: TrainSummary) -> None:
-    artifacts.write_json(Path(summary.run_dir) / artifacts.SUMMARY_FILE, summary.to_dict())

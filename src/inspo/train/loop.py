@@ -1,0 +1,296 @@
+"""One INSPO step, in one place: what every driver does with a step's rollouts.
+
+The order of one training step ``t`` of ``inspo train`` (GRPO on TRL, where
+``t = global_step // mini_batches + 1``; the TRL side is :mod:`inspo.train.grpo`):
+
+1. **questions**: TRL's sampler deals the step's ``questions_per_step x G`` rows to the
+   processes, each question G times in a row; the trainer keeps the rows for the rollout function;
+2. **instructions**: :func:`choose_groups` gives every question group one instruction,
+   ``coevo.choose(t, question id)`` (Algorithm 1 line 5), the same on every process;
+3. **rollouts**: the agent plays every row with the current policy
+   (:func:`inspo.agent.rollout.run_rollouts`, inside TRL's ``rollout_func``); rewards read the
+   response only, and :func:`rescore` applies a custom :data:`RewardFn`;
+4. **policy update**: TRL turns the rewards into group advantages and makes ``mini_batches``
+   optimizer updates (lines 6-8);
+5. **the step's end**: after the step's last update the callback gathers every process's
+   rollouts and the main process calls :func:`finish_step`: ``sampled`` events for the groups
+   only other processes drew, then ``coevo.update`` (Eq. 6 attribution, pruning, the replay
+   buffer, evolution with candidates verified by the current policy through
+   :func:`verification_evaluate`: lines 9-24), then the step's metrics line; the population is
+   broadcast so every process holds the same one;
+6. **records**: :class:`MetricsLog` appends the line to ``metrics.jsonl`` (training merges TRL's
+   loss and friends into it at TRL's next log) and shows the progress line; a checkpoint carries
+   the core state.
+
+Step 0 builds the core (:func:`build_coevolution`) and P_0 from warm-up rollouts of the seed
+(:func:`warmup_questions`). ``inspo evolve`` (:mod:`inspo.train.evolve`) runs steps 1-3 and 5-6
+with a frozen policy, and ``inspo demo`` (:mod:`inspo.demo`) on the synthetic environment: both
+end every step with :func:`finish_step` and :class:`MetricsLog`, as training does, so all three
+write one ``metrics.jsonl`` schema.
+
+Metrics (one line per INSPO step; :func:`step_metrics`):
+
+- ``step``; ``reward/mean``, ``reward/std`` over the step's trajectories;
+- ``inspo/population_size`` (after the step), ``inspo/weight/<id>`` and ``inspo/best_weight``
+  (after attribution, before pruning), ``inspo/admitted``, ``inspo/rejected``, ``inspo/pruned``
+  (this step), ``inspo/optimizer_calls``, ``inspo/verification_rollouts`` (running totals);
+- for agent episodes (not the synthetic environment's rollouts, which have no turns or tokens):
+  ``rollout/search_calls`` (mean searches per trajectory), ``rollout/turns``,
+  ``rollout/prompt_tokens``, ``rollout/completion_tokens``, ``rollout/answered`` (share that
+  ended with an answer), ``rollout/count``, and ``rollout/finish/<reason>`` for each of
+  :data:`~inspo.agent.rollout.FINISH_REASONS` (``answer``, ``eos``, ``length``, ``turn_limit``,
+  ``error``): the share of trajectories that ended that way. Read these, not TRL's
+  ``completions/clipped_ratio``: TRL counts every completion that does not end in EOS as
+  clipped, and an answered episode ends at ``</answer>``, without EOS;
+- a driver may add its own: training adds ``eval/reward`` and ``eval/search_calls``
+  (``rl.eval_every``), ``global_step`` and TRL's metrics; the demo adds
+  ``inspo/best_true_quality``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from inspo import artifacts
+from inspo.agent.evaluate import make_evaluate
+from inspo.agent.rollout import FINISH_REASONS, AgentConfig
+from inspo.core.accounting import CostLedger
+from inspo.core.coevolution import CoEvolution, StepReport
+from inspo.core.config import CoEvolutionConfig
+from inspo.core.events import EventLog, Sampled
+from inspo.core.proposer import LengthCheck, Proposer
+from inspo.llm.base import LLMClient
+from inspo.records import EvaluateFn, Question, Rollout
+from inspo.retrieval.base import Retriever
+from inspo.rng import derived_rng
+
+log = logging.getLogger("inspo.train")
+
+#: Replaces the response-only EM/F1 reward of a rollout (e.g. a learned verifier or a test's
+#: scripted reward). It must read the response, never the prompt, and return a float.
+RewardFn = Callable[[Rollout], float]
+
+
+# ------------------------------------------------------------------------------ step 0
+
+
+def build_coevolution(
+    co: CoEvolutionConfig, seed_text: str, llm: LLMClient | None, events: EventLog, *, static: bool,
+    fits: LengthCheck | None = None,
+) -> CoEvolution:
+    """The core for a mode: ``static`` is a population of one (the seed) that never changes.
+    ``fits`` refuses evolved instructions whose prompt would exceed ``rl.max_prompt_tokens``."""
+    if static:
+        co = replace(co, population_size=1, n_parent=1, prune=False, evolve=False, init_population=False)
+    if llm is None:
+        from inspo.core.reflector import RuleBasedReflector
+
+        llm = RuleBasedReflector(seed=co.seed)  # never called without evolution
+    proposer = Proposer.from_config(llm, co, fits=fits)
+    return CoEvolution(co, seed_text, proposer, events=events)
+
+
+def warmup_questions(questions: list[Question], n: int, seed: int) -> list[Question]:
+    """``n`` training questions for the warm-up rollouts of the seed (a seeded sample)."""
+    return derived_rng(seed, "warmup").sample(questions, min(n, len(questions)))
+
+
+# ------------------------------------------------------------------------------ steps 2-3
+
+
+def choose_groups(coevo: CoEvolution, step: int, questions: Sequence[Question]):
+    """One instruction per distinct question (a group), in order; ``coevo.choose`` is called once
+    per group. Returns ``(instructions per row, [(question id, instruction id), ...])``."""
+    chosen: dict[str, Any] = {}
+    rows = []
+    for q in questions:
+        if q.id not in chosen:
+            chosen[q.id] = coevo.choose(step, q.id)
+        rows.append(chosen[q.id])
+    return rows, [(qid, ins.id) for qid, ins in chosen.items()]
+
+
+def rescore(rollouts: list[Rollout], reward_fn: RewardFn | None) -> list[Rollout]:
+    """``rollouts`` with ``reward_fn``'s reward (unchanged when it is None)."""
+    if reward_fn is None:
+        return rollouts
+    return [replace(r, reward=float(reward_fn(r))) for r in rollouts]
+
+
+def light(rollout: Rollout) -> Rollout:
+    """The rollout without token ids (what is gathered across processes and kept)."""
+    return replace(rollout, prompt_ids=[], completion_ids=[], env_mask=[], logprobs=None)
+
+
+def reseed(engine: Any, seed: int, tag: str, step: int) -> None:
+    """Give an engine with an ``rng`` a stream derived from (seed, tag, step): a resumed run
+    samples exactly what the uninterrupted one did."""
+    if hasattr(engine, "rng"):
+        engine.rng = derived_rng(seed, tag, step)
+
+
+def verification_evaluate(
+    engine: Any, retriever: Retriever, agent: AgentConfig, *, seed: int, tag: str, step: int, batch_size: int,
+    reward_fn: RewardFn | None = None,
+) -> EvaluateFn:
+    """``evaluate(instruction, questions)`` with ``engine`` as the current policy, one rollout per
+    question, for step ``step``'s verification (``tag`` "verify") or P_0 (``tag`` "init").
+
+    An engine with an ``rng`` gets a stream derived from (seed, tag, step), and the same questions
+    get the same sampling seeds whatever the instruction (paired: a candidate and its parent are
+    compared on common random numbers), so a resumed run samples what the uninterrupted one did."""
+    reseed(engine, seed, tag, step)
+    evaluate = make_evaluate(engine, retriever, agent, group_size=1, batch_size=batch_size,
+                             paired_seed=(seed, tag, step))
+    return evaluate if reward_fn is None else (lambda ins, qs: rescore(evaluate(ins, qs), reward_fn))
+
+
+def greedy_evaluate(
+    engine: Any, retriever: Retriever, agent: AgentConfig, *, batch_size: int, reward_fn: RewardFn | None = None,
+    progress: bool = False,
+) -> EvaluateFn:
+    """``evaluate(instruction, questions)`` with ``engine`` decoding greedily, one rollout per
+    question: the periodic evaluation and the final choice."""
+    evaluate = make_evaluate(engine, retriever, replace(agent, temperature=0.0), group_size=1,
+                             batch_size=batch_size, progress=progress)
+    return evaluate if reward_fn is None else (lambda ins, qs: rescore(evaluate(ins, qs), reward_fn))
+
+
+# ------------------------------------------------------------------------------ step 5
+
+
+@dataclass
+class StepEnd:
+    """What :func:`finish_step` did: the core's report and the step's metrics line."""
+
+    report: StepReport
+    metrics: dict[str, float]
+
+
+def finish_step(
+    coevo: CoEvolution,
+    step: int,
+    rollouts: Sequence[Rollout],
+    evaluate: EvaluateFn | None,
+    *,
+    sampled: set[str] | None = None,
+    episodes: bool = True,
+) -> StepEnd:
+    """The end of step ``step``: Algorithm 1 lines 9-24 on the step's rollouts, and its metrics.
+
+    Args:
+        rollouts: every trajectory of the step (all processes' when training on several).
+        evaluate: the current policy, for verification on evolve steps (None: no verification).
+        sampled: the question ids this process drew instructions for; a group in ``rollouts``
+            that only another process drew gets its ``sampled`` event here (None: all drawn here).
+        episodes: the rollouts are agent episodes, so the ``rollout/`` metrics mean something.
+    """
+    if sampled is not None:
+        for qid, iid in dict.fromkeys((r.question.id, r.instruction_id) for r in rollouts):
+            if qid not in sampled:
+                coevo.events.emit(Sampled(step, question_id=qid, instruction_id=iid))
+    before = CostLedger.from_dict(coevo.ledger.to_dict())
+    report = coevo.update(step, rollouts, evaluate)
+    return StepEnd(report, step_metrics(step, rollouts, report, coevo, before, episodes=episodes))
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _std(values: Sequence[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    m = _mean(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+
+
+def step_metrics(
+    step: int,
+    rollouts: Sequence[Rollout],
+    report: StepReport,
+    coevo: CoEvolution,
+    before: CostLedger,
+    *,
+    episodes: bool = True,
+) -> dict[str, float]:
+    """The metrics line of one INSPO step (names in the module docstring); ``before`` is the
+    cost ledger before the step."""
+    rewards = [r.reward for r in rollouts]
+    ledger = coevo.ledger
+    weights = report.weights
+    out: dict[str, float] = {"step": step, "reward/mean": _mean(rewards), "reward/std": _std(rewards)}
+    if episodes:
+        out.update({
+            "rollout/search_calls": _mean([float(len(r.searches)) for r in rollouts]),
+            "rollout/turns": _mean([float(r.turns) for r in rollouts]),
+            "rollout/prompt_tokens": _mean([r.metrics.get("n_prompt_tokens", 0.0) for r in rollouts]),
+            "rollout/completion_tokens": _mean([r.metrics.get("n_tokens", 0.0) for r in rollouts]),
+            "rollout/answered": _mean([float(r.finish_reason == "answer") for r in rollouts]),
+            **{
+                f"rollout/finish/{reason}": _mean([float(r.finish_reason == reason) for r in rollouts])
+                for reason in FINISH_REASONS
+            },
+            "rollout/count": float(len(rollouts)),
+        })
+    out.update({
+        "inspo/population_size": float(len(coevo.population)),
+        "inspo/best_weight": max(weights.values()) if weights else 0.0,
+        "inspo/admitted": float(len(report.admitted)),
+        "inspo/rejected": float(ledger.candidates_rejected - before.candidates_rejected),
+        "inspo/pruned": float(len(report.pruned)),
+        "inspo/optimizer_calls": float(ledger.optimizer_calls),
+        "inspo/verification_rollouts": float(ledger.verification_rollouts),
+    })
+    out.update({f"inspo/weight/{k}": float(v) for k, v in weights.items()})
+    return out
+
+
+# ------------------------------------------------------------------------------ step 6
+
+
+def step_line(metrics: dict[str, float], total: int) -> str:
+    """A one-line progress report of a step."""
+    parts = [f"step {int(metrics['step'])}/{total}", f"reward {metrics['reward/mean']:.3f}"]
+    if "rollout/search_calls" in metrics:
+        parts.append(f"searches {metrics['rollout/search_calls']:.2f}")
+    parts += [
+        f"population {int(metrics['inspo/population_size'])}",
+        f"best w {metrics['inspo/best_weight']:.3f}",
+    ]
+    if metrics.get("inspo/pruned"):
+        parts.append(f"pruned {int(metrics['inspo/pruned'])}")
+    if metrics.get("inspo/admitted") or metrics.get("inspo/rejected"):
+        parts.append(f"admitted {int(metrics['inspo/admitted'])} rejected {int(metrics['inspo/rejected'])}")
+    if "loss" in metrics:
+        parts.append(f"loss {metrics['loss']:.4f}")
+    return " | ".join(parts)
+
+
+class MetricsLog:
+    """A run's ``metrics.jsonl``: :meth:`write` appends a step's line, keeps it in ``history``
+    and shows its progress line (through tqdm, above any bar, with ``progress``; else to the
+    ``inspo.train`` log). ``read_existing`` starts ``history`` with the lines already there (a
+    resumed run)."""
+
+    def __init__(self, path: str | Path, total_steps: int, *, progress: bool, read_existing: bool = False):
+        self.path = Path(path)
+        self.total_steps = total_steps
+        self.progress = progress
+        self.history: list[dict[str, Any]] = artifacts.read_jsonl(self.path) if read_existing else []
+
+    def write(self, line: dict[str, Any]) -> None:
+        artifacts.append_jsonl(self.path, line)
+        self.history.append(line)
+        text = step_line(line, self.total_steps)
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            tqdm.write(text)
+        else:
+            log.info(text)

@@ -1,0 +1,194 @@
+"""What a run did: one :class:`RunSummary` for ``inspo train``, ``inspo evolve`` and ``inspo demo``.
+
+It is written to the run directory's ``summary.json`` (:meth:`RunSummary.to_dict`: its fields,
+the derived ``verification_share``, and the numbers only one kind of run has, such as the demo's
+``seed_quality`` / ``best_quality``, at the top level) and printed at the end of a run
+(``str(summary)``). :meth:`RunSummary.read` reads a ``summary.json`` back, also one written
+before the three summaries were one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from inspo import artifacts
+from inspo.core.coevolution import CoEvolution
+from inspo.records import Instruction
+
+
+@dataclass
+class RunSummary:
+    """What a run did; ``str(summary)`` is the printed report."""
+
+    run_dir: str
+    mode: str
+    """A training mode (inspo, static, pre-policy, post-policy), ``evolve`` or ``demo``."""
+    steps: int
+    reward_start: float
+    reward_end: float
+    searches_start: float | None
+    """Mean searches per trajectory over the first steps; None when the run logs none (the demo)."""
+    searches_end: float | None
+    window: int
+    """How many steps ``*_start`` and ``*_end`` average over (see :func:`start_end`)."""
+    best_instruction_id: str
+    best_instruction: str
+    """The returned instruction (I* = argmax w, or the final choice's, see ``evaluation``)."""
+    best_weight: float | None
+    population: list[str]
+    optimizer: str
+    ledger: dict[str, Any]
+    wall_seconds: float
+    peak_memory_gb: float = 0.0
+    policy: str = ""
+    """``inspo evolve``: the frozen policy."""
+    resumed_from: str | None = None
+    evaluation: dict[str, Any] | None = None
+    """The final choice (``final_choice``) and held-out test, as :class:`inspo.train.final.FinalChoice`."""
+    stages: dict[str, Any] = field(default_factory=dict)
+    """pre-/post-policy modes: the offline stage's summary."""
+    eval_history: list[dict[str, float]] = field(default_factory=list)
+    """``rl.eval_every``: the step and the greedy dev score of the I* of that step."""
+    selection_rollouts: int = 0
+    """Rollouts the final choice played on dev questions (beyond the ledger's; the held-out test's
+    are not counted: they inform the user, not the choice)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Numbers only this kind of run has (the demo: ``seed_quality``, ``best_quality``)."""
+
+    @property
+    def verification_share(self) -> float:
+        trained = self.ledger.get("training_rollouts", 0)
+        return self.ledger.get("verification_rollouts", 0) / trained if trained else 0.0
+
+    def lines(self) -> list[str]:
+        led = self.ledger
+        out = [
+            f"run directory:        {self.run_dir}",
+            f"mode:                 {self.mode}" + (f" (resumed from {self.resumed_from})" if self.resumed_from else ""),
+        ]
+        if self.policy:
+            out.append(f"policy (frozen):      {self.policy}")
+        out += [
+            f"steps:                {self.steps}",
+            f"reward:               {self.reward_start:.3f} -> {self.reward_end:.3f} "
+            f"(mean of the first/last {self.window} step(s))",
+        ]
+        if self.searches_start is not None and self.searches_end is not None:
+            out.append(f"searches / question:  {self.searches_start:.2f} -> {self.searches_end:.2f}")
+        out += [
+            f"optimizer:            {self.optimizer}",
+            f"optimizer cost:       {led.get('optimizer_calls', 0)} calls, "
+            f"{led.get('optimizer_prompt_tokens', 0)} prompt + {led.get('optimizer_completion_tokens', 0)} "
+            "completion tokens",
+            f"verification:         {led.get('verification_rollouts', 0)} rollouts = "
+            f"{100 * self.verification_share:.1f}% of {led.get('training_rollouts', 0)} step rollouts "
+            f"(+ {led.get('warmup_rollouts', 0)} warm-up)",
+            f"population:           {', '.join(self.population)}",
+        ]
+        out += [f"{key.replace('_', ' ') + ':':<22}{value:.3f}" for key, value in self.extra.items()
+                if isinstance(value, (int, float))]
+        if self.eval_history:
+            best = max(self.eval_history, key=lambda h: h["eval/reward"])
+            out.append("periodic eval:        I* of the step, greedy on dev: " + ", ".join(
+                f"step {h['step']:.0f} {h['eval/reward']:.3f}" for h in self.eval_history)
+                + f" (best at step {best['step']:.0f})")
+        if self.evaluation:
+            from inspo.train.final import final_choice_lines
+
+            out += final_choice_lines(self.evaluation)
+        for name, stage in self.stages.items():
+            out.append(
+                f"{name} stage:      {stage.get('steps')} steps, reward {stage.get('reward_start', 0):.3f} -> "
+                f"{stage.get('reward_end', 0):.3f}, best {stage.get('best_instruction_id')}"
+            )
+        weight = f"weight {self.best_weight:.3f}" if self.best_weight is not None else "not in the final population"
+        chosen = self.evaluation and self.evaluation.get("rule", "weight") != "weight"
+        out += [
+            f"wall time:            {self.wall_seconds:.0f} s; peak memory (RSS) {self.peak_memory_gb:.1f} GiB",
+            f"returned instruction: {self.best_instruction_id} ({weight})" if chosen
+            else f"best instruction:     {self.best_instruction_id} (I* = argmax w, {weight})",
+            self.best_instruction,
+        ]
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in asdict(self).items() if k != "extra"}
+        return {**data, **self.extra, "verification_share": self.verification_share}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunSummary:
+        """The inverse of :meth:`to_dict`; keys it does not know go to ``extra``."""
+        known = {f.name for f in fields(cls)}
+        extra = {**data.get("extra", {}), **{k: v for k, v in data.items() if k not in known}}
+        extra.pop("verification_share", None)
+        values = {k: v for k, v in data.items() if k in known and k != "extra"}
+        values.setdefault("mode", "evolve")  # the one summary written without a mode: inspo evolve's
+        return cls(**values, extra=extra)
+
+    @classmethod
+    def read(cls, path: str | Path) -> RunSummary:
+        return cls.from_dict(artifacts.read_json(Path(path)))
+
+    def write(self) -> None:
+        """``summary.json`` in the run directory."""
+        artifacts.write_json(Path(self.run_dir) / artifacts.SUMMARY_FILE, self.to_dict())
+
+
+def start_end(history: list[dict[str, Any]], key: str) -> tuple[float, float, int]:
+    """Mean of ``key`` over the first and the last ``k`` steps, ``k = clamp(n // 4, 1, 5)``."""
+    values = [float(h[key]) for h in sorted(history, key=lambda h: h["step"]) if key in h and h.get("step", 0) > 0]
+    if not values:
+        return 0.0, 0.0, 0
+    k = max(1, min(5, len(values) // 4))
+    return sum(values[:k]) / k, sum(values[-k:]) / k, k
+
+
+def peak_memory_gb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
+
+
+def summarize(
+    *,
+    run_dir: str | Path,
+    mode: str,
+    steps: int,
+    history: list[dict[str, Any]],
+    coevo: CoEvolution,
+    returned: Instruction,
+    optimizer: str,
+    started: float,
+    episodes: bool = True,
+    **more: Any,
+) -> RunSummary:
+    """The summary of a run that ended with ``coevo`` and returns ``returned``; ``history`` is
+    its metrics lines (rewards and, for agent ``episodes``, searches at start and end come from
+    them); ``more`` sets the optional fields."""
+    reward_start, reward_end, window = start_end(history, "reward/mean")
+    searches_start, searches_end, _ = start_end(history, "rollout/search_calls")
+    return RunSummary(
+        run_dir=str(run_dir),
+        mode=mode,
+        steps=steps,
+        reward_start=reward_start,
+        reward_end=reward_end,
+        searches_start=searches_start if episodes else None,
+        searches_end=searches_end if episodes else None,
+        window=window,
+        best_instruction_id=returned.id,
+        best_instruction=returned.text,
+        best_weight=coevo.population.weight_of(returned.id) if returned.id in coevo.population else None,
+        population=[i.id for i in coevo.population.instructions],
+        optimizer=optimizer,
+        ledger=coevo.ledger.to_dict(),
+        wall_seconds=time.time() - started,
+        peak_memory_gb=peak_memory_gb(),
+        **more,
+    )
