@@ -12,8 +12,8 @@ The ``paper`` and ``paper-7b`` presets name the paper's parts, never the embedde
 - optimizer: an LLM behind an OpenAI-compatible endpoint (Gemini 2.5 Pro in the paper), when
   the mode evolves instructions (not ``static``).
 
-With ``require_paper_parts`` on (the paper presets), :func:`inspo.train.setup.prepare` calls
-:func:`check_paper_parts` first, so a run refuses before any data, index or model is loaded,
+With ``require_paper_parts`` on (the paper presets), :func:`inspo.train.setup.prepare` checks
+the parts first (:func:`paper_parts`, :func:`missing_message`), so a run refuses before any data, index or model is loaded,
 with one message that lists every missing part and the ``--set`` key or environment variable
 that supplies it. A part counts as supplied when it is set and usable without a download; an
 explicit choice (another model, BM25, a built-in dataset) is the user's and is accepted. ``inspo
@@ -72,19 +72,6 @@ def missing_message(parts: list[Part]) -> str:
     lines += [f"  - {p.name} ({p.paper}): {p.missing}" for p in missing]
     lines.append("(to run App. B's settings on other parts, set them explicitly, or --set require_paper_parts=false)")
     return "\n".join(lines)
-
-
-def check_paper_parts(config: TrainConfig, *, need_model: bool = True, need_optimizer: bool | None = None,
-                      env: Mapping[str, str] | None = None) -> None:
-    """Raise :class:`~inspo.train.setup.SetupError` listing every missing part (no-op when
-    ``config.require_paper_parts`` is off)."""
-    if not config.require_paper_parts:
-        return
-    message = missing_message(paper_parts(config, need_model=need_model, need_optimizer=need_optimizer, env=env))
-    if message:
-        from inspo.train.setup import SetupError
-
-        raise SetupError(message)
 
 
 def paper_lines(config: TrainConfig, env: Mapping[str, str] | None = None) -> list[str]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from inspo.llm.base import LLMClient
 from inspo.records import Question
 from inspo.retrieval.base import Retriever
 from inspo.train.config import RLConfig, TrainConfig
+from inspo.train.paper import missing_message, paper_parts
 
 log = logging.getLogger("inspo.train")
 
@@ -197,6 +198,17 @@ def check_prompt_lengths(
     return longest
 
 
+def check_paper_parts(config: TrainConfig, *, need_model: bool = True, need_optimizer: bool | None = None,
+                      env: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`SetupError` listing every missing part of the paper's setup (no-op when
+    ``config.require_paper_parts`` is off; see :mod:`inspo.train.paper`)."""
+    if not config.require_paper_parts:
+        return
+    message = missing_message(paper_parts(config, need_model=need_model, need_optimizer=need_optimizer, env=env))
+    if message:
+        raise SetupError(message)
+
+
 def prepare(
     config: TrainConfig,
     *,
@@ -209,8 +221,6 @@ def prepare(
     Order: the paper's parts (cheap), questions, the optimizer LLM (a network check), then the
     retriever (may build an index) and the model, so the cheap failures come first.
     """
-    from inspo.train.paper import check_paper_parts
-
     # pre-/post-policy runs build their optimizer in the offline stage, but need it all the same
     check_paper_parts(config, need_model=need_model, need_optimizer=need_optimizer or config.mode != "static")
     data, rl = config.data, config.rl

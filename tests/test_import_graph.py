@@ -1,0 +1,119 @@
+"""No import circles inside src/inspo (issue 11), read from the source with ast (nothing is imported).
+
+Two graphs of modules (a package is its ``__init__``):
+
+- import time: the imports a module runs when it is imported (module level, also under ``if`` /
+  ``try``, not under ``TYPE_CHECKING``), plus the parent packages Python imports first. A circle
+  here can fail with "partially initialized module" depending on what is imported first;
+- use: every import, also those inside functions (the lazy ones), without the parent packages.
+  A circle here is two modules that each need the other (``run`` -> ``evolve`` -> ``run`` was one).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in (SRC / "inspo").rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _imported(tree: ast.Module, import_time: bool) -> list[tuple[str, str | None]]:
+    """(module, name) of each ``import module`` (name None) and ``from module import name``."""
+    out: list[tuple[str, str | None]] = []
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                out.extend((alias.name, None) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                out.extend((node.module, alias.name) for alias in node.names)
+            elif isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+                continue
+            elif not import_time or isinstance(node, (ast.If, ast.Try)):
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    block = getattr(node, field, None)
+                    if isinstance(block, list):
+                        visit(block)
+
+    visit(tree.body)
+    return out
+
+
+def import_graph(import_time: bool) -> dict[str, set[str]]:
+    modules = _modules()
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    def parents(name: str) -> set[str]:
+        parts = name.split(".")
+        return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for imported, name in _imported(ast.parse(path.read_text(encoding="utf-8")), import_time):
+            target = f"{imported}.{name}" if name and f"{imported}.{name}" in modules else known(imported)
+            if target is None:
+                continue
+            targets = {target} | ((parents(target) - parents(module)) if import_time else set())
+            graph[module] |= {t for t in targets if t != module and t in modules}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+@pytest.mark.parametrize("import_time", [True, False], ids=["import-time", "use"])
+def test_no_import_circles_inside_inspo(import_time):
+    graph = import_graph(import_time)
+    assert len(graph) > 50  # the walk found the package
+    found = circles(graph)
+    assert not found, "import circles: " + "; ".join(
+        " <-> ".join(f"{m} (imports {sorted(graph[m] & set(c))})" for m in c) for c in found)
+
+
+def test_the_check_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
