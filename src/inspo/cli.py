@@ -61,7 +61,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------ train
 def _add_config_args(p: argparse.ArgumentParser, default_preset: str = "cpu-tiny") -> None:
-    from inspo.train.config import PRESETS
+    from inspo.train.presets import PRESETS
 
     p.add_argument("--preset", default=default_preset, choices=list(PRESETS),
                    help=f"starting point (default: {default_preset}, the embedded CPU default; paper and "

@@ -9,7 +9,8 @@
 Nothing here imports anything heavy.
 """
 
-from inspo.report.data import RunData, load_run
+from inspo.report.data import load_run
 from inspo.report.html import build_report_html, write_report
+from inspo.report.records import RunData
 
 __all__ = ["RunData", "build_report_html", "load_run", "write_report"]

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from inspo.artifacts import CONFIG_FILE, DEMO_CONFIG_FILE, REPORT_FILE, SUMMARY_FILE
 from inspo.report.charts import Marker, Series, legend, line_chart, share_bar
-from inspo.report.data import EvolutionRound, FailureExample, InstructionInfo, RunData, load_run
+from inspo.report.data import load_run
 from inspo.report.diff import word_diff
+from inspo.report.records import EvolutionRound, FailureExample, InstructionInfo, RunData
 
 NOT_RECORDED = '<span class="nr">not recorded</span>'
 RESPONSE_EXCERPT = 600

@@ -1,0 +1,75 @@
+"""The presets: named starting points of a :class:`~inspo.train.config.TrainConfig`, as the
+nested dicts a config file would hold (:func:`inspo.train.config.resolve` applies a file and the
+overrides over one, then validates).
+
+Presets:
+
+- ``paper``: §4 and App. B of the paper for Qwen2.5-3B base (G 5, lr 5e-7, 512 questions per
+  step in 2 mini-batches, 500 tokens per turn, 4 turns (Search-R1's count: 4 search turns, then
+  a final answer turn), temperature 1.0, KL 0.001, clip 0.2, cosine with 0.1 warm-up, 300 steps; N_P 7, N_parent 1, tau_s 0.2, K_p 5, K_e 15, T_e 150,
+  window 5, 4 failures, |D_B| 200) with the paper's parts: policy ``Qwen/Qwen2.5-3B``, E5
+  (``intfloat/e5-base-v2``) dense retrieval over Search-R1's wiki-18, the NQ+HotpotQA training
+  mix, and an LLM optimizer endpoint (Gemini 2.5 Pro in the paper). The data, the corpus (or a
+  retrieval server) and the endpoint must be supplied: ``require_paper_parts`` makes a run
+  refuse to start, before any work, while one is missing (see :mod:`inspo.train.paper`).
+  Needs GPUs.
+- ``paper-7b``: the same for Qwen2.5-7B base (App. B: lr 3e-7, 6 turns).
+- ``cpu-tiny``: the embedded default of ``inspo train`` — Qwen2.5-Coder-0.5B-Instruct on the
+  built-in ``world`` data with BM25, a shortened schedule, sized to finish in about 15 minutes
+  on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _paper(model: str, **rl: Any) -> dict[str, Any]:
+    """A paper preset: the dataclass defaults are App. B; this names §4's parts. The training
+    data and the corpus are left empty (paths only the user has), so a run asks for them."""
+    return {
+        "require_paper_parts": True,
+        # Weights stay float32 (master weights; compute is bf16 through rl.bf16): at lr 5e-7 most
+        # updates are below bf16's resolution and would be lost.
+        "model": {"name_or_path": model, "dtype": "float32"},
+        "data": {"train": "", "eval": "", "corpus": "", "retriever": "dense",
+                 "retriever_model": "intfloat/e5-base-v2"},
+        "rl": dict(rl),
+        "optimizer": {"kind": "openai", "model": "gemini-2.5-pro"},
+    }
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": _paper("Qwen/Qwen2.5-3B"),
+    "paper-7b": _paper("Qwen/Qwen2.5-7B", learning_rate=3e-7, max_turns=6),  # App. B's 7B settings
+    "cpu-tiny": {
+        # Measured on 2 CPU cores: about 9 minutes, 12 GB peak. Qwen2.5-Coder-0.5B with LoRA on a
+        # bf16 base, 2 single-hop questions x G 4 per step, F1 reward, two turns of 32 tokens: one
+        # search turn (max_turns 1) and the final answer turn, with the last-turn nudge before it
+        # (the shape that was measured; one search is enough for single-hop questions).
+        # The 0.5B policy rarely writes the Search-R1 tags on its own, so each response starts
+        # with a forced "<search>" (env_mask 0, not trained on) and sampling runs at temperature
+        # 0.7: rewards are non-zero from the first step and move with the instruction (query
+        # wording, answer format). Exact match on multi-hop questions gave ~0.06 here.
+        # At ~3 rollouts per instruction per step, weights are noise (BENCHMARKS.md §4): the evidence
+        # rules are on (README, "Choosing on evidence"), and the returned instruction is chosen on
+        # 16 dev questions against the seed, then tested on 50 test questions the choice never saw.
+        "output_dir": "runs/cpu-tiny",
+        "final_choice": "dev",
+        "offline_steps": 10,  # pre-/post-policy: one compressed evolution round (K_e' 5), as online
+        "model": {"lora": True, "lora_r": 16, "lora_alpha": 32},
+        "data": {"max_eval_questions": 16, "max_test_questions": 50, "warmup_questions": 4, "max_hops": 1},
+        "rl": {
+            "steps": 8, "questions_per_step": 2, "group_size": 4, "mini_batches": 1, "micro_batch_size": 8,
+            "learning_rate": 2e-5, "warmup_ratio": 0.0, "beta": 0.0, "max_turns": 1,
+            "max_response_tokens": 32, "max_obs_tokens": 100, "max_prompt_tokens": 1024,
+            "temperature": 0.7, "prefill": "<search>", "last_turn_nudge": True, "reward": "f1",
+            "save_steps": 4,
+        },
+        "coevolution": {
+            "population_size": 3, "prune_every": 2, "evolve_every": 4, "evolve_until": 8,
+            "validation_size": 4, "candidates_per_call": 3, "max_rounds": 2,
+            "admission": "beat-parent", "min_evidence": 4, "prior_rollouts": 4,
+        },
+    },
+}
