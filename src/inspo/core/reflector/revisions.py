@@ -16,70 +16,59 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from inspo.core.reflector.failures import (
-    ANSWER_TOO_LONG,
-    IGNORED_EVIDENCE,
-    MALFORMED_TAGS,
-    NEVER_SEARCHED,
-    NO_ANSWER,
-    NO_REASONING,
-    QUESTION_AS_QUERY,
-    RAN_OUT_OF_TURNS,
-    REPEATED_QUERIES,
-    WRONG_ANSWER,
-    FailureMode,
-)
+from inspo.core.reflector import failures
+from inspo.core.reflector.failures import FailureMode
 from inspo.core.reflector.prompts import ParsedPrompt
 
 # Several wordings per mode so candidates differ; a wording is used only when every tag it
 # mentions is one the parent instruction uses.
 GUIDANCE: dict[str, tuple[str, ...]] = {
-    NEVER_SEARCHED: (
+    failures.NEVER_SEARCHED: (
         "Always search before you answer: call <search> query </search> at least once, even when you think you already know the answer.",
         "Do not answer from memory. First look the facts up with <search> query </search>, then answer from the retrieved <information>.",
         "Your own knowledge is often wrong or outdated: verify every fact with a <search> query </search> before writing the <answer>.",
     ),
-    MALFORMED_TAGS: (
+    failures.MALFORMED_TAGS: (
         "Close every tag you open: each <search> needs its </search> and each <answer> needs its </answer>; never nest one tag inside another.",
         "Use the tags exactly as specified: write <search> query </search> on its own, give exactly one <answer> ... </answer> block, and write nothing after </answer>.",
         "Check your format before finishing: every opening tag such as <think> must be followed by its closing tag </think>, and tags must not overlap.",
     ),
-    NO_ANSWER: (
+    failures.NO_ANSWER: (
         "Always finish with a final answer inside <answer> and </answer>, even when you are unsure: a best guess is better than no answer.",
         "Never stop without writing <answer> your answer </answer>; if the evidence is incomplete, give the most likely answer.",
         "Your response must end with exactly one <answer> ... </answer> block.",
     ),
-    ANSWER_TOO_LONG: (
+    failures.ANSWER_TOO_LONG: (
         "Inside <answer> and </answer> write only the short answer itself (a name, date, number or a few words), no sentence and no explanation.",
         "Keep the final answer minimal, e.g. <answer> Beijing </answer>: no full sentences, no reasoning, no extra words inside the tags.",
         "The answer is checked by exact match, so put only the answer entity inside <answer> and </answer>, at most a few words.",
     ),
-    REPEATED_QUERIES: (
+    failures.REPEATED_QUERIES: (
         "Never repeat a query you already searched; if the results did not help, change the keywords (a more specific entity, a synonym, or the missing fact).",
         "Each <search> must ask for something new: rephrase a query that failed instead of sending it again.",
         "Keep track of what you already searched. Repeating the same <search> query returns the same <information>, so reformulate it instead.",
     ),
-    QUESTION_AS_QUERY: (
+    failures.QUESTION_AS_QUERY: (
         "Do not paste the whole question into <search> query </search>: search for one key entity or fact at a time with a short keyword query (3 to 6 words).",
         "Write focused search queries: name the entity and the fact you need (e.g. the person and 'birthplace'), not the full question.",
         "Break the question into the single facts it needs and search each fact separately with a short query.",
     ),
-    RAN_OUT_OF_TURNS: (
+    failures.RAN_OUT_OF_TURNS: (
         "You have only a few turns: as soon as the <information> contains what you need, stop searching and give the <answer>.",
         "Do not keep searching indefinitely: after at most three searches, answer with the best candidate you have inside <answer> and </answer>.",
         "Plan your searches so that you can answer within a few turns, then write the <answer> block.",
     ),
-    IGNORED_EVIDENCE: (
+    failures.IGNORED_EVIDENCE: (
         "Read the retrieved <information> carefully: when it names the answer, copy it exactly as written there into <answer> and </answer>.",
         "Base your answer on the retrieved <information>, not on memory; prefer the entity the documents state for the question asked.",
         "Before answering, check each document in the <information> for the requested fact and use that wording in your answer.",
     ),
-    NO_REASONING: (
+    failures.NO_REASONING: (
         "Reason inside <think> and </think> before every search and before the final answer.",
         "Start each turn with <think> ... </think>: say what you know so far and what fact is still missing.",
         "Every time you receive new <information>, first analyse it inside <think> and </think>.",
     ),
-    WRONG_ANSWER: (
+    failures.WRONG_ANSWER: (
         "Verify the answer before giving it: make sure it answers exactly what the question asks (the right person, date or place).",
         "For questions with several parts, find each intermediate fact with its own <search> query </search> before answering.",
         "If the retrieved documents do not settle the question, search again with a more specific query rather than guessing.",
