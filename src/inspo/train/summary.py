@@ -105,7 +105,7 @@ class RunSummary:
                 f"{stage.get('reward_end', 0):.3f}, best {stage.get('best_instruction_id')}"
             )
         weight = f"weight {self.best_weight:.3f}" if self.best_weight is not None else "not in the final population"
-        chosen = self.evaluation and self.evaluation.get("rule", "weight") != "weight"
+        chosen = self.evaluation is not None or bool(self.stages)  # else I* = argmax w of this run
         out += [
             f"wall time:            {self.wall_seconds:.0f} s; peak memory (RSS) {self.peak_memory_gb:.1f} GiB",
             f"returned instruction: {self.best_instruction_id} ({weight})" if chosen
