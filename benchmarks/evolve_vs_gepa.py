@@ -3,23 +3,25 @@ equal rollout budget, on the same frozen policy and task (benchmark 4, second ha
 
 Shared by both arms: the preset's policy (loaded once, never trained), retriever, agent
 settings, reward, training questions and optimizer LLM (``config.optimizer``; by default the
-offline rule-based reflector). INSPO runs first with the preset's schedule over ``--steps``
-steps; every policy rollout it plays (step rollouts + verification + warm-up) is counted, and
-that total becomes GEPA's ``max_metric_calls`` (one metric call = one rollout). GEPA reflects
+offline rule-based reflector). INSPO runs first with the preset's schedule and evidence rules over ``--steps``
+steps, then (``final_choice: dev``, as in ``cpu-tiny``) chooses its returned instruction among
+its final population and the seed on ``--val-size`` dev questions; every policy rollout it plays
+(step rollouts + verification + warm-up + that choice) is counted, and the total becomes GEPA's
+``max_metric_calls`` (one metric call = one rollout). GEPA reflects
 either through INSPO's App. E reflection prompt (``--gepa-prompt inspo``, the default: the same
 reflection step on both sides, only the search differs; the only choice with the rule-based
 reflector, which reads App. E prompts only) or through its own prompt (``--gepa-prompt gepa``,
 for a real LLM). GEPA's Pareto validation set is ``--val-size`` training questions; its
 training set is the rest.
 
-Then the seed, INSPO's best instruction I* and GEPA's best are scored with greedy decoding on
-the same held-out test questions. Printed: each instruction's test score and its paired
-difference from the seed (mean and standard error over questions), rollouts and optimizer calls
-per arm, and the wall-time ratio GEPA / INSPO.
+Then the seed, INSPO's returned instruction and GEPA's best are scored with greedy decoding on
+the same ``--test-questions`` questions of the test split (never seen by either choice). Printed:
+each instruction's test score and its paired difference from the seed (mean and 95% interval
+over questions), rollouts and optimizer calls per arm, and the wall-time ratio GEPA / INSPO.
 
 Usage::
 
-    python benchmarks/evolve_vs_gepa.py --threads 2 --test-questions 48 --json runs/gepa.json
+    python benchmarks/evolve_vs_gepa.py --threads 2 --test-questions 100 --json runs/gepa.json
     python benchmarks/evolve_vs_gepa.py --quick      # a smoke run (tiny random model)
 """
 
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import random
@@ -58,6 +59,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--val-size", type=int, default=8, help="GEPA's Pareto validation questions")
     p.add_argument("--minibatch", type=int, default=3, help="GEPA's reflection minibatch")
     p.add_argument("--test-questions", type=int, default=48)
+    p.add_argument("--test-fraction", type=float, default=0.0,
+                   help="rebuild the built-in world with this share of its questions in the test split "
+                        "(dev stays 0.1) and use it for both arms: more held-out questions, same corpus")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--set", action="append", default=[], help="extra config override (both arms)")
@@ -73,14 +77,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.set = [*QUICK, *args.set]
     args.command = shlex.join([sys.executable, os.path.relpath(__file__), *(sys.argv[1:] if argv is None else argv)])
     return args
-
-
-def paired(scores: list[float], base: list[float]) -> tuple[float, float]:
-    """Mean and standard error of the per-question differences ``scores - base``."""
-    diffs = [a - b for a, b in zip(scores, base, strict=True)]
-    if len(diffs) < 2:
-        return (diffs[0] if diffs else 0.0), float("nan")
-    return statistics.fmean(diffs), statistics.stdev(diffs) / math.sqrt(len(diffs))
 
 
 def split_for_gepa(questions: list, val_size: int, seed: int) -> tuple[list, list]:
@@ -101,21 +97,31 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.agent.engines import HFEngine
     from inspo.agent.evaluate import make_evaluate
     from inspo.baselines.gepa_adapter import SearchAgentAdapter, optimize_instruction
+    from inspo.eval.stats import paired_difference
     from inspo.models import load_model
     from inspo.records import Instruction
     from inspo.train.config import resolve
     from inspo.train.evolve import run_evolve
-    from inspo.train.setup import build_optimizer, prepare
+    from inspo.train.setup import build_optimizer, load_questions, prepare
 
     print(f"command: {args.command}")
     print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}")
     out = Path(args.out)
-    config = resolve(args.preset, None, [
+    data = []
+    if args.test_fraction:
+        from inspo.data.world import WorldConfig, build_world, write_world
+
+        fractions = (round(0.9 - args.test_fraction, 6), 0.1, args.test_fraction)
+        write_world(build_world(seed=0, config=WorldConfig(split_fractions=fractions)), out / "world", bm25_index=False)
+        data = [f"data.train={out / 'world'}", f"data.eval={out / 'world'}", f"data.corpus={out / 'world'}"]
+    config = resolve(args.preset, None, [*data,
         *SCHEDULE, f"coevolution.evolve_until={args.steps}", f"offline_steps={args.steps}",
-        f"rl.seed={args.seed}", f"coevolution.seed={args.seed}", "data.eval_split=test", "data.test_split=",
-        f"data.max_eval_questions={args.test_questions}", *args.set,
+        f"rl.seed={args.seed}", f"coevolution.seed={args.seed}", "data.test_split=",
+        f"data.max_eval_questions={args.val_size}", *args.set,
     ])
     inputs = prepare(config, need_optimizer=False, need_eval=True)
+    test_questions = load_questions(config.data.eval or config.data.train, "test", args.test_questions,
+                                    field_name="--test-questions", max_hops=config.data.max_hops)
     loaded = load_model(inputs.model_dir, dtype=config.model.dtype, device="cpu")
     engine = HFEngine(loaded.model, loaded.tokenizer)
     policy = f"{config.model.name_or_path} ({config.model.dtype}, frozen)"
@@ -125,9 +131,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     evo = run_evolve(config, engine=engine, out_dir=out / "inspo", progress=False)
     inspo_wall = time.perf_counter() - started
     led = evo.ledger
-    budget = led["training_rollouts"] + led["verification_rollouts"] + led["warmup_rollouts"]
+    # every policy rollout INSPO played, its final choice on val_size dev questions included
+    budget = led["training_rollouts"] + led["verification_rollouts"] + led["warmup_rollouts"] + evo.selection_rollouts
+    choice = evo.evaluation or {}
     inspo = {"best_instruction": evo.best_instruction, "rollouts": budget, "optimizer_calls": led["optimizer_calls"],
-             "selection_score": evo.best_weight, "wall_s": inspo_wall, "ledger": led}
+             "selection_score": (choice.get("dev_scores") or {}).get(evo.best_instruction_id, evo.best_weight),
+             "final_choice": choice.get("rule", config.final_choice), "seed_returned": choice.get("seed_returned"),
+             "selection_rollouts": evo.selection_rollouts, "wall_s": inspo_wall, "ledger": led}
     print(json.dumps({"arm": "inspo", **{k: v for k, v in inspo.items() if k not in ("best_instruction", "ledger")}}))
 
     # ---- GEPA: the same policy, questions and optimizer LLM, max_metric_calls = INSPO's rollouts
@@ -158,10 +168,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     test = {}
     for name, text in (("seed", inputs.seed_instruction), ("inspo", evo.best_instruction),
                        ("gepa", outcome.best_instruction)):
-        rollouts = evaluate(Instruction(id=f"test-{name}", text=text), inputs.eval_questions)
+        rollouts = evaluate(Instruction(id=f"test-{name}", text=text), test_questions)
         test[name] = [r.reward for r in rollouts]
 
-    n = len(inputs.eval_questions)
+    n = len(test_questions)
     result = {
         "command": args.command,
         "policy": policy,
@@ -171,8 +181,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "test_questions": n,
         "budget_rollouts": budget,
         "test_mean": {k: statistics.fmean(v) for k, v in test.items()},
-        "vs_seed": {k: paired(test[k], test["seed"]) for k in ("inspo", "gepa")},
-        "gepa_minus_inspo": paired(test["gepa"], test["inspo"]),
+        "vs_seed": {k: paired_difference(test[k], test["seed"]).to_dict() for k in ("inspo", "gepa")},
+        "gepa_minus_inspo": paired_difference(test["gepa"], test["inspo"]).to_dict(),
         "wall_ratio_gepa_over_inspo": gepa_wall / inspo_wall,
         "inspo": inspo,
         "gepa": gepa,
@@ -183,15 +193,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"rollouts (budget {budget}): INSPO {inspo['rollouts']}, GEPA {gepa['rollouts']}")
     print(f"optimizer calls:           INSPO {inspo['optimizer_calls']}, GEPA {gepa['optimizer_calls']}")
     print(f"wall time GEPA / INSPO:    {result['wall_ratio_gepa_over_inspo']:.2f} ({gepa_wall:.0f} s / {inspo_wall:.0f} s)")
-    print(f"test {config.rl.reward} on {n} questions (greedy); difference from the seed: mean ± s.e. over questions")
+    print(f"test {config.rl.reward} on {n} questions (greedy); paired difference from the seed, 95% CI")
     for name in ("seed", "inspo", "gepa"):
         line = f"  {name:6s} {result['test_mean'][name]:.3f}"
         if name != "seed":
-            mean, se = result["vs_seed"][name]
-            line += f"   {mean:+.3f} ± {se:.3f}"
+            line += "   " + paired_difference(test[name], test["seed"]).text()
         print(line)
-    mean, se = result["gepa_minus_inspo"]
-    print(f"  GEPA - INSPO: {mean:+.3f} ± {se:.3f}")
+    print("  GEPA - INSPO: " + paired_difference(test["gepa"], test["inspo"]).text())
     for name in ("inspo", "gepa"):
         print(f"\n{name} best instruction:\n{result[name]['best_instruction']}")
     if args.json:

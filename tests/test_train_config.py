@@ -109,3 +109,18 @@ def test_offline_schedule_is_configurable_and_a_stage_without_evolution_is_refus
         with pytest.raises(ConfigError, match=message):
             resolve("paper", overrides=["mode=pre-policy", *overrides])
     resolve("paper", overrides=["offline_steps=1"])  # the online modes have no offline stage
+
+
+def test_exponent_without_a_dot_is_a_number():
+    # YAML 1.1 reads 3e-7 as a string; the override used to fail with "'>' not supported"
+    assert resolve("paper", overrides=["rl.learning_rate=3e-7"]).rl.learning_rate == 3e-7
+    assert parse_override("model.name_or_path=1e5x") == {"model": {"name_or_path": "1e5x"}}
+
+
+def test_verification_batches_are_bounded():
+    # issue 12.9: at App. B settings one verification generate call held 512 x 5 = 2,560 rows
+    assert preset("paper").rl.eval_batch_size(1) == 256 and preset("paper").rl.eval_batch_size(8) == 256
+    assert resolve("paper", overrides=["rl.max_eval_batch=64"]).rl.eval_batch_size(1) == 64
+    assert preset("cpu-tiny").rl.eval_batch_size(1) == 8
+    with pytest.raises(ConfigError, match="rl.eval_every must be"):
+        resolve("cpu-tiny", overrides=["rl.eval_every=-1"])

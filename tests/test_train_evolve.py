@@ -45,6 +45,13 @@ def test_evolution_finds_the_instruction_the_policy_needs(tmp_path):
     assert not (out / "model").exists()
     assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1, 2, 3, 4]
     assert "policy (frozen):" in str(summary)
+    # cpu-tiny's final choice: the population and the seed on 16 dev questions, then 50 test questions
+    ev = summary.evaluation
+    assert ev["rule"] == "dev" and ev["returned_id"] == summary.best_instruction_id != ev["seed_id"]
+    assert ev["dev_scores"][ev["seed_id"]] == 0.0 and max(ev["dev_scores"].values()) == 1.0
+    assert (ev["test_questions"], ev["test_returned"], ev["test_seed"]) == (50, 1.0, 0.0)
+    assert summary.selection_rollouts == 16 * len(ev["dev_scores"])
+    assert "held-out test:" in str(summary)
 
 
 def test_resumed_evolution_equals_an_uninterrupted_one(tmp_path):

@@ -56,7 +56,7 @@ def _tensors(path):
 def inspo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("inspo") / "run"
     summary = _run(out, "rl.steps=3", "rl.save_steps=2", "data.eval=world", "data.max_eval_questions=2",
-                   "data.max_test_questions=2", *ALGORITHM_1)
+                   "data.max_test_questions=2", "rl.eval_every=2", *ALGORITHM_1)
     return out, summary
 
 
@@ -73,6 +73,11 @@ def test_run_directory_is_complete(inspo_run):
     assert "mode: inspo" in (out / "config.yaml").read_text()
     text = str(summary)
     assert "reward:" in text and "returned instruction" in text and "verification:" in text
+    metrics = {m["step"]: m for m in artifacts.read_jsonl(out / "metrics.jsonl")}
+    assert "eval/reward" in metrics[2] and "eval/reward" not in metrics[1]  # rl.eval_every=2 (issue 12.9)
+    assert 0.0 <= metrics[2]["eval/reward"] <= 1.0
+    assert summary.eval_history == [{"step": 2, "eval/reward": metrics[2]["eval/reward"]}]
+    assert "periodic eval:" in str(summary)
     ev = summary.evaluation
     assert ev is not None and ev["dev_questions"] == 2 and ev["test_questions"] == 2
     assert ev["returned_id"] == summary.best_instruction_id and set(ev["dev_scores"]) >= {ev["seed_id"]}

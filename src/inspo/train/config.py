@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,12 @@ class RLConfig:
     """colocate or server."""
     save_steps: int = 50
     """Checkpoint every this many steps (0: only at the end)."""
+    eval_every: int = 0
+    """Every this many steps, score the current policy greedily with the current I* on data.eval's
+    dev questions (logged as eval/reward; the paper evaluates every 100 steps). 0: never."""
+    max_eval_batch: int = 256
+    """Most episodes per batched generate call in verification and evaluation (bounds memory: at
+    App. B's batch one call would otherwise hold 512 x 5 rows on one device)."""
     logging_steps: int = 1
     """Log every this many optimizer updates."""
     report_to: list[str] = field(default_factory=list)
@@ -210,6 +217,10 @@ class RLConfig:
         _check(self.vllm_mode in ("colocate", "server"), f"rl.vllm_mode must be colocate or server; got {self.vllm_mode!r}")
         _check(self.max_obs_tokens >= 16, f"rl.max_obs_tokens must be >= 16; got {self.max_obs_tokens!r}")
         _check(self.save_steps >= 0, f"rl.save_steps must be >= 0; got {self.save_steps!r}")
+        _check(isinstance(self.eval_every, int) and self.eval_every >= 0,
+               f"rl.eval_every must be an integer >= 0 (0: never); got {self.eval_every!r}")
+        _check(isinstance(self.max_eval_batch, int) and self.max_eval_batch >= 1,
+               f"rl.max_eval_batch must be a positive integer; got {self.max_eval_batch!r}")
         trajectories = self.questions_per_step * self.group_size
         _check(trajectories % self.mini_batches == 0,
                f"rl.questions_per_step x rl.group_size ({trajectories}) must divide into rl.mini_batches ({self.mini_batches})")
@@ -217,6 +228,12 @@ class RLConfig:
     @property
     def trajectories_per_step(self) -> int:
         return self.questions_per_step * self.group_size
+
+    def eval_batch_size(self, world_size: int = 1) -> int:
+        """Episodes per generate call in verification and evaluation on one process: a process's
+        share of a step's trajectories (at least a micro-batch), at most ``max_eval_batch``."""
+        share = max(self.micro_batch_size, self.trajectories_per_step // world_size)
+        return min(share, self.max_eval_batch)
 
 
 @dataclass
@@ -446,8 +463,12 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
+_EXPONENT = re.compile(r"[-+]?\d+(\.\d*)?[eE][-+]?\d+")
+
+
 def parse_override(text: str) -> dict[str, Any]:
-    """``"rl.steps=20"`` -> ``{"rl": {"steps": 20}}`` (the value parsed as a YAML scalar)."""
+    """``"rl.steps=20"`` -> ``{"rl": {"steps": 20}}`` (the value parsed as a YAML scalar; a number
+    YAML 1.1 leaves as a string, like ``3e-7``, is read as a float)."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"override {text!r} must look like section.key=value (e.g. rl.steps=20)")
@@ -457,6 +478,8 @@ def parse_override(text: str) -> dict[str, Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
+    if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):  # YAML 1.1 reads 3e-7 as a string
+        value = float(value)
     node: dict[str, Any] = {}
     cursor = node
     parts = key.strip().split(".")

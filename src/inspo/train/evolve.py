@@ -32,6 +32,7 @@ from inspo.records import Question, Rollout
 from inspo.rng import derived_rng
 from inspo.train import artifacts
 from inspo.train.config import TrainConfig, dump
+from inspo.train.final import choose_instruction, final_choice_lines
 from inspo.train.grpo import RewardFn
 from inspo.train.setup import SetupError, prepare
 from inspo.train.stepper import (
@@ -60,12 +61,17 @@ class EvolveSummary:
     window: int
     best_instruction_id: str
     best_instruction: str
-    best_weight: float
+    best_weight: float | None
     population: list[str]
     optimizer: str
     ledger: dict[str, Any]
     wall_seconds: float
     extra: dict[str, Any] = field(default_factory=dict)
+    evaluation: dict[str, Any] | None = None
+    """The final choice (``final_choice``) and held-out test, as :class:`inspo.train.final.FinalChoice`."""
+    selection_rollouts: int = 0
+    """Rollouts the final choice played on dev questions (beyond the ledger's; the held-out test's
+    are not counted: they inform the user, not the choice)."""
 
     def lines(self) -> list[str]:
         led = self.ledger
@@ -77,8 +83,10 @@ class EvolveSummary:
             f"verification:         {led.get('verification_rollouts', 0)} rollouts for "
             f"{led.get('training_rollouts', 0)} step rollouts (+ {led.get('warmup_rollouts', 0)} warm-up)",
             f"population:           {', '.join(self.population)}",
+            *(final_choice_lines(self.evaluation) if self.evaluation else []),
             f"wall time:            {self.wall_seconds:.0f} s",
-            f"best instruction ({self.best_instruction_id}, weight {self.best_weight:.3f}):",
+            f"returned instruction ({self.best_instruction_id}"
+            + (f", weight {self.best_weight:.3f}):" if self.best_weight is not None else "):"),
             self.best_instruction,
         ]
 
@@ -142,7 +150,9 @@ def run_evolve(
     rl = config.rl
     if policy_url and not policy_model:
         raise SetupError("run_evolve: policy_url needs policy_model (the served model's name)")
-    inputs = prepare(config, need_optimizer=True, need_model=engine is None and not policy_url)
+    choose_on_dev = config.final_choice == "dev"
+    inputs = prepare(config, need_optimizer=True, need_model=engine is None and not policy_url,
+                     need_eval=choose_on_dev)
     engine, policy = _policy(config, engine, policy_url, policy_model, inputs.model_dir)
     log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
 
@@ -205,6 +215,10 @@ def run_evolve(
     bar.close()
 
     best = coevo.best()
+    final, played = None, 0
+    if choose_on_dev:
+        final, played = _final_choice(config, engine, inputs, coevo, reward_fn)
+        best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
     (run_dir / "best_instruction.txt").write_text(best.text + "\n", encoding="utf-8")
     reward_start, reward_end, window = start_end(history, "reward/mean")
     searches_start, searches_end, _ = start_end(history, "rollout/search_calls")
@@ -219,16 +233,38 @@ def run_evolve(
         window=window,
         best_instruction_id=best.id,
         best_instruction=best.text,
-        best_weight=coevo.population.weight_of(best.id),
+        best_weight=coevo.population.weight_of(best.id) if best.id in coevo.population else None,
         population=[i.id for i in coevo.population.instructions],
         optimizer=inputs.optimizer_note,
         ledger=coevo.ledger.to_dict(),
         wall_seconds=time.time() - started,
+        evaluation=final.to_dict() if final else None,
+        selection_rollouts=played,
     )
     artifacts.write_json(run_dir / "summary.json", summary.to_dict())
     if progress:
         print(summary, flush=True)
     return summary
+
+
+def _final_choice(config: TrainConfig, engine: PolicyEngine, inputs, coevo, reward_fn):
+    """``final_choice: dev`` for a frozen policy: the final population and the seed on the dev
+    questions (greedy), then the returned one and the seed on the test questions; returns the
+    :class:`~inspo.train.final.FinalChoice` and the rollouts the choice itself played (dev only)."""
+    greedy = replace(inputs.agent, temperature=0.0)
+    evaluate = make_evaluate(engine, inputs.retriever, greedy, group_size=1,
+                             batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
+
+    def scored(ins, qs):
+        rollouts = evaluate(ins, qs)
+        return _rescore(rollouts, reward_fn) if reward_fn is not None else rollouts
+
+    seed = next(i for i in coevo.population.archive.values() if i.origin == "seed")
+    final = choose_instruction(scored, rule="dev", population=coevo.population.instructions, seed=seed,
+                               by_weight=coevo.best(), dev_questions=inputs.eval_questions,
+                               test_questions=inputs.test_questions, metric=config.rl.reward,
+                               dev_split=config.data.eval_split, test_split=config.data.test_split)
+    return final, final.dev_questions * len(final.dev_scores)
 
 
 def _policy(config: TrainConfig, engine, policy_url, policy_model, model_dir) -> tuple[PolicyEngine, str]:

@@ -77,6 +77,9 @@ class RolloutContext:
     reward_fn: RewardFn | None = None
     choices_path: Path | None = None
     eval_batch_size: int = 32
+    eval_questions: list[Question] = field(default_factory=list)
+    """Dev questions of the periodic evaluation (``rl.eval_every``)."""
+    eval_every: int = 0
     in_flight: list[Rollout] = field(default_factory=list)
     pending: list[Rollout] = field(default_factory=list)
     sampled: set[str] = field(default_factory=set)
@@ -102,6 +105,17 @@ class RolloutContext:
         if self.reward_fn is None:
             return evaluate
         return lambda instruction, questions: self.rescore(evaluate(instruction, questions))
+
+    def periodic_eval(self, model: Any, step: int) -> dict[str, float]:
+        """``rl.eval_every``: the current policy, greedy, with the current I* on the dev questions."""
+        if not (self.eval_every and self.eval_questions and step % self.eval_every == 0):
+            return {}
+        engine = HFEngine(model, self.tokenizer)
+        greedy = replace(self.agent, temperature=0.0)
+        evaluate = make_evaluate(engine, self.retriever, greedy, group_size=1, batch_size=self.eval_batch_size)
+        rollouts = self.rescore(evaluate(self.coevo.best(), self.eval_questions))
+        return {"eval/reward": sum(r.reward for r in rollouts) / len(rollouts),
+                "eval/search_calls": sum(len(r.searches) for r in rollouts) / len(rollouts)}
 
     def trace(self, step: int, groups: list[tuple[str, str]]) -> None:
         if self.choices_path is None:
@@ -238,7 +252,8 @@ class InspoHooks:
         local, ctx.pending = ctx.pending, []
         rollouts = list(gather_object(local)) if ctx.world_size > 1 else local
         payload: list[Any] = [None]
-        needs_model = is_evolve_step(step, ctx.coevo.config)
+        evaluates = bool(ctx.eval_every and ctx.eval_questions and step % ctx.eval_every == 0)
+        needs_model = is_evolve_step(step, ctx.coevo.config) or evaluates
         with generation_model(self.trainer) if needs_model else nullcontext() as model:
             if ctx.is_main:
                 payload[0] = self._update(step, rollouts, model)
@@ -261,6 +276,8 @@ class InspoHooks:
         evaluate = self.ctx.make_evaluate(model, step) if model is not None else None
         report = coevo.update(step, rollouts, evaluate)
         metrics = step_metrics(step, rollouts, report, coevo, before)
+        if model is not None:
+            metrics.update(self.ctx.periodic_eval(model, step))
         metrics["global_step"] = self.trainer.state.global_step
         self.line = dict(metrics)
         return coevo.population.to_dict(), metrics

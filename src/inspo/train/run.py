@@ -80,6 +80,8 @@ class TrainSummary:
     resumed_from: str | None = None
     evaluation: dict[str, Any] | None = None
     stages: dict[str, Any] = field(default_factory=dict)
+    eval_history: list[dict[str, float]] = field(default_factory=list)
+    """``rl.eval_every``: the step and the greedy dev score of the I* of that step."""
 
     @property
     def verification_share(self) -> float:
@@ -98,6 +100,11 @@ class TrainSummary:
             f"(+ {led.get('warmup_rollouts', 0)} warm-up)",
             f"population:           {', '.join(self.population)}",
         ]
+        if self.eval_history:
+            best = max(self.eval_history, key=lambda h: h["eval/reward"])
+            out.append("periodic eval:        I* of the step, greedy on dev: " + ", ".join(
+                f"step {h['step']:.0f} {h['eval/reward']:.3f}" for h in self.eval_history)
+                + f" (best at step {best['step']:.0f})")
         if self.evaluation:
             from inspo.train.final import final_choice_lines
 
@@ -376,7 +383,9 @@ def _train(
         world_size=world,
         reward_fn=reward_fn,
         choices_path=choices,
-        eval_batch_size=max(rl.micro_batch_size, settings["generation_batch_size"] // world),
+        eval_batch_size=rl.eval_batch_size(world),
+        eval_questions=inputs.eval_questions if rl.eval_every else [],
+        eval_every=rl.eval_every,
     )
     callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main)
     trainer = _build_trainer(config, settings, inputs, ctx, callback, progress)
@@ -575,7 +584,7 @@ def _final_choice(ctx, model, inputs, coevo: CoEvolution, config: TrainConfig, p
     agent = replace(inputs.agent, temperature=0.0)
     engine = HFEngine(model, inputs.tokenizer)
     evaluate = make_evaluate(engine, inputs.retriever, agent, group_size=1,
-                             batch_size=max(ctx.eval_batch_size, 32), progress=progress)
+                             batch_size=ctx.eval_batch_size, progress=progress)
     seed_ins = next(i for i in coevo.population.archive.values() if i.origin == "seed")
     return choose_instruction(
         lambda ins, qs: ctx.rescore(evaluate(ins, qs)),
@@ -614,6 +623,7 @@ def _summary(config, coevo, history, optimizer_note, started, *, resumed_from, e
         peak_memory_gb=peak_memory_gb(),
         resumed_from=resumed_from,
         evaluation=evaluation,
+        eval_history=[{"step": h["step"], "eval/reward": h["eval/reward"]} for h in history if "eval/reward" in h],
     )
 
 

@@ -1,0 +1,212 @@
+"""Where one INSPO training step spends its time (issue 9: "profile one cpu-tiny step").
+
+Runs ``inspo.train.run.run_training`` on a preset and times, without changing the library, the
+parts of every step by wrapping them (exclusive time: a part nested in another is subtracted
+from its parent):
+
+- ``generation (training rollouts)``: :func:`inspo.agent.rollout.run_rollouts` called by the
+  rollout function (the multi-turn search episodes of the step's groups);
+- ``trl scoring``: the rest of TRL's ``_generate_and_score_completions`` (rewards, advantages,
+  padding, the old/reference log-probs below);
+- ``log-probs (forward)``: every ``_get_per_token_logps_and_entropies`` call, inside scoring or
+  inside the loss;
+- ``loss + backward + optimizer``: the rest of ``Trainer.training_step`` and the optimizer step;
+- ``co-evolution update``: :meth:`CoEvolution.update` minus its rollouts (attribution, pruning,
+  the optimizer LLM's calls, bookkeeping);
+- ``generation (verification)``: rollouts played inside the update (D_B, the parent);
+- ``other``: the rest of the training loop (callbacks, logging, checkpoints, data loading).
+
+Printed: seconds per step for each part and its share, over the steps after the first (which
+pays one-off costs). The initial population and the final choice run outside the steps and are
+reported separately.
+
+Usage::
+
+    python benchmarks/step_profile.py --threads 2                  # cpu-tiny, its 8 steps
+    python benchmarks/step_profile.py --quick                      # tiny random model, 2 steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+QUICK = [
+    "model.name_or_path=tiny-qwen2", "rl.steps=2", "rl.max_response_tokens=8", "rl.questions_per_step=2",
+    "rl.group_size=2", "data.warmup_questions=2", "coevolution.evolve_every=2", "coevolution.prune_every=1",
+    "coevolution.validation_size=2", "coevolution.candidates_per_call=2", "data.max_eval_questions=2",
+    "data.max_test_questions=2",
+]
+
+
+class Profiler:
+    """Exclusive wall time per part, per phase (``init``, step number, ``final``)."""
+
+    def __init__(self):
+        self.phase: str | int = "init"
+        self.seconds: dict[str | int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.step_start: dict[int, float] = {}
+        self.step_end: dict[int, float] = {}
+        self._stack: list[list] = []  # [name, start, child seconds]
+
+    @contextmanager
+    def part(self, name: str):
+        self._stack.append([name, time.perf_counter(), 0.0])
+        try:
+            yield
+        finally:
+            name, start, children = self._stack.pop()
+            spent = time.perf_counter() - start
+            self.seconds[self.phase][name] += spent - children
+            if self._stack:
+                self._stack[-1][2] += spent
+
+    def inside(self, name: str) -> bool:
+        return any(frame[0] == name for frame in self._stack)
+
+
+def install(prof: Profiler):
+    """Wrap the library's parts (module attributes and the trainer class); returns an undo."""
+    import inspo.agent.evaluate as evaluate_mod
+    import inspo.train.grpo as grpo
+    import inspo.train.run as run_mod
+    from inspo.core.coevolution import CoEvolution
+
+    saved = (grpo.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update)
+    final_choice = run_mod._final_choice
+    on_step_end = grpo.InspoHooks.on_step_end
+
+    def timed_step_end(self, *args, **kwargs):
+        out = on_step_end(self, *args, **kwargs)
+        if isinstance(prof.phase, int):
+            prof.step_end[prof.phase] = time.perf_counter()  # the last optimizer update of the step
+        return out
+
+    grpo.InspoHooks.on_step_end = timed_step_end
+
+    def timed_final_choice(*args, **kwargs):
+        prof.phase = "final"
+        return final_choice(*args, **kwargs)
+
+    run_mod._final_choice = timed_final_choice
+
+    def timed_rollouts(original):
+        def run(*args, **kwargs):
+            name = "generation (verification)" if prof.inside("co-evolution update") else (
+                "generation (training rollouts)" if prof.inside("trl scoring") else "generation (other)")
+            with prof.part(name):
+                return original(*args, **kwargs)
+        return run
+
+    grpo.run_rollouts = timed_rollouts(saved[0])
+    evaluate_mod.run_rollouts = timed_rollouts(saved[1])
+
+    def update(self, step, rollouts, evaluate):
+        with prof.part("co-evolution update"):
+            return saved[3](self, step, rollouts, evaluate)
+
+    CoEvolution.update = update
+
+    def trainer_class():
+        base = saved[2]()
+
+        class Timed(base):
+            def _generate_and_score_completions(self, inputs):
+                prof.phase = len(prof.step_start) + 1  # one generation batch per INSPO step
+                prof.step_start[prof.phase] = time.perf_counter()
+                with prof.part("trl scoring"):
+                    return super()._generate_and_score_completions(inputs)
+
+            def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+                with prof.part("log-probs (forward)"):
+                    return super()._get_per_token_logps_and_entropies(*args, **kwargs)
+
+            def training_step(self, *args, **kwargs):
+                with prof.part("loss + backward + optimizer"):
+                    return super().training_step(*args, **kwargs)
+
+        return Timed
+
+    grpo.trainer_class = trainer_class
+
+    def undo():
+        grpo.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update = saved
+        run_mod._final_choice = final_choice
+        grpo.InspoHooks.on_step_end = on_step_end
+
+    return undo
+
+
+PARTS = ("generation (training rollouts)", "trl scoring", "log-probs (forward)", "loss + backward + optimizer",
+         "co-evolution update", "generation (verification)", "other")
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="cpu-tiny")
+    p.add_argument("--set", action="append", default=[], help="config override")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--out", default="runs/step-profile")
+    p.add_argument("--json", default=None)
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    command = shlex.join([sys.executable, os.path.relpath(__file__), *(sys.argv[1:] if argv is None else argv)])
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from inspo.train.config import resolve
+    from inspo.train.run import run_training
+
+    overrides = [*(QUICK if args.quick else []), f"output_dir={args.out}", *args.set]
+    config = resolve(args.preset, None, overrides)
+    import shutil
+
+    shutil.rmtree(args.out, ignore_errors=True)
+    prof = Profiler()
+    undo = install(prof)
+    started = time.perf_counter()
+    try:
+        summary = run_training(config, progress=False)
+    finally:
+        undo()
+    total = time.perf_counter() - started
+    steps = sorted(s for s in prof.step_start if s in prof.step_end)
+    measured = steps[1:] or steps  # the first step pays one-off costs
+    wall = {s: prof.step_end[s] - prof.step_start[s] for s in measured}
+    per_step = sum(wall.values()) / len(measured)
+    rows = {part: sum(prof.seconds[s].get(part, 0.0) for s in measured) / len(measured) for part in PARTS[:-1]}
+    rows["other"] = max(0.0, per_step - sum(rows.values()))
+    print(f"command: {command}")
+    print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
+          f"load {os.getloadavg()[0]:.2f}")
+    print(f"{config.rl.questions_per_step} questions x G {config.rl.group_size} per step; steps measured: "
+          f"{measured} (step 1 pays one-off costs); total run {total:.0f} s")
+    print(f"{'part':34s} {'s / step':>9s} {'share':>7s}")
+    for part, sec in rows.items():
+        print(f"{part:34s} {sec:9.2f} {100 * sec / per_step if per_step else 0:6.1f}%")
+    print(f"{'step wall time':34s} {per_step:9.2f}")
+    init = dict(prof.seconds["init"])
+    final = dict(prof.seconds["final"])
+    print(f"outside the steps: initial population {sum(init.values()):.0f} s; final choice {sum(final.values()):.0f} s")
+    print("\nthe run's summary:")
+    print(summary)
+    result = {"command": command, "per_step": rows, "step_wall_s": per_step, "steps_measured": measured,
+              "total_s": total, "init": init}
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
