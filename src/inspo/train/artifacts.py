@@ -2,7 +2,8 @@
 
 Layout (``inspo train``; ``inspo evolve`` writes the same minus ``model/`` and checkpoints)::
 
-    config.yaml            the resolved config
+    config.yaml            the resolved config (after a resume: under a comment naming what changed)
+    resume.json            one entry per resume: the checkpoint and the settings it changed
     events.jsonl           the core's typed events, one per line (main process only)
     metrics.jsonl          one line per INSPO step: reward/, rollout/, inspo/ and TRL's train metrics
     choices.rank<R>.jsonl  which instruction each process used for each question group
@@ -10,7 +11,8 @@ Layout (``inspo train``; ``inspo evolve`` writes the same minus ``model/`` and c
     best_instruction.txt   I* = argmax w
     summary.json           the run's summary (see TrainSummary / EvolveSummary)
     model/                 the trained model + tokenizer (LoRA merged)
-    checkpoint-N/          TRL checkpoints, each with inspo_state.json and inspo_step.json
+    checkpoint-N/          TRL checkpoints, each with inspo_state.json and inspo_step.json (the
+                           INSPO step and the run's resolved config)
 
 Rules:
 
@@ -142,5 +144,5 @@ def clear_run_files(run_dir: Path) -> None:
     """Remove the log files of an earlier run in ``run_dir`` (a new run starts clean)."""
     for path in list(jsonl_paths(run_dir)):
         path.unlink(missing_ok=True)
-    for name in (STATE_FILE, "summary.json", "best_instruction.txt"):
+    for name in (STATE_FILE, "summary.json", "best_instruction.txt", "resume.json"):
         (run_dir / name).unlink(missing_ok=True)

@@ -44,7 +44,7 @@ from inspo.llm.base import LLMClient
 from inspo.records import Question
 from inspo.rng import derived_rng
 from inspo.train import artifacts
-from inspo.train.config import TrainConfig, dump, offline_config
+from inspo.train.config import TrainConfig, core_config, dump, offline_config
 from inspo.train.grpo import RewardFn
 from inspo.train.setup import SetupError, prepare
 from inspo.train.stepper import outcome_lines
@@ -82,6 +82,8 @@ class TrainSummary:
     stages: dict[str, Any] = field(default_factory=dict)
     eval_history: list[dict[str, float]] = field(default_factory=list)
     """``rl.eval_every``: the step and the greedy dev score of the I* of that step."""
+    resume_changes: list[str] = field(default_factory=list)
+    """Settings the last resume changed (``key: old -> new``; all resumes: ``resume.json``)."""
 
     @property
     def verification_share(self) -> float:
@@ -93,6 +95,7 @@ class TrainSummary:
         out = [
             f"run directory:        {self.run_dir}",
             f"mode:                 {self.mode}" + (f" (resumed from {self.resumed_from})" if self.resumed_from else ""),
+            *([f"changed on resume:    {'; '.join(self.resume_changes)}"] if self.resume_changes else []),
             f"steps:                {self.steps}",
             *outcome_lines(self),
             f"verification:         {led.get('verification_rollouts', 0)} rollouts = "
@@ -301,8 +304,7 @@ def build_coevolution(
 ) -> CoEvolution:
     """The core for a mode: ``static`` is a population of one (the seed) that never changes.
     ``fits`` refuses evolved instructions whose prompt would exceed ``rl.max_prompt_tokens``."""
-    if static:
-        co = replace(co, population_size=1, n_parent=1, prune=False, evolve=False, init_population=False)
+    co = core_config(co, static=static)
     if llm is None:
         from inspo.llm.rule_based import RuleBasedReflector
 
@@ -346,6 +348,9 @@ def _train(
             f"{run_dir} already holds checkpoints of an earlier run; pass resume=True (--resume) to continue "
             "it, or choose another output_dir"
         )
+    plan, saved_state = (None, None)
+    if checkpoint is not None:  # a refused change stops here, before anything loads
+        plan, saved_state = _plan_resume(config, run_dir, checkpoint, static=static)
     cuda = _cuda()
     settings = grpo_settings(config, world, cuda=cuda, progress=progress)
     inputs = prepare(config, need_optimizer=not static, need_eval=True)
@@ -361,7 +366,7 @@ def _train(
         run_dir.mkdir(parents=True, exist_ok=True)
         if checkpoint is None:
             artifacts.clear_run_files(run_dir)
-        (run_dir / "config.yaml").write_text(dump(config), encoding="utf-8")
+        (run_dir / "config.yaml").write_text(plan.config_text(config) if plan else dump(config), encoding="utf-8")
     if checkpoint is None:
         choices.unlink(missing_ok=True)
     events = EventLog(run_dir / "events.jsonl" if main else None, keep=main)
@@ -387,7 +392,8 @@ def _train(
         eval_questions=inputs.eval_questions if rl.eval_every else [],
         eval_every=rl.eval_every,
     )
-    callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main)
+    callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main,
+                             run_config=config.to_dict())
     trainer = _build_trainer(config, settings, inputs, ctx, callback, progress)
     callback.trainer = trainer
 
@@ -401,15 +407,15 @@ def _train(
         ctx.coevo = coevo
 
     # -- P_0 (fresh) or the checkpoint's state (resume), identical on every process --------
-    if checkpoint is not None:
-        step_info = artifacts.read_step(checkpoint)
-        step = int(step_info["inspo_step"])
-        if int(step_info.get("mini_batches", rl.mini_batches)) != rl.mini_batches:
-            raise SetupError(f"{checkpoint} was written with rl.mini_batches={step_info['mini_batches']}; "
-                             f"resume with the same value (now {rl.mini_batches})")
+    if plan is not None:
+        step = plan.step
         if main:
-            coevo.load_state_dict(read_state(checkpoint / artifacts.STATE_FILE))
+            coevo.load_state_dict(saved_state, emit=False)  # every section's changes go in one event below
             dropped = artifacts.truncate_after(run_dir, step)
+            if plan.applied:
+                events.emit(plan.event())
+            plan.write(run_dir)
+            _say(plan.lines(), progress)
             log.info("resuming from %s (INSPO step %d); dropped %d log line(s) written after it", checkpoint, step, dropped)
         else:
             artifacts.truncate_jsonl(choices, lambda r: int(r.get("step", 0)) <= step)
@@ -438,6 +444,7 @@ def _train(
     history = artifacts.read_jsonl(run_dir / "metrics.jsonl") if main else callback.history
     summary = _summary(config, coevo, history, inputs.optimizer_note, started,
                        resumed_from=str(checkpoint) if checkpoint else None, evaluation=evaluation)
+    summary.resume_changes = [str(c) for c in plan.applied] if plan else []
     if final is not None:
         summary.best_instruction_id, summary.best_instruction = final.returned_id, final.returned_text
         summary.best_weight = coevo.population.weight_of(final.returned_id) if final.returned_id in coevo.population \
@@ -448,6 +455,32 @@ def _train(
         if progress:
             print(summary, flush=True)
     return summary, ((model, inputs.tokenizer) if keep_model else None)
+
+
+def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
+    """The checked :class:`~inspo.train.resume.ResumePlan` of a resume from ``checkpoint`` and the
+    saved core state; raises ``ResumeRefused`` (a SetupError) for a change the checkpoint cannot honour."""
+    from inspo.train.resume import plan_resume, read_old_config
+
+    step_info = artifacts.read_step(checkpoint)
+    if int(step_info.get("mini_batches", config.rl.mini_batches)) != config.rl.mini_batches:
+        raise SetupError(f"{checkpoint} was written with rl.mini_batches={step_info['mini_batches']}; "
+                         f"resume with the same value (now {config.rl.mini_batches})")
+    state = read_state(checkpoint / artifacts.STATE_FILE)
+    saved, where = read_old_config(run_dir, checkpoint)
+    plan = plan_resume(config, saved_core=state["config"], saved=saved, checkpoint=str(checkpoint),
+                       step=int(step_info["inspo_step"]), compared_with=where, static=static)
+    plan.check()
+    return plan, state
+
+
+def _say(lines: list[str], progress: bool) -> None:
+    """Lines for the user: printed with progress on, logged otherwise (as the step lines are)."""
+    for line in lines:
+        if progress:
+            print(line, flush=True)
+        else:
+            log.info(line)
 
 
 def _build_trainer(config, settings, inputs, ctx, callback, progress):
