@@ -497,11 +497,13 @@ def parse_override(text: str) -> dict[str, Any]:
     return node
 
 
-def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overrides: list[str] = ()) -> TrainConfig:
-    """Preset, then the file, then the overrides; validated once at the end."""
-    if preset_name not in PRESETS:
+def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overrides: list[str] = (), *,
+            base: dict[str, Any] | None = None) -> TrainConfig:
+    """Preset, then the file, then the overrides; validated once at the end. ``base`` replaces
+    the preset as the starting point (``inspo eval --grid``: the run directory's config.yaml)."""
+    if base is None and preset_name not in PRESETS:
         raise ConfigError(f"unknown preset {preset_name!r}; presets are: {', '.join(PRESETS)}")
-    data = copy.deepcopy(PRESETS[preset_name])
+    data = copy.deepcopy(PRESETS[preset_name] if base is None else base)
     if file is not None:
         data = merge(data, read_config_file(file))
     for text in overrides:
