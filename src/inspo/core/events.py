@@ -141,6 +141,16 @@ class EvolutionFinished(Event):
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class SettingsChanged(Event):
+    """A run resumed after ``step`` with co-evolution settings that differ from its saved state's;
+    the new values apply from the next step on."""
+
+    kind: ClassVar[str] = "settings_changed"
+    changes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """setting -> {"old": saved value, "new": value in use}."""
+
+
 Observer = Callable[[Event], None]
 
 

@@ -64,6 +64,14 @@ def load_qa_source(source: str, *, split: str = "train", limit: int | None = Non
     raise ValueError(f"unknown QA source {source!r}: {HELP}")
 
 
+def within_hops(questions: list[Question], max_hops: int) -> list[Question]:
+    """The questions whose ``meta["hops"]`` is at most ``max_hops`` (0: all; a question without
+    hop metadata is kept)."""
+    if not max_hops:
+        return list(questions)
+    return [q for q in questions if int(q.meta.get("hops", 0) or 0) <= max_hops]
+
+
 def load_corpus_source(source: str, *, limit: int | None = None) -> list[Passage]:
     """Passages from the corpus named by ``source`` (see module docstring)."""
     seed = _world_seed(source)

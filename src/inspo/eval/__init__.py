@@ -4,7 +4,9 @@
   :class:`EvalCell` (pure);
 - :func:`run_eval` plays every cell through the agent's ``evaluate`` seam, batched, with a
   progress bar, and returns an :class:`EvalReport`;
-- :meth:`EvalReport.markdown` / ``to_dict`` give the Markdown table and the JSON.
+- :meth:`EvalReport.markdown` / ``to_dict`` give the Markdown table and the JSON, each with the
+  ``settings`` the cells were measured under (where the config came from, the overrides put on
+  top of it, the agent, the retriever, the question filter), so two evaluations can be compared.
 
 Dataset specs are ``SOURCE[@SPLIT]`` (``world@test``, ``data/nq.jsonl``, ``hf:nq_open@validation``);
 instruction specs are ``seed`` (Search-R1's instruction), a run directory (its
@@ -18,6 +20,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from inspo.artifacts import BEST_INSTRUCTION_FILE, MODEL_DIR
 from inspo.records import EvaluateFn, Instruction, Question, Rollout
@@ -55,6 +58,9 @@ class EvalCell:
 @dataclass
 class EvalReport:
     cells: list[EvalCell] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    """What the cells were measured under: ``config`` (where it came from), ``overrides`` (a list
+    of ``{"key", "old", "new"}`` put on top of it), ``agent``, ``retriever``, ``questions``."""
 
     def averages(self) -> list[EvalCell]:
         """One row per (policy, instruction): the unweighted mean over datasets (the paper's Avg.)."""
@@ -71,7 +77,8 @@ class EvalReport:
         return out
 
     def to_dict(self) -> dict:
-        return {"cells": [asdict(c) for c in self.cells], "average": [asdict(c) for c in self.averages()]}
+        return {"cells": [asdict(c) for c in self.cells], "average": [asdict(c) for c in self.averages()],
+                "settings": self.settings}
 
     def markdown(self) -> str:
         head = "| policy | instruction | dataset | n | EM | F1 | searches | turns | format failures | no answer |"
@@ -81,7 +88,7 @@ class EvalReport:
             f"{c.searches:.2f} | {c.turns:.2f} | {c.format_failures:.1%} | {c.no_answer:.1%} |"
             for c in self.cells + (self.averages() if len({c.dataset for c in self.cells}) > 1 else [])
         ]
-        return "\n".join([head, rule, *rows]) + "\n"
+        return "\n".join([head, rule, *rows, *settings_lines(self.settings)]) + "\n"
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         out = Path(out_dir)
@@ -89,6 +96,26 @@ class EvalReport:
         (out / "eval.json").write_text(json.dumps(self.to_dict(), indent=2))
         (out / "eval.md").write_text(self.markdown())
         return out / "eval.json", out / "eval.md"
+
+
+def settings_lines(settings: dict[str, Any]) -> list[str]:
+    """The settings as a Markdown list under the table ([] when there are none)."""
+    if not settings:
+        return []
+
+    def pairs(d: dict[str, Any]) -> str:
+        return ", ".join(f"{k} {v!r}" for k, v in d.items())
+
+    out = ["", "Settings:", ""]
+    if "config" in settings:
+        out.append(f"- config: {settings['config']}")
+    if "overrides" in settings:
+        listed = "; ".join(f"`{o['key']}`: {o['old']!r} -> {o['new']!r}" for o in settings["overrides"])
+        out.append(f"- overrides on top of it: {listed or 'none'}")
+    for key, value in settings.items():
+        if key not in ("config", "overrides"):
+            out.append(f"- {key}: {pairs(value) if isinstance(value, dict) else value}")
+    return out
 
 
 def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout]) -> EvalCell:
@@ -137,24 +164,27 @@ def run_eval(
 
 
 # ------------------------------------------------------------------------------ spec parsing
-def parse_dataset(spec: str, *, limit: int | None = None) -> Dataset:
-    """``SOURCE[@SPLIT]`` (split defaults to test) -> a labelled question set."""
-    from inspo.data.sources import load_qa_source
+def parse_dataset(spec: str, *, limit: int | None = None, max_hops: int = 0) -> Dataset:
+    """``SOURCE[@SPLIT]`` (split defaults to test) -> a labelled question set; ``max_hops > 0``
+    keeps the questions of at most that many hops (those without hop metadata too), then ``limit``."""
+    from inspo.data.sources import load_qa_source, within_hops
 
     source, _, split = spec.partition("@")
     split = split or "test"
-    questions = load_qa_source(source, split=split, limit=limit or None)
+    questions = load_qa_source(source, split=split, limit=None if max_hops else (limit or None))
+    questions = within_hops(questions, max_hops)[: limit or None]
     if not questions:
-        raise ValueError(f"dataset {spec!r} has no questions")
+        raise ValueError(f"dataset {spec!r} has no questions" + (f" with at most {max_hops} hop(s)" if max_hops else ""))
     return Dataset(label=f"{source}@{split}", questions=tuple(questions))
 
 
-def parse_instruction(spec: str) -> NamedInstruction:
-    """``seed``, a run directory (its best_instruction.txt) or a text file."""
+def parse_instruction(spec: str, *, seed_text: str = "") -> NamedInstruction:
+    """``seed`` (``seed_text``, a run's seed instruction, or Search-R1's when it is ''), a run
+    directory (its best_instruction.txt) or a text file."""
     from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 
     if spec == "seed":
-        return NamedInstruction("seed", Instruction(id="seed", text=SEARCH_R1_INSTRUCTION))
+        return NamedInstruction("seed", Instruction(id="seed", text=seed_text or SEARCH_R1_INSTRUCTION))
     path = Path(spec)
     if path.is_dir():
         best = path / BEST_INSTRUCTION_FILE

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from inspo.core.config import CoEvolutionConfig, ConfigError
+from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
 from inspo.llm.factory import OptimizerLLMConfig
 from inspo.train.final import FINAL_CHOICES
 from inspo.train.presets import PRESETS
@@ -271,6 +271,14 @@ class TrainConfig:
         return asdict(self)
 
 
+def core_config(co: CoEvolutionConfig, *, static: bool) -> CoEvolutionConfig:
+    """The co-evolution config the core of a run gets: ``static`` (the static mode and the GRPO
+    stage of pre-/post-policy) is a population of one, the seed, that never changes."""
+    if static:
+        return replace(co, population_size=1, n_parent=1, prune=False, evolve=False, init_population=False)
+    return co
+
+
 # ------------------------------------------------------------------------- the offline stage
 def online_rounds(co: CoEvolutionConfig) -> int:
     """Evolution rounds Algorithm 1 makes before T_e (every K_e-th step t < T_e; P_0 not counted)."""
@@ -430,14 +438,39 @@ def parse_override(text: str) -> dict[str, Any]:
     return node
 
 
-def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overrides: list[str] = ()) -> TrainConfig:
-    """Preset, then the file, then the overrides; validated once at the end."""
-    data = _preset_data(preset_name)
+def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overrides: list[str] = (), *,
+            base: dict[str, Any] | None = None) -> TrainConfig:
+    """Preset, then the file, then the overrides; validated once at the end. ``base`` replaces
+    the preset as the starting point (``inspo eval --grid``: the run directory's config.yaml)."""
+    data = _preset_data(preset_name) if base is None else copy.deepcopy(base)
     if file is not None:
         data = merge(data, read_config_file(file))
     for text in overrides:
         data = merge(data, parse_override(text))
     return from_dict(data)
+
+
+def flat_settings(config: TrainConfig | dict[str, Any]) -> dict[str, Any]:
+    """Every setting under its dotted ``--set`` key (``{"rl.steps": 8, "model.lora": True, ...}``)."""
+    out: dict[str, Any] = {}
+
+    def walk(node: dict[str, Any], prefix: str) -> None:
+        for key, value in node.items():
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{key}.")
+            else:
+                out[prefix + key] = value
+
+    walk(_plain(config) if is_dataclass(config) else dict(config), "")
+    return out
+
+
+def setting_changes(old: TrainConfig | dict[str, Any], new: TrainConfig | dict[str, Any]) -> list[SettingChange]:
+    """Every dotted setting whose value differs from ``old`` to ``new`` (in ``new``'s order; a key
+    only one side has shows ``None`` on the other)."""
+    a, b = flat_settings(old), flat_settings(new)
+    keys = list(b) + [k for k in a if k not in b]
+    return [SettingChange(k, a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)]
 
 
 def dump(config: TrainConfig) -> str:

@@ -100,16 +100,26 @@ def run_evolve(
     if policy_url and not policy_model:
         raise SetupError("run_evolve: policy_url needs policy_model (the served model's name)")
     choose_on_dev = config.final_choice == "dev"
+    state_path = run_dir / artifacts.STATE_FILE
+    plan, saved_state = None, None
+    if resume and state_path.is_file():  # a refused change stops here, before anything loads
+        from inspo.train.resume import FIXED_ON_EVOLVE_RESUME, plan_resume, read_old_config
+
+        saved_state = read_state(state_path)
+        saved, where = read_old_config(run_dir)
+        plan = plan_resume(config, saved_core=saved_state["config"], saved=saved, checkpoint=str(state_path),
+                           step=int(saved_state["last_step"]), compared_with=where, static=False,
+                           fixed=FIXED_ON_EVOLVE_RESUME)
+        plan.check()
     inputs = prepare(config, need_optimizer=True, need_model=engine is None and not policy_url,
                      need_eval=choose_on_dev)
     engine, policy = _policy(config, engine, policy_url, policy_model, inputs.model_dir)
     log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    state_path = run_dir / artifacts.STATE_FILE
     if not resume:
         artifacts.clear_run_files(run_dir)
-    (run_dir / artifacts.CONFIG_FILE).write_text(dump(config), encoding="utf-8")
+    (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config), encoding="utf-8")
     events = EventLog(run_dir / artifacts.EVENTS_FILE)
     coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
                               fits=inputs.fits)
@@ -120,10 +130,18 @@ def run_evolve(
                                      batch_size=batch_size, reward_fn=reward_fn)
 
     first = 1
-    if resume and state_path.is_file():
-        coevo.load_state_dict(read_state(state_path))
+    if plan is not None:
+        coevo.load_state_dict(saved_state, emit=False)  # every section's changes go in one event below
         first = coevo.last_step + 1
         dropped = artifacts.truncate_after(run_dir, coevo.last_step)
+        if plan.applied:
+            events.emit(plan.event())
+        plan.write(run_dir)
+        for line in plan.lines():
+            if progress:
+                print(line, flush=True)
+            else:
+                log.info(line)
         log.info("resuming evolution after step %d (dropped %d log line(s))", coevo.last_step, dropped)
     else:
         warm = warmup_questions(inputs.questions, config.data.warmup_questions, coevo.config.seed)
@@ -157,7 +175,8 @@ def run_evolve(
     artifacts.write_best_instruction(run_dir, best.text)
     summary = summarize(run_dir=run_dir, mode="evolve", steps=steps, history=metrics.history, coevo=coevo,
                         returned=best, optimizer=inputs.optimizer_note, started=started, policy=policy,
-                        evaluation=final.to_dict() if final else None, selection_rollouts=played)
+                        evaluation=final.to_dict() if final else None, selection_rollouts=played,
+                        resume_changes=[str(c) for c in plan.applied] if plan else [])
     summary.write()
     if progress:
         print(summary, flush=True)

@@ -227,9 +227,12 @@ class InspoHooks:
     ``trainer`` must be set after the trainer is built (TRL does not pass it to callbacks).
     """
 
-    def __init__(self, ctx: RolloutContext, *, run_dir: Path, total_steps: int, progress: bool):
+    def __init__(self, ctx: RolloutContext, *, run_dir: Path, total_steps: int, progress: bool,
+                 run_config: dict[str, Any] | None = None):
         self.ctx = ctx
         self.metrics = MetricsLog(Path(run_dir) / artifacts.METRICS_FILE, total_steps, progress=progress)
+        self.run_config = run_config
+        """The run's resolved config, recorded in each checkpoint (a resume compares with it)."""
         self.trainer: Any = None
         self.line: dict[str, Any] | None = None
 
@@ -283,10 +286,10 @@ class InspoHooks:
         self.flush()
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         step = state.global_step // self.ctx.mini_batches
-        artifacts.write_json(
-            checkpoint / artifacts.STEP_FILE,
-            {"inspo_step": step, "global_step": state.global_step, "mini_batches": self.ctx.mini_batches},
-        )
+        info: dict[str, Any] = {"inspo_step": step, "global_step": state.global_step, "mini_batches": self.ctx.mini_batches}
+        if self.run_config is not None:
+            info["config"] = self.run_config
+        artifacts.write_json(checkpoint / artifacts.STEP_FILE, info)
         save_state(self.ctx.coevo, checkpoint / artifacts.STATE_FILE)  # last: marks the checkpoint complete
 
     def on_train_end(self, args, state, control, **kwargs):

@@ -68,6 +68,7 @@ from inspo.llm.base import LLMClient
 from inspo.records import EvaluateFn, Question, Rollout
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
+from inspo.train.config import core_config
 
 log = logging.getLogger("inspo.train")
 
@@ -85,8 +86,7 @@ def build_coevolution(
 ) -> CoEvolution:
     """The core for a mode: ``static`` is a population of one (the seed) that never changes.
     ``fits`` refuses evolved instructions whose prompt would exceed ``rl.max_prompt_tokens``."""
-    if static:
-        co = replace(co, population_size=1, n_parent=1, prune=False, evolve=False, init_population=False)
+    co = core_config(co, static=static)
     if llm is None:
         from inspo.core.reflector import RuleBasedReflector
 

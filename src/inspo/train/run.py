@@ -10,7 +10,7 @@ Reads top to bottom like the run does:
    process; a resumed run loads the core state of its checkpoint; either way the population is
    broadcast so every process holds the same one;
 4. ``trainer.train()``: each INSPO step is one TRL generation batch (see :mod:`.grpo`);
-5. the run directory is completed (see :mod:`inspo.train.artifacts`) and a summary returned.
+5. the run directory is completed (see :mod:`inspo.artifacts`) and a summary returned.
 
 Modes: ``inspo`` (co-evolution), ``static`` (a population of one, the seed: the Search-R1
 baseline), ``pre-policy`` (instruction evolution with the frozen base policy for
@@ -231,6 +231,9 @@ def _train(
             f"{run_dir} already holds checkpoints of an earlier run; pass resume=True (--resume) to continue "
             "it, or choose another output_dir"
         )
+    plan, saved_state = (None, None)
+    if checkpoint is not None:  # a refused change stops here, before anything loads
+        plan, saved_state = _plan_resume(config, run_dir, checkpoint, static=static)
     cuda = _cuda()
     settings = grpo_settings(config, world, cuda=cuda, progress=progress)
     inputs = prepare(config, need_optimizer=not static, need_eval=True)
@@ -246,7 +249,8 @@ def _train(
         run_dir.mkdir(parents=True, exist_ok=True)
         if checkpoint is None:
             artifacts.clear_run_files(run_dir)
-        (run_dir / artifacts.CONFIG_FILE).write_text(dump(config), encoding="utf-8")
+        (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config),
+                                                     encoding="utf-8")
     if checkpoint is None:
         choices.unlink(missing_ok=True)
     events = EventLog(run_dir / artifacts.EVENTS_FILE if main else None, keep=main)
@@ -272,7 +276,8 @@ def _train(
         eval_questions=inputs.eval_questions if rl.eval_every else [],
         eval_every=rl.eval_every,
     )
-    callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main)
+    callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main,
+                             run_config=config.to_dict())
     trainer = _build_trainer(config, settings, inputs, ctx, callback, progress)
     callback.trainer = trainer
 
@@ -286,15 +291,15 @@ def _train(
         ctx.coevo = coevo
 
     # -- P_0 (fresh) or the checkpoint's state (resume), identical on every process --------
-    if checkpoint is not None:
-        step_info = artifacts.read_step(checkpoint)
-        step = int(step_info["inspo_step"])
-        if int(step_info.get("mini_batches", rl.mini_batches)) != rl.mini_batches:
-            raise SetupError(f"{checkpoint} was written with rl.mini_batches={step_info['mini_batches']}; "
-                             f"resume with the same value (now {rl.mini_batches})")
+    if plan is not None:
+        step = plan.step
         if main:
-            coevo.load_state_dict(read_state(checkpoint / artifacts.STATE_FILE))
+            coevo.load_state_dict(saved_state, emit=False)  # every section's changes go in one event below
             dropped = artifacts.truncate_after(run_dir, step)
+            if plan.applied:
+                events.emit(plan.event())
+            plan.write(run_dir)
+            _say(plan.lines(), progress)
             log.info("resuming from %s (INSPO step %d); dropped %d log line(s) written after it", checkpoint, step, dropped)
         else:
             artifacts.truncate_jsonl(choices, lambda r: int(r.get("step", 0)) <= step)
@@ -327,7 +332,7 @@ def _train(
     summary = summarize(
         run_dir=config.output_dir, mode=config.mode, steps=rl.steps, history=history, coevo=coevo, returned=returned,
         optimizer=inputs.optimizer_note, started=started, resumed_from=str(checkpoint) if checkpoint else None,
-        evaluation=evaluation, stages=stages,
+        evaluation=evaluation, stages=stages, resume_changes=[str(c) for c in plan.applied] if plan else [],
         eval_history=[{"step": h["step"], "eval/reward": h["eval/reward"]} for h in history if "eval/reward" in h],
     )
     if main:
@@ -335,6 +340,32 @@ def _train(
         if progress:
             print(summary, flush=True)
     return summary, ((model, inputs.tokenizer) if keep_model else None)
+
+
+def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
+    """The checked :class:`~inspo.train.resume.ResumePlan` of a resume from ``checkpoint`` and the
+    saved core state; raises ``ResumeRefused`` (a SetupError) for a change the checkpoint cannot honour."""
+    from inspo.train.resume import plan_resume, read_old_config
+
+    step_info = artifacts.read_step(checkpoint)
+    if int(step_info.get("mini_batches", config.rl.mini_batches)) != config.rl.mini_batches:
+        raise SetupError(f"{checkpoint} was written with rl.mini_batches={step_info['mini_batches']}; "
+                         f"resume with the same value (now {config.rl.mini_batches})")
+    state = read_state(checkpoint / artifacts.STATE_FILE)
+    saved, where = read_old_config(run_dir, checkpoint)
+    plan = plan_resume(config, saved_core=state["config"], saved=saved, checkpoint=str(checkpoint),
+                       step=int(step_info["inspo_step"]), compared_with=where, static=static)
+    plan.check()
+    return plan, state
+
+
+def _say(lines: list[str], progress: bool) -> None:
+    """Lines for the user: printed with progress on, logged otherwise (as the step lines are)."""
+    for line in lines:
+        if progress:
+            print(line, flush=True)
+        else:
+            log.info(line)
 
 
 def _build_trainer(config, settings, inputs, ctx, callback, progress):

@@ -87,15 +87,14 @@ def load_questions(source: str, split: str, limit: int, *, field_name: str, max_
     ``max_hops > 0`` keeps the questions whose ``meta["hops"]`` is at most that (questions
     without it are kept); ``limit`` applies after that filter.
     """
-    from inspo.data.sources import load_qa_source
+    from inspo.data.sources import load_qa_source, within_hops
 
     try:
         questions = load_qa_source(source, split=split, limit=None if max_hops else (limit or None))
     except (FileNotFoundError, ValueError, OSError) as exc:
         raise SetupError(f"{field_name}={source!r} (split {split!r}) cannot be read: {exc}") from exc
     if max_hops:
-        questions = [q for q in questions if int(q.meta.get("hops", 0) or 0) <= max_hops]
-        questions = questions[: limit or None]
+        questions = within_hops(questions, max_hops)[: limit or None]
     if not questions:
         extra = f" with at most {max_hops} hop(s)" if max_hops else ""
         raise SetupError(f"{field_name}={source!r} (split {split!r}) has no questions{extra}")

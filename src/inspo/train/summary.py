@@ -52,6 +52,8 @@ class RunSummary:
     """pre-/post-policy modes: the offline stage's summary."""
     eval_history: list[dict[str, float]] = field(default_factory=list)
     """``rl.eval_every``: the step and the greedy dev score of the I* of that step."""
+    resume_changes: list[str] = field(default_factory=list)
+    """Settings the last resume changed (``key: old -> new``; all resumes: ``resume.json``)."""
     selection_rollouts: int = 0
     """Rollouts the final choice played on dev questions (beyond the ledger's; the held-out test's
     are not counted: they inform the user, not the choice)."""
@@ -68,6 +70,7 @@ class RunSummary:
         out = [
             f"run directory:        {self.run_dir}",
             f"mode:                 {self.mode}" + (f" (resumed from {self.resumed_from})" if self.resumed_from else ""),
+            *([f"changed on resume:    {'; '.join(self.resume_changes)}"] if self.resume_changes else []),
         ]
         if self.policy:
             out.append(f"policy (frozen):      {self.policy}")

@@ -1,0 +1,216 @@
+"""What a resumed run may change, checked before any work, and how the change is reported.
+
+``inspo train --resume`` (and ``inspo evolve --resume``) continue a run under the config they are
+given (``--preset/--config/--set``), which may differ from the config that wrote the checkpoint.
+:func:`plan_resume` compares the two before anything loads. The old config is the one recorded
+in the checkpoint's ``inspo_step.json`` (``inspo train``), else the run directory's
+``config.yaml`` as it was before this resume; the old co-evolution settings are always the
+saved state's own.
+
+- A change the checkpoint cannot honour is refused: :meth:`ResumePlan.check` raises
+  :class:`ResumeRefused` (a ``SetupError``), one message naming each key with its old and new
+  value, why, and how to go on. Refused are the co-evolution settings the saved state was built
+  with (:data:`inspo.core.config.FIXED_ON_RESUME`) and, for ``inspo train``,
+  :data:`FIXED_ON_TRAIN_RESUME`: the model whose weights the checkpoint holds, the learning rate
+  and scheduler TRL restores from it, and the batch shape, seed and question set TRL's place in
+  the question order is counted in.
+- Every other change is applied from the step after the checkpoint's and recorded: printed, one
+  ``settings_changed`` event in ``events.jsonl`` at the checkpoint's step, one entry per resume
+  in ``resume.json``, a comment at the top of ``config.yaml`` and a line in the summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspo import artifacts
+from inspo.core.config import FIXED_ON_RESUME, CoEvolutionConfig, config_changes
+from inspo.core.events import SettingsChanged
+from inspo.train.config import TrainConfig, core_config, dump, setting_changes
+from inspo.train.setup import SetupError
+
+_WEIGHTS = "the checkpoint holds this model's weights (or LoRA adapters)"
+_OPTIMIZER = ("TRL restores the optimizer and the learning-rate scheduler from the checkpoint, with the old base "
+              "learning rate: the new value would be ignored")
+_SHAPE = ("TRL finds its place in the question order by counting the batches already consumed in this shape: "
+          "another shape would repeat or skip questions")
+_QUESTIONS = "TRL's place in the question order indexes this question set: another set would be read from the old place"
+
+#: Settings outside ``coevolution`` that ``inspo train --resume`` refuses to change, and why.
+FIXED_ON_TRAIN_RESUME: dict[str, str] = {
+    "mode": "the checkpoint was written by a run of this mode",
+    "seed_instruction": "the saved population grew from it",
+    "model.name_or_path": _WEIGHTS,
+    "model.dtype": _WEIGHTS,
+    "model.lora": _WEIGHTS,
+    "model.lora_r": _WEIGHTS,
+    "model.lora_alpha": _WEIGHTS,
+    "model.lora_target_modules": _WEIGHTS,
+    "rl.learning_rate": _OPTIMIZER,
+    "rl.lr_scheduler": _OPTIMIZER,
+    "rl.seed": "the question order and the checkpoint's random streams were drawn from it "
+               "(coevolution.seed follows it when it is not set)",
+    "rl.questions_per_step": _SHAPE,
+    "rl.group_size": _SHAPE,
+    "rl.mini_batches": _SHAPE,
+    "rl.micro_batch_size": _SHAPE + " (its gradient accumulation is part of the count)",
+    "data.train": _QUESTIONS,
+    "data.train_split": _QUESTIONS,
+    "data.max_train_questions": _QUESTIONS,
+    "data.max_hops": _QUESTIONS,
+}
+
+#: ``inspo evolve --resume`` has no TRL checkpoint: only the seed instruction is fixed there.
+FIXED_ON_EVOLVE_RESUME: dict[str, str] = {"seed_instruction": "the saved population grew from it"}
+
+_CORE_FIXED = "the saved co-evolution state was built with it"
+_SCHEDULE = "TRL recomputes the learning-rate schedule over the new total: the rate from the next step follows the new curve"
+
+#: How some applied changes take effect (every other one: read when next used, from the next step on).
+NOTES: dict[str, str] = {
+    "rl.steps": _SCHEDULE,
+    "rl.warmup_ratio": _SCHEDULE,
+    "data.warmup_questions": "no effect: the warm-up rollouts happened before step 1",
+    "coevolution.init_population": "no effect: the initial population was built before step 1",
+}
+
+#: Keys never compared: the run directory itself (a checkpoint may be resumed into another).
+NOT_COMPARED = ("output_dir",)
+
+
+@dataclass(frozen=True)
+class ResumeChange:
+    """One setting that differs from the checkpoint's: applied (``note`` says how) or refused
+    (``note`` says why)."""
+
+    key: str
+    old: Any
+    new: Any
+    note: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.old!r} -> {self.new!r}"
+
+
+class ResumeRefused(SetupError):
+    """A resume changes settings the checkpoint cannot honour; ``plan.refused`` lists them."""
+
+    def __init__(self, plan: ResumePlan):
+        self.plan = plan
+        listed = "\n".join(f"  {c} ({c.note})" for c in plan.refused)
+        where = f"; the old settings are in {plan.compared_with}" if plan.compared_with else ""
+        super().__init__(
+            f"cannot resume from {plan.checkpoint} with these settings changed:\n{listed}\n"
+            f"Resume with the old values (drop or change those --set / --config entries{where}), "
+            "or start a new run in another --output-dir."
+        )
+
+
+@dataclass
+class ResumePlan:
+    """How a resume from ``checkpoint`` (saved after INSPO step ``step``) treats each changed setting."""
+
+    checkpoint: str
+    step: int
+    compared_with: str | None
+    """The file the old run-level settings came from (None: unknown, only the co-evolution
+    settings of the saved state were compared)."""
+    applied: list[ResumeChange] = field(default_factory=list)
+    refused: list[ResumeChange] = field(default_factory=list)
+
+    def check(self) -> None:
+        """Raise :class:`ResumeRefused` when a change is refused (call it before any work)."""
+        if self.refused:
+            raise ResumeRefused(self)
+
+    def lines(self) -> list[str]:
+        """What the user is told when the run resumes."""
+        head = f"resuming from {self.checkpoint} (INSPO step {self.step})"
+        if not self.applied:
+            return [f"{head}; settings unchanged"]
+        return [f"{head} with {len(self.applied)} changed setting(s), applied from step {self.step + 1} on:",
+                *(f"  {c}" + (f" ({c.note})" if c.note else "") for c in self.applied)]
+
+    def event(self) -> SettingsChanged:
+        return SettingsChanged(self.step, changes={c.key: {"old": c.old, "new": c.new} for c in self.applied})
+
+    def record(self) -> dict[str, Any]:
+        """The entry of this resume in ``resume.json``."""
+        return {"checkpoint": self.checkpoint, "step": self.step, "compared_with": self.compared_with,
+                "changes": [asdict(c) for c in self.applied]}
+
+    def write(self, run_dir: Path) -> Path:
+        """Append :meth:`record` to ``run_dir/resume.json`` (``{"resumes": [...]}``, oldest first)."""
+        path = Path(run_dir) / artifacts.RESUME_FILE
+        data = artifacts.read_json(path) if path.is_file() else {"resumes": []}
+        data["resumes"].append(self.record())
+        artifacts.write_json(path, data)
+        return path
+
+    def config_text(self, config: TrainConfig) -> str:
+        """``config.yaml`` of the resumed run: the resolved config under a comment saying what changed."""
+        header = [f"# resumed from {self.checkpoint} (INSPO step {self.step}); "
+                  + ("settings unchanged" if not self.applied else f"changed from step {self.step + 1} on:")]
+        header += [f"#   {c}" for c in self.applied]
+        return "\n".join(header) + "\n" + dump(config)
+
+
+def plan_resume(
+    current: TrainConfig,
+    *,
+    saved_core: dict[str, Any],
+    saved: dict[str, Any] | None,
+    checkpoint: str,
+    step: int,
+    compared_with: str | None,
+    static: bool,
+    fixed: dict[str, str] | None = None,
+) -> ResumePlan:
+    """Compare the resuming config with the checkpoint's.
+
+    Args:
+        current: the resolved config of the resuming run.
+        saved_core: the saved state's ``config`` (the core's settings as the core ran them).
+        saved: the resolved config that wrote the checkpoint, as a dict (``None``: unknown, only
+            the co-evolution settings are compared).
+        checkpoint / step / compared_with: where the old settings come from (see :class:`ResumePlan`).
+        static: the core runs as a population of one (``core_config``), as when it was saved.
+        fixed: the run-level keys refused, with why (default :data:`FIXED_ON_TRAIN_RESUME`).
+    """
+    fixed = FIXED_ON_TRAIN_RESUME if fixed is None else fixed
+    plan = ResumePlan(checkpoint=checkpoint, step=step, compared_with=compared_with)
+    if saved is not None:
+        for c in setting_changes(saved, current):
+            if c.key.startswith("coevolution.") or c.key in NOT_COMPARED:
+                continue  # the core's settings are compared with the state's own below
+            if c.key in fixed:
+                plan.refused.append(ResumeChange(c.key, c.old, c.new, fixed[c.key]))
+            else:
+                plan.applied.append(ResumeChange(c.key, c.old, c.new, NOTES.get(c.key, "")))
+    effective = core_config(current.coevolution, static=static)
+    for c in config_changes(CoEvolutionConfig.from_dict(saved_core), effective):
+        key = f"coevolution.{c.key}"
+        if c.key in FIXED_ON_RESUME:
+            plan.refused.append(ResumeChange(key, c.old, c.new, _CORE_FIXED))
+        else:
+            plan.applied.append(ResumeChange(key, c.old, c.new, NOTES.get(key, "")))
+    return plan
+
+
+def read_old_config(run_dir: Path, checkpoint: Path | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """The config that wrote a checkpoint, and where it came from: the one the checkpoint's
+    ``inspo_step.json`` records (``inspo train``), else the run directory's ``config.yaml`` as the
+    last start left it (call this before the resume rewrites it)."""
+    if checkpoint is not None:
+        step_file = Path(checkpoint) / artifacts.STEP_FILE
+        recorded = artifacts.read_json(step_file).get("config") if step_file.is_file() else None
+        if isinstance(recorded, dict):
+            return recorded, str(step_file)
+    path = Path(run_dir) / artifacts.CONFIG_FILE
+    if path.is_file():
+        from inspo.train.config import read_config_file
+
+        return read_config_file(path), str(path)
+    return None, None
