@@ -20,10 +20,10 @@ Rules of :class:`PolicyEngine`:
   (chat template when the tokenizer has one).
 
 Engines: :class:`HFEngine` (a transformers model, CPU or GPU; accepts a live model object so
-TRL can hand over its unwrapped training model) and :class:`OpenAIEngine` (a frozen policy
-behind an OpenAI-compatible completions endpoint; text only). A vLLM engine can join by
-implementing the same members (``keeps_token_ids``, ``prompt_text``, ``encode``, ``decode``,
-``generate``); vLLM takes prompt token ids, so it can keep ids end to end too.
+TRL can hand over its unwrapped training model), :class:`~inspo.agent.vllm_engine.VLLMEngine`
+(a ``vllm.LLM``, token ids end to end; needs the optional ``vllm`` module) and
+:class:`OpenAIEngine` (a frozen policy behind an OpenAI-compatible completions endpoint; text
+only). :func:`load_engine` starts a local one by kind (``"hf"`` or ``"vllm"``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from inspo.agent.protocol import build_chat, build_prompt
 
 Finish = Literal["stop", "eos", "length"]
+
+#: The kinds :func:`load_engine` starts.
+ENGINE_KINDS = ("hf", "vllm")
 
 
 @dataclass
@@ -284,6 +287,35 @@ class HFEngine:
         finally:
             self.model.train(was_training)
         return [row.tolist() for row in output[:, width:]]
+
+
+def load_engine(
+    name_or_path: str | os.PathLike[str],
+    *,
+    kind: str = "hf",
+    dtype: str = "bfloat16",
+    device: str = "cpu",
+    rng: random.Random | None = None,
+    vllm: Any = None,
+) -> PolicyEngine:
+    """A local policy engine on a registered model name or a Hugging Face folder.
+
+    ``kind``: ``"hf"`` loads the model with :func:`inspo.models.load_model` on ``device`` and
+    wraps it in :class:`HFEngine`; ``"vllm"`` starts a
+    :class:`~inspo.agent.vllm_engine.VLLMEngine` with ``vllm`` (a
+    :class:`~inspo.agent.vllm_engine.VLLMOptions`; None: its defaults) and raises ImportError
+    with the install command when the ``vllm`` module is missing or broken.
+    """
+    if kind == "vllm":
+        from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
+
+        return VLLMEngine.from_pretrained(name_or_path, dtype=dtype, rng=rng,
+                                          options=vllm if vllm is not None else VLLMOptions())
+    if kind != "hf":
+        raise ValueError(f"load_engine: kind must be one of {', '.join(ENGINE_KINDS)}; got {kind!r}")
+    from inspo.models import load_model
+
+    return HFEngine.from_loaded(load_model(name_or_path, dtype=dtype, device=device), rng=rng)
 
 
 def _stop_criteria(tokenizer: Any, stop: Sequence[str], start: int) -> Any:
