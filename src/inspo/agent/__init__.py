@@ -1,6 +1,6 @@
 """The search agent: Search-R1 tag protocol, rewards, policy engines, batched rollouts, evaluate.
 
-Importing this package is cheap; torch/transformers/openai load when an engine is built.
+Importing this package is cheap; torch/transformers/openai/vllm load when an engine is built.
 """
 
 from inspo.agent.engines import (
@@ -11,6 +11,7 @@ from inspo.agent.engines import (
     PolicyEngine,
 )
 from inspo.agent.evaluate import EvaluateFn, make_evaluate
+from inspo.agent.load import load_engine
 from inspo.agent.protocol import (
     SEARCH_R1_INSTRUCTION,
     Action,
@@ -30,6 +31,7 @@ from inspo.agent.rewards import (
     normalize_answer,
 )
 from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
+from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
 
 __all__ = [
     "SEARCH_R1_INSTRUCTION",
@@ -43,6 +45,8 @@ __all__ = [
     "OpenAIEngine",
     "PolicyEngine",
     "RewardSpec",
+    "VLLMEngine",
+    "VLLMOptions",
     "build_chat",
     "build_prompt",
     "em_reward",
@@ -50,6 +54,7 @@ __all__ = [
     "extract_answer",
     "f1_reward",
     "f1_score",
+    "load_engine",
     "format_observation",
     "format_ok",
     "make_evaluate",

@@ -20,10 +20,10 @@ Rules of :class:`PolicyEngine`:
   (chat template when the tokenizer has one).
 
 Engines: :class:`HFEngine` (a transformers model, CPU or GPU; accepts a live model object so
-TRL can hand over its unwrapped training model) and :class:`OpenAIEngine` (a frozen policy
-behind an OpenAI-compatible completions endpoint; text only). A vLLM engine can join by
-implementing the same members (``keeps_token_ids``, ``prompt_text``, ``encode``, ``decode``,
-``generate``); vLLM takes prompt token ids, so it can keep ids end to end too.
+TRL can hand over its unwrapped training model), :class:`~inspo.agent.vllm_engine.VLLMEngine`
+(a ``vllm.LLM``, token ids end to end; needs the optional ``vllm`` module) and
+:class:`OpenAIEngine` (a frozen policy behind an OpenAI-compatible completions endpoint; text
+only). :func:`inspo.agent.load.load_engine` starts a local one by kind (``"hf"`` or ``"vllm"``).
 """
 
 from __future__ import annotations

