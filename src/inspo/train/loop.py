@@ -294,3 +294,12 @@ class MetricsLog:
             tqdm.write(text)
         else:
             log.info(text)
+
+
+def say(lines: str | Sequence[str], progress: bool) -> None:
+    """Lines for the user: printed with ``progress`` on, logged otherwise (as the step lines are)."""
+    for line in [lines] if isinstance(lines, str) else lines:
+        if progress:
+            print(line, flush=True)
+        else:
+            log.info(line)
