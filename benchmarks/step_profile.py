@@ -83,7 +83,7 @@ def install(prof: Profiler):
     """Wrap the library's parts (module attributes and the trainer class); returns an undo."""
     import inspo.agent.evaluate as evaluate_mod
     import inspo.train.grpo as grpo
-    import inspo.train.run as run_mod
+    import inspo.train.grpo_run as run_mod
     from inspo.core.coevolution import CoEvolution
 
     saved = (grpo.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update)

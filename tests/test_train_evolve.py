@@ -108,37 +108,73 @@ def _evolution_steps(stage_dir):
     return [e["step"] for e in artifacts.read_jsonl(stage_dir / "events.jsonl") if e["kind"] == "evolution_started"]
 
 
-def test_post_policy_stage_makes_the_online_runs_evolution_rounds(tmp_path, monkeypatch, scripted_engine):
+class StubGrpo:
+    """The GRPO stage without a model: records the instruction it is handed, returns a summary."""
+
+    name = "grpo"
+    handed: list[str | None] = []
+
+    def __init__(self, *, static):
+        self.static = static
+
+    def check(self, run, *, last):
+        Path(run.config.output_dir).mkdir(parents=True, exist_ok=True)
+
+    def run(self, run, handoff):
+        from dataclasses import replace
+
+        from inspo.train.grpo_run import Policy
+        from inspo.train.summary import RunSummary
+
+        assert self.static  # both offline modes train a population of one
+        StubGrpo.handed.append(handoff.instruction)
+        config = run.config
+        summary = RunSummary(
+            run_dir=str(config.output_dir), mode=config.mode, steps=config.rl.steps, reward_start=0.0,
+            reward_end=0.0, searches_start=0.0, searches_end=0.0, window=0, best_instruction_id="ins-0001",
+            best_instruction=handoff.instruction or SEARCH_R1_INSTRUCTION, best_weight=0.0, population=["ins-0001"],
+            optimizer="none", ledger={}, wall_seconds=0.0, peak_memory_gb=0.0)
+        return replace(handoff, summary=summary, policy=Policy(None, None))
+
+
+@pytest.fixture
+def stub_grpo(monkeypatch):
+    from inspo.train import run
+
+    monkeypatch.setattr(run, "GrpoStage", StubGrpo)
+    StubGrpo.handed = []
+    return StubGrpo
+
+
+def test_post_policy_stage_makes_the_online_runs_evolution_rounds(tmp_path, scripted_engine, stub_grpo):
     """The GRPO stage is stubbed (no model); the offline stage after it is the real one."""
     from inspo.train import run
 
-    def trained(config, **kwargs):
-        Path(config.output_dir).mkdir(parents=True, exist_ok=True)
-        return run.RunSummary(
-            run_dir=str(config.output_dir), mode=config.mode, steps=config.rl.steps, reward_start=0.0,
-            reward_end=0.0, searches_start=0.0, searches_end=0.0, window=0, best_instruction_id="ins-0001",
-            best_instruction=SEARCH_R1_INSTRUCTION, best_weight=0.0, population=["ins-0001"], optimizer="none",
-            ledger={}, wall_seconds=0.0, peak_memory_gb=0.0), (None, None)
-
-    monkeypatch.setattr(run, "_train", trained)
     summary = run.run_training(_offline_config(tmp_path / "post", "post-policy"), progress=False)
     stage = tmp_path / "post" / "post-policy"
     # P_0, then 9 rounds as online (K_e 15 before T_e 150), compressed into 30 steps: every 3rd step
     assert _evolution_steps(stage) == [0, *range(3, 28, 3)]
     assert summary.stages["post-policy"]["ledger"]["optimizer_calls"] == 10  # App. C: 10 with P_0's (1 round each)
     assert len(artifacts.read_jsonl(stage / "metrics.jsonl")) == 30
+    assert stub_grpo.handed == [None]  # GRPO starts from the config's seed
+    # the evolved instruction is what the run returns, and summary.json says so
+    evolved = (stage / "best_instruction.txt").read_text().strip()
+    assert summary.best_instruction.strip() == evolved != SEARCH_R1_INSTRUCTION
+    assert (tmp_path / "post" / "best_instruction.txt").read_text().strip() == evolved
+    saved = artifacts.read_json(tmp_path / "post" / "summary.json")
+    assert saved["stages"]["post-policy"]["best_instruction"] == summary.best_instruction
 
 
-def test_pre_policy_stage_makes_the_online_runs_evolution_rounds(tmp_path, monkeypatch, scripted_engine):
-    from contextlib import nullcontext
-    from types import SimpleNamespace
+def test_pre_policy_stage_makes_the_online_runs_evolution_rounds(tmp_path, monkeypatch, scripted_engine, stub_grpo):
+    from inspo.train import run
 
-    import inspo.train.grpo
-    from inspo.train.run import _pre_policy_stage
-
-    monkeypatch.setattr(inspo.train.grpo, "generation_model", lambda trainer: nullcontext(None))
-    ctx = SimpleNamespace(is_main=True, tokenizer=None, world_size=1)
-    stage = _pre_policy_stage(_offline_config(tmp_path / "pre", "pre-policy"), None, ctx, resume=False,
-                              progress=False, reward_fn=None)
+    monkeypatch.setattr(run, "base_policy", lambda run, handoff, rng: ScriptedPolicy())
+    summary = run.run_training(_offline_config(tmp_path / "pre", "pre-policy"), progress=False)
+    stage = summary.stages["pre-policy"]
     assert _evolution_steps(tmp_path / "pre" / "pre-policy") == [0, *range(3, 28, 3)]
     assert stage["ledger"]["optimizer_calls"] == 10 and stage["best_instruction"] != SEARCH_R1_INSTRUCTION
+    assert stub_grpo.handed == [stage["best_instruction"]]  # GRPO is seeded with the evolved best
+    # a resume picks the finished offline stage up instead of evolving again
+    monkeypatch.setattr(run, "base_policy", lambda *args: pytest.fail("evolved again on resume"))
+    resumed = run.run_training(_offline_config(tmp_path / "pre", "pre-policy"), resume=True, progress=False)
+    assert resumed.stages["pre-policy"] == stage and stub_grpo.handed[-1] == stage["best_instruction"]

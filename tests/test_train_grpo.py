@@ -131,6 +131,12 @@ def test_prune_and_evolution_happened(inspo_run):
     assert kinds[(1, "pruned")] == 1
     assert kinds[(2, "evolution_started")] == 1 and kinds[(2, "verified")] >= 1 and kinds[(2, "admitted")] >= 1
     assert summary.ledger["verification_rollouts"] > 0 and summary.ledger["optimizer_calls"] == 2
+    # the ledger is what the run's events add up to (an event that lost a count fails here)
+    from inspo.core.accounting import CostLedger
+    from inspo.core.events import event_from_dict
+
+    assert CostLedger.from_events(event_from_dict(e) for e in events).to_dict() == summary.ledger
+    assert summary.ledger["training_rollouts"] == 3 * 4 and summary.ledger["warmup_rollouts"] == 2
     metrics = {m["step"]: m for m in artifacts.read_jsonl(out / "metrics.jsonl")}
     assert metrics[1]["inspo/pruned"] == 1 and metrics[2]["inspo/admitted"] >= 1
 
@@ -177,6 +183,8 @@ def test_post_policy_evolves_with_the_trained_policy(tmp_path):
     assert (out / "model" / "model.safetensors").is_file()
     assert [m["step"] for m in artifacts.read_jsonl(stage / "metrics.jsonl")] == [1, 2]
     assert "post-policy" in summary.stages
+    assert (out / "training_summary.json").is_file()  # what a resume picks the finished GRPO stage up from
+    assert json.loads((out / "summary.json").read_text())["stages"]["post-policy"] == summary.stages["post-policy"]
     assert (out / "best_instruction.txt").read_text().strip() == (stage / "best_instruction.txt").read_text().strip()
     assert summary.best_instruction_id == summary.stages["post-policy"]["best_instruction_id"]
 

@@ -76,7 +76,7 @@ def _checkpoint(run, config, step=2):
 
 
 def test_train_refuses_a_change_the_checkpoint_cannot_honour_before_any_work(tmp_path, monkeypatch, capsys):
-    import inspo.train.run as run_module
+    import inspo.train.grpo_run as grpo_run
 
     run = tmp_path / "run"
     _checkpoint(run, resolve("cpu-tiny", overrides=[*BASE, f"output_dir={run}"]))
@@ -85,7 +85,7 @@ def test_train_refuses_a_change_the_checkpoint_cannot_honour_before_any_work(tmp
     def no_work(*args, **kwargs):
         raise AssertionError("the run prepared its inputs before refusing the resume")
 
-    monkeypatch.setattr(run_module, "prepare", no_work)
+    monkeypatch.setattr(grpo_run, "prepare", no_work)
     args = ["train", "--output-dir", str(run), "--resume", "--no-progress"]
     for o in [*BASE, "rl.learning_rate=1e-4", "coevolution.population_size=5", "rl.max_turns=2"]:
         args += ["--set", o]
@@ -97,6 +97,7 @@ def test_train_refuses_a_change_the_checkpoint_cannot_honour_before_any_work(tmp
 
 
 def test_train_falls_back_to_the_run_config_for_old_checkpoints(tmp_path, monkeypatch):
+    import inspo.train.grpo_run as grpo_run
     import inspo.train.run as run_module
 
     run = tmp_path / "run"
@@ -105,7 +106,7 @@ def test_train_falls_back_to_the_run_config_for_old_checkpoints(tmp_path, monkey
     info = artifacts.read_step(ckpt)
     del info["config"]  # written before checkpoints recorded their config
     artifacts.write_json(ckpt / artifacts.STEP_FILE, info)
-    monkeypatch.setattr(run_module, "prepare", lambda *a, **k: pytest.fail("prepared before refusing"))
+    monkeypatch.setattr(grpo_run, "prepare", lambda *a, **k: pytest.fail("prepared before refusing"))
     with pytest.raises(ResumeRefused, match=r"(?s)model.name_or_path: 'tiny-qwen2' -> 'smollm2-135m'.*settings are in .*config.yaml"):
         run_module.run_training(resolve("cpu-tiny", overrides=[*BASE, f"output_dir={run}",
                                                                "model.name_or_path=smollm2-135m"]),

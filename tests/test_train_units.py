@@ -192,6 +192,79 @@ def test_find_checkpoint_skips_incomplete_ones(tmp_path):
         artifacts.find_checkpoint(tmp_path, str(tmp_path / "checkpoint-6"))
 
 
+# ------------------------------------------------------------------------- modes as stages
+
+
+def test_each_mode_is_a_list_of_named_stages():
+    from inspo.train.run import mode_stages
+
+    names = {mode: [s.name for s in mode_stages(mode)] for mode in ("inspo", "static", "pre-policy", "post-policy")}
+    assert names == {"inspo": ["grpo"], "static": ["grpo"], "pre-policy": ["pre-policy", "grpo"],
+                     "post-policy": ["grpo", "post-policy"]}
+    assert [getattr(s, "static", None) for s in mode_stages("inspo") + mode_stages("pre-policy")] == [False, None, True]
+
+
+class Recording:
+    """A stage that records what it was asked and hands on ``out``."""
+
+    def __init__(self, name, log, **out):
+        self.name, self.log, self.out = name, log, out
+
+    def check(self, run, *, last):
+        self.log.append(("check", self.name, last))
+
+    def run(self, run, handoff):
+        from dataclasses import replace
+
+        self.log.append(("run", self.name, handoff.instruction))
+        return replace(handoff, **self.out)
+
+
+def test_the_driver_checks_every_stage_first_then_hands_each_stage_on(tmp_path):
+    from inspo.train.run import Run, run_stages
+    from inspo.train.summary import RunSummary
+
+    summary = RunSummary(run_dir=str(tmp_path), mode="pre-policy", steps=1, reward_start=0.0, reward_end=0.0,
+                         searches_start=None, searches_end=None, window=1, best_instruction_id="ins-0001",
+                         best_instruction="Evolved.", best_weight=None, population=["ins-0001"], optimizer="none",
+                         ledger={}, wall_seconds=0.0)
+    log = []
+    stages = [Recording("first", log, instruction="Evolved.", stages={"first": {"steps": 2}}),
+              Recording("second", log, summary=summary)]
+    run = Run(resolve("cpu-tiny", overrides=[f"output_dir={tmp_path}"]), progress=False)
+    returned = run_stages(run, stages)
+    assert log == [("check", "first", False), ("check", "second", True), ("run", "first", None),
+                   ("run", "second", "Evolved.")]
+    assert returned.stages == {"first": {"steps": 2}} and RunSummary.read(tmp_path / "summary.json") == returned
+    with pytest.raises(RuntimeError, match="no summary"):
+        run_stages(run, stages[:1])
+
+
+def test_a_finished_grpo_stage_is_picked_up_on_resume_only_before_another_stage(tmp_path, monkeypatch):
+    import inspo.train.run as run_module
+    from inspo.train.run import GrpoStage, Run
+
+    preflights = []
+    monkeypatch.setattr(run_module, "preflight", lambda config, **kwargs: preflights.append(kwargs) or "start")
+    config = resolve("cpu-tiny", overrides=[f"output_dir={tmp_path}", "mode=post-policy"])
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    artifacts.write_json(tmp_path / "training_summary.json", {
+        "run_dir": str(tmp_path), "mode": "post-policy", "steps": 1, "reward_start": 0.0, "reward_end": 0.5,
+        "searches_start": 1.0, "searches_end": 1.0, "window": 1, "best_instruction_id": "ins-0001",
+        "best_instruction": "Search.", "best_weight": 0.5, "population": ["ins-0001"], "optimizer": "none",
+        "ledger": {}, "wall_seconds": 1.0})
+    picked = GrpoStage(static=True)
+    picked.check(Run(config, resume=True), last=False)
+    assert picked.finished.reward_end == 0.5 and picked.start is None and preflights == []
+    for resume, last in ((False, False), (True, True)):  # a new run; the last stage continues its checkpoint
+        stage = GrpoStage(static=True)
+        stage.check(Run(config, resume=resume), last=last)
+        assert stage.finished is None and stage.start == "start"
+    assert preflights == [{"resume": False, "progress": True, "static": True},
+                          {"resume": True, "progress": True, "static": True}]
+
+
 # --------------------------------------------------------------- pre-flight errors, no training
 
 

@@ -11,8 +11,8 @@ demo writes ``config.json`` instead of ``config.yaml`` and no choices)::
     choices.rank<R>.jsonl  choices_file(R): which instruction each process used for each question group
     inspo_state.json       STATE_FILE: the core state at the end (population, buffer, ledger, RNG)
     best_instruction.txt   BEST_INSTRUCTION_FILE: the returned instruction
-    summary.json           SUMMARY_FILE: the run's summary (inspo.train.summary.RunSummary)
-    training_summary.json  TRAINING_SUMMARY_FILE: post-policy only, the GRPO stage's summary (resume)
+    summary.json           SUMMARY_FILE: the run's summary (inspo.train.summary.RunSummary), written when it ends
+    training_summary.json  TRAINING_SUMMARY_FILE: post-policy only, the finished GRPO stage's summary (resume)
     report.html            REPORT_FILE: the HTML report (inspo.report)
     model/                 MODEL_DIR: the trained model + tokenizer (LoRA merged)
     checkpoint-N/          TRL checkpoints, each with STATE_FILE and STEP_FILE (inspo_step.json)

@@ -12,6 +12,10 @@ A trainer (TRL's GRPO, a frozen API policy, a synthetic test environment) drives
 ``evaluate(instruction, questions) -> list[Rollout]`` must use the *current* policy: it is how
 new candidates are verified on D_B (see :mod:`inspo.core.verifier` for its rules).
 
+Every event goes out through :meth:`CoEvolution.emit`, which feeds the cost ledger
+(:class:`~inspo.core.accounting.CostLedger` counts what the events say) before the event log
+writes it; the loop below holds no accounting of its own.
+
 Everything random goes through ``self.rng`` (parents, failures, D_B) or, for the per-group
 choice of an instruction, through an RNG derived from (seed, step, question id, population
 version), so every process holding the same state picks the same instruction for a group.
@@ -30,6 +34,7 @@ from inspo.core.config import CoEvolutionConfig, SettingChange, resume_changes
 from inspo.core.events import (
     Admitted,
     Attributed,
+    Event,
     EventLog,
     EvolutionFinished,
     EvolutionStarted,
@@ -41,6 +46,7 @@ from inspo.core.events import (
     Sampled,
     SettingsChanged,
     Verified,
+    WarmedUp,
     Weights,
 )
 from inspo.core.population import Population, derived_rng
@@ -141,10 +147,11 @@ class CoEvolution:
         seed = self.population.instructions[0]
         if evaluate is not None and warmup:
             rollouts = evaluate(seed, list(warmup))
-            self.ledger.warmup_rollouts += len(rollouts)
+            mean = sum(r.reward for r in rollouts) / len(rollouts) if rollouts else 0.0
+            self.emit(WarmedUp(0, instruction_id=seed.id, n_rollouts=len(rollouts), mean_reward=mean))
             self.buffer.add(0, rollouts)
             if rollouts:  # the seed's prior under the evidence rules: its warm-up mean
-                self.population.set_prior(seed.id, sum(r.reward for r in rollouts) / len(rollouts))
+                self.population.set_prior(seed.id, mean)
         if self.config.init_population:
             self._refill(0, [seed], evaluate)
 
@@ -153,7 +160,7 @@ class CoEvolution:
         """I_j ~ softmax(W / tau_s) for one question group, the same on every process."""
         rng = derived_rng(self.config.rng_seed, step, question_id, self.population.version)
         instruction = self.population.sample(rng)
-        self.events.emit(Sampled(step, question_id=question_id, instruction_id=instruction.id))
+        self.emit(Sampled(step, question_id=question_id, instruction_id=instruction.id))
         return instruction
 
     # ---------------------------------------------------------------------------- lines 9-24
@@ -179,26 +186,30 @@ class CoEvolution:
         first; under ``prior_rollouts``, by posterior mean)."""
         return self.population.best()
 
+    def emit(self, event: Event) -> None:
+        """Where every event of the loop goes out: the ledger counts it, the event log keeps it."""
+        self.ledger.observe(event)
+        self.events.emit(event)
+
     # ---------------------------------------------------------------------------- helpers
     def _attribute(self, step: int, rollouts: Sequence[Rollout]) -> dict[str, float]:
         """Eq. 6: each instruction observes the mean reward of its trajectories this step."""
         rewards: dict[str, list[float]] = defaultdict(list)
         for r in rollouts:
             rewards[r.instruction_id].append(r.reward)
-        self.ledger.training_rollouts += len(rollouts)
         self.population.advance(step)  # the window ends at this step, sampled or not
         for instruction_id, values in rewards.items():
             if instruction_id not in self.population:
                 continue  # pruned while its rollouts were in flight: nothing left to credit
             mean = sum(values) / len(values)
             weight = self.population.observe(instruction_id, mean, step=step, n_rollouts=len(values))
-            self.events.emit(
+            self.emit(
                 Attributed(step, instruction_id=instruction_id, n_rollouts=len(values), mean_reward=mean, weight=weight)
             )
         ids = [i.id for i in self.population.instructions]
         weights = dict(zip(ids, self.population.weights, strict=True))
-        self.events.emit(Weights(step, weights=weights, scores=dict(zip(ids, self.population.scores, strict=True)),
-                                 evidence=dict(zip(ids, self.population.evidence, strict=True))))
+        self.emit(Weights(step, weights=weights, scores=dict(zip(ids, self.population.scores, strict=True)),
+                          evidence=dict(zip(ids, self.population.evidence, strict=True)), n_rollouts=len(rollouts)))
         return weights
 
     def _prune(self, step: int) -> list[str]:
@@ -208,14 +219,14 @@ class CoEvolution:
         removed = [i.id for i in self.population.prune(self.config.n_parent)]
         kept = tuple(i.id for i in self.population.instructions)
         protected = tuple(i for i in kept if evidence[i] < self.config.min_evidence)
-        self.events.emit(Pruned(step, removed=tuple(removed), kept=kept, weights=scores, evidence=evidence,
-                                protected=protected))
+        self.emit(Pruned(step, removed=tuple(removed), kept=kept, weights=scores, evidence=evidence,
+                         protected=protected))
         return removed
 
     def _refill(self, step: int, parents: Sequence[Instruction], evaluate: EvaluateFn | None) -> list[str]:
         """Lines 18-23: generate-and-verify until |P| = N_P or the rounds run out."""
         cfg = self.config
-        self.events.emit(EvolutionStarted(step, parents=tuple(p.id for p in parents), target_size=cfg.population_size))
+        self.emit(EvolutionStarted(step, parents=tuple(p.id for p in parents), target_size=cfg.population_size))
         admitted: list[str] = []
         rounds = 0
         reason = ""
@@ -233,13 +244,13 @@ class CoEvolution:
             self._record_proposal(step, rounds, proposal, failures)
             if not proposal.candidates:
                 reason = proposal.error or "every candidate was rejected by the guard"
-                self.events.emit(OptimizerFailed(step, round=rounds, reason=reason))
+                self.emit(OptimizerFailed(step, round=rounds, reason=reason))
                 continue
             admitted += self._verify_and_admit(step, proposal, evaluate)                  # 21
         short = cfg.population_size - len(self.population)
         if short and not reason:
             reason = "verification admitted too few candidates"
-        self.events.emit(
+        self.emit(
             EvolutionFinished(
                 step,
                 rounds=rounds,
@@ -264,21 +275,18 @@ class CoEvolution:
             if cfg.admission == "beat-parent":
                 bar = self._score_parent(step, verifier, proposal.parent_id, questions)
             for v in verifier.score(proposal.candidates, questions, step):
-                self.ledger.verification_rollouts += len(v.rollouts)
-                if v.candidate.rejected:
+                if v.candidate.rejected:  # the evaluation raised or returned nothing: no rollouts
                     self._reject(step, v.candidate.id, v.candidate.rejected, v.candidate.text)
                 else:
-                    self.events.emit(
-                        Verified(step, candidate_id=v.candidate.id, score=v.candidate.score, n_questions=len(questions))
-                    )
+                    self.emit(Verified(step, candidate_id=v.candidate.id, score=v.candidate.score,
+                                       n_questions=len(questions), n_rollouts=len(v.rollouts)))
             eligible = proposal.candidates
             if bar is not None:
                 eligible = [c for c in proposal.candidates if c.score is not None and c.score >= bar]
             chosen = top_n(eligible, n)
         for cand in chosen:
             self.population.add(cand.to_instruction(step), prior=cand.score)
-            self.ledger.candidates_admitted += 1
-            self.events.emit(Admitted(step, instruction=cand.to_instruction(step).to_dict(), score=cand.score))
+            self.emit(Admitted(step, instruction=cand.to_instruction(step).to_dict(), score=cand.score))
         chosen_ids = {c.id for c in chosen}
         for cand in proposal.candidates:
             if cand.id in chosen_ids or cand.rejected is not None:
@@ -298,39 +306,32 @@ class CoEvolution:
             return None
         probe = Candidate(id=parent.id, text=parent.text, parent_id=parent.id, origin=parent.origin)
         (result,) = verifier.score([probe], questions, step)
-        self.ledger.verification_rollouts += len(result.rollouts)
-        if probe.score is None:
+        if probe.score is None:  # the evaluation raised or returned nothing: no rollouts
             return None
-        self.events.emit(ParentVerified(step, parent_id=parent.id, score=probe.score, n_questions=len(questions)))
+        self.emit(ParentVerified(step, parent_id=parent.id, score=probe.score, n_questions=len(questions),
+                                 n_rollouts=len(result.rollouts)))
         return probe.score
 
     def _record_proposal(self, step: int, round_: int, proposal: Proposal, failures: Sequence[Rollout]) -> None:
-        self.ledger.optimizer_calls += 1
-        self.ledger.optimizer_prompt_tokens += proposal.prompt_tokens
-        self.ledger.optimizer_completion_tokens += proposal.completion_tokens
-        if proposal.error:
-            self.ledger.optimizer_failures += 1
-        ids = tuple(c.id for c in proposal.candidates + proposal.rejected)
-        self.ledger.candidates_proposed += len(ids)
-        self.events.emit(
+        self.emit(
             Proposed(
                 step,
                 round=round_,
                 parent_id=proposal.parent_id,
                 template=proposal.template,
                 failures=tuple(f.question.id for f in failures),
-                candidate_ids=ids,
+                candidate_ids=tuple(c.id for c in proposal.candidates + proposal.rejected),
                 critique=proposal.critique,
                 prompt_tokens=proposal.prompt_tokens,
                 completion_tokens=proposal.completion_tokens,
+                error=proposal.error or "",
             )
         )
         for cand in proposal.rejected:
             self._reject(step, cand.id, cand.rejected or "", cand.text)
 
     def _reject(self, step: int, candidate_id: str, reason: str, text: str) -> None:
-        self.ledger.candidates_rejected += 1
-        self.events.emit(Rejected(step, candidate_id=candidate_id, reason=reason, text=text))
+        self.emit(Rejected(step, candidate_id=candidate_id, reason=reason, text=text))
 
     def _history(self, limit: int = 20) -> list[ScoredInstruction]:
         """Instructions seen so far with their last weight on a 0-100 scale, worst first."""
@@ -384,7 +385,7 @@ class CoEvolution:
         self.buffer = ReplayBuffer.from_dict(state["buffer"])
         self.ledger = CostLedger.from_dict(state["ledger"])
         if changes and emit:
-            self.events.emit(SettingsChanged(self.last_step, changes={
+            self.emit(SettingsChanged(self.last_step, changes={
                 c.key: {"old": c.old, "new": c.new} for c in changes}))
         return changes
 

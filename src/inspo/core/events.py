@@ -3,13 +3,19 @@
 Each event is a small frozen dataclass with a ``kind``. :class:`EventLog` appends them, one JSON
 object per line, to ``events.jsonl`` (when given a path) and hands them to observers. Observers
 only watch: they cannot change what the loop does.
+
+The events carry every number the cost ledger counts (:class:`inspo.core.accounting.CostLedger`
+is computed from them): rollouts in :class:`WarmedUp`, :class:`Weights`, :class:`Verified` and
+:class:`ParentVerified`, optimizer calls, tokens and failures in :class:`Proposed`, candidates in
+:class:`Proposed`, :class:`Rejected` and :class:`Admitted`. :func:`event_from_dict` reads a line
+of ``events.jsonl`` back into its event.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +27,16 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class WarmedUp(Event):
+    """The seed was rolled out on the warm-up questions before step 1 (its rollouts fill the buffer)."""
+
+    kind: ClassVar[str] = "warmed_up"
+    instruction_id: str = ""
+    n_rollouts: int = 0
+    mean_reward: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,9 @@ class Weights(Event):
     """What ranking uses: the weights, or the posterior means under the evidence rules."""
     evidence: dict[str, int] = field(default_factory=dict)
     """Rollouts observed in each member's weight window."""
+    n_rollouts: int = 0
+    """The step's trajectories, all of them (also those of an instruction pruned while they were
+    in flight, which credit nothing): the ledger's training rollouts."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +105,8 @@ class Proposed(Event):
     critique: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    error: str = ""
+    """Why the call failed (the optimizer raised, or its answer had no candidate); "" when it did not."""
 
 
 @dataclass(frozen=True)
@@ -100,10 +121,14 @@ class Rejected(Event):
 
 @dataclass(frozen=True)
 class Verified(Event):
+    """A candidate scored on D_B with the current policy."""
+
     kind: ClassVar[str] = "verified"
     candidate_id: str = ""
     score: float = 0.0
     n_questions: int = 0
+    n_rollouts: int = 0
+    """Trajectories the scoring generated (one per question, or more for a group-size evaluator)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +139,7 @@ class ParentVerified(Event):
     parent_id: str = ""
     score: float = 0.0
     n_questions: int = 0
+    n_rollouts: int = 0
 
 
 @dataclass(frozen=True)
@@ -149,6 +175,29 @@ class SettingsChanged(Event):
     kind: ClassVar[str] = "settings_changed"
     changes: dict[str, dict[str, Any]] = field(default_factory=dict)
     """setting -> {"old": saved value, "new": value in use}."""
+
+
+def _event_classes(base: type[Event] = Event) -> dict[str, type[Event]]:
+    found: dict[str, type[Event]] = {}
+    for cls in base.__subclasses__():
+        found[cls.kind] = cls
+        found.update(_event_classes(cls))
+    return found
+
+
+def event_from_dict(data: dict[str, Any]) -> Event | None:
+    """The event a line of ``events.jsonl`` was written from (None for a kind this inspo does not
+    know). Fields it does not know are dropped, missing ones take their defaults, and JSON lists
+    become the tuples the event holds."""
+    cls = _event_classes().get(data.get("kind", ""))
+    if cls is None:
+        return None
+    values = {}
+    for f in fields(cls):
+        if f.name in data:
+            value = data[f.name]
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+    return cls(**values)
 
 
 Observer = Callable[[Event], None]

@@ -43,6 +43,7 @@ from inspo.train.loop import (
     light,
     rescore,
     reseed,
+    say,
     verification_evaluate,
     warmup_questions,
 )
@@ -145,11 +146,7 @@ def run_evolve(
         if plan.applied:
             events.emit(plan.event())
         plan.write(run_dir)
-        for line in plan.lines():
-            if progress:
-                print(line, flush=True)
-            else:
-                log.info(line)
+        say(plan.lines(), progress)
         log.info("resuming evolution after step %d (dropped %d log line(s))", coevo.last_step, dropped)
     else:
         warm = warmup_questions(inputs.questions, config.data.warmup_questions, coevo.config.seed)

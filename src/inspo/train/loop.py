@@ -193,7 +193,7 @@ def finish_step(
     if sampled is not None:
         for qid, iid in dict.fromkeys((r.question.id, r.instruction_id) for r in rollouts):
             if qid not in sampled:
-                coevo.events.emit(Sampled(step, question_id=qid, instruction_id=iid))
+                coevo.emit(Sampled(step, question_id=qid, instruction_id=iid))
     before = CostLedger.from_dict(coevo.ledger.to_dict())
     report = coevo.update(step, rollouts, evaluate)
     return StepEnd(report, step_metrics(step, rollouts, report, coevo, before, episodes=episodes))
@@ -294,3 +294,12 @@ class MetricsLog:
             tqdm.write(text)
         else:
             log.info(text)
+
+
+def say(lines: str | Sequence[str], progress: bool) -> None:
+    """Lines for the user: printed with ``progress`` on, logged otherwise (as the step lines are)."""
+    for line in [lines] if isinstance(lines, str) else lines:
+        if progress:
+            print(line, flush=True)
+        else:
+            log.info(line)

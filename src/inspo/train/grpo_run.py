@@ -1,0 +1,290 @@
+"""One GRPO stage of ``inspo train``: GRPO on TRL with the instruction population of a mode.
+
+Reads top to bottom like the stage does:
+
+1. :func:`preflight` (before any stage of the run works): the checkpoint a resume starts from and
+   its :class:`~inspo.train.resume.ResumePlan` (a refused change stops here, before anything
+   loads), TRL's settings (:func:`inspo.train.trainer.grpo_settings`), the run's inputs
+   (:func:`inspo.train.setup.prepare`: data, retriever, optimizer LLM, model and prompt lengths)
+   and TRL's ``GRPOConfig``, which also sets up the processes;
+2. :func:`run_grpo`: the run directory; the core (:class:`~inspo.core.coevolution.CoEvolution`)
+   from the instruction the stage is handed (else the seed), co-evolving or ``static`` (a
+   population of one); the trainer (:mod:`inspo.train.trainer`, the model loaded by TRL from its
+   path, bf16, LoRA when asked);
+3. a fresh run builds P_0 (warm-up rollouts of the seed, then a verified refill) on the main
+   process; a resumed run loads the core state of its checkpoint; either way the population is
+   broadcast so every process holds the same one;
+4. ``trainer.train()``: each INSPO step is one TRL generation batch (the step's order is in
+   :mod:`inspo.train.loop`, the TRL side in :mod:`inspo.train.grpo`);
+5. the run directory's final files: ``inspo_state.json``, ``model/``, the final choice on dev
+   (:mod:`inspo.train.final`), ``best_instruction.txt``; the stage's summary and trained policy
+   are returned (the caller, :mod:`inspo.train.run`, writes ``summary.json``).
+
+Multi-process (``torchrun`` / ``accelerate launch``): every process runs the stage; only the main
+process writes the run files (each process writes its own ``choices.rank<R>.jsonl``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from inspo import artifacts
+from inspo.core.coevolution import CoEvolution
+from inspo.core.events import EventLog
+from inspo.core.state import read_state, save_state
+from inspo.train.config import TrainConfig, dump
+from inspo.train.loop import RewardFn, build_coevolution, say, warmup_questions
+from inspo.train.setup import RunInputs, SetupError, prepare
+from inspo.train.summary import RunSummary, summarize
+from inspo.train.trainer import build_trainer, final_model, grpo_args, grpo_settings
+
+if TYPE_CHECKING:
+    from inspo.train.resume import ResumePlan
+
+log = logging.getLogger("inspo.train")
+
+
+@dataclass
+class Policy:
+    """A policy model and its tokenizer (the trained one a GRPO stage hands on)."""
+
+    model: Any
+    tokenizer: Any
+
+
+@dataclass
+class GrpoStart:
+    """What :func:`preflight` checked and built: everything a GRPO stage needs before it works."""
+
+    config: TrainConfig
+    static: bool
+    """A population of one that never changes (no optimizer LLM)."""
+    rank: int
+    world_size: int
+    checkpoint: Path | None
+    """The checkpoint a resume continues from (None: a fresh run)."""
+    plan: ResumePlan | None
+    """The checked plan of a resume (None: a fresh run)."""
+    saved_state: dict[str, Any] | None
+    """The checkpoint's core state."""
+    inputs: RunInputs
+    args: Any
+    """TRL's ``GRPOConfig``."""
+    started: float
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def world() -> tuple[int, int]:
+    """(rank, world size) of this process (``torchrun`` / ``accelerate launch`` set them)."""
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# ------------------------------------------------------------------------------ 1. pre-flight
+
+
+def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static: bool) -> GrpoStart:
+    """Check and build what a GRPO stage needs; raises :class:`SetupError` for a bad path, an
+    unreachable server, a prompt over ``rl.max_prompt_tokens``, a batch that does not divide, a
+    resume without a checkpoint (or a fresh run over one) and a refused resume change."""
+    started = time.time()
+    rank, world_size = world()
+    run_dir = Path(config.output_dir)
+    if config.rl.use_vllm:
+        raise SetupError(
+            "rl.use_vllm=true: GRPO training does not generate through TRL's vLLM yet (the multi-turn "
+            "rollout generates with the training model through transformers); set rl.use_vllm=false. "
+            "vLLM serves frozen policies: inspo evolve with model.engine=vllm, inspo eval --engine vllm"
+        )
+    if config.model.engine != "hf":
+        raise SetupError(
+            f"model.engine={config.model.engine}: inspo train generates with the model it trains "
+            "(transformers); model.engine picks the frozen policy's engine of inspo evolve. Use model.engine=hf"
+        )
+    try:
+        checkpoint = artifacts.find_checkpoint(run_dir, resume) if resume else None
+    except FileNotFoundError as exc:
+        raise SetupError(str(exc)) from exc
+    if checkpoint is None and artifacts.any_checkpoint_dirs(run_dir):
+        raise SetupError(
+            f"{run_dir} already holds checkpoints of an earlier run; pass resume=True (--resume) to continue "
+            "it, or choose another output_dir"
+        )
+    plan, saved_state = (None, None)
+    if checkpoint is not None:  # a refused change stops here, before anything loads
+        plan, saved_state = _plan_resume(config, run_dir, checkpoint, static=static)
+    settings = grpo_settings(config, world_size, cuda=cuda_available(), progress=progress)
+    inputs = prepare(config, need_optimizer=not static, need_eval=True)
+    log.info("optimizer LLM: %s", inputs.optimizer_note)
+    if not config.model.lora and config.model.dtype == "bfloat16":
+        log.warning("full fine-tuning of bfloat16 weights: an update smaller than bf16's precision (about "
+                    "1/256 of a weight) is lost; for small learning rates use model.dtype=float32 (float32 master "
+                    "weights, bf16 compute through rl.bf16) or model.lora=true")
+    return GrpoStart(config=config, static=static, rank=rank, world_size=world_size, checkpoint=checkpoint,
+                     plan=plan, saved_state=saved_state, inputs=inputs, args=grpo_args(settings), started=started)
+
+
+def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
+    """The checked :class:`~inspo.train.resume.ResumePlan` of a resume from ``checkpoint`` and the
+    saved core state; raises ``ResumeRefused`` (a SetupError) for a change the checkpoint cannot honour."""
+    from inspo.train.resume import plan_resume, read_old_config
+
+    step_info = artifacts.read_step(checkpoint)
+    if int(step_info.get("mini_batches", config.rl.mini_batches)) != config.rl.mini_batches:
+        raise SetupError(f"{checkpoint} was written with rl.mini_batches={step_info['mini_batches']}; "
+                         f"resume with the same value (now {config.rl.mini_batches})")
+    state = read_state(checkpoint / artifacts.STATE_FILE)
+    saved, where = read_old_config(run_dir, checkpoint)
+    plan = plan_resume(config, saved_core=state["config"], saved=saved, checkpoint=str(checkpoint),
+                       step=int(step_info["inspo_step"]), compared_with=where, static=static)
+    plan.check()
+    return plan, state
+
+
+# ------------------------------------------------------------------------------ 2-5. the stage
+
+
+def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
+             reward_fn: RewardFn | None) -> tuple[RunSummary, Policy]:
+    """Train from ``start`` with ``instruction`` (None: the config's seed) as the seed of the
+    population; returns the stage's summary (not written) and the trained policy."""
+    config, inputs, rl = start.config, start.inputs, start.config.rl
+    run_dir, main, checkpoint, plan = Path(config.output_dir), start.is_main, start.checkpoint, start.plan
+
+    # -- 2. run directory, core, trainer ------------------------------------------------
+    choices = run_dir / artifacts.choices_file(start.rank)
+    if main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if checkpoint is None:
+            artifacts.clear_run_files(run_dir)
+        (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config),
+                                                     encoding="utf-8")
+    if checkpoint is None:
+        choices.unlink(missing_ok=True)
+    events = EventLog(run_dir / artifacts.EVENTS_FILE if main else None, keep=main)
+    coevo = build_coevolution(config.coevolution, instruction or inputs.seed_instruction, inputs.optimizer, events,
+                              static=start.static, fits=inputs.fits)
+
+    from inspo.train.grpo import RolloutContext, make_callback
+
+    ctx = RolloutContext(
+        coevo=coevo,
+        retriever=inputs.retriever,
+        agent=inputs.agent,
+        questions={q.id: q for q in inputs.questions},
+        tokenizer=inputs.tokenizer,
+        mini_batches=rl.mini_batches,
+        seed=rl.seed,
+        rank=start.rank,
+        world_size=start.world_size,
+        reward_fn=reward_fn,
+        choices_path=choices,
+        eval_batch_size=rl.eval_batch_size(start.world_size),
+        eval_questions=inputs.eval_questions if rl.eval_every else [],
+        eval_every=rl.eval_every,
+    )
+    callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main,
+                             run_config=config.to_dict())
+    trainer = build_trainer(config, start.args, inputs, ctx, callback, progress)
+    callback.trainer = trainer
+
+    # -- 3. P_0 (fresh) or the checkpoint's state (resume), identical on every process ------
+    if plan is not None:
+        step = plan.step
+        if main:
+            coevo.load_state_dict(start.saved_state, emit=False)  # every section's changes go in one event below
+            dropped = artifacts.truncate_after(run_dir, step)
+            if plan.applied:
+                events.emit(plan.event())
+            plan.write(run_dir)
+            say(plan.lines(), progress)
+            log.info("resuming from %s (INSPO step %d); dropped %d log line(s) written after it", checkpoint, step, dropped)
+        else:
+            artifacts.truncate_jsonl(choices, lambda r: int(r.get("step", 0)) <= step)
+    elif main:
+        _initialize(coevo, ctx, trainer, inputs, config, progress)
+    _sync_population(ctx, coevo)
+
+    # -- 4. train -------------------------------------------------------------------------
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+
+    # -- 5. the run directory's final files -----------------------------------------------
+    trainer.accelerator.wait_for_everyone()
+    model = final_model(trainer)
+    evaluation = None
+    final = None
+    if main:
+        save_state(coevo, run_dir / artifacts.STATE_FILE)
+        model.save_pretrained(str(run_dir / artifacts.MODEL_DIR))
+        inputs.tokenizer.save_pretrained(str(run_dir / artifacts.MODEL_DIR))
+        if inputs.eval_questions or inputs.test_questions:
+            final = _final_choice(ctx, model, inputs, coevo, config, progress)
+            evaluation = final.to_dict()
+        returned = final.returned_text if final else coevo.best().text
+        artifacts.write_best_instruction(run_dir, returned)
+    trainer.accelerator.wait_for_everyone()
+    history = artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE) if main else callback.metrics.history
+    returned = coevo.best()
+    if final is not None:
+        returned = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
+    summary = summarize(
+        run_dir=config.output_dir, mode=config.mode, steps=rl.steps, history=history, coevo=coevo, returned=returned,
+        optimizer=inputs.optimizer_note, started=start.started, resumed_from=str(checkpoint) if checkpoint else None,
+        evaluation=evaluation, resume_changes=[str(c) for c in plan.applied] if plan else [],
+        eval_history=[{"step": h["step"], "eval/reward": h["eval/reward"]} for h in history if "eval/reward" in h],
+    )
+    return summary, Policy(model, inputs.tokenizer)
+
+
+def _initialize(coevo: CoEvolution, ctx, trainer, inputs: RunInputs, config: TrainConfig, progress: bool) -> None:
+    """Algorithm 1 line 2 on the main process: warm-up rollouts of the seed, then P_0."""
+    from inspo.train.grpo import generation_model
+
+    co = coevo.config
+    needs_policy = co.init_population or config.data.warmup_questions
+    if not needs_policy or (co.population_size == 1 and not co.evolve):
+        coevo.initialize(None, [])
+        return
+    warm = warmup_questions(inputs.questions, config.data.warmup_questions, co.seed)
+    t0 = time.time()
+    with generation_model(trainer) as model:
+        coevo.initialize(ctx.make_evaluate(model, 0, tag="init"), warm)
+    say(f"initial population: {len(coevo.population)} instruction(s) "
+        f"({coevo.ledger.warmup_rollouts} warm-up + {coevo.ledger.verification_rollouts} verification rollouts, "
+        f"{coevo.ledger.optimizer_calls} optimizer call(s), {time.time() - t0:.0f} s)", progress)
+
+
+def _sync_population(ctx, coevo: CoEvolution) -> None:
+    """Broadcast the main process's population (and last step) to every process."""
+    if ctx.world_size == 1:
+        return
+    from accelerate.utils import broadcast_object_list
+
+    from inspo.train.grpo import set_population
+
+    payload = [(coevo.population.to_dict(), coevo.last_step) if ctx.is_main else None]
+    broadcast_object_list(payload, from_process=0)
+    if not ctx.is_main:
+        set_population(coevo, *payload[0])
+
+
+def _final_choice(ctx, model, inputs: RunInputs, coevo: CoEvolution, config: TrainConfig, progress: bool):
+    """The returned instruction (``config.final_choice``) and its held-out test against the seed,
+    with the trained policy decoding greedily (see :mod:`inspo.train.final`)."""
+    from inspo.train.final import choose_for_run
+
+    return choose_for_run(ctx.greedy_evaluate(model, progress=progress), coevo, config, inputs,
+                          rule=config.final_choice)
