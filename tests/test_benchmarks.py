@@ -261,3 +261,36 @@ def test_step_profile_split_times_prefill_and_decoding(tmp_path):
     assert [r["context"] for r in result["split"]] == [16, 32]
     assert result["batch"] == 4 and result["decode_steps"] == 8
     assert all(r["prefill_s"] > 0 and r["decode_s"] > 0 for r in result["split"])
+
+
+# ------------------------------------------------------------------------------------ step_vllm
+
+
+def test_step_vllm_alternates_arms_and_pairs_the_ratios():
+    bench = load_script("step_vllm")
+    assert [bench.order(i) for i in range(3)] == [("hf", "vllm"), ("vllm", "hf"), ("hf", "vllm")]
+    runs = [
+        {"pair": 0, "arm": "hf", "step_wall_s": 12.0, "per_step": {"gen": 8.0}, "init_s": 5.0},
+        {"pair": 0, "arm": "vllm", "step_wall_s": 6.0, "per_step": {"gen": 2.0}, "init_s": 1.0},
+        {"pair": 1, "arm": "vllm", "step_wall_s": 4.0, "per_step": {"gen": 1.0, "sync": 0.5}, "init_s": 1.0},
+        {"pair": 1, "arm": "hf", "step_wall_s": 10.0, "per_step": {"gen": 6.0}, "init_s": 3.0},
+        {"pair": 2, "arm": "hf", "step_wall_s": 9.0, "per_step": {}, "init_s": 3.0},  # its vLLM run missing
+    ]
+    summary = bench.summarize(runs)
+    assert summary["ratios"] == [2.0, 2.5]  # per pair, never across pairs
+    assert summary["arms"]["hf"]["step_wall_s"] == pytest.approx(31 / 3)
+    assert summary["arms"]["vllm"]["per_step"] == {"gen": 1.5, "sync": 0.25}
+    assert bench.arm_overrides("vllm") == ["rl.use_vllm=true"] and bench.arm_overrides("hf") == ["rl.use_vllm=false"]
+
+
+@pytest.mark.slow
+def test_step_vllm_quick(capsys):
+    pytest.importorskip("vllm")
+    bench = load_script("step_vllm")
+    result = bench.main(["--quick", "--quiet"])
+    assert [(r["pair"], r["arm"]) for r in result["runs"]] == [(0, "hf"), (0, "vllm")]
+    for run in result["runs"]:
+        assert run["steps_measured"] == [2] and run["step_wall_s"] > 0
+        assert run["per_step"]["generation (training rollouts)"] > 0
+    assert len(result["ratios"]) == 1 and result["ratios"][0] > 0
+    assert "step time HF / vLLM per pair" in capsys.readouterr().out

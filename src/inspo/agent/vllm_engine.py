@@ -23,6 +23,9 @@ it unchanged:
   distribution sampled from (after temperature and top-p; for greedy rows, the model's own
   softmax), which is what TRL's importance-sampling correction expects. An ``LLM`` handed in keeps
   its own ``logprobs_mode`` (vLLM's default is the raw model distribution);
+- :meth:`~VLLMEngine.use_adapter` makes every later call generate with a LoRA adapter saved by
+  peft (a new id per adapter: vLLM caches adapters by id); the engine must be started with
+  ``enable_lora=True`` (training with ``rl.use_vllm``, :mod:`inspo.train.vllm_sync`);
 - prefix caching is on in :meth:`~VLLMEngine.from_pretrained`: each turn's context starts with
   the previous turn's, and a group's G rows share their prompt, so those tokens are not
   recomputed.
@@ -131,6 +134,18 @@ class VLLMEngine:
         self.rng = rng
         self.logprobs = logprobs
         self.max_model_len = _max_model_len(llm)
+        self.lora_request: Any = None
+        """The ``vllm.lora.request.LoRARequest`` every call generates with (None: the base weights)."""
+
+    def use_adapter(self, path: str | os.PathLike[str], adapter_id: int) -> None:
+        """Generate with the peft LoRA adapter saved in ``path`` from now on. ``adapter_id`` must
+        be new for new weights (vLLM keeps a loaded adapter under its id)."""
+        import_vllm()
+        from vllm.lora.request import LoRARequest
+
+        if adapter_id < 1:
+            raise ValueError(f"VLLMEngine.use_adapter: adapter_id must be >= 1; got {adapter_id!r}")
+        self.lora_request = LoRARequest(f"adapter-{adapter_id}", adapter_id, str(path))
 
     @classmethod
     def from_pretrained(
@@ -254,7 +269,7 @@ class VLLMEngine:
             for c in contexts
         ]
         prompts = [{"prompt_token_ids": c} for c in contexts]
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        outputs = self.llm.generate(prompts, params, use_tqdm=False, lora_request=self.lora_request)
         if len(outputs) != len(inputs):
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
         return [self._generation(o.outputs[0], stop) for o in outputs]

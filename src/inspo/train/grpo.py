@@ -76,6 +76,8 @@ class RolloutContext:
     eval_questions: list[Question] = field(default_factory=list)
     """Dev questions of the periodic evaluation (``rl.eval_every``)."""
     eval_every: int = 0
+    adapters: Any = None
+    """``rl.use_vllm``: the :class:`~inspo.train.vllm_sync.AdapterSync` that plays the policy in vLLM."""
     in_flight: list[Rollout] = field(default_factory=list)
     pending: list[Rollout] = field(default_factory=list)
     sampled: set[str] = field(default_factory=set)
@@ -87,22 +89,29 @@ class RolloutContext:
     def inspo_step(self, global_step: int) -> int:
         return global_step // self.mini_batches + 1
 
-    def make_evaluate(self, model: Any, step: int, tag: str = "verify") -> EvaluateFn:
+    def policy(self, model: Any, version: int | None = None, rng: Any = None) -> Any:
+        """The engine that plays ``model``: with ``rl.use_vllm``, vLLM on ``model``'s LoRA adapter
+        as of ``version`` (the trainer's global step; synced when newer); else transformers."""
+        if self.adapters is not None and version is not None:
+            return self.adapters.engine_for(model, version, rng)
+        return HFEngine(model, self.tokenizer, rng=rng)
+
+    def make_evaluate(self, model: Any, step: int, tag: str = "verify", version: int | None = None) -> EvaluateFn:
         """``evaluate(instruction, questions)`` with ``model`` as the policy (one rollout per question;
         the same questions get the same sampling seeds whatever the instruction: paired)."""
-        return verification_evaluate(HFEngine(model, self.tokenizer), self.retriever, self.agent, seed=self.seed,
+        return verification_evaluate(self.policy(model, version), self.retriever, self.agent, seed=self.seed,
                                      tag=tag, step=step, batch_size=self.eval_batch_size, reward_fn=self.reward_fn)
 
-    def greedy_evaluate(self, model: Any, *, progress: bool = False) -> EvaluateFn:
+    def greedy_evaluate(self, model: Any, *, progress: bool = False, version: int | None = None) -> EvaluateFn:
         """``evaluate(instruction, questions)`` with ``model`` decoding greedily (one rollout per question)."""
-        return greedy_evaluate(HFEngine(model, self.tokenizer), self.retriever, self.agent,
+        return greedy_evaluate(self.policy(model, version), self.retriever, self.agent,
                                batch_size=self.eval_batch_size, reward_fn=self.reward_fn, progress=progress)
 
-    def periodic_eval(self, model: Any, step: int) -> dict[str, float]:
+    def periodic_eval(self, model: Any, step: int, version: int | None = None) -> dict[str, float]:
         """``rl.eval_every``: the current policy, greedy, with the current I* on the dev questions."""
         if not (self.eval_every and self.eval_questions and step % self.eval_every == 0):
             return {}
-        rollouts = self.greedy_evaluate(model)(self.coevo.best(), self.eval_questions)
+        rollouts = self.greedy_evaluate(model, version=version)(self.coevo.best(), self.eval_questions)
         return {"eval/reward": sum(r.reward for r in rollouts) / len(rollouts),
                 "eval/search_calls": sum(len(r.searches) for r in rollouts) / len(rollouts)}
 
@@ -195,7 +204,7 @@ def make_rollout_func(ctx: RolloutContext) -> Callable[[list, Any], dict[str, An
         ctx.trace(step, groups)
         episodes = [Episode(q, ins) for q, ins in zip(questions, instructions, strict=True)]
         with generation_model(trainer) as model:
-            engine = HFEngine(model, ctx.tokenizer, rng=derived_rng(ctx.seed, "rollout", step, ctx.rank))
+            engine = ctx.policy(model, trainer.state.global_step, rng=derived_rng(ctx.seed, "rollout", step, ctx.rank))
             rollouts = run_rollouts(engine, ctx.retriever, ctx.agent, episodes)
         ctx.in_flight = rescore(rollouts, ctx.reward_fn)
         fallback = ctx.tokenizer.eos_token_id if ctx.tokenizer.eos_token_id is not None else ctx.tokenizer.pad_token_id
@@ -264,10 +273,11 @@ class InspoHooks:
 
     def _update(self, step: int, rollouts: list[Rollout], model: Any):
         coevo = self.ctx.coevo
-        evaluate = self.ctx.make_evaluate(model, step) if model is not None else None
+        version = self.trainer.state.global_step
+        evaluate = self.ctx.make_evaluate(model, step, version=version) if model is not None else None
         metrics = finish_step(coevo, step, rollouts, evaluate, sampled=self.ctx.sampled).metrics
         if model is not None:
-            metrics.update(self.ctx.periodic_eval(model, step))
+            metrics.update(self.ctx.periodic_eval(model, step, version=version))
         metrics["global_step"] = self.trainer.state.global_step
         self.line = dict(metrics)
         return coevo.population.to_dict(), metrics

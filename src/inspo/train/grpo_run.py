@@ -104,15 +104,12 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
     rank, world_size = world()
     run_dir = Path(config.output_dir)
     if config.rl.use_vllm:
-        raise SetupError(
-            "rl.use_vllm=true: GRPO training does not generate through TRL's vLLM yet (the multi-turn "
-            "rollout generates with the training model through transformers); set rl.use_vllm=false. "
-            "vLLM serves frozen policies: inspo evolve with model.engine=vllm, inspo eval --engine vllm"
-        )
+        _check_vllm_training(config, world_size)
     if config.model.engine != "hf":
         raise SetupError(
-            f"model.engine={config.model.engine}: inspo train generates with the model it trains "
-            "(transformers); model.engine picks the frozen policy's engine of inspo evolve. Use model.engine=hf"
+            f"model.engine={config.model.engine}: model.engine picks the frozen policy's engine of inspo evolve; "
+            "inspo train plays its rollouts with vLLM through rl.use_vllm=true (with model.lora=true). "
+            "Use model.engine=hf"
         )
     try:
         checkpoint = artifacts.find_checkpoint(run_dir, resume) if resume else None
@@ -135,6 +132,26 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
                     "weights, bf16 compute through rl.bf16) or model.lora=true")
     return GrpoStart(config=config, static=static, rank=rank, world_size=world_size, checkpoint=checkpoint,
                      plan=plan, saved_state=saved_state, inputs=inputs, args=grpo_args(settings), started=started)
+
+
+def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
+    """``rl.use_vllm``: refuse what the adapter sync cannot do, before anything loads."""
+    from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
+
+    problems = []
+    if not config.model.lora:
+        problems.append("it syncs the LoRA adapter into vLLM each step, so it needs model.lora=true (full "
+                        "fine-tuning would push every weight into vLLM; vLLM's CPU build cannot take them)")
+    if config.rl.vllm_mode != "colocate":
+        problems.append(f"rl.vllm_mode={config.rl.vllm_mode}: only colocate (vLLM in the training process) is "
+                        "built; a separate vLLM server would need its adapter pushed over the network")
+    if world_size > 1:
+        problems.append(f"{world_size} processes: each would start its own vLLM engine; one process only for now")
+    if not vllm_available():
+        problems.append(f"no module named 'vllm'; {INSTALL_HINT}")
+    if problems:
+        raise SetupError("rl.use_vllm=true: " + "; ".join(problems) + ". Or set rl.use_vllm=false "
+                         "(rollouts then generate with the training model through transformers)")
 
 
 def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
@@ -196,6 +213,10 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         eval_questions=inputs.eval_questions if rl.eval_every else [],
         eval_every=rl.eval_every,
     )
+    if rl.use_vllm:
+        from inspo.train.vllm_sync import start_adapter_sync
+
+        ctx.adapters = start_adapter_sync(config, inputs.model_dir, run_dir, rl.seed)
     callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main,
                              run_config=config.to_dict())
     trainer = build_trainer(config, start.args, inputs, ctx, callback, progress)
@@ -220,6 +241,8 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
 
     # -- 4. train -------------------------------------------------------------------------
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    if ctx.adapters is not None:  # the final choice plays the merged model through transformers
+        ctx.adapters.shutdown()
 
     # -- 5. the run directory's final files -----------------------------------------------
     trainer.accelerator.wait_for_everyone()
@@ -261,7 +284,7 @@ def _initialize(coevo: CoEvolution, ctx, trainer, inputs: RunInputs, config: Tra
     warm = warmup_questions(inputs.questions, config.data.warmup_questions, co.seed)
     t0 = time.time()
     with generation_model(trainer) as model:
-        coevo.initialize(ctx.make_evaluate(model, 0, tag="init"), warm)
+        coevo.initialize(ctx.make_evaluate(model, 0, tag="init", version=trainer.state.global_step), warm)
     say(f"initial population: {len(coevo.population)} instruction(s) "
         f"({coevo.ledger.warmup_rollouts} warm-up + {coevo.ledger.verification_rollouts} verification rollouts, "
         f"{coevo.ledger.optimizer_calls} optimizer call(s), {time.time() - t0:.0f} s)", progress)

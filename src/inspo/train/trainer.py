@@ -67,8 +67,7 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
         "save_steps": max(rl.save_steps, 1) * rl.mini_batches,
         "save_only_model": False,
         "seed": rl.seed,
-        "use_vllm": rl.use_vllm,
-        "vllm_mode": rl.vllm_mode,
+        "use_vllm": False,  # rl.use_vllm: inspo's own vLLM engine plays the rollouts (inspo.train.vllm_sync)
         "gradient_checkpointing": config.model.gradient_checkpointing,
         "remove_unused_columns": False,
         "shuffle_dataset": True,
