@@ -22,6 +22,10 @@ Rules:
   prefixes, index kind); ``DenseRetriever.load(dir)`` reads them back (``model=`` overrides the
   stored model, which must produce the same dimension). Saved passages are read on demand
   (:class:`~inspo.data.jsonl_corpus.JsonlCorpus`), not held in memory.
+- ``DenseRetriever.from_prebuilt(index_path, corpus_path, model=...)`` opens an index built
+  elsewhere, such as Search-R1's ``e5_Flat.index`` beside ``wiki-18.jsonl``: nothing is
+  re-encoded, the corpus is read on demand, and the index's row count must equal the corpus's
+  rows and its dimension the encoder's (a :class:`ValueError` says how to fix either).
 """
 
 from __future__ import annotations
@@ -252,6 +256,60 @@ class DenseRetriever:
         retriever.index_kind = saved_kind
         retriever._check_dimension(raw, source=str(src),
                                    fix=f"load with the model the index was built with ({meta['model']!r})")
+        retriever._adopt(raw)
+        return retriever
+
+    @classmethod
+    def from_prebuilt(cls, index_path: str | Path, corpus_path: str | Path, *, model: str | None = None,
+                      device: str = "cpu", batch_size: int = 64, query_prefix: str | None = None,
+                      passage_prefix: str | None = None, index: IndexOptions | None = None) -> DenseRetriever:
+        """Open a faiss index built elsewhere and the JSONL corpus whose non-blank lines are its
+        rows, in order (Search-R1: ``e5_Flat.index`` + ``wiki-18.jsonl`` with
+        ``model="intfloat/e5-base-v2"``, whose name gives the E5 prefixes). Nothing is re-encoded.
+
+        The index must use inner product. ``index.kind`` unset (or ``flat`` on a flat index)
+        searches it as it is; another kind rebuilds it from its stored vectors (no re-encoding;
+        e.g. ``ivf4096,pq64`` shrinks wiki-18's 61 GB flat index): save the result with
+        :meth:`save` to skip that next time.
+        """
+        import faiss
+
+        from inspo.data.jsonl_corpus import JsonlCorpus
+        from inspo.retrieval.faiss_index import describe, rebuild_index
+
+        options = index or IndexOptions()
+        index_file = Path(index_path)
+        if not index_file.is_file():
+            raise FileNotFoundError(f"prebuilt faiss index {index_file} does not exist (Search-R1's is "
+                                    "e5_Flat.index, from its scripts/download.py)")
+        corpus = JsonlCorpus(corpus_path)
+        log.info("reading faiss index %s (%d passages in %s)", index_file, len(corpus), corpus.path)
+        raw = faiss.read_index(str(index_file))
+        if raw.metric_type != faiss.METRIC_INNER_PRODUCT:
+            raise ValueError(f"{index_file}: the index uses faiss metric {raw.metric_type}, not inner product "
+                             "(METRIC_INNER_PRODUCT = 0): scores would not be similarities; rebuild it with "
+                             "inner product over normalised embeddings")
+        if len(corpus) == 0:
+            raise ValueError(f"{corpus.path} has no passages: pass the corpus the index was built from")
+        if raw.ntotal != len(corpus):
+            raise ValueError(
+                f"{index_file} has {raw.ntotal} vectors but {corpus.path} has {len(corpus)} passages (non-blank "
+                "lines): row i of the index must be line i of the corpus; pass the corpus the index was built "
+                "from (Search-R1: e5_Flat.index with wiki-18.jsonl, both unmodified)")
+        retriever = cls(corpus, model=model, device=device, batch_size=batch_size, query_prefix=query_prefix,
+                        passage_prefix=passage_prefix, index=options, _index=raw)
+        retriever._check_dimension(raw, source=str(index_file),
+                                   fix="pass model= the encoder that built the index (Search-R1's e5_Flat.index: "
+                                       "intfloat/e5-base-v2)")
+        found = describe(raw)
+        flat = found in ("IndexFlat", "IndexFlatIP")
+        wanted = IndexKind.parse(options.kind).spec if options.kind else ""
+        if wanted and not (wanted == "flat" and flat):
+            log.info("rebuilding %s (%s) as %s from its stored vectors", index_file, found, wanted)
+            raw = rebuild_index(raw, options)
+            retriever.index_kind = wanted
+        else:
+            retriever.index_kind = "flat" if flat else found
         retriever._adopt(raw)
         return retriever
 
