@@ -9,6 +9,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from inspo.records import Passage, Question
@@ -172,6 +173,39 @@ def test_retrieval_quick(capsys):
                                      "dense/bm25 qps_batch128"}
     assert all(positive(v) for v in result["ratios"].values())
     assert "server/in-process" in capsys.readouterr().out
+
+
+def test_retrieval_index_kinds_quick_measures_every_kind_against_flat(tmp_path, capsys):
+    pytest.importorskip("faiss")
+    bench = load_script("retrieval_index_kinds")
+    out = tmp_path / "kinds.json"
+    result = bench.main(["--quick", "--kinds", "sq8", "pq8", "ivf16", "ivf16,pq8", "hnsw8", "--nprobes", "1", "16",
+                         "--json", str(out)])
+
+    (data,) = result["sets"]
+    assert (data["name"], data["rows"], data["dim"], data["k"]) == ("random", 2000, 32, 10)
+    arms = {a["label"]: a for a in data["arms"]}
+    assert set(arms) == {"flat", "sq8", "pq8", "ivf16 nprobe 1", "ivf16 nprobe 16", "ivf16,pq8 nprobe 1",
+                         "ivf16,pq8 nprobe 16", "hnsw8 efSearch 64"}  # flat is added as the reference
+    assert arms["flat"]["recall"] == arms["flat"]["top1"] == 1.0 and arms["flat"]["bytes"] == data["flat_bytes"]
+    assert arms["ivf16 nprobe 16"]["recall"] == 1.0  # all 16 lists probed: exact
+    assert arms["ivf16 nprobe 1"]["recall"] <= arms["ivf16 nprobe 16"]["recall"]
+    assert arms["sq8"]["bytes"] < data["flat_bytes"] / 3 and arms["pq8"]["bytes"] < data["flat_bytes"]
+    for arm in arms.values():
+        assert 0.0 <= arm["recall"] <= 1.0 and 0.0 <= arm["top1"] <= 1.0
+        assert positive(arm["ms_per_query"]) and positive(arm["qps_batch"]) and arm["bytes"] > 0
+    assert json.loads(out.read_text())["sets"][0]["arms"] == data["arms"]
+    printed = capsys.readouterr().out
+    assert "| kind | recall@10 | top-1 | bytes |" in printed and "| ivf16,pq8 nprobe 16 |" in printed
+
+
+def test_retrieval_index_kinds_default_kinds_scale_with_the_set():
+    bench = load_script("retrieval_index_kinds")
+    assert bench.default_kinds(100_000, 384) == ["flat", "sq8", "pq48", "ivf1024", "ivf1024,sq8", "ivf1024,pq48",
+                                                 "hnsw32", "hnsw32,sq8"]
+    assert bench.default_kinds(488, 384)[3] == "ivf64"
+    recall, top1 = bench.overlap(np.array([[1, 2, 3], [4, 5, -1]]), np.array([[1, 3, 9], [6, 5, 4]]), k=3)
+    assert recall == pytest.approx((2 / 3 + 2 / 3) / 2) and top1 == 0.5
 
 
 @pytest.mark.slow

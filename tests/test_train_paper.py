@@ -110,6 +110,18 @@ def test_supplied_parts_pass_and_the_hub_model_resolves_from_the_cache(tmp_path,
     assert model_path("Qwen/Qwen2.5-3B") == snapshot
 
 
+def test_search_r1_prebuilt_index_counts_as_the_retrieval_part(tmp_path, hub_cache):
+    _cache_model(hub_cache, "intfloat/e5-base-v2")
+    corpus, index = tmp_path / "wiki-18.jsonl", tmp_path / "e5_Flat.index"
+    corpus.write_text(json.dumps({"id": "0", "contents": '"T"\ntext'}) + "\n")
+    config = resolve("paper", overrides=[f"data.corpus={corpus}", f"data.index_path={index}"])
+    part = {p.name: p for p in paper_parts(config, env={})}["retrieval"]
+    assert f"data.index_path={index} does not exist" in part.missing  # nothing is read, only looked for
+    index.write_bytes(b"")
+    part = {p.name: p for p in paper_parts(config, env={})}["retrieval"]
+    assert not part.missing and f"prebuilt index {index}" in part.value
+
+
 @pytest.mark.parametrize("name, shown", [("paper", "name_or_path: Qwen/Qwen2.5-3B"),
                                          ("paper-7b", "name_or_path: Qwen/Qwen2.5-7B")])
 def test_dry_run_shows_the_papers_parts_and_budget_without_refusing(name, shown, hub_cache, no_work, capsys):

@@ -145,13 +145,20 @@ def cmd_evolve(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------- serve-retriever
 def cmd_serve_retriever(args: argparse.Namespace) -> int:
     from inspo.retrieval.factory import load_retriever
+    from inspo.retrieval.faiss_index import IndexOptions
     from inspo.retrieval.server import serve
 
     if args.kind == "http":
         raise CLIError("serve-retriever serves a local index: use --kind bm25 or dense")
     if args.corpus is None and args.index_dir is None:
         raise CLIError("give --corpus (a file, folder, world, wiki-lite or hf:NAME) and/or --index-dir")
-    retriever = load_retriever(args.kind, corpus=args.corpus, index_dir=args.index_dir, model=args.model)
+    try:
+        index = IndexOptions(kind=args.faiss_index, nprobe=args.nprobe, ef_search=args.ef_search,
+                             device=args.faiss_device)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+    retriever = load_retriever(args.kind, corpus=args.corpus, index_dir=args.index_dir, model=args.model,
+                               index_path=args.index_path, index=index)
     serve(
         retriever,
         host=args.host,
@@ -300,7 +307,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
                     + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
         "retriever": {"kind": data.retriever, "corpus": data.corpus, "index_dir": data.index_dir,
-                      "url": data.retriever_url, "model": data.retriever_model},
+                      "index_path": data.index_path, "url": data.retriever_url, "model": data.retriever_model},
         "questions": {"max_hops": data.max_hops, "limit": args.limit},
     }
 
@@ -377,6 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="corpus: a JSONL/parquet file or folder, 'world[:SEED]', 'wiki-lite' or 'hf:NAME'")
     p.add_argument("--index-dir", default=None, help="load the index from here, or save the built one here")
     p.add_argument("--model", default=None, help="dense model path (default: the packaged all-MiniLM-L6-v2)")
+    p.add_argument("--index-path", default=None, help="dense: a prebuilt faiss index whose rows are --corpus's "
+                   "lines (Search-R1's e5_Flat.index with wiki-18.jsonl and --model intfloat/e5-base-v2)")
+    p.add_argument("--faiss-index", default="", help="dense index kind: flat, sq8, pq<m>, ivf<nlist>[,sq8|,pq<m>], "
+                   "hnsw<M>[,sq8] (default: flat, or a saved/prebuilt index as it is)")
+    p.add_argument("--nprobe", type=int, default=0, help="IVF lists searched per query (0: the index's own)")
+    p.add_argument("--ef-search", type=int, default=0, help="HNSW candidates per query (0: the index's own)")
+    p.add_argument("--faiss-device", default="cpu", help="cpu, or cuda[:N] (needs faiss with GPU support)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--topk", type=int, default=3, help="topk when a request gives none (default: 3)")

@@ -112,6 +112,18 @@ class DataConfig:
     """Dense retriever's sentence-transformers model: a folder or a hub name in the local cache ('' : the packaged all-MiniLM-L6-v2)."""
     index_dir: str = ""
     """Load the index from here, or save the built one here ('' : keep it in memory)."""
+    index_path: str = ""
+    """Dense only: a prebuilt faiss index file whose rows are data.corpus's lines, in order (Search-R1's
+    e5_Flat.index beside wiki-18.jsonl), searched without re-encoding the corpus."""
+    faiss_index: str = ""
+    """Dense index kind: flat, sq8, pq<m>, ivf<nlist>, ivf<nlist>,sq8, ivf<nlist>,pq<m>, hnsw<M>, hnsw<M>,sq8
+    ('': flat when building, a saved or prebuilt index as it is; another kind rebuilds a prebuilt one)."""
+    faiss_nprobe: int = 0
+    """IVF lists searched per query (0: the index's own; 16 for an index inspo builds)."""
+    faiss_ef_search: int = 0
+    """HNSW candidates kept per query (0: the index's own; 64 for an index inspo builds)."""
+    faiss_device: str = "cpu"
+    """Where the dense index searches: cpu, or cuda / cuda:N (needs faiss with GPU support and a GPU)."""
     warmup_questions: int = 32
     """Questions rolled out with the seed instruction before step 1, to fill the replay buffer."""
     max_hops: int = 0
@@ -122,6 +134,15 @@ class DataConfig:
                f"data.retriever must be bm25, dense or http; got {self.retriever!r}")
         _check(self.retriever != "http" or bool(self.retriever_url),
                "data.retriever is 'http' but data.retriever_url is empty (e.g. http://127.0.0.1:8000)")
+        _check(not self.index_path or self.retriever == "dense",
+               f"data.index_path is a prebuilt faiss index: it needs data.retriever=dense; got {self.retriever!r}")
+        _check(not self.index_path or Path(self.corpus).suffix.lower() == ".jsonl",
+               f"data.index_path needs data.corpus=PATH.jsonl, the corpus whose lines are the index's rows "
+               f"(Search-R1: wiki-18.jsonl); got {self.corpus!r}")
+        try:
+            self.index_options()
+        except ValueError as exc:
+            raise ConfigError(f"data.faiss_*: {exc}") from exc
         _check(not self.test_split or self.test_split != self.eval_split,
                f"data.test_split must differ from data.eval_split ({self.eval_split!r}): the held-out test must "
                "use questions the final choice never saw ('' skips the test)")
@@ -129,6 +150,13 @@ class DataConfig:
                      "max_hops"):
             value = getattr(self, name)
             _check(isinstance(value, int) and value >= 0, f"data.{name} must be an integer >= 0; got {value!r}")
+
+    def index_options(self):
+        """The dense retriever's :class:`~inspo.retrieval.faiss_index.IndexOptions` (data.faiss_*)."""
+        from inspo.retrieval.faiss_index import IndexOptions
+
+        return IndexOptions(kind=self.faiss_index, nprobe=self.faiss_nprobe, ef_search=self.faiss_ef_search,
+                            device=self.faiss_device)
 
 
 @dataclass

@@ -126,9 +126,16 @@ def _retrieval(config: TrainConfig) -> Part:
     has_index = bool(data.index_dir) and _is_index_dir(data.retriever, data.index_dir)
     if has_index:
         value += f", index {data.index_dir}"
+    elif data.index_path:
+        value += f", prebuilt index {data.index_path}, corpus {data.corpus}"
+        for key, path in (("index_path", data.index_path), ("corpus", data.corpus)):
+            if not Path(path).expanduser().is_file():
+                problems.append(f"data.{key}={path} does not exist; --set data.{key}=PATH (Search-R1's "
+                                "e5_Flat.index and wiki-18.jsonl, from its scripts/download.py)")
     elif not data.corpus:
         problems.append(
-            "no corpus: --set data.corpus=PATH/wiki-18.jsonl (Search-R1's corpus; indexing 21M passages with E5 "
+            "no corpus: --set data.corpus=PATH/wiki-18.jsonl --set data.index_path=PATH/e5_Flat.index (Search-R1's "
+            "corpus and prebuilt E5 index, nothing re-encoded), or data.corpus alone (indexing 21M passages with E5 "
             "needs GPUs; add --set data.index_dir=DIR to keep the index), or serve Search-R1's prebuilt E5 index "
             "(its retrieval_launch.sh) and --set data.retriever=http --set data.retriever_url=http://HOST:PORT"
         )

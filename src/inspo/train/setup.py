@@ -120,10 +120,13 @@ def build_retriever(config: TrainConfig) -> Retriever:
             index_dir=data.index_dir or None,
             url=data.retriever_url or None,
             model=data.retriever_model or None,
+            index_path=data.index_path or None,
+            index=data.index_options(),
         )
     except Exception as exc:  # noqa: BLE001 - any failure here must stop the run with its reason
         where = f"data.retriever_url={data.retriever_url!r}" if data.retriever == "http" else (
             f"data.corpus={data.corpus!r}" + (f", data.index_dir={data.index_dir!r}" if data.index_dir else "")
+            + (f", data.index_path={data.index_path!r}" if data.index_path else "")
         )
         raise SetupError(f"retriever {data.retriever!r} ({where}) is not usable: {exc}") from exc
 
