@@ -14,9 +14,10 @@ from inspo.cli import main
 from inspo.core.coevolution import CoEvolution
 from inspo.core.proposer import Proposer
 from inspo.llm.rule_based import RuleBasedReflector
-from inspo.train.config import core_config, dump, resolve
+from inspo.train.config import dump, resolve
 from inspo.train.evolve import run_evolve
 from inspo.train.resume import ResumeRefused, plan_resume
+from inspo.train.schedule import core_config
 
 BASE = ["model.name_or_path=tiny-qwen2", "rl.steps=4", "coevolution.max_rounds=2"]
 

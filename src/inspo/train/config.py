@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
 from inspo.llm.factory import OptimizerLLMConfig
 from inspo.train.final import FINAL_CHOICES
 from inspo.train.presets import PRESETS
+from inspo.train.schedule import offline_round_problem
 
 MODES = ("inspo", "static", "pre-policy", "post-policy")
 OFFLINE_SCHEDULES = ("compressed", "unchanged")
@@ -317,61 +318,9 @@ class TrainConfig:
         return asdict(self)
 
 
-def core_config(co: CoEvolutionConfig, *, static: bool) -> CoEvolutionConfig:
-    """The co-evolution config the core of a run gets: ``static`` (the static mode and the GRPO
-    stage of pre-/post-policy) is a population of one, the seed, that never changes."""
-    if static:
-        return replace(co, population_size=1, n_parent=1, prune=False, evolve=False, init_population=False)
-    return co
-
-
-# ------------------------------------------------------------------------- the offline stage
-def online_rounds(co: CoEvolutionConfig) -> int:
-    """Evolution rounds Algorithm 1 makes before T_e (every K_e-th step t < T_e; P_0 not counted)."""
-    from inspo.core.coevolution import is_evolve_step
-
-    return sum(is_evolve_step(t, co) for t in range(1, co.evolve_until))
-
-
-def offline_coevolution(config: TrainConfig) -> CoEvolutionConfig:
-    """The co-evolution schedule of the pre-/post-policy stage (``config.offline_steps`` steps).
-
-    ``compressed``: the R = :func:`online_rounds` evolution rounds of the online schedule, spread
-    over the stage with a step after the last one for the new candidates to be weighed:
-    K_e' = offline_steps // (R + 1), T_e' = R * K_e' + 1, and K_p' = K_p * K_e' / K_e rounded (halves
-    up, at least 1) so that pruning halves the population as often between refills as online. With App. B
-    (K_p 5, K_e 15, T_e 150: R = 9) and 30 offline steps: K_p' 1, K_e' 3, T_e' 28. Idempotent.
-    ``unchanged``: ``config.coevolution`` as it is (it evolves only if offline_steps >= K_e).
-    """
-    co = config.coevolution
-    if config.offline_schedule == "unchanged" or not co.evolve:
-        return co
-    rounds = online_rounds(co)
-    every = max(1, config.offline_steps // (rounds + 1))
-    return replace(co, evolve_every=every, evolve_until=rounds * every + 1,
-                   prune_every=max(1, (2 * co.prune_every * every + co.evolve_every) // (2 * co.evolve_every)))
-
-
-def offline_config(config: TrainConfig) -> TrainConfig:
-    """``config`` with the offline stage's schedule (what the pre-/post-policy stage runs)."""
-    return replace(config, coevolution=offline_coevolution(config))
-
-
 def _check_offline_rounds(config: TrainConfig) -> None:
-    from inspo.core.coevolution import is_evolve_step
-
-    co, steps = offline_coevolution(config), config.offline_steps
-    rounds = online_rounds(config.coevolution)
-    _check(rounds > 0 or config.offline_schedule == "unchanged",
-           f"the {config.mode} stage would make no evolution round: coevolution makes none before T_e "
-           f"(K_e={config.coevolution.evolve_every}, T_e={config.coevolution.evolve_until})")
-    if config.offline_schedule == "compressed":
-        _check(steps >= rounds + 1,
-               f"offline_steps={steps} is too short for the {rounds} evolution rounds of the online schedule "
-               f"(one step each, plus one after the last): use offline_steps >= {rounds + 1}")
-    _check(any(is_evolve_step(t, co) for t in range(1, steps + 1)),
-           f"the {config.mode} stage would make no evolution round in offline_steps={steps} (K_e={co.evolve_every}, "
-           f"T_e={co.evolve_until}): raise offline_steps, or use offline_schedule=compressed")
+    problem = offline_round_problem(config.coevolution, config.offline_steps, config.offline_schedule, config.mode)
+    _check(problem is None, problem or "")
 
 
 # ------------------------------------------------------------------------------------ presets

@@ -68,7 +68,7 @@ from inspo.llm.base import LLMClient
 from inspo.records import EvaluateFn, Question, Rollout
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
-from inspo.train.config import core_config
+from inspo.train.schedule import core_config
 
 log = logging.getLogger("inspo.train")
 

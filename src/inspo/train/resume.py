@@ -28,7 +28,8 @@ from typing import Any
 from inspo import artifacts
 from inspo.core.config import FIXED_ON_RESUME, CoEvolutionConfig, config_changes
 from inspo.core.events import SettingsChanged
-from inspo.train.config import TrainConfig, core_config, dump, setting_changes
+from inspo.train.config import TrainConfig, dump, setting_changes
+from inspo.train.schedule import core_config
 from inspo.train.setup import SetupError
 
 _WEIGHTS = "the checkpoint holds this model's weights (or LoRA adapters)"

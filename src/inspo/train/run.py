@@ -21,7 +21,7 @@ Where the work happens:
   step's order, :mod:`inspo.train.loop`;
 - ``pre-policy`` / ``post-policy`` (:class:`OfflineStage`): :func:`inspo.train.evolve.run_evolve`
   with a frozen policy on the main process, into ``<run>/pre-policy`` or ``<run>/post-policy``, on
-  the offline schedule (:func:`inspo.train.config.offline_config`: by default as many evolution
+  the offline schedule (:func:`inspo.train.schedule.offline_config`: by default as many evolution
   rounds as the online schedule, compressed into ``offline_steps``).
 
 Resume (``resume=True``): a stage before the last that finished is picked up from what it left
@@ -45,9 +45,10 @@ from typing import Any, Protocol
 from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
 from inspo.rng import derived_rng
-from inspo.train.config import TrainConfig, offline_config
+from inspo.train.config import TrainConfig
 from inspo.train.grpo_run import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
 from inspo.train.loop import RewardFn, say
+from inspo.train.schedule import offline_config
 from inspo.train.setup import SetupError
 from inspo.train.summary import RunSummary
 from inspo.train.trainer import grpo_settings
