@@ -141,7 +141,23 @@ def decode_ids(tokenizer: Any, ids: Sequence[int]) -> str:
     return tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
 
-class HFEngine:
+class TokenizerText:
+    """The text side of a local engine, through its transformers ``tokenizer``: the chat prompt,
+    encoding observations and decoding ids (shared by :class:`HFEngine` and ``VLLMEngine``)."""
+
+    tokenizer: Any
+
+    def prompt_text(self, instruction: str, question: str) -> str:
+        return build_chat(self.tokenizer, instruction, question)
+
+    def encode(self, text: str) -> list[int]:
+        return encode_text(self.tokenizer, text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return decode_ids(self.tokenizer, ids)
+
+
+class HFEngine(TokenizerText):
     """A transformers causal LM as a policy (CPU or GPU), keeping token ids end to end.
 
     ``model`` may be any live ``PreTrainedModel`` (TRL passes its unwrapped training model);
@@ -188,16 +204,6 @@ class HFEngine:
     def from_loaded(cls, loaded: Any, **kwargs: Any) -> HFEngine:
         """Build from ``inspo.models.load_model(...)``'s ``LoadedModel`` (model + tokenizer)."""
         return cls(loaded.model, loaded.tokenizer, **kwargs)
-
-    # -- tokenizer ------------------------------------------------------------------------
-    def prompt_text(self, instruction: str, question: str) -> str:
-        return build_chat(self.tokenizer, instruction, question)
-
-    def encode(self, text: str) -> list[int]:
-        return encode_text(self.tokenizer, text)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return decode_ids(self.tokenizer, ids)
 
     # -- generation -----------------------------------------------------------------------
     def generate(

@@ -52,11 +52,9 @@ from typing import Any
 from inspo.agent.engines import (
     Generation,
     GenerationInput,
-    decode_ids,
-    encode_text,
+    TokenizerText,
     trim_generation,
 )
-from inspo.agent.protocol import build_chat
 
 #: What to tell someone whose Python has no working ``vllm`` module.
 INSTALL_HINT = (
@@ -106,7 +104,7 @@ class VLLMOptions:
             raise ValueError(f"VLLMOptions: max_model_len must be >= 0 (0: the model's); got {self.max_model_len!r}")
 
 
-class VLLMEngine:
+class VLLMEngine(TokenizerText):
     """A ``vllm.LLM`` as a policy (rules in the module docstring).
 
     ``llm`` is any live ``vllm.LLM`` (e.g. one TRL keeps in colocate mode); ``tokenizer`` the
@@ -188,16 +186,6 @@ class VLLMEngine:
         llm = vllm.LLM(**kwargs)
         tokenizer = AutoTokenizer.from_pretrained(path)
         return cls(llm, tokenizer, eos_ids=eos_ids_of(path, tokenizer), rng=rng)
-
-    # -- tokenizer ------------------------------------------------------------------------
-    def prompt_text(self, instruction: str, question: str) -> str:
-        return build_chat(self.tokenizer, instruction, question)
-
-    def encode(self, text: str) -> list[int]:
-        return encode_text(self.tokenizer, text)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return decode_ids(self.tokenizer, ids)
 
     # -- generation -----------------------------------------------------------------------
     def sampling_params(
