@@ -107,6 +107,19 @@ def test_seeded_sampling_is_reproducible_and_independent_of_the_batch(engines):
 
 
 @pytest.mark.slow
+def test_a_row_with_its_own_seed_samples_the_same_in_any_batch_and_position(engines):
+    from dataclasses import replace
+
+    vllm_engine, _ = engines
+    inputs = [replace(x, seed=100 + i) for i, x in enumerate(_inputs(vllm_engine))]
+    batch = _generate(vllm_engine, inputs, temperature=1.0, stop=[], seed=7)
+    moved = _generate(vllm_engine, [inputs[2], inputs[0]], temperature=1.0, stop=[], seed=8)  # engine rng unused
+    assert moved[0].token_ids == batch[2].token_ids and moved[1].token_ids == batch[0].token_ids
+    reseeded = _generate(vllm_engine, [replace(inputs[2], seed=999)], temperature=1.0, stop=[])
+    assert reseeded[0].token_ids != batch[2].token_ids
+
+
+@pytest.mark.slow
 def test_a_stop_string_is_kept_and_cut_where_hf_engine_cuts(engines):
     vllm_engine, _ = engines
     inputs = _inputs(vllm_engine)[:1]

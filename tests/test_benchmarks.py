@@ -328,3 +328,20 @@ def test_step_vllm_quick(capsys):
         assert run["per_step"]["generation (training rollouts)"] > 0
     assert len(result["ratios"]) == 1 and result["ratios"][0] > 0
     assert "step time HF / vLLM per pair" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_verify_batching_quick_plays_both_arms_identically(capsys):
+    pytest.importorskip("torch")
+    from inspo.models import ModelNotInstalledError, load_model
+
+    try:
+        load_model("tiny-qwen2")
+    except ModelNotInstalledError as exc:
+        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
+    result = load_script("verify_batching").main(["--quick", "--threads", "1", "--dtype", "float32"])
+    assert set(result["seconds"]) == {"separate", "shared"} and all(positive(v) for v in result["seconds"].values())
+    assert result["policy_tokens"]["separate"] == result["policy_tokens"]["shared"] > 0
+    assert result["identical_rollouts"] == "4 of 4"  # per-row seeds: the batch does not change a row (float32)
+    assert positive(result["ratio_separate_over_shared"])
+    assert "separate / shared" in capsys.readouterr().out

@@ -237,3 +237,31 @@ def test_truncated_and_overlong_candidates_are_recorded_as_rejected():
     reasons = sorted(c.rejected for c in proposal.rejected)
     assert reasons[0].startswith("prompt too long") and reasons[1].startswith("truncated: ")
     assert "<ins_3>" in reasons[1] and "optimizer_max_tokens" in reasons[1]
+
+
+def test_beat_parent_round_plays_the_parent_and_its_candidates_in_one_call():
+    cfg = CoEvolutionConfig(population_size=4, validation_size=5, admission="beat-parent", admit_per_round=3,
+                            max_rounds=1)
+    coevo = make(cfg, fn=six_markers)
+    scores = scored_by_text({"marker1": 0.0, "marker2": 0.5, "marker3": 0.9, "marker4": 0.2}, default=0.5)
+
+    class Together:
+        calls = []
+
+        def __call__(self, instruction, questions):
+            self.calls.append(("one", instruction.id))
+            return scores(instruction, questions)
+
+        def many(self, instructions, questions):
+            self.calls.append(("many", [i.id for i in instructions]))
+            return [scores(i, questions) for i in instructions]
+
+    together = Together()
+    coevo.initialize(together, make_questions(5))
+    assert [kind for kind, _ in together.calls] == ["one", "many"]  # the warm-up, then the whole round
+    round_ = together.calls[1][1]
+    parent = coevo.events.of_kind("parent_verified")[0]
+    assert round_[0] == parent.parent_id and len(round_) == 7  # the parent first, then its 6 candidates
+    assert parent.score == 0.5
+    admitted = {e.instruction["text"].split()[-1] for e in coevo.events.of_kind("admitted")}
+    assert admitted == {"marker3", "marker2", "marker5"}  # as when each is played on its own

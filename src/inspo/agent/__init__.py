@@ -10,7 +10,7 @@ from inspo.agent.engines import (
     OpenAIEngine,
     PolicyEngine,
 )
-from inspo.agent.evaluate import EvaluateFn, make_evaluate
+from inspo.agent.evaluate import Evaluate, make_evaluate
 from inspo.agent.load import load_engine
 from inspo.agent.protocol import (
     SEARCH_R1_INSTRUCTION,
@@ -32,12 +32,14 @@ from inspo.agent.rewards import (
 )
 from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
 from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
+from inspo.records import EvaluateFn
 
 __all__ = [
     "SEARCH_R1_INSTRUCTION",
     "Action",
     "AgentConfig",
     "Episode",
+    "Evaluate",
     "EvaluateFn",
     "Generation",
     "GenerationInput",

@@ -46,6 +46,9 @@ class GenerationInput:
     prompt_ids: list[int]
     completion_ids: list[int]
     text: str
+    seed: int | None = None
+    """This row's own sampling seed for the turn (:mod:`inspo.agent.row_seeds`); None: the
+    engine's ``rng`` decides."""
 
 
 @dataclass
@@ -221,12 +224,14 @@ class HFEngine(TokenizerText):
         out: list[Generation] = []
         for start in range(0, len(inputs), size):
             chunk = inputs[start : start + size]
+            seeds = [x.seed for x in chunk]
             rows = self._generate_ids(
                 [x.prompt_ids + x.completion_ids for x in chunk],
                 max_new_tokens=max_new_tokens,
                 temperature=temperature,
                 top_p=top_p,
                 stop=stop,
+                seeds=seeds if all(seed is not None for seed in seeds) else None,
             )
             for row in rows:
                 ids, finish = trim_generation(
@@ -243,8 +248,10 @@ class HFEngine(TokenizerText):
         temperature: float,
         top_p: float,
         stop: Sequence[str],
+        seeds: list[int] | None = None,
     ) -> list[list[int]]:
-        """Left-padded batched ``model.generate``; returns each row's raw new ids."""
+        """Left-padded batched ``model.generate``; returns each row's raw new ids. With ``seeds``
+        (one per row) a sampled row draws from its own seed, not from the call's."""
         import torch
         from transformers import GenerationConfig
 
@@ -259,15 +266,19 @@ class HFEngine(TokenizerText):
             [[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=device
         )
         sample = temperature > 0
+        row_seeded = sample and seeds is not None
         # Every sampling knob is set explicitly: unset ones would be filled from the model's own
         # generation_config (Qwen ships top_k=20, repetition_penalty=1.05), which would make
         # the policy's samples differ from the distribution being trained.
+        # Row-seeded sampling decodes greedily over scores that the Gumbel processor has turned
+        # into one seeded sample per row (same distribution as do_sample, see row_seeds).
+        sampler = sample and not row_seeded
         config = GenerationConfig(
             max_new_tokens=max_new_tokens,
-            do_sample=sample,
-            temperature=temperature if sample else 1.0,
-            top_p=top_p if sample else 1.0,
-            top_k=0 if sample else 50,  # greedy ignores it; 50 = transformers' default (no warning)
+            do_sample=sampler,
+            temperature=temperature if sampler else 1.0,
+            top_p=top_p if sampler else 1.0,
+            top_k=0 if sampler else 50,  # greedy ignores it; 50 = transformers' default (no warning)
             min_p=None,
             repetition_penalty=1.0,
             pad_token_id=self.pad_id,
@@ -275,6 +286,13 @@ class HFEngine(TokenizerText):
             use_cache=True,
         )
         kwargs: dict[str, Any] = {"generation_config": config}
+        if row_seeded:
+            from transformers import LogitsProcessorList
+
+            from inspo.agent.row_seeds import gumbel_sample_processor
+
+            kwargs["logits_processor"] = LogitsProcessorList(
+                [gumbel_sample_processor(seeds, width, temperature, top_p)])
         if stop:
             kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width)
         was_training = self.model.training

@@ -14,19 +14,27 @@
 Episodes run in batches of ``batch_size`` through :func:`~inspo.agent.rollout.run_rollouts`;
 ``progress=True`` shows a tqdm bar over examples (for long evaluations).
 
-``paired_seed``: when set, an engine with an ``rng`` (``HFEngine``) gets a fresh stream derived
-from (``paired_seed``, the question ids) at the start of every call, so two instructions
-evaluated on the same questions sample with the same seeds (common random numbers: the paired
-comparison of a candidate with its parent, or of instructions on dev questions).
+``paired_seed``: when set, every episode gets its own sampling seed derived from
+(``paired_seed``, the question id, the replicate), so two instructions evaluated on the same
+questions sample with the same random numbers question by question, in one call or in two, in
+any batch (common random numbers: the paired comparison of a candidate with its parent, or of
+instructions on dev questions; :mod:`inspo.agent.row_seeds`). ``HFEngine`` and ``VLLMEngine``
+honour the episode seeds; an engine that does not but has an ``rng`` gets a fresh stream derived
+from (``paired_seed``, the question ids) at the start of every call instead.
+
+The returned :class:`Evaluate` also has ``many(instructions, questions)``: the episodes of several
+instructions in shared batches, one rollout list per instruction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 
 from inspo.agent.engines import PolicyEngine
 from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
-from inspo.records import EvaluateFn, Instruction, Question, Rollout
+from inspo.agent.row_seeds import seed_of
+from inspo.records import Instruction, Question, Rollout
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 
@@ -59,6 +67,30 @@ def play_isolated(
         return [r for ep in episodes for r in play_isolated(engine, retriever, config, [ep])]
 
 
+@dataclass
+class Evaluate:
+    """``evaluate(instruction, questions)``, and :meth:`many` for several instructions at once.
+
+    ``play_many(instructions, questions)`` returns one rollout list per instruction. ``many`` puts
+    the episodes of all the instructions in shared batches: the verifier plays every candidate of
+    a round in one batch, which on a GPU costs about what one candidate alone does (a batch of 8
+    rows takes as many sequential decoding steps as a batch of 48). Episodes with their own seeds
+    (``paired_seed``) sample the same whichever batch they share.
+    """
+
+    play_many: Callable[[Sequence[Instruction], Sequence[Question]], list[list[Rollout]]]
+
+    def __call__(self, instruction: Instruction, questions: Sequence[Question]) -> list[Rollout]:
+        return self.play_many([instruction], questions)[0]
+
+    def many(self, instructions: Sequence[Instruction], questions: Sequence[Question]) -> list[list[Rollout]]:
+        return self.play_many(instructions, questions)
+
+    def mapped(self, fn: Callable[[list[Rollout]], list[Rollout]]) -> Evaluate:
+        """The same evaluation with ``fn`` applied to each instruction's rollouts (rescoring)."""
+        return Evaluate(lambda instructions, questions: [fn(rs) for rs in self.play_many(instructions, questions)])
+
+
 def make_evaluate(
     engine: PolicyEngine,
     retriever: Retriever,
@@ -68,35 +100,38 @@ def make_evaluate(
     batch_size: int = 32,
     progress: bool = False,
     paired_seed: Hashable | None = None,
-) -> EvaluateFn:
+) -> Evaluate:
     """Build the ``evaluate(instruction, questions)`` function (rules in the module docstring)."""
     if group_size < 1:
         raise ValueError(f"make_evaluate: group_size must be >= 1, got {group_size}")
     if batch_size < 1:
         raise ValueError(f"make_evaluate: batch_size must be >= 1, got {batch_size}")
 
-    def play(episodes: list[Episode]) -> list[Rollout]:
-        return play_isolated(engine, retriever, config, episodes)
+    def episode(question: Question, instruction: Instruction, j: int) -> Episode:
+        seed = None if paired_seed is None else seed_of(paired_seed, question.id, j)
+        return Episode(question, instruction, seed=seed)
 
-    def evaluate(instruction: Instruction, questions: Sequence[Question]) -> list[Rollout]:
-        episodes = [Episode(q, instruction) for q in questions for _ in range(group_size)]
-        if paired_seed is not None and hasattr(engine, "rng"):
+    def play_many(instructions: Sequence[Instruction], questions: Sequence[Question]) -> list[list[Rollout]]:
+        episodes = [episode(q, ins, j) for ins in instructions for q in questions for j in range(group_size)]
+        if paired_seed is not None and hasattr(engine, "rng"):  # engines without row seeds
             engine.rng = derived_rng(paired_seed, *(q.id for q in questions))
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(episodes), desc=f"eval {instruction.id}", unit="ex")
+            what = instructions[0].id if len(instructions) == 1 else f"{len(instructions)} instructions"
+            bar = tqdm(total=len(episodes), desc=f"eval {what}", unit="ex")
         results: list[Rollout] = []
         try:
             for start in range(0, len(episodes), batch_size):
                 batch = episodes[start : start + batch_size]
-                results.extend(play(batch))
+                results.extend(play_isolated(engine, retriever, config, batch))
                 if bar is not None:
                     bar.update(len(batch))
         finally:
             if bar is not None:
                 bar.close()
-        return results
+        per = len(questions) * group_size
+        return [results[k * per : (k + 1) * per] for k in range(len(instructions))]
 
-    return evaluate
+    return Evaluate(play_many)

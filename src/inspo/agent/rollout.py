@@ -61,6 +61,7 @@ from inspo.agent.protocol import (
     parse_action,
 )
 from inspo.agent.rewards import RewardSpec
+from inspo.agent.row_seeds import turn_seed
 from inspo.records import Instruction, Question, Rollout
 from inspo.retrieval.base import Retriever
 
@@ -110,10 +111,13 @@ class AgentConfig:
 
 @dataclass(frozen=True)
 class Episode:
-    """One rollout to play: a question under an instruction."""
+    """One rollout to play: a question under an instruction. ``seed``: the episode's own sampling
+    seed (each turn samples from :func:`~inspo.agent.row_seeds.turn_seed` of it, whatever else
+    shares the batch); None: the engine's own randomness."""
 
     question: Question
     instruction: Instruction
+    seed: int | None = None
 
 
 @dataclass
@@ -132,8 +136,10 @@ class _Trajectory:
     n_obs_truncated: int = 0
 
     def generation_input(self) -> GenerationInput:
+        seed = self.episode.seed
         return GenerationInput(
-            self.prompt_ids, list(self.completion_ids), self.prompt_text + "".join(self.texts)
+            self.prompt_ids, list(self.completion_ids), self.prompt_text + "".join(self.texts),
+            seed=None if seed is None else turn_seed(seed, self.turns + 1),
         )
 
     def add(self, text: str, ids: list[int], mask: int) -> None:

@@ -13,11 +13,11 @@ it unchanged:
   rows cost nothing while the others go on;
 - the returned ids go through :func:`~inspo.agent.engines.trim_generation`, the same cut HFEngine
   uses (after the first stop string or at the first EOS, EOS kept), and ``text`` is their decode;
-- ``temperature == 0`` is greedy; otherwise each row gets its own sampling seed drawn from
-  ``rng`` (a ``random.Random``) in input order, so the same ``rng`` state samples the same tokens
-  (whatever else shares the batch), and :func:`~inspo.agent.evaluate.make_evaluate`'s
-  ``paired_seed`` (which replaces ``engine.rng``) pairs two instructions row by row.
-  ``rng=None`` leaves rows unseeded;
+- ``temperature == 0`` is greedy; otherwise each row gets its own sampling seed: the input's
+  ``seed`` when it has one (:mod:`inspo.agent.row_seeds`; :func:`~inspo.agent.evaluate.make_evaluate`'s
+  ``paired_seed`` gives every episode one, so two instructions are paired question by question),
+  else drawn from ``rng`` (a ``random.Random``) in input order, so the same ``rng`` state samples
+  the same tokens (whatever else shares the batch). ``rng=None`` leaves such rows unseeded;
 - ``Generation.logprobs`` holds one float per kept id: its log-probability as vLLM reports it.
   :meth:`VLLMEngine.from_pretrained` starts vLLM with ``logprobs_mode="processed_logprobs"``: the
   distribution sampled from (after temperature and top-p; for greedy rows, the model's own
@@ -196,8 +196,10 @@ class VLLMEngine(TokenizerText):
         temperature: float,
         top_p: float,
         stop: Sequence[str],
+        row_seed: int | None = None,
     ) -> Any:
-        """One row's ``vllm.SamplingParams`` (draws the row's seed from ``rng`` when sampling).
+        """One row's ``vllm.SamplingParams``; a sampled row's seed is ``row_seed`` when given (the
+        row's own, :mod:`inspo.agent.row_seeds`), else drawn from ``rng``.
 
         Raises ValueError when the context leaves no room under the engine's ``max_model_len``;
         a row with less room than ``max_new_tokens`` gets what is left (it then ends ``"length"``).
@@ -223,7 +225,7 @@ class VLLMEngine(TokenizerText):
             repetition_penalty=1.0,
             presence_penalty=0.0,
             frequency_penalty=0.0,
-            seed=self.rng.getrandbits(63) if sample and self.rng is not None else None,
+            seed=self._seed(row_seed) if sample else None,
             stop=list(stop) or None,
             include_stop_str_in_output=True,
             stop_token_ids=sorted(self.eos_ids),
@@ -253,14 +255,20 @@ class VLLMEngine(TokenizerText):
                 temperature=temperature,
                 top_p=top_p,
                 stop=stop,
+                row_seed=x.seed,
             )
-            for c in contexts
+            for c, x in zip(contexts, inputs, strict=True)
         ]
         prompts = [{"prompt_token_ids": c} for c in contexts]
         outputs = self.llm.generate(prompts, params, use_tqdm=False, lora_request=self.lora_request)
         if len(outputs) != len(inputs):
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(inputs)} prompts")
         return [self._generation(o.outputs[0], stop) for o in outputs]
+
+    def _seed(self, row_seed: int | None) -> int | None:
+        if row_seed is not None:
+            return row_seed
+        return self.rng.getrandbits(63) if self.rng is not None else None
 
     def _generation(self, completion: Any, stop: Sequence[str]) -> Generation:
         ids, finish = trim_generation(

@@ -53,7 +53,7 @@ from inspo.core.population import Population, derived_rng
 from inspo.core.proposer import Proposal, Proposer
 from inspo.core.replay import ReplayBuffer
 from inspo.core.templates import ScoredInstruction
-from inspo.core.verifier import EvaluateFn, Verifier, top_n
+from inspo.core.verifier import EvaluateFn, Verification, Verifier, top_n
 from inspo.records import Candidate, Instruction, Question, Rollout
 
 # --------------------------------------------------------------------------------------------
@@ -271,10 +271,12 @@ class CoEvolution:
         if evaluate is None or not questions:
             chosen = proposal.candidates[:n]  # no-verify ablation, or nothing to verify with
         else:
-            verifier = Verifier(evaluate)
-            if cfg.admission == "beat-parent":
-                bar = self._score_parent(step, verifier, proposal.parent_id, questions)
-            for v in verifier.score(proposal.candidates, questions, step):
+            # the parent (under beat-parent) and the candidates are played together: one batch
+            probe = self._parent_probe(proposal.parent_id) if cfg.admission == "beat-parent" else None
+            results = Verifier(evaluate).score(([probe] if probe else []) + proposal.candidates, questions, step)
+            if probe is not None:
+                bar = self._parent_bar(step, results.pop(0), len(questions))
+            for v in results:
                 if v.candidate.rejected:  # the evaluation raised or returned nothing: no rollouts
                     self._reject(step, v.candidate.id, v.candidate.rejected, v.candidate.text)
                 else:
@@ -298,17 +300,20 @@ class CoEvolution:
             self._reject(step, cand.id, why, cand.text)
         return [c.id for c in chosen]
 
-    def _score_parent(self, step: int, verifier: Verifier, parent_id: str, questions: Sequence[Question]) -> float | None:
-        """The parent's mean reward on ``questions`` (the admission bar), or None when it cannot
-        be scored (then the round falls back to plain top-n, and says so in the event log)."""
+    def _parent_probe(self, parent_id: str) -> Candidate | None:
+        """The parent as a candidate to score beside its children (None: not in the archive)."""
         parent = self.population.archive.get(parent_id)
         if parent is None:
             return None
-        probe = Candidate(id=parent.id, text=parent.text, parent_id=parent.id, origin=parent.origin)
-        (result,) = verifier.score([probe], questions, step)
+        return Candidate(id=parent.id, text=parent.text, parent_id=parent.id, origin=parent.origin)
+
+    def _parent_bar(self, step: int, result: Verification, n_questions: int) -> float | None:
+        """The parent's mean reward on D_B (the admission bar), or None when it could not be
+        scored (then the round falls back to plain top-n, and says so in the event log)."""
+        probe = result.candidate
         if probe.score is None:  # the evaluation raised or returned nothing: no rollouts
             return None
-        self.emit(ParentVerified(step, parent_id=parent.id, score=probe.score, n_questions=len(questions),
+        self.emit(ParentVerified(step, parent_id=probe.id, score=probe.score, n_questions=n_questions,
                                  n_rollouts=len(result.rollouts)))
         return probe.score
 

@@ -8,7 +8,9 @@ evaluation command share:
 Rules: one Rollout per question (a group-size > 1 evaluator may return more; the mean is taken
 over all of them), higher reward is better, and it never raises for one bad example (a failed
 example is a Rollout with reward 0 and ``error`` set). If it raises anyway, the candidate is
-rejected with the error as its reason and the round goes on.
+rejected with the error as its reason and the round goes on. An evaluate function that also has
+``many(instructions, questions) -> list[list[Rollout]]`` (:class:`inspo.agent.evaluate.Evaluate`)
+gets all of a round's candidates in one call.
 """
 
 from __future__ import annotations
@@ -30,22 +32,42 @@ class Verifier:
         self.evaluate = evaluate
 
     def score(self, candidates: Sequence[Candidate], questions: Sequence[Question], step: int) -> list[Verification]:
-        """Fill each candidate's ``score`` (mean reward on ``questions``) or ``rejected``."""
+        """Fill each candidate's ``score`` (mean reward on ``questions``) or ``rejected``.
+
+        An evaluator with ``many(instructions, questions)`` plays all the candidates in one call
+        (shared batches); if that call raises, each candidate is played on its own."""
+        together = self._together(candidates, questions, step)
+        if together is not None:
+            return [self._record(cand, rollouts) for cand, rollouts in zip(candidates, together, strict=True)]
         results = []
         for cand in candidates:
-            instruction = cand.to_instruction(step)
             try:
-                rollouts = list(self.evaluate(instruction, questions))
+                rollouts = list(self.evaluate(cand.to_instruction(step), questions))
             except Exception as exc:  # noqa: BLE001 - a broken evaluator must not end training
                 cand.rejected = f"verification failed: {type(exc).__name__}: {exc}"
                 results.append(Verification(cand, []))
                 continue
-            if not rollouts:
-                cand.rejected = "verification produced no rollouts"
-            else:
-                cand.score = sum(r.reward for r in rollouts) / len(rollouts)
-            results.append(Verification(cand, rollouts))
+            results.append(self._record(cand, rollouts))
         return results
+
+    def _together(self, candidates: Sequence[Candidate], questions: Sequence[Question],
+                  step: int) -> list[list[Rollout]] | None:
+        many = getattr(self.evaluate, "many", None)
+        if many is None or len(candidates) < 2:
+            return None
+        try:
+            together = [list(rs) for rs in many([c.to_instruction(step) for c in candidates], questions)]
+        except Exception:  # noqa: BLE001 - fall back to one call per candidate, which isolates errors
+            return None
+        return together if len(together) == len(candidates) else None
+
+    @staticmethod
+    def _record(cand: Candidate, rollouts: list[Rollout]) -> Verification:
+        if not rollouts:
+            cand.rejected = "verification produced no rollouts"
+        else:
+            cand.score = sum(r.reward for r in rollouts) / len(rollouts)
+        return Verification(cand, rollouts)
 
 
 def top_n(candidates: Sequence[Candidate], n: int) -> list[Candidate]:

@@ -95,12 +95,16 @@ def final_choice_lines(data: dict[str, Any]) -> list[str]:
     return choice.lines()
 
 
-def _rewards(evaluate: EvaluateFn, instruction: Instruction, questions: Sequence[Question]) -> list[float]:
-    rollouts = evaluate(instruction, questions)
-    if len(rollouts) != len(questions):
-        raise ValueError(f"evaluate returned {len(rollouts)} rollouts for {len(questions)} questions; "
-                         "the final choice needs one rollout per question (group_size=1)")
-    return [r.reward for r in rollouts]
+def _rewards(evaluate: EvaluateFn, instructions: Sequence[Instruction],
+             questions: Sequence[Question]) -> list[list[float]]:
+    """Each instruction's per-question rewards; in shared batches when ``evaluate`` has ``many``."""
+    many = getattr(evaluate, "many", None)
+    groups = many(instructions, questions) if many is not None else [evaluate(i, questions) for i in instructions]
+    for rollouts in groups:
+        if len(rollouts) != len(questions):
+            raise ValueError(f"evaluate returned {len(rollouts)} rollouts for {len(questions)} questions; "
+                             "the final choice needs one rollout per question (group_size=1)")
+    return [[r.reward for r in rollouts] for rollouts in groups]
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -133,7 +137,7 @@ def choose_instruction(
         pool = [by_weight] + ([seed] if seed.id != by_weight.id else [])
     dev: dict[str, float] = {}
     if dev_questions:
-        dev = {ins.id: _mean(_rewards(evaluate, ins, dev_questions)) for ins in pool}
+        dev = {ins.id: _mean(rewards) for ins, rewards in zip(pool, _rewards(evaluate, pool, dev_questions), strict=True)}
     returned = by_weight
     if rule == "dev":
         returned = max(pool, key=lambda ins: dev[ins.id])  # max keeps the first of ties: the seed
@@ -141,8 +145,9 @@ def choose_instruction(
                          seed_id=seed.id, by_weight_id=by_weight.id, dev_split=dev_split,
                          dev_questions=len(dev_questions), dev_scores=dev, note=note)
     if test_questions:
-        seed_test = _rewards(evaluate, seed, test_questions)
-        returned_test = seed_test if returned.id == seed.id else _rewards(evaluate, returned, test_questions)
+        played = [seed] if returned.id == seed.id else [seed, returned]
+        scores = _rewards(evaluate, played, test_questions)
+        seed_test, returned_test = scores[0], scores[-1]
         choice.test_split, choice.test_questions = test_split, len(test_questions)
         choice.test_returned, choice.test_seed = _mean(returned_test), _mean(seed_test)
         choice.test_vs_seed = paired_difference(returned_test, seed_test)

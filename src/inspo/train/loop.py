@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
-from inspo.agent.evaluate import make_evaluate
+from inspo.agent.evaluate import Evaluate, make_evaluate
 from inspo.agent.rollout import FINISH_REASONS, AgentConfig
 from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import CoEvolution, StepReport
@@ -137,7 +137,7 @@ def reseed(engine: Any, seed: int, tag: str, step: int) -> None:
 def verification_evaluate(
     engine: Any, retriever: Retriever, agent: AgentConfig, *, seed: int, tag: str, step: int, batch_size: int,
     reward_fn: RewardFn | None = None,
-) -> EvaluateFn:
+) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` as the current policy, one rollout per
     question, for step ``step``'s verification (``tag`` "verify") or P_0 (``tag`` "init").
 
@@ -147,18 +147,18 @@ def verification_evaluate(
     reseed(engine, seed, tag, step)
     evaluate = make_evaluate(engine, retriever, agent, group_size=1, batch_size=batch_size,
                              paired_seed=(seed, tag, step))
-    return evaluate if reward_fn is None else (lambda ins, qs: rescore(evaluate(ins, qs), reward_fn))
+    return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))
 
 
 def greedy_evaluate(
     engine: Any, retriever: Retriever, agent: AgentConfig, *, batch_size: int, reward_fn: RewardFn | None = None,
     progress: bool = False,
-) -> EvaluateFn:
+) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` decoding greedily, one rollout per
     question: the periodic evaluation and the final choice."""
     evaluate = make_evaluate(engine, retriever, replace(agent, temperature=0.0), group_size=1,
                              batch_size=batch_size, progress=progress)
-    return evaluate if reward_fn is None else (lambda ins, qs: rescore(evaluate(ins, qs), reward_fn))
+    return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))
 
 
 # ------------------------------------------------------------------------------ step 5
