@@ -3,6 +3,7 @@ the GEPA adapter): no model, so they are fast."""
 
 from __future__ import annotations
 
+import random
 import re
 
 from inspo.agent.engines import Generation
@@ -40,6 +41,31 @@ class ScriptedPolicy:
                 continue
             seed_prompt = x.text.startswith(SEARCH_R1_INSTRUCTION + "\n\nQuestion:")
             answer = "Beijing" if seed_prompt else self.answers[question]
+            out.append(Generation([], f"<answer>{answer}</answer>", "stop"))
+        return out
+
+
+class CoinPolicy(ScriptedPolicy):
+    """Searches, then answers right or wrong by a coin: the reward is pure sampling noise,
+    whatever the instruction. The coin is ``self.rng`` (one stream per engine) unless
+    ``row_seeds`` is set: then each row's own ``GenerationInput.seed`` decides its coin."""
+
+    def __init__(self, row_seeds: bool = False):
+        super().__init__()
+        self.rng = random.Random(0)
+        self.row_seeds = row_seeds
+        self.batches: list[int] = []
+
+    def generate(self, inputs, **kwargs):
+        self.batches.append(len(inputs))
+        out = []
+        for x in inputs:
+            if "<information>" not in x.text:
+                out.append(Generation([], "<search>the question</search>", "stop"))
+                continue
+            question = re.search(r"Question: (.*?)(?:<search>|\n|$)", x.text).group(1).strip()
+            coin = random.Random(x.seed).random() if self.row_seeds else self.rng.random()
+            answer = self.answers[question] if coin < 0.5 else "no"
             out.append(Generation([], f"<answer>{answer}</answer>", "stop"))
         return out
 

@@ -1,35 +1,12 @@
 """make_evaluate's paired sampling: the same questions get the same sampling seeds."""
 
-import random
-import re
 
-from agent_helpers import ScriptedPolicy
-from inspo.agent.engines import Generation
+from agent_helpers import CoinPolicy
 from inspo.agent.evaluate import make_evaluate
 from inspo.agent.rollout import AgentConfig
 from inspo.data.sources import load_qa_source
 from inspo.records import Instruction
 from inspo.retrieval.bm25 import BM25Retriever
-
-
-class CoinPolicy(ScriptedPolicy):
-    """Searches, then answers right or wrong by a coin from its ``rng``: the reward is pure
-    sampling noise, whatever the instruction."""
-
-    def __init__(self):
-        super().__init__()
-        self.rng = random.Random(0)
-
-    def generate(self, inputs, **kwargs):
-        out = []
-        for x in inputs:
-            if "<information>" not in x.text:
-                out.append(Generation([], "<search>the question</search>", "stop"))
-                continue
-            question = re.search(r"Question: (.*?)(?:<search>|\n|$)", x.text).group(1).strip()
-            answer = self.answers[question] if self.rng.random() < 0.5 else "no"
-            out.append(Generation([], f"<answer>{answer}</answer>", "stop"))
-        return out
 
 
 def _setup():

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections import Counter
 
 import pytest
 
-from agent_helpers import ScriptedPolicy
-from inspo.agent.engines import Generation, GenerationInput
+from agent_helpers import CoinPolicy
+from inspo.agent.engines import GenerationInput
 from inspo.agent.evaluate import make_evaluate
 from inspo.agent.rollout import AgentConfig
 from inspo.agent.row_seeds import seed_of, step_seed, turn_seed
@@ -121,29 +120,12 @@ def test_hf_engine_samples_a_seeded_row_the_same_alone_or_in_a_batch(tiny_engine
     assert greedy[0].token_ids == engine.generate([row(prompts[1], 5)], **{**kwargs, "temperature": 0.0})[0].token_ids
 
 
-class SeededCoinPolicy(ScriptedPolicy):
-    """Searches, then answers right or wrong by a coin seeded by the row's own seed."""
-
-    def generate(self, inputs, **kwargs):
-        self.batches.append(len(inputs))
-        out = []
-        for x in inputs:
-            if "<information>" not in x.text:
-                out.append(Generation([], "<search>the question</search>", "stop"))
-                continue
-            question = re.search(r"Question: (.*?)(?:<search>|\n|$)", x.text).group(1).strip()
-            answer = self.answers[question] if random.Random(x.seed).random() < 0.5 else "no"
-            out.append(Generation([], f"<answer>{answer}</answer>", "stop"))
-        return out
-
-
 def test_many_plays_instructions_in_shared_batches_with_the_same_noise():
     retriever = BM25Retriever(load_corpus_source("world"))
     questions = load_qa_source("world", split="train")[:12]
     instructions = [Instruction(id=k, text=f"Answer {k}.") for k in ("a", "b", "c")]
     config = AgentConfig(max_turns=2, max_response_tokens=32)
-    policy = SeededCoinPolicy()
-    policy.batches = []
+    policy = CoinPolicy(row_seeds=True)
     evaluate = make_evaluate(policy, retriever, config, batch_size=64, paired_seed=("verify", 3))
 
     together = evaluate.many(instructions, questions)
