@@ -137,3 +137,16 @@ def test_many_plays_instructions_in_shared_batches_with_the_same_noise():
     assert 0 < sum(rewards[0]) < len(questions)
     assert [r.reward for r in evaluate(instructions[1], questions)] == rewards[1]  # alone: the same
     assert [r.reward for r in evaluate(instructions[0], questions[5:])] == rewards[0][5:]  # any subset
+
+
+def test_many_keeps_the_pairing_with_an_engine_that_ignores_row_seeds():
+    retriever = BM25Retriever(load_corpus_source("world"))
+    questions = load_qa_source("world", split="train")[:12]
+    instructions = [Instruction(id=k, text=f"Answer {k}.") for k in ("a", "b")]
+    policy = CoinPolicy()  # its coin is the engine's rng; no row_seeds attribute set to True
+    evaluate = make_evaluate(policy, retriever, AgentConfig(max_turns=2, max_response_tokens=32), batch_size=64,
+                             paired_seed=("verify", 3))
+    together = evaluate.many(instructions, questions)
+    assert policy.batches[0] == 12  # one instruction per call: the rng restarts for each
+    rewards = [[r.reward for r in rs] for rs in together]
+    assert rewards[0] == rewards[1] and 0 < sum(rewards[0]) < len(questions)

@@ -172,6 +172,7 @@ class HFEngine(TokenizerText):
     """
 
     keeps_token_ids = True
+    row_seeds = True  # honours GenerationInput.seed (inspo.agent.row_seeds)
 
     def __init__(
         self,

@@ -19,8 +19,9 @@ Episodes run in batches of ``batch_size`` through :func:`~inspo.agent.rollout.ru
 questions sample with the same random numbers question by question, in one call or in two, in
 any batch (common random numbers: the paired comparison of a candidate with its parent, or of
 instructions on dev questions; :mod:`inspo.agent.row_seeds`). ``HFEngine`` and ``VLLMEngine``
-honour the episode seeds; an engine that does not but has an ``rng`` gets a fresh stream derived
-from (``paired_seed``, the question ids) at the start of every call instead.
+honour the episode seeds (``row_seeds = True``); an engine that does not but has an ``rng`` gets a
+fresh stream derived from (``paired_seed``, the question ids) at the start of every call instead,
+and ``many`` then plays one instruction per call so that the pairing holds.
 
 The returned :class:`Evaluate` also has ``many(instructions, questions)``: the episodes of several
 instructions in shared batches, one rollout list per instruction.
@@ -112,6 +113,9 @@ def make_evaluate(
         return Episode(question, instruction, seed=seed)
 
     def play_many(instructions: Sequence[Instruction], questions: Sequence[Question]) -> list[list[Rollout]]:
+        if paired_seed is not None and len(instructions) > 1 and not getattr(engine, "row_seeds", False):
+            # an engine that ignores row seeds is paired only by separate calls from the same stream
+            return [play_many([instruction], questions)[0] for instruction in instructions]
         episodes = [episode(q, ins, j) for ins in instructions for q in questions for j in range(group_size)]
         if paired_seed is not None and hasattr(engine, "rng"):  # engines without row seeds
             engine.rng = derived_rng(paired_seed, *(q.id for q in questions))

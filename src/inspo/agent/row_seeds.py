@@ -76,12 +76,14 @@ def gumbel_sample_processor(seeds: Sequence[int], start: int, temperature: float
             scores = scores.float() / temperature
             if top is not None:
                 scores = top(input_ids, scores)
-            noise = torch.empty_like(scores)
+            # float64 uniforms: in float32 the largest Gumbel draw is about 16, so tokens more than
+            # ~16 nats below the top could never be drawn; in float64 the cap is about 37
+            noise = torch.empty(scores.shape, dtype=torch.float64, device=scores.device)
             generator = torch.Generator(device=scores.device)
             for i, seed in enumerate(rows):
                 generator.manual_seed(step_seed(seed, step))
                 noise[i].uniform_(generator=generator)
-            noise = -torch.log(-torch.log(noise.clamp_(min=1e-20, max=1.0 - 1e-7)))
-            return scores + noise
+            noise = -torch.log(-torch.log(noise.clamp_(min=1e-300, max=1.0 - 2.0**-53)))
+            return (scores.double() + noise).float()
 
     return GumbelSample()

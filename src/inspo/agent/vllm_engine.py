@@ -114,6 +114,7 @@ class VLLMEngine(TokenizerText):
     """
 
     keeps_token_ids = True
+    row_seeds = True  # honours GenerationInput.seed (inspo.agent.row_seeds)
 
     def __init__(
         self,
