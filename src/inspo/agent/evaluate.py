@@ -72,24 +72,20 @@ def play_isolated(
 class Evaluate:
     """``evaluate(instruction, questions)``, and :meth:`many` for several instructions at once.
 
-    ``play_many(instructions, questions)`` returns one rollout list per instruction. ``many`` puts
-    the episodes of all the instructions in shared batches: the verifier plays every candidate of
+    ``many(instructions, questions)`` returns one rollout list per instruction, the episodes of all the instructions in shared batches: the verifier plays every candidate of
     a round in one batch, which on a GPU costs about what one candidate alone does (a batch of 8
     rows takes as many sequential decoding steps as a batch of 48). Episodes with their own seeds
     (``paired_seed``) sample the same whichever batch they share.
     """
 
-    play_many: Callable[[Sequence[Instruction], Sequence[Question]], list[list[Rollout]]]
+    many: Callable[[Sequence[Instruction], Sequence[Question]], list[list[Rollout]]]
 
     def __call__(self, instruction: Instruction, questions: Sequence[Question]) -> list[Rollout]:
-        return self.play_many([instruction], questions)[0]
-
-    def many(self, instructions: Sequence[Instruction], questions: Sequence[Question]) -> list[list[Rollout]]:
-        return self.play_many(instructions, questions)
+        return self.many([instruction], questions)[0]
 
     def mapped(self, fn: Callable[[list[Rollout]], list[Rollout]]) -> Evaluate:
         """The same evaluation with ``fn`` applied to each instruction's rollouts (rescoring)."""
-        return Evaluate(lambda instructions, questions: [fn(rs) for rs in self.play_many(instructions, questions)])
+        return Evaluate(lambda instructions, questions: [fn(rs) for rs in self.many(instructions, questions)])
 
 
 def make_evaluate(
@@ -117,7 +113,7 @@ def make_evaluate(
             # an engine that ignores row seeds is paired only by separate calls from the same stream
             return [play_many([instruction], questions)[0] for instruction in instructions]
         episodes = [episode(q, ins, j) for ins in instructions for q in questions for j in range(group_size)]
-        if paired_seed is not None and hasattr(engine, "rng"):  # engines without row seeds
+        if paired_seed is not None and hasattr(engine, "rng"):  # what an engine without row seeds samples from
             engine.rng = derived_rng(paired_seed, *(q.id for q in questions))
         bar = None
         if progress:

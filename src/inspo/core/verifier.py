@@ -18,13 +18,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inspo.records import Candidate, EvaluateFn, Question, Rollout
+from inspo.records import Candidate, EvaluateFn, Instruction, Question, Rollout
 
 
 @dataclass
 class Verification:
     candidate: Candidate
     rollouts: list[Rollout]
+
+
+def play_all(evaluate: EvaluateFn, instructions: Sequence[Instruction],
+             questions: Sequence[Question]) -> list[list[Rollout]]:
+    """Each instruction's rollouts on ``questions``: one ``many`` call when ``evaluate`` has it
+    (shared batches), else one call per instruction."""
+    many = getattr(evaluate, "many", None)
+    if many is not None:
+        return [list(rs) for rs in many(instructions, questions)]
+    return [list(evaluate(i, questions)) for i in instructions]
 
 
 class Verifier:
@@ -52,11 +62,10 @@ class Verifier:
 
     def _together(self, candidates: Sequence[Candidate], questions: Sequence[Question],
                   step: int) -> list[list[Rollout]] | None:
-        many = getattr(self.evaluate, "many", None)
-        if many is None or len(candidates) < 2:
+        if not hasattr(self.evaluate, "many") or len(candidates) < 2:
             return None
         try:
-            together = [list(rs) for rs in many([c.to_instruction(step) for c in candidates], questions)]
+            together = play_all(self.evaluate, [c.to_instruction(step) for c in candidates], questions)
         except Exception:  # noqa: BLE001 - fall back to one call per candidate, which isolates errors
             return None
         return together if len(together) == len(candidates) else None

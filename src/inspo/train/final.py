@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspo.core.verifier import play_all
 from inspo.eval.stats import PairedDifference, paired_difference
 from inspo.records import EvaluateFn, Instruction, Question
 
@@ -98,8 +99,7 @@ def final_choice_lines(data: dict[str, Any]) -> list[str]:
 def _rewards(evaluate: EvaluateFn, instructions: Sequence[Instruction],
              questions: Sequence[Question]) -> list[list[float]]:
     """Each instruction's per-question rewards; in shared batches when ``evaluate`` has ``many``."""
-    many = getattr(evaluate, "many", None)
-    groups = many(instructions, questions) if many is not None else [evaluate(i, questions) for i in instructions]
+    groups = play_all(evaluate, instructions, questions)
     for rollouts in groups:
         if len(rollouts) != len(questions):
             raise ValueError(f"evaluate returned {len(rollouts)} rollouts for {len(questions)} questions; "
