@@ -100,7 +100,7 @@ COMPARISONS = (("inspo", "seed"), ("gepa", "seed"), ("gepa", "inspo"))
 
 def combine(results: Sequence[dict]) -> dict:
     """Pool several seeds' results (see the module docstring); pure, no model needed."""
-    from inspo.eval.stats import paired_difference, t95
+    from inspo.eval.stats import over_seeds
 
     if len(results) < 2:
         raise SystemExit("--combine needs the results of at least 2 seeds")
@@ -110,17 +110,8 @@ def combine(results: Sequence[dict]) -> dict:
         raise SystemExit("--combine needs every seed scored on the same test questions, in the same order")
     out: dict = {"seeds": len(results), "test_questions": sizes.pop(), "comparisons": {}}
     for a, b in COMPARISONS:
-        per_seed = [paired_difference(r["test_rewards"][a], r["test_rewards"][b]) for r in results]
-        means = [d.mean for d in per_seed]
-        half = t95(len(means) - 1) * statistics.stdev(means) / len(means) ** 0.5
-        pooled_a = [statistics.fmean(col) for col in zip(*(r["test_rewards"][a] for r in results), strict=True)]
-        pooled_b = [statistics.fmean(col) for col in zip(*(r["test_rewards"][b] for r in results), strict=True)]
-        out["comparisons"][f"{a} - {b}"] = {
-            "per_seed": [d.to_dict() for d in per_seed],
-            "seed_mean": statistics.fmean(means), "seed_low": statistics.fmean(means) - half,
-            "seed_high": statistics.fmean(means) + half,
-            "pooled": paired_difference(pooled_a, pooled_b).to_dict(),
-        }
+        out["comparisons"][f"{a} - {b}"] = over_seeds([r["test_rewards"][a] for r in results],
+                                                      [r["test_rewards"][b] for r in results])
     return out
 
 

@@ -46,8 +46,14 @@ def test_run_eval_grid_and_outputs(tmp_path):
     em = {(c.policy, c.instruction, c.dataset): c.em for c in report.cells}
     assert em[("base", "seed", "d1")] == 0.0 and em[("base", "best", "d1")] == 1.0 and em[("trained", "seed", "d2")] == 1.0
     assert len(report.cells) == 8 and len(report.averages()) == 4
+    # one row per question and cell, in question order: what pairs two evaluations
+    assert report.scores("trained", "seed", "d1") == [1.0, 1.0] and report.scores("base", "seed", "d1") == [0.0, 0.0]
+    assert len(report.questions) == 12
     j, m = report.write(tmp_path)
     assert json.loads(j.read_text())["average"][0]["dataset"] == "average"
+    rows = json.loads(j.read_text())["questions"]
+    assert rows[0] == {"policy": "base", "instruction": "seed", "dataset": "d1", "question_id": "a",
+                       "em": 0.0, "f1": 0.0, "searches": 0}
     assert "| base | seed | d1 | 2 | 0.000 |" in m.read_text()
 
 

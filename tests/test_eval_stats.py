@@ -29,3 +29,25 @@ def test_paired_difference_edges():
     with pytest.raises(ValueError, match="at least one"):
         paired_difference([], [])
     assert t95(1) == 12.706 and t95(500) == 1.96
+
+
+def test_over_seeds_matches_a_naive_reference():
+    from inspo.eval.stats import over_seeds
+
+    rng = random.Random(1)
+    a = [[rng.random() for _ in range(6)] for _ in range(3)]
+    b = [[rng.random() for _ in range(6)] for _ in range(3)]
+    seed_means = [sum(x - y for x, y in zip(sa, sb)) / 6 for sa, sb in zip(a, b)]
+    centre = sum(seed_means) / 3
+    sd = math.sqrt(sum((m - centre) ** 2 for m in seed_means) / 2)
+    out = over_seeds(a, b)
+    assert [d["mean"] for d in out["per_seed"]] == pytest.approx(seed_means)
+    assert out["seed_mean"] == pytest.approx(centre)
+    assert out["seed_high"] - out["seed_mean"] == pytest.approx(4.303 * sd / math.sqrt(3))  # t, 2 df
+    per_question = [sum(a[s][q] - b[s][q] for s in range(3)) / 3 for q in range(6)]
+    assert out["pooled"]["mean"] == pytest.approx(sum(per_question) / 6)
+    assert out["pooled"]["n"] == 6
+    with pytest.raises(ValueError, match="at least 2"):
+        over_seeds(a[:1], b[:1])
+    with pytest.raises(ValueError, match="same questions"):
+        over_seeds([a[0], a[1][:5]], b[:2])

@@ -49,6 +49,9 @@ def test_dev_choice_returns_an_evolved_instruction_that_beats_the_seed_and_tests
     assert choice.returned_id == GOOD.id
     assert choice.test_vs_seed.mean == pytest.approx(0.6) and choice.test_vs_seed.n == 5
     assert choice.to_dict()["test_vs_seed"]["low"] < 0.6 < choice.to_dict()["test_vs_seed"]["high"]
+    # per question, in order, so another run scored on the same questions can be paired with this one
+    assert choice.test_question_ids == [q.id for q in TEST]
+    assert choice.to_dict()["test_rewards"] == {"returned": [1, 1, 1, 1, 0], "seed": [0, 0, 1, 0, 0]}
 
 
 def test_weight_rule_is_algorithm_1_and_still_reports_the_seed():

@@ -1,7 +1,8 @@
 """Evaluation: policies x instructions x datasets -> EM, F1, searches, turns, format failures.
 
 - :func:`summarize` turns the rollouts of one (policy, instruction, dataset) cell into an
-  :class:`EvalCell` (pure);
+  :class:`EvalCell` (pure), and :func:`question_scores` into its per-question rows, which
+  ``eval.json`` keeps under ``questions`` so that two evaluations can be paired question by question;
 - :func:`run_eval` plays every cell through the agent's ``evaluate`` seam, batched, with a
   progress bar, and returns an :class:`EvalReport`;
 - :meth:`EvalReport.markdown` / ``to_dict`` give the Markdown table and the JSON, each with the
@@ -55,9 +56,23 @@ class EvalCell:
     errors: int
 
 
+@dataclass(frozen=True)
+class QuestionScore:
+    """One question's scores in one cell: what pairs two cells (or two evaluations) question by question."""
+
+    policy: str
+    instruction: str
+    dataset: str
+    question_id: str
+    em: float
+    f1: float
+    searches: int
+
+
 @dataclass
 class EvalReport:
     cells: list[EvalCell] = field(default_factory=list)
+    questions: list[QuestionScore] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     """What the cells were measured under: ``config`` (where it came from), ``overrides`` (a list
     of ``{"key", "old", "new"}`` put on top of it), ``agent``, ``retriever``, ``questions``."""
@@ -78,7 +93,12 @@ class EvalReport:
 
     def to_dict(self) -> dict:
         return {"cells": [asdict(c) for c in self.cells], "average": [asdict(c) for c in self.averages()],
-                "settings": self.settings}
+                "settings": self.settings, "questions": [asdict(q) for q in self.questions]}
+
+    def scores(self, policy: str, instruction: str, dataset: str, metric: str = "em") -> list[float]:
+        """One cell's per-question ``metric`` (em or f1), in the dataset's question order."""
+        return [getattr(q, metric) for q in self.questions
+                if (q.policy, q.instruction, q.dataset) == (policy, instruction, dataset)]
 
     def markdown(self) -> str:
         head = "| policy | instruction | dataset | n | EM | F1 | searches | turns | format failures | no answer |"
@@ -116,6 +136,16 @@ def settings_lines(settings: dict[str, Any]) -> list[str]:
         if key not in ("config", "overrides"):
             out.append(f"- {key}: {pairs(value) if isinstance(value, dict) else value}")
     return out
+
+
+def question_scores(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout]) -> list[QuestionScore]:
+    """Each rollout's EM, F1 and searches (one rollout per question)."""
+    from inspo.agent.rewards import exact_match, f1_score
+
+    return [QuestionScore(policy, instruction, dataset, r.question.id,
+                          exact_match(r.answer, r.question.answers) if r.answer is not None else 0.0,
+                          f1_score(r.answer, r.question.answers) if r.answer is not None else 0.0,
+                          len(r.searches)) for r in rollouts]
 
 
 def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout]) -> EvalCell:
@@ -159,6 +189,7 @@ def run_eval(
             for data in datasets:
                 rollouts = evaluate(named.instruction, list(data.questions))
                 report.cells.append(summarize(label, named.label, data.label, rollouts))
+                report.questions += question_scores(label, named.label, data.label, rollouts)
         del evaluate
     return report
 

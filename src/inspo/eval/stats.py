@@ -60,3 +60,26 @@ def paired_difference(a: Sequence[float], b: Sequence[float]) -> PairedDifferenc
     se = statistics.stdev(diffs) / math.sqrt(n)
     half = t95(n - 1) * se
     return PairedDifference(n, mean, se, mean - half, mean + half)
+
+
+def over_seeds(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """Compare ``a`` with ``b`` over several seeds, each seed scored on the same questions.
+
+    ``a[s]`` and ``b[s]`` are seed ``s``'s per-question scores, in one question order for all
+    seeds. Returns ``per_seed`` (each seed's :class:`PairedDifference` as a dict), ``seed_mean``
+    with its 95% interval across seeds ``seed_low``/``seed_high`` (Student's t, seeds - 1
+    degrees of freedom), and ``pooled``: each question's difference averaged over the seeds,
+    with a 95% interval over questions.
+    """
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(f"over_seeds needs the same number (at least 2) of seeds on each side: {len(a)} vs {len(b)}")
+    if len({len(scores) for scores in (*a, *b)}) != 1:
+        raise ValueError("over_seeds needs every seed scored on the same questions")
+    per_seed = [paired_difference(x, y) for x, y in zip(a, b, strict=True)]
+    means = [d.mean for d in per_seed]
+    centre = statistics.fmean(means)
+    half = t95(len(means) - 1) * statistics.stdev(means) / math.sqrt(len(means))
+    pooled_a = [statistics.fmean(col) for col in zip(*a, strict=True)]
+    pooled_b = [statistics.fmean(col) for col in zip(*b, strict=True)]
+    return {"per_seed": [d.to_dict() for d in per_seed], "seed_mean": centre, "seed_low": centre - half,
+            "seed_high": centre + half, "pooled": paired_difference(pooled_a, pooled_b).to_dict()}

@@ -43,6 +43,10 @@ class FinalChoice:
     test_returned: float | None = None
     test_seed: float | None = None
     test_vs_seed: PairedDifference | None = None
+    test_question_ids: list[str] = field(default_factory=list)
+    test_rewards: dict[str, list[float]] = field(default_factory=dict)
+    """Per-question test rewards, ``{"returned": [...], "seed": [...]}`` in the order of
+    ``test_question_ids``: what pairs this run's test scores with another run's on the same questions."""
     note: str = ""
 
     @property
@@ -80,7 +84,9 @@ class FinalChoice:
             "seed_returned": self.seed_returned, "dev_split": self.dev_split, "dev_questions": self.dev_questions,
             "dev_scores": dict(self.dev_scores), "test_split": self.test_split, "test_questions": self.test_questions,
             "test_returned": self.test_returned, "test_seed": self.test_seed,
-            "test_vs_seed": self.test_vs_seed.to_dict() if self.test_vs_seed else None, "note": self.note,
+            "test_vs_seed": self.test_vs_seed.to_dict() if self.test_vs_seed else None,
+            "test_question_ids": list(self.test_question_ids),
+            "test_rewards": {k: list(v) for k, v in self.test_rewards.items()}, "note": self.note,
         }
 
 
@@ -151,6 +157,8 @@ def choose_instruction(
         choice.test_split, choice.test_questions = test_split, len(test_questions)
         choice.test_returned, choice.test_seed = _mean(returned_test), _mean(seed_test)
         choice.test_vs_seed = paired_difference(returned_test, seed_test)
+        choice.test_question_ids = [q.id for q in test_questions]
+        choice.test_rewards = {"returned": returned_test, "seed": seed_test}
     return choice
 
 

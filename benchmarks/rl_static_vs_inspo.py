@@ -1,0 +1,250 @@
+"""Static GRPO versus INSPO at equal steps, paired per held-out question (issue 9's benchmark 2).
+
+One seed per invocation; each arm is ``inspo.train.run.run_training`` on the same preset,
+seed, data and step count, only ``mode`` differs (``static``: the Search-R1 baseline, one fixed
+instruction; ``inspo``: co-evolution with the preset's evidence rules). The default setting is
+the one where static GRPO was seen to learn on this CPU (BENCHMARKS.md §4, the probe):
+``cpu-tiny`` with ``rl.learning_rate=1e-4``, checkpoints off, ``--steps`` steps.
+
+Each run ends with the library's own held-out test (``final_choice``'s test: greedy decoding,
+the trained policy, the test questions no choice saw): static is scored under the seed, INSPO
+under the instruction it returns and under the seed. The ``untrained`` arm scores the base
+policy under the seed through the same greedy evaluation, so every arm is scored on the same
+questions in the same order. Per arm the script also keeps, step by step, the training reward,
+the prompt length and the searches per question (the paper's Fig. 2), and what the run spent.
+
+Usage::
+
+    python benchmarks/rl_static_vs_inspo.py --seed 0 --threads 2 --json runs/rl/s0.json
+    python benchmarks/rl_static_vs_inspo.py --seed 1 --arms static,inspo --json runs/rl/s1.json
+    python benchmarks/rl_static_vs_inspo.py --combine runs/rl/s0.json runs/rl/s1.json runs/rl/s2.json
+    python benchmarks/rl_static_vs_inspo.py --quick      # a smoke run (tiny random model)
+
+``--combine`` pools the seeds: for each comparison, the per-seed paired differences, the mean
+over seeds with a 95% interval across seeds, and the pooled per-question difference with a 95%
+interval over questions. The untrained policy decodes greedily and is not trained, so one
+invocation's ``untrained`` scores stand for every seed (the others may leave that arm out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+ARMS = ("untrained", "static", "inspo")
+# (a, b): a - b, over the per-question scores named in test_rewards
+COMPARISONS = (
+    ("static", "untrained"),      # does static GRPO learn here at all?
+    ("inspo", "untrained"),       # INSPO's policy under its returned instruction
+    ("inspo", "static"),          # the paper's claim: INSPO beats static GRPO at equal steps
+    ("inspo_seed", "static"),     # the policies alone, both under the seed
+    ("inspo", "inspo_seed"),      # INSPO's returned instruction on its own policy
+)
+SETTING = ["rl.learning_rate=1e-4", "rl.save_steps=0"]
+QUICK = [
+    "model.name_or_path=tiny-qwen2", "model.lora=false", "rl.max_response_tokens=8", "rl.questions_per_step=2",
+    "rl.group_size=2", "coevolution.evolve_every=2", "coevolution.prune_every=1", "coevolution.evolve_until=2",
+    "coevolution.validation_size=2", "data.max_eval_questions=2", "data.max_test_questions=3",
+    "data.warmup_questions=2",
+]
+CURVES = {"reward": "reward", "prompt_tokens": "rollout/prompt_tokens", "searches": "rollout/search_calls",
+          "step_s": "step_time", "population": "inspo/population_size"}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="cpu-tiny")
+    p.add_argument("--steps", type=int, default=12, help="training steps per arm")
+    p.add_argument("--seed", type=int, default=0, help="rl.seed of both arms (it seeds co-evolution too)")
+    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--set", action="append", default=[], help="extra config override (every arm)")
+    p.add_argument("--out", default="runs/bench-rl")
+    p.add_argument("--json", default=None, help="also write the results here")
+    p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
+    p.add_argument("--combine", nargs="+", metavar="JSON", help="pool the --json results of several seeds")
+    args = p.parse_args(argv)
+    args.arms = [a for a in args.arms.split(",") if a]
+    unknown = [a for a in args.arms if a not in ARMS]
+    if unknown or not args.arms:
+        p.error(f"--arms: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(ARMS)}")
+    if args.steps < 1:
+        p.error("--steps must be >= 1")
+    if args.quick:
+        args.steps = min(args.steps, 2)
+        args.set = [*QUICK, *args.set]
+    return args
+
+
+def overrides(args: argparse.Namespace, mode: str) -> list[str]:
+    return [*SETTING, f"mode={mode}", f"rl.steps={args.steps}", f"rl.seed={args.seed}",
+            f"output_dir={Path(args.out) / f'{mode}-s{args.seed}'}", *args.set]
+
+
+def curves(metrics_path: Path) -> dict[str, list[float]]:
+    """Per-step series of the run's metrics.jsonl (a key a step lacks is NaN)."""
+    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if "step" in r]
+    return {name: [float(r.get(key, float("nan"))) for r in rows] for name, key in CURVES.items()}
+
+
+def run_arm(mode: str, args: argparse.Namespace) -> dict:
+    """One training run; its held-out test scores per question, spend and curves."""
+    from inspo.train.config import resolve
+    from inspo.train.run import run_training
+
+    config = resolve(args.preset, None, overrides(args, mode))
+    started = time.perf_counter()
+    summary = run_training(config, progress=False)
+    wall = time.perf_counter() - started
+    final = summary.evaluation or {}
+    if not final.get("test_rewards"):
+        raise SystemExit(f"the {mode} run scored no test questions: is data.max_test_questions 0?")
+    led = summary.ledger
+    return {
+        "mode": mode, "wall_s": wall, "returned_id": final["returned_id"],
+        "returned_is_seed": final["seed_returned"], "returned_text": final["returned_text"],
+        "test_question_ids": final["test_question_ids"], "test_rewards": final["test_rewards"],
+        "rollouts": {k: led.get(k, 0) for k in ("training_rollouts", "verification_rollouts", "warmup_rollouts")},
+        "selection_rollouts": summary.selection_rollouts, "optimizer_calls": led.get("optimizer_calls", 0),
+        "curves": curves(Path(config.output_dir) / "metrics.jsonl"),
+    }
+
+
+def run_untrained(args: argparse.Namespace) -> dict:
+    """The base policy under the seed, greedy, on the runs' test questions (the runs' own evaluation)."""
+    from inspo.agent.load import load_engine
+    from inspo.records import Instruction
+    from inspo.train.config import resolve
+    from inspo.train.loop import greedy_evaluate
+    from inspo.train.setup import prepare
+
+    config = resolve(args.preset, None, overrides(args, "static"))
+    inputs = prepare(config, need_optimizer=False, need_eval=True)
+    engine = load_engine(inputs.model_dir, dtype=config.model.dtype)
+    evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent,
+                               batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
+    started = time.perf_counter()
+    rollouts = evaluate(Instruction(id="seed", text=inputs.seed_instruction), inputs.test_questions)
+    return {"mode": "untrained", "wall_s": time.perf_counter() - started,
+            "test_question_ids": [q.id for q in inputs.test_questions],
+            "test_rewards": {"seed": [r.reward for r in rollouts]}}
+
+
+def scores(result: dict) -> dict[str, list[float]]:
+    """The per-question test scores of one seed's arms, named as COMPARISONS names them."""
+    arms, out = result["arms"], {}
+    if "untrained" in arms:
+        out["untrained"] = arms["untrained"]["test_rewards"]["seed"]
+    if "static" in arms:
+        out["static"] = arms["static"]["test_rewards"]["seed"]
+    if "inspo" in arms:
+        out["inspo"] = arms["inspo"]["test_rewards"]["returned"]
+        out["inspo_seed"] = arms["inspo"]["test_rewards"]["seed"]
+    return out
+
+
+def combine(results: Sequence[dict]) -> dict:
+    """Pool several seeds (module docstring); pure, no model needed."""
+    from inspo.eval.stats import over_seeds
+
+    if len(results) < 2:
+        raise SystemExit("--combine needs the results of at least 2 seeds")
+    ids = [r["test_question_ids"] for r in results]
+    if any(i != ids[0] for i in ids):
+        raise SystemExit("--combine needs every seed scored on the same test questions, in the same order")
+    per_seed = [scores(r) for r in results]
+    untrained = [s["untrained"] for s in per_seed if "untrained" in s]
+    if untrained and any(u != untrained[0] for u in untrained):
+        raise SystemExit("the untrained policy scored differently in two invocations (it should be greedy and "
+                         "identical): were the settings the same?")
+    for s in per_seed:
+        if untrained:
+            s.setdefault("untrained", untrained[0])
+    out: dict = {"seeds": [r["seed"] for r in results], "test_questions": len(ids[0]), "means": {},
+                 "comparisons": {}, "curves": {}, "wall_s": {}, "rollouts": {}}
+    names = sorted({k for s in per_seed for k in s})
+    for name in names:
+        out["means"][name] = [statistics.fmean(s[name]) for s in per_seed if name in s]
+    for a, b in COMPARISONS:
+        if all(a in s and b in s for s in per_seed):
+            out["comparisons"][f"{a} - {b}"] = over_seeds([s[a] for s in per_seed], [s[b] for s in per_seed])
+    for mode in ("static", "inspo"):
+        runs = [r["arms"][mode] for r in results if mode in r["arms"]]
+        if not runs:
+            continue
+        out["curves"][mode] = {name: [statistics.fmean(v) for v in zip(*(run["curves"][name] for run in runs), strict=True)]
+                               for name in CURVES}
+        out["wall_s"][mode] = [run["wall_s"] for run in runs]
+        out["rollouts"][mode] = [{**run["rollouts"], "selection": run["selection_rollouts"],
+                                  "optimizer_calls": run["optimizer_calls"]} for run in runs]
+        out.setdefault("returned_is_seed", {})[mode] = [run["returned_is_seed"] for run in runs]
+    return out
+
+
+def print_combined(c: dict) -> None:
+    print(f"{len(c['seeds'])} seeds ({', '.join(map(str, c['seeds']))}) x {c['test_questions']} test questions, "
+          "one greedy rollout per question")
+    for name, means in c["means"].items():
+        print(f"  test score {name:11s} per seed " + ", ".join(f"{m:.3f}" for m in means))
+    for name, d in c["comparisons"].items():
+        p = d["pooled"]
+        seeds = ", ".join(f"{s['mean']:+.3f}" for s in d["per_seed"])
+        print(f"  {name:24s} per seed {seeds}; over seeds "
+              f"{d['seed_mean']:+.3f} [95% CI {d['seed_low']:+.3f}, {d['seed_high']:+.3f}]; pooled per question "
+              f"{p['mean']:+.3f} [95% CI {p['low']:+.3f}, {p['high']:+.3f}]")
+    for mode, series in c["curves"].items():
+        print(f"  {mode}: wall s per run " + ", ".join(f"{w:.0f}" for w in c["wall_s"][mode])
+              + f"; returned the seed in {sum(c['returned_is_seed'][mode])} of {len(c['wall_s'][mode])} runs")
+        print("    step  " + "  ".join(f"{name:>13s}" for name in CURVES))
+        for t, row in enumerate(zip(*(series[name] for name in CURVES), strict=True), start=1):
+            print(f"    {t:4d}  " + "  ".join(f"{v:13.3f}" for v in row))
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    args = parse_args(argv)
+    if args.combine:
+        combined = combine([json.loads(Path(p).read_text()) for p in args.combine])
+        print_combined(combined)
+        if args.json:
+            Path(args.json).write_text(json.dumps(combined, indent=2))
+        return combined
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    command = " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
+    print(f"command: python {command}")
+    print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}")
+    result: dict = {"seed": args.seed, "steps": args.steps, "preset": args.preset, "set": [*SETTING, *args.set],
+                    "command": command, "arms": {}}
+    # alternate which training arm goes first, so drift in machine load does not always hit the same one
+    order = [a for a in ARMS if a in args.arms]
+    if args.seed % 2 and "static" in order and "inspo" in order:
+        i, j = order.index("static"), order.index("inspo")
+        order[i], order[j] = order[j], order[i]
+    for mode in order:
+        arm = run_untrained(args) if mode == "untrained" else run_arm(mode, args)
+        result["arms"][mode] = arm
+        mean = {k: round(statistics.fmean(v), 4) for k, v in arm["test_rewards"].items()}
+        print(json.dumps({"mode": mode, "wall_s": round(arm["wall_s"], 1), "test_mean": mean}), flush=True)
+        if args.json:  # after each arm, so a stopped invocation keeps what it finished
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps(result, indent=2))
+    ids = {tuple(arm["test_question_ids"]) for arm in result["arms"].values()}
+    if len(ids) != 1:
+        raise SystemExit("the arms were scored on different test questions")
+    result["test_question_ids"] = list(ids.pop())
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
