@@ -10,7 +10,9 @@ Each run ends with the library's own held-out test (``final_choice``'s test: gre
 the trained policy, the test questions no choice saw): static is scored under the seed, INSPO
 under the instruction it returns and under the seed. The ``untrained`` arm scores the base
 policy under the seed through the same greedy evaluation, so every arm is scored on the same
-questions in the same order. Per arm the script also keeps, step by step, the training reward,
+questions in the same order. ``--arms`` may add ablations (benchmark 3): INSPO with one of the
+preset's evidence rules turned off (``ABLATIONS``), each compared with the full INSPO arm of
+the same seed. Per arm the script also keeps, step by step, the training reward,
 the prompt length and the searches per question (the paper's Fig. 2), and what the run spent.
 
 Usage::
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import statistics
 import sys
@@ -37,7 +40,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-ARMS = ("untrained", "static", "inspo")
+# Ablations (benchmark 3): INSPO with one evidence rule of the preset turned off, one arm each.
+ABLATIONS = {
+    "no-floor": ["coevolution.min_evidence=0"],        # prune / rank on any number of rollouts
+    "no-prior": ["coevolution.prior_rollouts=0"],      # rank by the raw window mean, no verification prior
+    "top-n": ["coevolution.admission=top-n"],          # admit the best candidates, not only those beating the parent
+    "weight-choice": ["final_choice=weight"],          # return argmax of the weights, no dev choice
+}
+ARMS = ("untrained", "static", "inspo", *ABLATIONS)
 # (a, b): a - b, over the per-question scores named in test_rewards
 COMPARISONS = (
     ("static", "untrained"),      # does static GRPO learn here at all?
@@ -45,6 +55,7 @@ COMPARISONS = (
     ("inspo", "static"),          # the paper's claim: INSPO beats static GRPO at equal steps
     ("inspo_seed", "static"),     # the policies alone, both under the seed
     ("inspo", "inspo_seed"),      # INSPO's returned instruction on its own policy
+    *((name, "inspo") for name in ABLATIONS),  # what turning one rule off does
 )
 SETTING = ["rl.learning_rate=1e-4", "rl.save_steps=0"]
 QUICK = [
@@ -82,9 +93,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def overrides(args: argparse.Namespace, mode: str) -> list[str]:
+def overrides(args: argparse.Namespace, arm: str) -> list[str]:
+    mode, ablation = ("inspo", ABLATIONS[arm]) if arm in ABLATIONS else (arm, [])
     return [*SETTING, f"mode={mode}", f"rl.steps={args.steps}", f"rl.seed={args.seed}",
-            f"output_dir={Path(args.out) / f'{mode}-s{args.seed}'}", *args.set]
+            f"output_dir={Path(args.out) / f'{arm}-s{args.seed}'}", *args.set, *ablation]
 
 
 def curves(metrics_path: Path) -> dict[str, list[float]]:
@@ -94,21 +106,21 @@ def curves(metrics_path: Path) -> dict[str, list[float]]:
     return {name: [float(r.get(key, float("nan"))) for r in rows] for name, key in CURVES.items()}
 
 
-def run_arm(mode: str, args: argparse.Namespace) -> dict:
+def run_arm(arm: str, args: argparse.Namespace) -> dict:
     """One training run; its held-out test scores per question, spend and curves."""
     from inspo.train.config import resolve
     from inspo.train.run import run_training
 
-    config = resolve(args.preset, None, overrides(args, mode))
+    config = resolve(args.preset, None, overrides(args, arm))
     started = time.perf_counter()
     summary = run_training(config, progress=False)
     wall = time.perf_counter() - started
     final = summary.evaluation or {}
     if not final.get("test_rewards"):
-        raise SystemExit(f"the {mode} run scored no test questions: is data.max_test_questions 0?")
+        raise SystemExit(f"the {arm} run scored no test questions: is data.max_test_questions 0?")
     led = summary.ledger
     return {
-        "mode": mode, "wall_s": wall, "returned_id": final["returned_id"],
+        "mode": arm, "wall_s": wall, "returned_id": final["returned_id"],
         "returned_is_seed": final["seed_returned"], "returned_text": final["returned_text"],
         "test_question_ids": final["test_question_ids"], "test_rewards": final["test_rewards"],
         "rollouts": {k: led.get(k, 0) for k in ("training_rollouts", "verification_rollouts", "warmup_rollouts")},
@@ -147,12 +159,15 @@ def scores(result: dict) -> dict[str, list[float]]:
     if "inspo" in arms:
         out["inspo"] = arms["inspo"]["test_rewards"]["returned"]
         out["inspo_seed"] = arms["inspo"]["test_rewards"]["seed"]
+    for name in ABLATIONS:
+        if name in arms:
+            out[name] = arms[name]["test_rewards"]["returned"]
     return out
 
 
 def combine(results: Sequence[dict]) -> dict:
     """Pool several seeds (module docstring); pure, no model needed."""
-    from inspo.eval.stats import over_seeds
+    from inspo.eval.stats import over_seeds, paired_difference
 
     if len(results) < 2:
         raise SystemExit("--combine needs the results of at least 2 seeds")
@@ -172,10 +187,15 @@ def combine(results: Sequence[dict]) -> dict:
     names = sorted({k for s in per_seed for k in s})
     for name in names:
         out["means"][name] = [statistics.fmean(s[name]) for s in per_seed if name in s]
-    for a, b in COMPARISONS:
-        if all(a in s and b in s for s in per_seed):
-            out["comparisons"][f"{a} - {b}"] = over_seeds([s[a] for s in per_seed], [s[b] for s in per_seed])
-    for mode in ("static", "inspo"):
+    for a, b in COMPARISONS:  # on the seeds that ran both arms; one seed gives its paired difference only
+        both = [s for s in per_seed if a in s and b in s]
+        if len(both) >= 2:
+            out["comparisons"][f"{a} - {b}"] = over_seeds([s[a] for s in both], [s[b] for s in both])
+        elif both:
+            one = paired_difference(both[0][a], both[0][b]).to_dict()
+            out["comparisons"][f"{a} - {b}"] = {"per_seed": [one], "seed_mean": one["mean"], "seed_low": math.nan,
+                                                "seed_high": math.nan, "pooled": one}
+    for mode in ("static", "inspo", *ABLATIONS):
         runs = [r["arms"][mode] for r in results if mode in r["arms"]]
         if not runs:
             continue

@@ -360,3 +360,69 @@ def test_verify_batching_quick_plays_both_arms_identically(capsys):
     assert result["identical_rollouts"] == "4 of 4"  # per-row seeds: the batch does not change a row (float32)
     assert positive(result["ratio_separate_over_shared"])
     assert "separate / shared" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------- rl_static_vs_inspo
+
+
+def _rl_seed(seed: int, static: list[float], inspo: list[float], inspo_seed: list[float], untrained=None,
+             extra: dict | None = None) -> dict:
+    def arm(returned, seed_scores):
+        return {"test_rewards": {"returned": returned, "seed": seed_scores}, "wall_s": 1.0, "returned_is_seed": False,
+                "rollouts": {"training_rollouts": 8}, "selection_rollouts": 0, "optimizer_calls": 0,
+                "curves": {"reward": [0.1, 0.2], "prompt_tokens": [150.0, 160.0], "searches": [1.0, 1.0],
+                           "step_s": [1.0, 1.0], "population": [1.0, 3.0]}}
+
+    arms = {"static": arm(static, static), "inspo": arm(inspo, inspo_seed)}
+    if untrained is not None:
+        arms["untrained"] = {"test_rewards": {"seed": untrained}}
+    for name, scores in (extra or {}).items():
+        arms[name] = arm(scores, inspo_seed)
+    return {"seed": seed, "test_question_ids": ["a", "b", "c"], "arms": arms}
+
+
+def test_rl_benchmark_combines_seeds_and_shares_the_untrained_arm():
+    bench = load_script("rl_static_vs_inspo")
+    base = [0.0, 0.0, 1.0]
+    runs = [_rl_seed(0, [1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, 0.0, 1.0], untrained=base, extra={"top-n": [0.0, 0.0, 1.0]}),
+            _rl_seed(1, [1.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]),
+            _rl_seed(2, [0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 0.0, 1.0])]
+    out = bench.combine(runs)
+    static = out["comparisons"]["static - untrained"]
+    # the one untrained evaluation stands for every seed: per-seed gains 1/3, 2/3, 0
+    assert [d["mean"] for d in static["per_seed"]] == pytest.approx([1 / 3, 2 / 3, 0.0])
+    assert static["seed_mean"] == pytest.approx(1 / 3) and static["pooled"]["n"] == 3
+    assert [d["mean"] for d in out["comparisons"]["inspo - static"]["per_seed"]] == pytest.approx([1 / 3, -1 / 3, 1 / 3])
+    # an ablation run on one seed only: its paired difference, no interval across seeds
+    top = out["comparisons"]["top-n - inspo"]
+    assert len(top["per_seed"]) == 1 and top["seed_mean"] == pytest.approx(-2 / 3) and math.isnan(top["seed_low"])
+    assert out["curves"]["inspo"]["prompt_tokens"] == [150.0, 160.0] and len(out["wall_s"]["static"]) == 3
+    with pytest.raises(SystemExit, match="same test questions"):
+        bench.combine([runs[0], {**runs[1], "test_question_ids": ["a", "c", "b"]}])
+    changed = _rl_seed(1, [1.0] * 3, [1.0] * 3, [1.0] * 3, untrained=[1.0, 0.0, 1.0])
+    with pytest.raises(SystemExit, match="untrained policy scored differently"):
+        bench.combine([runs[0], changed])
+
+
+def test_rl_benchmark_arms_and_overrides():
+    bench = load_script("rl_static_vs_inspo")
+    args = bench.parse_args(["--arms", "inspo,top-n", "--seed", "3", "--out", "o"])
+    assert args.arms == ["inspo", "top-n"]
+    over = bench.overrides(args, "top-n")
+    assert "mode=inspo" in over and "coevolution.admission=top-n" in over and "rl.seed=3" in over
+    assert any(o.startswith("output_dir=") and o.endswith("top-n-s3") for o in over)
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--arms", "inspo,nope"])
+
+
+@pytest.mark.slow
+def test_rl_benchmark_quick_scores_every_arm_on_the_same_questions(tmp_path):
+    bench = load_script("rl_static_vs_inspo")
+    result = bench.main(["--quick", "--arms", "untrained,static,inspo", "--out", str(tmp_path),
+                         "--json", str(tmp_path / "s0.json")])
+    assert set(result["arms"]) == {"untrained", "static", "inspo"}
+    n = len(result["test_question_ids"])
+    assert n == 3 and all(len(v) == n for arm in result["arms"].values() for v in arm["test_rewards"].values())
+    inspo = result["arms"]["inspo"]
+    assert inspo["rollouts"]["training_rollouts"] == 2 * 2 * 2 and len(inspo["curves"]["prompt_tokens"]) == 2
+    assert json.loads((tmp_path / "s0.json").read_text())["test_question_ids"] == result["test_question_ids"]

@@ -37,7 +37,7 @@ def test_over_seeds_matches_a_naive_reference():
     rng = random.Random(1)
     a = [[rng.random() for _ in range(6)] for _ in range(3)]
     b = [[rng.random() for _ in range(6)] for _ in range(3)]
-    seed_means = [sum(x - y for x, y in zip(sa, sb)) / 6 for sa, sb in zip(a, b)]
+    seed_means = [sum(x - y for x, y in zip(sa, sb, strict=True)) / 6 for sa, sb in zip(a, b, strict=True)]
     centre = sum(seed_means) / 3
     sd = math.sqrt(sum((m - centre) ** 2 for m in seed_means) / 2)
     out = over_seeds(a, b)
