@@ -12,7 +12,8 @@ under the instruction it returns and under the seed. The ``untrained`` arm score
 policy under the seed through the same greedy evaluation, so every arm is scored on the same
 questions in the same order. ``--arms`` may add ablations (benchmark 3): INSPO with one of the
 preset's evidence rules turned off (``ABLATIONS``), each compared with the full INSPO arm of
-the same seed. Per arm the script also keeps, step by step, the training reward,
+the same seed. The weight-choice ablation needs no run of its own (training does not depend on
+``final_choice``): the INSPO arm also scores Algorithm 1's I* with the saved trained policy. Per arm the script also keeps, step by step, the training reward,
 the prompt length and the searches per question (the paper's Fig. 2), and what the run spent.
 
 Usage::
@@ -80,6 +81,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     p.add_argument("--combine", nargs="+", metavar="JSON", help="pool the --json results of several seeds")
+    p.add_argument("--by-weight", nargs="+", metavar="JSON",
+                   help="add the weight-choice scores to --json results written without them (in place)")
     args = p.parse_args(argv)
     args.arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in args.arms if a not in ARMS]
@@ -120,7 +123,8 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
         raise SystemExit(f"the {arm} run scored no test questions: is data.max_test_questions 0?")
     led = summary.ledger
     return {
-        "mode": arm, "wall_s": wall, "returned_id": final["returned_id"],
+        "mode": arm, "wall_s": wall, "run_dir": str(config.output_dir), "returned_id": final["returned_id"],
+        "by_weight_id": final["by_weight_id"],
         "returned_is_seed": final["seed_returned"], "returned_text": final["returned_text"],
         "test_question_ids": final["test_question_ids"], "test_rewards": final["test_rewards"],
         "rollouts": {k: led.get(k, 0) for k in ("training_rollouts", "verification_rollouts", "warmup_rollouts")},
@@ -129,8 +133,9 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
     }
 
 
-def run_untrained(args: argparse.Namespace) -> dict:
-    """The base policy under the seed, greedy, on the runs' test questions (the runs' own evaluation)."""
+def greedy_scores(args: argparse.Namespace, policy: str, instruction_text: str) -> tuple[list[str], list[float]]:
+    """The test question ids and ``policy``'s greedy rewards under ``instruction_text`` on them,
+    through the evaluation a run ends with (``greedy_evaluate``, the preset's agent and reward)."""
     from inspo.agent.load import load_engine
     from inspo.records import Instruction
     from inspo.train.config import resolve
@@ -139,14 +144,36 @@ def run_untrained(args: argparse.Namespace) -> dict:
 
     config = resolve(args.preset, None, overrides(args, "static"))
     inputs = prepare(config, need_optimizer=False, need_eval=True)
-    engine = load_engine(inputs.model_dir, dtype=config.model.dtype)
+    engine = load_engine(policy or inputs.model_dir, dtype=config.model.dtype)
     evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent,
                                batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
+    rollouts = evaluate(Instruction(id="scored", text=instruction_text or inputs.seed_instruction), inputs.test_questions)
+    return [q.id for q in inputs.test_questions], [r.reward for r in rollouts]
+
+
+def run_untrained(args: argparse.Namespace) -> dict:
+    """The base policy under the seed, greedy, on the runs' test questions (the runs' own evaluation)."""
     started = time.perf_counter()
-    rollouts = evaluate(Instruction(id="seed", text=inputs.seed_instruction), inputs.test_questions)
-    return {"mode": "untrained", "wall_s": time.perf_counter() - started,
-            "test_question_ids": [q.id for q in inputs.test_questions],
-            "test_rewards": {"seed": [r.reward for r in rollouts]}}
+    ids, rewards = greedy_scores(args, "", "")
+    return {"mode": "untrained", "wall_s": time.perf_counter() - started, "test_question_ids": ids,
+            "test_rewards": {"seed": rewards}}
+
+
+def add_by_weight(arm: dict, args: argparse.Namespace) -> None:
+    """The weight-choice ablation without a second run: training is the same whatever
+    ``final_choice`` says, so score Algorithm 1's I* (argmax of the weights) with the saved
+    trained policy. When it differs from the returned instruction, the returned one is scored
+    again from the saved policy too (``returned_reloaded``): its agreement with the run's own
+    test scores says whether the reloaded policy is the one the run tested."""
+    rewards = arm["test_rewards"]
+    if arm["by_weight_id"] == arm["returned_id"]:
+        rewards["by_weight"] = list(rewards["returned"])
+        return
+    state = json.loads((Path(arm["run_dir"]) / "inspo_state.json").read_text())
+    texts = {m["instruction"]["id"]: m["instruction"]["text"] for m in state["population"]["members"]}
+    model = str(Path(arm["run_dir"]) / "model")
+    _, rewards["by_weight"] = greedy_scores(args, model, texts[arm["by_weight_id"]])
+    _, rewards["returned_reloaded"] = greedy_scores(args, model, arm["returned_text"])
 
 
 def scores(result: dict) -> dict[str, list[float]]:
@@ -162,6 +189,8 @@ def scores(result: dict) -> dict[str, list[float]]:
     for name in ABLATIONS:
         if name in arms:
             out[name] = arms[name]["test_rewards"]["returned"]
+    if "weight-choice" not in out and "by_weight" in arms.get("inspo", {}).get("test_rewards", {}):
+        out["weight-choice"] = arms["inspo"]["test_rewards"]["by_weight"]
     return out
 
 
@@ -239,6 +268,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.by_weight:
+        for path in args.by_weight:
+            result = json.loads(Path(path).read_text())  # scored under the settings it was run with
+            args.seed, args.steps, args.preset = result["seed"], result["steps"], result["preset"]
+            args.set = [o for o in result["set"] if o not in SETTING]
+            add_by_weight(result["arms"]["inspo"], args)
+            Path(path).write_text(json.dumps(result, indent=2))
+            print(f"{path}: weight choice {result['arms']['inspo']['by_weight_id']} scored")
+        return {}
     command = " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     print(f"command: python {command}")
     print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}")
@@ -251,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         order[i], order[j] = order[j], order[i]
     for mode in order:
         arm = run_untrained(args) if mode == "untrained" else run_arm(mode, args)
+        if mode == "inspo":
+            add_by_weight(arm, args)
         result["arms"][mode] = arm
         mean = {k: round(statistics.fmean(v), 4) for k, v in arm["test_rewards"].items()}
         print(json.dumps({"mode": mode, "wall_s": round(arm["wall_s"], 1), "test_mean": mean}), flush=True)
