@@ -109,6 +109,33 @@ def curves(metrics_path: Path) -> dict[str, list[float]]:
     return {name: [float(r.get(key, float("nan"))) for r in rows] for name, key in CURVES.items()}
 
 
+def rule_counts(events_path: Path) -> dict[str, int]:
+    """How often each evidence rule bit in a run, from its events.jsonl: candidates proposed,
+    refused by the guard (tags, length, duplicates, truncation), refused against the parent,
+    refused for a full population, admitted; members pruned, and members kept by the evidence
+    floor (``protected``)."""
+    counts = dict.fromkeys(("proposed", "refused_guard", "refused_below_parent", "refused_not_top", "admitted",
+                            "pruned", "protected"), 0)
+    if not events_path.is_file():
+        return counts
+    for line in events_path.read_text().splitlines():
+        e = json.loads(line)
+        kind = e.get("kind")
+        if kind == "proposed":
+            counts["proposed"] += len(e.get("candidate_ids", ()))
+        elif kind == "rejected":
+            reason = e.get("reason", "")
+            key = ("refused_below_parent" if "below its parent" in reason
+                   else "refused_not_top" if reason.startswith("not in the top") else "refused_guard")
+            counts[key] += 1
+        elif kind == "admitted":
+            counts["admitted"] += 1
+        elif kind == "pruned":
+            counts["pruned"] += len(e.get("removed", ()))
+            counts["protected"] += len(e.get("protected", ()))
+    return counts
+
+
 def run_arm(arm: str, args: argparse.Namespace) -> dict:
     """One training run; its held-out test scores per question, spend and curves."""
     from inspo.train.config import resolve
@@ -130,6 +157,7 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
         "rollouts": {k: led.get(k, 0) for k in ("training_rollouts", "verification_rollouts", "warmup_rollouts")},
         "selection_rollouts": summary.selection_rollouts, "optimizer_calls": led.get("optimizer_calls", 0),
         "curves": curves(Path(config.output_dir) / "metrics.jsonl"),
+        "events": rule_counts(Path(config.output_dir) / "events.jsonl"),
     }
 
 
@@ -144,7 +172,10 @@ def greedy_scores(args: argparse.Namespace, policy: str, instruction_text: str) 
 
     config = resolve(args.preset, None, overrides(args, "static"))
     inputs = prepare(config, need_optimizer=False, need_eval=True)
-    engine = load_engine(policy or inputs.model_dir, dtype=config.model.dtype)
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs trained and tested
+    engine = load_engine(policy or inputs.model_dir, dtype=config.model.dtype, device=device)
     evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent,
                                batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
     rollouts = evaluate(Instruction(id="scored", text=instruction_text or inputs.seed_instruction), inputs.test_questions)
@@ -234,6 +265,7 @@ def combine(results: Sequence[dict]) -> dict:
         out["rollouts"][mode] = [{**run["rollouts"], "selection": run["selection_rollouts"],
                                   "optimizer_calls": run["optimizer_calls"]} for run in runs]
         out.setdefault("returned_is_seed", {})[mode] = [run["returned_is_seed"] for run in runs]
+        out.setdefault("events", {})[mode] = [run.get("events", {}) for run in runs]
     return out
 
 
@@ -251,6 +283,9 @@ def print_combined(c: dict) -> None:
     for mode, series in c["curves"].items():
         print(f"  {mode}: wall s per run " + ", ".join(f"{w:.0f}" for w in c["wall_s"][mode])
               + f"; returned the seed in {sum(c['returned_is_seed'][mode])} of {len(c['wall_s'][mode])} runs")
+        for counts in c["events"][mode]:
+            if counts.get("proposed"):
+                print("    events: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         print("    step  " + "  ".join(f"{name:>13s}" for name in CURVES))
         for t, row in enumerate(zip(*(series[name] for name in CURVES), strict=True), start=1):
             print(f"    {t:4d}  " + "  ".join(f"{v:13.3f}" for v in row))

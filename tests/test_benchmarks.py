@@ -426,6 +426,8 @@ def test_rl_benchmark_quick_scores_every_arm_on_the_same_questions(tmp_path):
     inspo = result["arms"]["inspo"]
     assert inspo["rollouts"]["training_rollouts"] == 2 * 2 * 2 and len(inspo["curves"]["prompt_tokens"]) == 2
     assert len(inspo["test_rewards"]["by_weight"]) == n  # the weight-choice ablation, from the same run
+    ev = inspo["events"]  # every proposed candidate was either admitted or refused, once
+    assert ev["proposed"] > 0 and ev["proposed"] == ev["admitted"] + sum(v for k, v in ev.items() if k.startswith("refused"))
     if inspo["by_weight_id"] != inspo["returned_id"]:
         assert len(inspo["test_rewards"]["returned_reloaded"]) == n
     assert json.loads((tmp_path / "s0.json").read_text())["test_question_ids"] == result["test_question_ids"]
