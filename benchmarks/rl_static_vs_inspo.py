@@ -81,8 +81,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     p.add_argument("--combine", nargs="+", metavar="JSON", help="pool the --json results of several seeds")
-    p.add_argument("--by-weight", nargs="+", metavar="JSON",
-                   help="add the weight-choice scores to --json results written without them (in place)")
+    p.add_argument("--complete", nargs="+", metavar="JSON",
+                   help="add what --json results of an earlier version of this script lack (the weight-choice "
+                        "scores, the event tallies), in place")
     args = p.parse_args(argv)
     args.arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in args.arms if a not in ARMS]
@@ -303,14 +304,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.by_weight:
-        for path in args.by_weight:
+    if args.complete:
+        for path in args.complete:
             result = json.loads(Path(path).read_text())  # scored under the settings it was run with
             args.seed, args.steps, args.preset = result["seed"], result["steps"], result["preset"]
             args.set = [o for o in result["set"] if o not in SETTING]
-            add_by_weight(result["arms"]["inspo"], args)
+            for name, arm in result["arms"].items():
+                if name != "untrained" and "events" not in arm:
+                    arm["events"] = rule_counts(Path(args.out) / f"{name}-s{args.seed}" / "events.jsonl")
+                    arm["run_dir"] = str(Path(args.out) / f"{name}-s{args.seed}")
+                    arm.setdefault("by_weight_id", json.loads((Path(arm["run_dir"]) / "summary.json").read_text())
+                                   ["evaluation"]["by_weight_id"])
+            if "inspo" in result["arms"] and "by_weight" not in result["arms"]["inspo"]["test_rewards"]:
+                add_by_weight(result["arms"]["inspo"], args)
             Path(path).write_text(json.dumps(result, indent=2))
-            print(f"{path}: weight choice {result['arms']['inspo']['by_weight_id']} scored")
+            print(f"{path}: completed")
         return {}
     command = " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     print(f"command: python {command}")
