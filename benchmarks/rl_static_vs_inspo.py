@@ -226,10 +226,29 @@ def scores(result: dict) -> dict[str, list[float]]:
     return out
 
 
+def by_seed(results: Sequence[dict]) -> list[dict]:
+    """One result per seed: invocations of the same seed (say, the ablations run later) merged."""
+    merged: dict[int, dict] = {}
+    for r in results:
+        if r["seed"] not in merged:
+            merged[r["seed"]] = {**r, "arms": dict(r["arms"])}
+            continue
+        into = merged[r["seed"]]
+        twice = set(into["arms"]) & set(r["arms"])
+        if twice:
+            raise SystemExit(f"seed {r['seed']}: arm(s) {', '.join(sorted(twice))} given twice")
+        if r["test_question_ids"] != into["test_question_ids"] or r["steps"] != into["steps"] or r["set"] != into["set"]:
+            raise SystemExit(f"seed {r['seed']}: two invocations ran different settings or test questions")
+        into["arms"].update(r["arms"])
+    return list(merged.values())
+
+
 def combine(results: Sequence[dict]) -> dict:
-    """Pool several seeds (module docstring); pure, no model needed."""
+    """Pool several seeds (module docstring); pure, no model needed. Several results of one seed
+    are merged first (:func:`by_seed`)."""
     from inspo.eval.stats import over_seeds, paired_difference
 
+    results = by_seed(results)
     if len(results) < 2:
         raise SystemExit("--combine needs the results of at least 2 seeds")
     ids = [r["test_question_ids"] for r in results]

@@ -378,16 +378,19 @@ def _rl_seed(seed: int, static: list[float], inspo: list[float], inspo_seed: lis
         arms["untrained"] = {"test_rewards": {"seed": untrained}}
     for name, scores in (extra or {}).items():
         arms[name] = arm(scores, inspo_seed)
-    return {"seed": seed, "test_question_ids": ["a", "b", "c"], "arms": arms}
+    return {"seed": seed, "steps": 2, "set": [], "test_question_ids": ["a", "b", "c"], "arms": arms}
 
 
 def test_rl_benchmark_combines_seeds_and_shares_the_untrained_arm():
     bench = load_script("rl_static_vs_inspo")
     base = [0.0, 0.0, 1.0]
-    runs = [_rl_seed(0, [1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, 0.0, 1.0], untrained=base, extra={"top-n": [0.0, 0.0, 1.0]}),
+    runs = [_rl_seed(0, [1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, 0.0, 1.0], untrained=base),
             _rl_seed(1, [1.0, 1.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]),
             _rl_seed(2, [0.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, 0.0, 1.0])]
-    out = bench.combine(runs)
+    # an ablation run later for seed 0, in its own invocation: merged into seed 0
+    ablation = {"seed": 0, "steps": 2, "set": [], "test_question_ids": ["a", "b", "c"],
+                "arms": {"top-n": _rl_seed(0, [], [0.0, 0.0, 1.0], [1.0, 0.0, 1.0])["arms"]["inspo"]}}
+    out = bench.combine([*runs, ablation])
     static = out["comparisons"]["static - untrained"]
     # the one untrained evaluation stands for every seed: per-seed gains 1/3, 2/3, 0
     assert [d["mean"] for d in static["per_seed"]] == pytest.approx([1 / 3, 2 / 3, 0.0])
@@ -402,6 +405,10 @@ def test_rl_benchmark_combines_seeds_and_shares_the_untrained_arm():
     changed = _rl_seed(1, [1.0] * 3, [1.0] * 3, [1.0] * 3, untrained=[1.0, 0.0, 1.0])
     with pytest.raises(SystemExit, match="untrained policy scored differently"):
         bench.combine([runs[0], changed])
+    with pytest.raises(SystemExit, match="given twice"):
+        bench.combine([*runs, runs[1]])
+    with pytest.raises(SystemExit, match="different settings"):
+        bench.combine([*runs, {**ablation, "steps": 3}])
 
 
 def test_rl_benchmark_arms_and_overrides():
