@@ -13,14 +13,18 @@ policy under the seed through the same greedy evaluation, so every arm is scored
 questions in the same order. ``--arms`` may add ablations (benchmark 3): INSPO with one of the
 preset's evidence rules turned off (``ABLATIONS``), each compared with the full INSPO arm of
 the same seed. The weight-choice ablation needs no run of its own (training does not depend on
-``final_choice``): the INSPO arm also scores Algorithm 1's I* with the saved trained policy. Per arm the script also keeps, step by step, the training reward,
-the prompt length and the searches per question (the paper's Fig. 2), and what the run spent.
+``final_choice``): the INSPO arm also scores Algorithm 1's I* with the saved trained policy.
+Per arm the script also keeps, step by step, the training reward, the prompt length and the
+searches per question (the paper's Fig. 2), what the run spent, and how often each evidence
+rule bit (from its events).
 
 Usage::
 
     python benchmarks/rl_static_vs_inspo.py --seed 0 --threads 2 --json runs/rl/s0.json
     python benchmarks/rl_static_vs_inspo.py --seed 1 --arms static,inspo --json runs/rl/s1.json
-    python benchmarks/rl_static_vs_inspo.py --combine runs/rl/s0.json runs/rl/s1.json runs/rl/s2.json
+    python benchmarks/rl_static_vs_inspo.py --seed 0 --arms top-n,no-prior,no-floor --json runs/rl/s0-ablations.json
+    python benchmarks/rl_static_vs_inspo.py --combine runs/rl/s0.json runs/rl/s1.json runs/rl/s2.json \
+        runs/rl/s0-ablations.json
     python benchmarks/rl_static_vs_inspo.py --quick      # a smoke run (tiny random model)
 
 ``--combine`` pools the seeds: for each comparison, the per-seed paired differences, the mean
@@ -74,7 +78,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--preset", default="cpu-tiny")
     p.add_argument("--steps", type=int, default=12, help="training steps per arm")
     p.add_argument("--seed", type=int, default=0, help="rl.seed of both arms (it seeds co-evolution too)")
-    p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
+    p.add_argument("--arms", default="untrained,static,inspo",
+                   help=f"comma-separated, of {', '.join(ARMS)} (the last four: ablations)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--set", action="append", default=[], help="extra config override (every arm)")
     p.add_argument("--out", default="runs/bench-rl")
