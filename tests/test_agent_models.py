@@ -209,3 +209,42 @@ def test_qwen_coder_multi_turn_rollout_invariants(bm25):
     assert any(r.searches and r.turns >= 2 for r in rollouts), [r.response for r in rollouts]
     # one batched retriever call per turn that had searches
     assert 1 <= len(retriever.calls) <= config.max_turns
+
+
+def test_generation_attention_kernels_leave_cpu_alone():
+    import contextlib
+
+    import torch
+
+    from inspo.agent.engines import _attention_kernels
+
+    assert isinstance(_attention_kernels(torch.device("cpu")), contextlib.nullcontext)
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_generation_on_cuda_runs_without_cudnn_attention():
+    """On CUDA, generation excludes cuDNN's attention (a plan per new shape, seconds each on an
+    H100), restores the flags afterwards, and greedy output is what the default kernels give."""
+    import torch
+
+    from inspo.agent.engines import GenerationInput, _attention_kernels
+    from inspo.models import load_model
+
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    with _attention_kernels(torch.device("cuda")):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.mem_efficient_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled() == before
+
+    loaded = load_model("tiny-qwen2", dtype="float32", device="cuda")
+    engine = HFEngine(loaded.model, loaded.tokenizer)
+    ids = loaded.tokenizer("Answer the question about the river", add_special_tokens=False)["input_ids"]
+    rows = [GenerationInput(prompt_ids=ids[: len(ids) - i], completion_ids=[], text="") for i in range(3)]
+    ours = engine.generate(rows, max_new_tokens=12, temperature=0.0, top_p=1.0, stop=[])
+    padded = torch.tensor([[engine.pad_id] * i + ids[: len(ids) - i] for i in range(3)], device="cuda")
+    mask = (torch.arange(len(ids), device="cuda")[None, :] >= torch.tensor([[0], [1], [2]], device="cuda")).long()
+    with torch.inference_mode():
+        ref = loaded.model.generate(input_ids=padded, attention_mask=mask, max_new_tokens=12, do_sample=False,
+                                    pad_token_id=engine.pad_id, eos_token_id=sorted(engine.eos_ids))
+    for gen, row in zip(ours, ref[:, len(ids):].tolist(), strict=True):
+        assert gen.token_ids == row[: len(gen.token_ids)]
