@@ -211,14 +211,14 @@ def test_qwen_coder_multi_turn_rollout_invariants(bm25):
     assert 1 <= len(retriever.calls) <= config.max_turns
 
 
-def test_generation_attention_kernels_leave_cpu_alone():
+def test_attention_kernels_leave_cpu_alone():
     import contextlib
 
     import torch
 
-    from inspo.agent.engines import _attention_kernels
+    from inspo.agent.engines import attention_kernels
 
-    assert isinstance(_attention_kernels(torch.device("cpu")), contextlib.nullcontext)
+    assert isinstance(attention_kernels(torch.device("cpu")), contextlib.nullcontext)
 
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
@@ -227,11 +227,11 @@ def test_generation_on_cuda_runs_without_cudnn_attention():
     H100), restores the flags afterwards, and greedy output is what the default kernels give."""
     import torch
 
-    from inspo.agent.engines import GenerationInput, _attention_kernels
+    from inspo.agent.engines import GenerationInput, attention_kernels
     from inspo.models import load_model
 
     before = torch.backends.cuda.cudnn_sdp_enabled()
-    with _attention_kernels(torch.device("cuda")):
+    with attention_kernels(torch.device("cuda")):
         assert not torch.backends.cuda.cudnn_sdp_enabled()
         assert torch.backends.cuda.mem_efficient_sdp_enabled()
     assert torch.backends.cuda.cudnn_sdp_enabled() == before

@@ -240,7 +240,10 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     _sync_population(ctx, coevo)
 
     # -- 4. train -------------------------------------------------------------------------
-    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    from inspo.agent.engines import attention_kernels
+
+    with attention_kernels(trainer.accelerator.device):  # no per-shape cuDNN plans on a GPU
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     if ctx.adapters is not None:  # the final choice plays the merged model through transformers
         ctx.adapters.shutdown()
 
