@@ -40,5 +40,7 @@ def test_train_command_runs_and_writes_the_report(tmp_path, capsys):
     assert summary["steps"] == 2 and summary["evaluation"]["rule"] == "dev"  # cpu-tiny chooses on dev
     assert summary["evaluation"]["returned_id"] == summary["best_instruction_id"]
     assert summary["evaluation"]["test_vs_seed"]["n"] == 3
+    # the dev choice's own rollouts are counted, as in `inspo evolve`
+    assert summary["selection_rollouts"] == summary["evaluation"]["dev_questions"] * len(summary["evaluation"]["dev_scores"]) > 0
     assert main(args) == 2  # the run directory now holds checkpoints: refused without --resume
     assert "resume" in capsys.readouterr().err.lower()

@@ -175,7 +175,7 @@ def run_evolve(
     if choose_on_dev:
         evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent, batch_size=batch_size, reward_fn=reward_fn)
         final = choose_for_run(evaluate, coevo, config, inputs, rule="dev")
-        played = final.dev_questions * len(final.dev_scores)  # the dev rollouts the choice itself played
+        played = final.dev_rollouts
         best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
     artifacts.write_best_instruction(run_dir, best.text)
     summary = summarize(run_dir=run_dir, mode="evolve", steps=steps, history=metrics.history, coevo=coevo,

@@ -53,6 +53,11 @@ class FinalChoice:
     def seed_returned(self) -> bool:
         return self.returned_id == self.seed_id
 
+    @property
+    def dev_rollouts(self) -> int:
+        """The rollouts the choice itself played (every pool member on every dev question)."""
+        return self.dev_questions * len(self.dev_scores)
+
     def lines(self) -> list[str]:
         how = {"weight": "I* = argmax of the importance weights (Algorithm 1)",
                "dev": f"best {self.metric} on {self.dev_questions} {self.dev_split} questions among the final "

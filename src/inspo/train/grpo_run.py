@@ -270,6 +270,7 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         run_dir=config.output_dir, mode=config.mode, steps=rl.steps, history=history, coevo=coevo, returned=returned,
         optimizer=inputs.optimizer_note, started=start.started, resumed_from=str(checkpoint) if checkpoint else None,
         evaluation=evaluation, resume_changes=[str(c) for c in plan.applied] if plan else [],
+        selection_rollouts=final.dev_rollouts if final is not None else 0,
         eval_history=[{"step": h["step"], "eval/reward": h["eval/reward"]} for h in history if "eval/reward" in h],
     )
     return summary, Policy(model, inputs.tokenizer)
