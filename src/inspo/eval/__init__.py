@@ -148,14 +148,18 @@ def question_scores(policy: str, instruction: str, dataset: str, rollouts: Seque
                           len(r.searches)) for r in rollouts]
 
 
-def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout]) -> EvalCell:
+def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout],
+              rows: Sequence[QuestionScore] | None = None) -> EvalCell:
     """Means over the rollouts (one per question) of EM and F1 of the extracted answer, searches,
-    turns, the share that fails the format check and the share with no answer."""
-    from inspo.agent.rewards import exact_match, f1_score, format_ok
+    turns, the share that fails the format check and the share with no answer. EM, F1 and
+    searches are the means of :func:`question_scores` (``rows``, when already computed)."""
+    from inspo.agent.rewards import format_ok
 
     n = len(rollouts)
     if n == 0:
         return EvalCell(policy, instruction, dataset, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+    if rows is None:
+        rows = question_scores(policy, instruction, dataset, rollouts)
 
     def mean(values) -> float:
         return sum(values) / n
@@ -165,9 +169,9 @@ def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Ro
         instruction=instruction,
         dataset=dataset,
         n=n,
-        em=mean(exact_match(r.answer, r.question.answers) if r.answer is not None else 0.0 for r in rollouts),
-        f1=mean(f1_score(r.answer, r.question.answers) if r.answer is not None else 0.0 for r in rollouts),
-        searches=mean(len(r.searches) for r in rollouts),
+        em=mean(q.em for q in rows),
+        f1=mean(q.f1 for q in rows),
+        searches=mean(q.searches for q in rows),
         turns=mean(r.turns for r in rollouts),
         format_failures=mean(not format_ok(r.response) for r in rollouts),
         no_answer=mean(r.answer is None for r in rollouts),
@@ -188,8 +192,9 @@ def run_eval(
         for named in instructions:
             for data in datasets:
                 rollouts = evaluate(named.instruction, list(data.questions))
-                report.cells.append(summarize(label, named.label, data.label, rollouts))
-                report.questions += question_scores(label, named.label, data.label, rollouts)
+                rows = question_scores(label, named.label, data.label, rollouts)
+                report.cells.append(summarize(label, named.label, data.label, rollouts, rows))
+                report.questions += rows
         del evaluate
     return report
 
