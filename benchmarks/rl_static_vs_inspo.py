@@ -86,9 +86,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     p.add_argument("--combine", nargs="+", metavar="JSON", help="pool the --json results of several seeds")
-    p.add_argument("--complete", nargs="+", metavar="JSON",
-                   help="add what --json results of an earlier version of this script lack (the weight-choice "
-                        "scores, the event tallies), in place")
     args = p.parse_args(argv)
     args.arms = [a for a in args.arms.split(",") if a]
     unknown = [a for a in args.arms if a not in ARMS]
@@ -167,10 +164,14 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
     }
 
 
-def greedy_scores(args: argparse.Namespace, policy: str, instruction_text: str) -> tuple[list[str], list[float]]:
-    """The test question ids and ``policy``'s greedy rewards under ``instruction_text`` on them,
-    through the evaluation a run ends with (``greedy_evaluate``, the preset's agent and reward)."""
+def greedy_scores(args: argparse.Namespace, policy: str, texts: Sequence[str]) -> tuple[list[str], list[list[float]]]:
+    """The test question ids and ``policy``'s greedy rewards on them under each of ``texts`` (''
+    is the seed), through the evaluation a run ends with (``greedy_evaluate``, the preset's agent
+    and reward); the instructions are played together (``play_all``), the policy loaded once."""
+    import torch
+
     from inspo.agent.load import load_engine
+    from inspo.core.verifier import play_all
     from inspo.records import Instruction
     from inspo.train.config import resolve
     from inspo.train.loop import greedy_evaluate
@@ -178,20 +179,19 @@ def greedy_scores(args: argparse.Namespace, policy: str, instruction_text: str) 
 
     config = resolve(args.preset, None, overrides(args, "static"))
     inputs = prepare(config, need_optimizer=False, need_eval=True)
-    import torch
-
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs trained and tested
     engine = load_engine(policy or inputs.model_dir, dtype=config.model.dtype, device=device)
     evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent,
                                batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
-    rollouts = evaluate(Instruction(id="scored", text=instruction_text or inputs.seed_instruction), inputs.test_questions)
-    return [q.id for q in inputs.test_questions], [r.reward for r in rollouts]
+    instructions = [Instruction(id=f"scored-{i}", text=text or inputs.seed_instruction) for i, text in enumerate(texts)]
+    groups = play_all(evaluate, instructions, inputs.test_questions)
+    return [q.id for q in inputs.test_questions], [[r.reward for r in rollouts] for rollouts in groups]
 
 
 def run_untrained(args: argparse.Namespace) -> dict:
     """The base policy under the seed, greedy, on the runs' test questions (the runs' own evaluation)."""
     started = time.perf_counter()
-    ids, rewards = greedy_scores(args, "", "")
+    ids, (rewards,) = greedy_scores(args, "", [""])
     return {"mode": "untrained", "wall_s": time.perf_counter() - started, "test_question_ids": ids,
             "test_rewards": {"seed": rewards}}
 
@@ -209,8 +209,8 @@ def add_by_weight(arm: dict, args: argparse.Namespace) -> None:
     state = json.loads((Path(arm["run_dir"]) / "inspo_state.json").read_text())
     texts = {m["instruction"]["id"]: m["instruction"]["text"] for m in state["population"]["members"]}
     model = str(Path(arm["run_dir"]) / "model")
-    _, rewards["by_weight"] = greedy_scores(args, model, texts[arm["by_weight_id"]])
-    _, rewards["returned_reloaded"] = greedy_scores(args, model, arm["returned_text"])
+    _, (rewards["by_weight"], rewards["returned_reloaded"]) = greedy_scores(
+        args, model, [texts[arm["by_weight_id"]], arm["returned_text"]])
 
 
 def scores(result: dict) -> dict[str, list[float]]:
@@ -328,22 +328,6 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.complete:
-        for path in args.complete:
-            result = json.loads(Path(path).read_text())  # scored under the settings it was run with
-            args.seed, args.steps, args.preset = result["seed"], result["steps"], result["preset"]
-            args.set = [o for o in result["set"] if o not in SETTING]
-            for name, arm in result["arms"].items():
-                if name != "untrained" and "events" not in arm:
-                    arm["events"] = rule_counts(Path(args.out) / f"{name}-s{args.seed}" / "events.jsonl")
-                    arm["run_dir"] = str(Path(args.out) / f"{name}-s{args.seed}")
-                    arm.setdefault("by_weight_id", json.loads((Path(arm["run_dir"]) / "summary.json").read_text())
-                                   ["evaluation"]["by_weight_id"])
-            if "inspo" in result["arms"] and "by_weight" not in result["arms"]["inspo"]["test_rewards"]:
-                add_by_weight(result["arms"]["inspo"], args)
-            Path(path).write_text(json.dumps(result, indent=2))
-            print(f"{path}: completed")
-        return {}
     command = " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     print(f"command: python {command}")
     print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}")
