@@ -72,8 +72,9 @@ def play_isolated(
 class Evaluate:
     """``evaluate(instruction, questions)``, and :meth:`many` for several instructions at once.
 
-    ``many(instructions, questions)`` returns one rollout list per instruction, the episodes of all the instructions in shared batches: the verifier plays every candidate of
-    a round in one batch, which on a GPU costs about what one candidate alone does (a batch of 8
+    ``many(instructions, questions)`` returns one rollout list per instruction, playing the
+    episodes of all the instructions in shared batches: the verifier plays every candidate of a
+    round in one batch, which on a GPU costs about what one candidate alone does (a batch of 8
     rows takes as many sequential decoding steps as a batch of 48). Episodes with their own seeds
     (``paired_seed``) sample the same whichever batch they share.
     """
