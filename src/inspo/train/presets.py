@@ -45,8 +45,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "cpu-tiny": {
         # Measured on 2 CPU cores (fresh clone, 2026-11-23): 1,004 s, 10.7 GiB peak RSS.
         # Qwen2.5-Coder-0.5B with LoRA on a bf16 base, 2 single-hop questions x G 4 per step, F1
-        # reward, two turns of 32 tokens: one search turn (max_turns 1) and the final answer turn, with the last-turn nudge before it
-        # (the shape that was measured; one search is enough for single-hop questions).
+        # reward, two turns of 32 tokens: one search turn (max_turns 1) and the final answer turn,
+        # with the last-turn nudge before it (the shape that was measured; one search is enough
+        # for single-hop questions).
         # The 0.5B policy rarely writes the Search-R1 tags on its own, so each response starts
         # with a forced "<search>" (env_mask 0, not trained on) and sampling runs at temperature
         # 0.7: rewards are non-zero from the first step and move with the instruction (query
