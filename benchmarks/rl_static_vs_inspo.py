@@ -114,11 +114,13 @@ def curves(metrics_path: Path) -> dict[str, list[float]]:
 
 def rule_counts(events_path: Path) -> dict[str, int]:
     """How often each evidence rule bit in a run, from its events.jsonl: candidates proposed,
-    refused by the guard (tags, length, duplicates, truncation), refused against the parent,
-    refused for a full population, admitted; members pruned, and members kept by the evidence
-    floor (``protected``)."""
-    counts = dict.fromkeys(("proposed", "refused_guard", "refused_below_parent", "refused_not_top", "admitted",
-                            "pruned", "protected"), 0)
+    refused by the guard (tags, length, duplicates, truncation), refused because their D_B
+    evaluation failed, refused against the parent, refused for a full population, admitted;
+    members pruned, and members kept by the evidence floor (``protected``). Rejections are sorted
+    by the event's ``stage``, not by the wording of its reason."""
+    refused = {"guard": "refused_guard", "verify": "refused_verify", "parent": "refused_below_parent",
+               "top_n": "refused_not_top"}
+    counts = dict.fromkeys(("proposed", *refused.values(), "admitted", "pruned", "protected"), 0)
     if not events_path.is_file():
         return counts
     for line in events_path.read_text().splitlines():
@@ -127,10 +129,11 @@ def rule_counts(events_path: Path) -> dict[str, int]:
         if kind == "proposed":
             counts["proposed"] += len(e.get("candidate_ids", ()))
         elif kind == "rejected":
-            reason = e.get("reason", "")
-            key = ("refused_below_parent" if "below its parent" in reason
-                   else "refused_not_top" if reason.startswith("not in the top") else "refused_guard")
-            counts[key] += 1
+            stage = e.get("stage", "")
+            if stage not in refused:
+                raise SystemExit(f"{events_path}: a rejected event with stage {stage!r}; this script reads logs "
+                                 f"written by the inspo beside it, whose stages are {sorted(refused)}")
+            counts[refused[stage]] += 1
         elif kind == "admitted":
             counts["admitted"] += 1
         elif kind == "pruned":

@@ -422,6 +422,26 @@ def test_rl_benchmark_arms_and_overrides():
         bench.parse_args(["--arms", "inspo,nope"])
 
 
+def test_rl_benchmark_counts_refusals_by_the_stage_that_made_them(tmp_path):
+    bench = load_script("rl_static_vs_inspo")
+    events = [{"kind": "proposed", "candidate_ids": ["a", "b", "c", "d", "e", "f"]},
+              {"kind": "rejected", "stage": "guard", "reason": "below its parent (a guard's words)"},
+              {"kind": "rejected", "stage": "verify", "reason": "verification failed"},
+              {"kind": "rejected", "stage": "parent", "reason": "not in the top 2 (reworded)"},
+              {"kind": "rejected", "stage": "top_n", "reason": ""},
+              {"kind": "admitted"}, {"kind": "admitted"},
+              {"kind": "pruned", "removed": ["x", "y"], "protected": ["z"]}]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert bench.rule_counts(path) == {"proposed": 6, "refused_guard": 1, "refused_verify": 1,
+                                       "refused_below_parent": 1, "refused_not_top": 1, "admitted": 2,
+                                       "pruned": 2, "protected": 1}
+    path.write_text(json.dumps({"kind": "rejected", "reason": "from an older inspo"}) + "\n")
+    with pytest.raises(SystemExit, match="stage ''"):
+        bench.rule_counts(path)
+    assert bench.rule_counts(tmp_path / "missing.jsonl")["proposed"] == 0
+
+
 @pytest.mark.slow
 def test_rl_benchmark_quick_scores_every_arm_on_the_same_questions(tmp_path):
     bench = load_script("rl_static_vs_inspo")

@@ -103,7 +103,9 @@ def test_the_ledger_a_run_kept_equals_the_ledger_of_its_events(tmp_path, name):
     if name == "beat-parent":
         assert coevo.events.of_kind("parent_verified")
     if name == "verifier-raises":
-        assert any("verification failed" in e.reason for e in coevo.events.of_kind("rejected"))
+        assert any(e.stage == "verify" and "verification failed" in e.reason
+                   for e in coevo.events.of_kind("rejected"))
+    assert {e.stage for e in coevo.events.of_kind("rejected")} <= {"guard", "verify", "parent", "top_n"}
 
 
 def test_a_resumed_run_keeps_the_ledger_its_events_add_up_to(tmp_path):

@@ -69,6 +69,10 @@ def test_initial_population_is_verified_top_candidates():
     assert len(verified) == 5
     assert sorted(verified.values(), reverse=True)[:3] == sorted((verified[a] for a in admitted), reverse=True)
     assert coevo.ledger.verification_rollouts == 5 * 30
+    # every refusal names the check that made it: the guard's before verification, top-n's after
+    proposed = sum(len(e.candidate_ids) for e in coevo.events.of_kind("proposed"))
+    stages = sorted(e.stage for e in coevo.events.of_kind("rejected"))
+    assert stages == ["guard"] * (proposed - 5) + ["top_n"] * 2 and proposed > 5
 
 
 def test_optimizer_failure_never_crashes_and_is_recorded():
@@ -158,8 +162,8 @@ def test_default_verification_selects_top_half_of_the_candidates():
     coevo.initialize(scored_by_text(scores), make_questions(5))
     first_round = [e for e in coevo.events.of_kind("admitted") if e.step == 0][:3]
     assert sorted(e.score for e in first_round) == [0.4, 0.5, 0.6]
-    turned_away = [e for e in coevo.events.of_kind("rejected") if "not in the top 3" in e.reason]
-    assert len(turned_away) >= 3
+    turned_away = [e for e in coevo.events.of_kind("rejected") if e.stage == "top_n"]
+    assert len(turned_away) >= 3 and all("not in the top 3" in e.reason for e in turned_away)
     assert coevo.ledger.optimizer_calls >= 2  # the other slots need further rounds
 
 
@@ -174,8 +178,9 @@ def test_beat_parent_refuses_a_candidate_worse_than_its_parent_on_the_same_quest
     assert admitted == {"marker3", "marker2", "marker5"}  # >= 0.5; marker5/6 score the default 0.5
     parent = coevo.events.of_kind("parent_verified")
     assert len(parent) == 1 and parent[0].score == 0.5 and parent[0].n_questions == 5
-    below = [e for e in coevo.events.of_kind("rejected") if "below its parent's 0.500" in e.reason]
+    below = [e for e in coevo.events.of_kind("rejected") if e.stage == "parent"]
     assert {e.text.split()[-1] for e in below} == {"marker1", "marker4"}
+    assert all("below its parent's 0.500" in e.reason for e in below)
     assert coevo.ledger.verification_rollouts == 7 * 5  # 6 candidates + the parent
     plain = make(CoEvolutionConfig(population_size=4, validation_size=5, admit_per_round=3, max_rounds=1),
                  fn=six_markers)

@@ -278,7 +278,7 @@ class CoEvolution:
                 bar = self._parent_bar(step, results.pop(0), len(questions))
             for v in results:
                 if v.candidate.rejected:  # the evaluation raised or returned nothing: no rollouts
-                    self._reject(step, v.candidate.id, v.candidate.rejected, v.candidate.text)
+                    self._reject(step, v.candidate.id, v.candidate.rejected, v.candidate.text, stage="verify")
                 else:
                     self.emit(Verified(step, candidate_id=v.candidate.id, score=v.candidate.score,
                                        n_questions=len(questions), n_rollouts=len(v.rollouts)))
@@ -294,10 +294,10 @@ class CoEvolution:
             if cand.id in chosen_ids or cand.rejected is not None:
                 continue
             if bar is not None and cand.score is not None and cand.score < bar:
-                why = f"scored {cand.score:.3f} on D_B, below its parent's {bar:.3f} on the same questions"
+                stage, why = "parent", f"scored {cand.score:.3f} on D_B, below its parent's {bar:.3f} on the same questions"
             else:
-                why = f"not in the top {n} on D_B (score {cand.score})"
-            self._reject(step, cand.id, why, cand.text)
+                stage, why = "top_n", f"not in the top {n} on D_B (score {cand.score})"
+            self._reject(step, cand.id, why, cand.text, stage=stage)
         return [c.id for c in chosen]
 
     def _parent_probe(self, parent_id: str) -> Candidate | None:
@@ -333,10 +333,10 @@ class CoEvolution:
             )
         )
         for cand in proposal.rejected:
-            self._reject(step, cand.id, cand.rejected or "", cand.text)
+            self._reject(step, cand.id, cand.rejected or "", cand.text, stage="guard")
 
-    def _reject(self, step: int, candidate_id: str, reason: str, text: str) -> None:
-        self.emit(Rejected(step, candidate_id=candidate_id, reason=reason, text=text))
+    def _reject(self, step: int, candidate_id: str, reason: str, text: str, *, stage: str) -> None:
+        self.emit(Rejected(step, candidate_id=candidate_id, reason=reason, text=text, stage=stage))
 
     def _history(self, limit: int = 20) -> list[ScoredInstruction]:
         """Instructions seen so far with their last weight on a 0-100 scale, worst first."""

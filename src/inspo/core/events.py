@@ -117,6 +117,11 @@ class Rejected(Event):
     candidate_id: str = ""
     reason: str = ""
     text: str = ""
+    stage: str = ""
+    """Which check turned it away: ``guard`` (the proposer's guard: tags, length, duplicates),
+    ``verify`` (its D_B evaluation raised or returned nothing), ``parent`` (scored below its parent
+    under ``beat-parent``) or ``top_n`` (no free slot left for its score). "" in logs written
+    before the field existed."""
 
 
 @dataclass(frozen=True)
