@@ -270,19 +270,24 @@ def combine(results: Sequence[dict]) -> dict:
     for s in per_seed:
         if untrained:
             s.setdefault("untrained", untrained[0])
-    out: dict = {"seeds": [r["seed"] for r in results], "test_questions": len(ids[0]), "means": {},
+    seeds = [r["seed"] for r in results]
+    out: dict = {"seeds": seeds, "test_questions": len(ids[0]), "means": {}, "seeds_of": {},
                  "comparisons": {}, "curves": {}, "wall_s": {}, "rollouts": {}}
     names = sorted({k for s in per_seed for k in s})
-    for name in names:
+    for name in names:  # an ablation may have run on fewer seeds than the main arms: seeds_of says which
         out["means"][name] = [statistics.fmean(s[name]) for s in per_seed if name in s]
+        out["seeds_of"][name] = [seed for seed, s in zip(seeds, per_seed, strict=True) if name in s]
     for a, b in COMPARISONS:  # on the seeds that ran both arms; one seed gives its paired difference only
-        both = [s for s in per_seed if a in s and b in s]
+        both = [(seed, s) for seed, s in zip(seeds, per_seed, strict=True) if a in s and b in s]
         if len(both) >= 2:
-            out["comparisons"][f"{a} - {b}"] = over_seeds([s[a] for s in both], [s[b] for s in both])
+            d = over_seeds([s[a] for _, s in both], [s[b] for _, s in both])
         elif both:
-            one = paired_difference(both[0][a], both[0][b]).to_dict()
-            out["comparisons"][f"{a} - {b}"] = {"per_seed": [one], "seed_mean": one["mean"], "seed_low": math.nan,
-                                                "seed_high": math.nan, "pooled": one}
+            one = paired_difference(both[0][1][a], both[0][1][b]).to_dict()
+            d = {"per_seed": [one], "seed_mean": one["mean"], "seed_low": math.nan, "seed_high": math.nan,
+                 "pooled": one}
+        else:
+            continue
+        out["comparisons"][f"{a} - {b}"] = {**d, "seeds": [seed for seed, _ in both]}
     for mode in ("static", "inspo", *ABLATIONS):
         runs = [r["arms"][mode] for r in results if mode in r["arms"]]
         if not runs:
@@ -301,10 +306,11 @@ def print_combined(c: dict) -> None:
     print(f"{len(c['seeds'])} seeds ({', '.join(map(str, c['seeds']))}) x {c['test_questions']} test questions, "
           "one greedy rollout per question")
     for name, means in c["means"].items():
-        print(f"  test score {name:11s} per seed " + ", ".join(f"{m:.3f}" for m in means))
+        print(f"  test score {name:13s} per seed " + ", ".join(
+            f"{seed}: {m:.3f}" for seed, m in zip(c["seeds_of"][name], means, strict=True)))
     for name, d in c["comparisons"].items():
         p = d["pooled"]
-        seeds = ", ".join(f"{s['mean']:+.3f}" for s in d["per_seed"])
+        seeds = ", ".join(f"{seed}: {s['mean']:+.3f}" for seed, s in zip(d["seeds"], d["per_seed"], strict=True))
         print(f"  {name:24s} per seed {seeds}; over seeds "
               f"{d['seed_mean']:+.3f} [95% CI {d['seed_low']:+.3f}, {d['seed_high']:+.3f}]; pooled per question "
               f"{p['mean']:+.3f} [95% CI {p['low']:+.3f}, {p['high']:+.3f}]")

@@ -381,7 +381,7 @@ def _rl_seed(seed: int, static: list[float], inspo: list[float], inspo_seed: lis
     return {"seed": seed, "steps": 2, "set": [], "test_question_ids": ["a", "b", "c"], "arms": arms}
 
 
-def test_rl_benchmark_combines_seeds_and_shares_the_untrained_arm():
+def test_rl_benchmark_combines_seeds_and_shares_the_untrained_arm(capsys):
     bench = load_script("rl_static_vs_inspo")
     base = [0.0, 0.0, 1.0]
     runs = [_rl_seed(0, [1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, 0.0, 1.0], untrained=base),
@@ -399,6 +399,11 @@ def test_rl_benchmark_combines_seeds_and_shares_the_untrained_arm():
     # an ablation run on one seed only: its paired difference, no interval across seeds
     top = out["comparisons"]["top-n - inspo"]
     assert len(top["per_seed"]) == 1 and top["seed_mean"] == pytest.approx(-2 / 3) and math.isnan(top["seed_low"])
+    assert top["seeds"] == [0] and out["seeds_of"]["top-n"] == [0] and out["seeds_of"]["static"] == [0, 1, 2]
+    bench.print_combined(out)
+    printed = capsys.readouterr().out
+    assert "test score top-n         per seed 0: 0.333\n" in printed  # which seeds stand behind each figure
+    assert "top-n - inspo            per seed 0: -0.667;" in printed
     assert out["curves"]["inspo"]["prompt_tokens"] == [150.0, 160.0] and len(out["wall_s"]["static"]) == 3
     with pytest.raises(SystemExit, match="same test questions"):
         bench.combine([runs[0], {**runs[1], "test_question_ids": ["a", "c", "b"]}])
