@@ -116,11 +116,12 @@ def rule_counts(events_path: Path) -> dict[str, int]:
     """How often each evidence rule bit in a run, from its events.jsonl: candidates proposed,
     refused by the guard (tags, length, duplicates, truncation), refused because their D_B
     evaluation failed, refused against the parent, refused for a full population, admitted;
-    members pruned, and members kept by the evidence floor (``protected``). Rejections are sorted
+    members pruned, members below the evidence floor at a prune (``protected``) and those of them
+    the same prune without the floor would have dropped (``saved_by_floor``). Rejections are sorted
     by the event's ``stage``, not by the wording of its reason."""
     refused = {"guard": "refused_guard", "verify": "refused_verify", "parent": "refused_below_parent",
                "top_n": "refused_not_top"}
-    counts = dict.fromkeys(("proposed", *refused.values(), "admitted", "pruned", "protected"), 0)
+    counts = dict.fromkeys(("proposed", *refused.values(), "admitted", "pruned", "protected", "saved_by_floor"), 0)
     if not events_path.is_file():
         return counts
     for line in events_path.read_text().splitlines():
@@ -139,6 +140,7 @@ def rule_counts(events_path: Path) -> dict[str, int]:
         elif kind == "pruned":
             counts["pruned"] += len(e.get("removed", ()))
             counts["protected"] += len(e.get("protected", ()))
+            counts["saved_by_floor"] += len(e.get("saved", ()))
     return counts
 
 

@@ -435,12 +435,12 @@ def test_rl_benchmark_counts_refusals_by_the_stage_that_made_them(tmp_path):
               {"kind": "rejected", "stage": "parent", "reason": "not in the top 2 (reworded)"},
               {"kind": "rejected", "stage": "top_n", "reason": ""},
               {"kind": "admitted"}, {"kind": "admitted"},
-              {"kind": "pruned", "removed": ["x", "y"], "protected": ["z"]}]
+              {"kind": "pruned", "removed": ["x", "y"], "protected": ["z", "w"], "saved": ["z"]}]
     path = tmp_path / "events.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     assert bench.rule_counts(path) == {"proposed": 6, "refused_guard": 1, "refused_verify": 1,
                                        "refused_below_parent": 1, "refused_not_top": 1, "admitted": 2,
-                                       "pruned": 2, "protected": 1}
+                                       "pruned": 2, "protected": 2, "saved_by_floor": 1}
     path.write_text(json.dumps({"kind": "rejected", "reason": "from an older inspo"}) + "\n")
     with pytest.raises(SystemExit, match="stage ''"):
         bench.rule_counts(path)

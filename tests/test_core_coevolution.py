@@ -215,6 +215,7 @@ def test_unobserved_instruction_survives_the_prune_under_min_evidence():
     assert ids[0] not in report.pruned and report.pruned == [ids[1]]
     pruned = coevo.events.of_kind("pruned")[-1]
     assert pruned.protected == (ids[0],) and pruned.evidence[ids[0]] == 0
+    assert pruned.saved == (ids[0],)  # without the floor this prune drops it (as the paper run below does)
     assert coevo.best().id == ids[2]  # ranked among members with evidence first
     paper = make(CoEvolutionConfig(population_size=3, prune_every=2, evolve=False, validation_size=4,
                                    admit_per_round=2))
@@ -225,6 +226,26 @@ def test_unobserved_instruction_survives_the_prune_under_min_evidence():
                     for k, q in enumerate(qs)]
         report = paper.update(step, rollouts, None)
     assert report.pruned == [pids[0]]  # Algorithm 1: the never-sampled seed goes at weight 0
+    assert paper.events.of_kind("pruned")[-1].saved == ()  # nothing is below a floor of 0
+
+
+def test_a_protected_member_the_prune_would_keep_anyway_is_not_counted_as_saved():
+    from inspo.records import Rollout
+
+    qs = make_questions(4)
+    cfg = CoEvolutionConfig(population_size=3, prune_every=2, evolve=False, validation_size=4, min_evidence=2,
+                            admit_per_round=2)
+    coevo = make(cfg)
+    coevo.initialize(SyntheticEnv(seed=1).evaluate, qs)
+    ids = [i.id for i in coevo.population.instructions]
+    # ids[0] gets one rollout (below the floor of 2) at a high reward; ids[1] and ids[2] get three each
+    for step in (1, 2):
+        rollouts = [Rollout(question=q, instruction_id=ids[0] if k == 0 and step == 1 else ids[1 + k % 2],
+                            response="", reward=1.0 if k == 0 else 0.2 + 0.5 * (k % 2)) for k, q in enumerate(qs)]
+        coevo.update(step, rollouts, None)
+    pruned = coevo.events.of_kind("pruned")[-1]
+    assert pruned.evidence[ids[0]] == 1 and pruned.protected == (ids[0],)
+    assert pruned.saved == () and pruned.removed == (ids[1],)  # the worst by score goes either way
 
 
 def test_truncated_and_overlong_candidates_are_recorded_as_rejected():

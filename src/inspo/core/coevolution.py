@@ -49,7 +49,7 @@ from inspo.core.events import (
     WarmedUp,
     Weights,
 )
-from inspo.core.population import Population, derived_rng
+from inspo.core.population import Population, derived_rng, survivors_after_halving
 from inspo.core.proposer import Proposal, Proposer
 from inspo.core.replay import ReplayBuffer
 from inspo.core.templates import ScoredInstruction
@@ -216,11 +216,12 @@ class CoEvolution:
         ids = [i.id for i in self.population.instructions]
         scores = dict(zip(ids, self.population.scores, strict=True))
         evidence = dict(zip(ids, self.population.evidence, strict=True))
+        unguarded = {ids[i] for i in survivors_after_halving(list(scores.values()), self.config.n_parent)}
         removed = [i.id for i in self.population.prune(self.config.n_parent)]
         kept = tuple(i.id for i in self.population.instructions)
         protected = tuple(i for i in kept if evidence[i] < self.config.min_evidence)
         self.emit(Pruned(step, removed=tuple(removed), kept=kept, weights=scores, evidence=evidence,
-                         protected=protected))
+                         protected=protected, saved=tuple(i for i in protected if i not in unguarded)))
         return removed
 
     def _refill(self, step: int, parents: Sequence[Instruction], evaluate: EvaluateFn | None) -> list[str]:

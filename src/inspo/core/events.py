@@ -82,7 +82,11 @@ class Pruned(Event):
     weights: dict[str, float] = field(default_factory=dict)
     evidence: dict[str, int] = field(default_factory=dict)
     protected: tuple[str, ...] = ()
-    """Members kept only because they had fewer than min_evidence rollouts in their window."""
+    """Kept members below the evidence floor (fewer than min_evidence rollouts in their window),
+    which this prune could not drop; the prune might have kept them anyway."""
+    saved: tuple[str, ...] = ()
+    """The protected members that the same prune without the floor would have dropped: the
+    floor's effect at this step (on the same scores; later steps are not replayed)."""
 
 
 @dataclass(frozen=True)
