@@ -127,6 +127,10 @@ def test_quality_of_best_instruction_rises_over_evolution_rounds():
 def test_bad_config_values_say_what_is_wrong():
     with pytest.raises(ConfigError, match="tau_s must be > 0"):
         CoEvolutionConfig(tau_s=0)
+    with pytest.raises(ConfigError, match="min_evidence is 0 .* set coevolution.min_evidence > 0"):
+        CoEvolutionConfig(fair_share=True)
+    with pytest.raises(ConfigError, match="fair_share must be true or false"):
+        CoEvolutionConfig(fair_share="yes", min_evidence=4)
     with pytest.raises(ConfigError, match="n_parent .* cannot exceed"):
         CoEvolutionConfig(population_size=2, n_parent=3)
     with pytest.raises(ConfigError, match="template must be one of"):

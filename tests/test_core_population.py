@@ -9,6 +9,7 @@ from inspo.core.population import (
     Population,
     derived_rng,
     evidence,
+    fair_share_probabilities,
     in_window,
     posterior_mean,
     rank,
@@ -145,6 +146,42 @@ def test_best_needs_evidence_and_posterior_ranks_by_prior():
     assert probs[2] > probs[1]  # an unobserved member is sampled at its prior, not at 0
     post.reset_weights()
     assert post.weights == [0.0, 0.0, 0.0] and post.scores[0] == pytest.approx(0.75)  # evidence kept as prior
+
+
+def naive_fair_share(ws, tau, short):
+    n = len(ws)
+    known = {i: math.exp(ws[i] / tau) for i in range(n) if not short[i]}
+    mass = sum(known.values())
+    return [1 / n if short[i] else (1 - sum(short) / n) * known[i] / mass for i in range(n)]
+
+
+def test_fair_share_probabilities_match_naive_reference():
+    ws = [0.5, 0.0, 0.3, 0.9]
+    for short in ([False, True, False, False], [True, True, False, False], [False, False, True, True]):
+        got = fair_share_probabilities(ws, 0.2, short)
+        assert got == pytest.approx(naive_fair_share(ws, 0.2, short)) and sum(got) == pytest.approx(1.0)
+    assert fair_share_probabilities(ws, 0.2, [False] * 4) == pytest.approx(naive_softmax(ws, 0.2))  # Eq. 4
+    assert fair_share_probabilities(ws, 0.2, [True] * 4) == pytest.approx([0.25] * 4)
+    with pytest.raises(ValueError, match="4 weights but 3 evidence flags"):
+        fair_share_probabilities(ws, 0.2, [True] * 3)
+
+
+def test_fair_share_samples_a_member_below_the_floor_whatever_its_prior():
+    # p2's prior is 0 against the others' 0.5: softmax at tau 0.2 gives it ~4%; fair share 1/3
+    pops = {}
+    for fair in (False, True):
+        pop = Population(3, 5, 0.2, min_evidence=4, prior_rollouts=4, fair_share=fair)
+        for j, prior in enumerate((0.5, 0.5, 0.0)):
+            pop.add(Instruction(id=f"p{j}", text=str(j)), prior=prior)
+        pop.observe("p0", 0.5, step=1, n_rollouts=4)
+        pop.observe("p1", 0.5, step=1, n_rollouts=4)
+        pops[fair] = pop
+    assert pops[False].probabilities()[2] < 0.05
+    assert pops[True].probabilities() == pytest.approx([1 / 3, 1 / 3, 1 / 3])
+    pops[True].observe("p2", 0.0, step=2, n_rollouts=4)  # evidence reached: back to the softmax of scores
+    assert pops[True].probabilities() == pytest.approx(naive_softmax(pops[True].scores, 0.2))
+    again = Population.from_dict(pops[True].to_dict())
+    assert again.fair_share and again.probabilities() == pytest.approx(pops[True].probabilities())
 
 
 def test_sampled_frequencies_match_softmax():

@@ -132,7 +132,8 @@ class CoEvolution:
         self.events = events if events is not None else EventLog()
         self.rng = rng if rng is not None else random.Random(config.rng_seed)
         self.population = Population(config.population_size, config.weight_window, config.tau_s,
-                                     min_evidence=config.min_evidence, prior_rollouts=config.prior_rollouts)
+                                     min_evidence=config.min_evidence, prior_rollouts=config.prior_rollouts,
+                                     fair_share=config.fair_share)
         self.buffer = ReplayBuffer(config.replay_capacity)
         self.ledger = CostLedger()
         self.last_step = 0

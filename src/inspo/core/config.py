@@ -14,7 +14,8 @@ ADMISSIONS = ("top-n", "beat-parent")
 #: was drawn from them (``seed``: the random streams). Every other setting is read when it is
 #: used, so a resumed run applies a new value from its next step on.
 FIXED_ON_RESUME: tuple[str, ...] = (
-    "population_size", "weight_window", "tau_s", "min_evidence", "prior_rollouts", "replay_capacity", "seed",
+    "population_size", "weight_window", "tau_s", "min_evidence", "prior_rollouts", "fair_share", "replay_capacity",
+    "seed",
 )
 
 
@@ -95,6 +96,10 @@ class CoEvolutionConfig:
     prior_rollouts: float = 0.0
     """Evidence rule: rank and sample by the posterior mean of the window's rewards with a prior
     (the member's verification score) worth this many rollouts. 0: Algorithm 1's weights."""
+    fair_share: bool = False
+    """Evidence rule (needs min_evidence > 0): a member below the evidence floor is sampled with
+    probability 1/N (its uniform share) until it has min_evidence rollouts in its window; the
+    others split the rest by softmax. False: Algorithm 1's softmax over every member."""
     max_rounds: int = 5
     """Most generate-and-verify rounds per evolution before the population stays short."""
     template: str = "reflection"
@@ -152,6 +157,11 @@ class CoEvolutionConfig:
         if isinstance(self.prior_rollouts, bool) or not isinstance(self.prior_rollouts, (int, float)) \
                 or self.prior_rollouts < 0:
             raise ConfigError(f"prior_rollouts must be a number >= 0 (pseudo-rollouts), got {self.prior_rollouts!r}")
+        if not isinstance(self.fair_share, bool):
+            raise ConfigError(f"fair_share must be true or false, got {self.fair_share!r}")
+        if self.fair_share and self.min_evidence == 0:
+            raise ConfigError("fair_share gives members below the evidence floor their uniform share, and "
+                              "min_evidence is 0 (no floor): set coevolution.min_evidence > 0 or fair_share false")
         if self.optimizer_temperature < 0:
             raise ConfigError(f"optimizer_temperature must be >= 0, got {self.optimizer_temperature!r}")
 

@@ -15,7 +15,11 @@ Evidence rules (both off by default, which is Algorithm 1 exactly):
   window towards the member's prior (its verification score on D_B, or the score it carried
   into a reset) with the weight of ``prior_rollouts`` pseudo-rollouts. The score replaces the
   weight for sampling, pruning, parents and I*, so an unobserved member is sampled at its
-  prior instead of at 0.
+  prior instead of at 0;
+- ``fair_share`` (needs ``min_evidence``): a member below the evidence floor is sampled with
+  probability 1/N, its uniform share, whatever its score; the members with enough evidence split
+  the rest by softmax. Without it a member whose prior is low is rarely sampled, so it stays
+  below the floor, and the floor keeps it from every prune: it lingers untried.
 """
 
 from __future__ import annotations
@@ -86,6 +90,19 @@ def selection_probabilities(weights: Sequence[float], tau: float) -> list[float]
     return [e / total for e in exps]
 
 
+def fair_share_probabilities(weights: Sequence[float], tau: float, short: Sequence[bool]) -> list[float]:
+    """Sampling probabilities when the members flagged ``short`` (below the evidence floor) each
+    get their uniform share ``1/N`` and the others split ``1 - (number short)/N`` by
+    ``softmax(w / tau)`` among themselves. Nobody short: Eq. 4 exactly; everybody short: uniform."""
+    n = len(weights)
+    if len(short) != n:
+        raise ValueError(f"fair_share_probabilities: {n} weights but {len(short)} evidence flags")
+    known = [i for i in range(n) if not short[i]]
+    rest = 1.0 - (n - len(known)) / n
+    split = dict(zip(known, selection_probabilities([weights[i] for i in known], tau), strict=True))
+    return [rest * split[i] if i in split else 1.0 / n for i in range(n)]
+
+
 def rank(weights: Sequence[float], eligible: Sequence[bool] | None = None) -> list[int]:
     """Indices by weight, best first; ties keep the earlier (older) member first.
 
@@ -153,12 +170,13 @@ class Population:
     """
 
     def __init__(self, max_size: int, window: int, tau: float, *, min_evidence: int = 0,
-                 prior_rollouts: float = 0.0):
+                 prior_rollouts: float = 0.0, fair_share: bool = False):
         self.max_size = max_size
         self.window = window
         self.tau = tau
         self.min_evidence = min_evidence
         self.prior_rollouts = prior_rollouts
+        self.fair_share = fair_share
         self.members: list[Member] = []
         self.archive: dict[str, Instruction] = {}
         self.last_weight: dict[str, float] = {}
@@ -223,6 +241,9 @@ class Population:
         return evidence(self._recent(self._member(instruction_id)))
 
     def probabilities(self) -> list[float]:
+        """Eq. 4 over the scores; under ``fair_share``, members below the floor get 1/N each."""
+        if self.fair_share:
+            return fair_share_probabilities(self.scores, self.tau, [not ok for ok in self.enough_evidence()])
         return selection_probabilities(self.scores, self.tau)
 
     def top(self, k: int) -> list[Instruction]:
@@ -318,6 +339,7 @@ class Population:
             "tau": self.tau,
             "min_evidence": self.min_evidence,
             "prior_rollouts": self.prior_rollouts,
+            "fair_share": self.fair_share,
             "version": self.version,
             "now": self.now,
             "members": [m.to_dict() for m in self.members],
@@ -328,7 +350,7 @@ class Population:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Population:
         pop = cls(data["max_size"], data["window"], data["tau"], min_evidence=int(data.get("min_evidence", 0)),
-                  prior_rollouts=float(data.get("prior_rollouts", 0.0)))
+                  prior_rollouts=float(data.get("prior_rollouts", 0.0)), fair_share=bool(data.get("fair_share", False)))
         pop.version = data["version"]
         pop.now = int(data.get("now", 0))
         pop.members = [Member.from_dict(m) for m in data["members"]]
