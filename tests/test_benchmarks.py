@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -463,3 +464,57 @@ def test_rl_benchmark_quick_scores_every_arm_on_the_same_questions(tmp_path):
     if inspo["by_weight_id"] != inspo["returned_id"]:
         assert len(inspo["test_rewards"]["returned_reloaded"]) == n
     assert json.loads((tmp_path / "s0.json").read_text())["test_question_ids"] == result["test_question_ids"]
+
+
+# ------------------------------------------------------------------ evidence_rules_synthetic
+
+
+def test_evidence_rules_synthetic_sloppy_reflector_spoils_candidates_with_its_probability():
+    import random
+
+    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
+    from inspo.synthetic import true_quality
+
+    bench = load_script("evidence_rules_synthetic")
+
+    class Inner:
+        name, usage = "inner", None
+
+        def generate(self, messages, **kwargs):
+            return ["<ins_1>\na\n</ins_1>\n<ins_2>\nb\n</ins_2>"]
+
+    always = bench.SloppyReflector(Inner(), 1.0, random.Random(0)).generate([])
+    assert always == [f"<ins_1>\na\n{bench.HARM}\n</ins_1>\n<ins_2>\nb\n{bench.HARM}\n</ins_2>"]
+    assert bench.SloppyReflector(Inner(), 0.0, random.Random(0)).generate([]) == Inner().generate([])
+    spoiled = [bench.SloppyReflector(Inner(), 0.5, random.Random(s)).generate([])[0].count(bench.HARM)
+               for s in range(200)]
+    assert 0.4 < sum(spoiled) / 400 < 0.6
+    # the environment charges the harmful sentence: the seed (0.15) with it succeeds never
+    seed = true_quality(SEARCH_R1_INSTRUCTION, features=bench.features())
+    assert true_quality(SEARCH_R1_INSTRUCTION + " " + bench.HARM, features=bench.features()) == pytest.approx(seed - 0.15)
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--harm", "1.5"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--arms", "cpu-tiny,nope"])
+    quick = bench.parse_args(["--quick"])
+    assert quick.seeds == 3 and quick.arms == ["cpu-tiny", "fair-share"]
+
+
+def test_evidence_rules_synthetic_quick_pairs_arms_by_seed(tmp_path, capsys):
+    bench = load_script("evidence_rules_synthetic")
+    out = tmp_path / "rules.json"
+    result = bench.main(["--seeds", "3", "--arms", "cpu-tiny,paper,top-n", "--harm", "0,1", "--json", str(out)])
+    assert json.loads(out.read_text())["summary"] == result["summary"]
+    for harm in ("0.0", "1.0"):
+        runs, summary = result["runs"][harm], result["summary"][harm]
+        assert all(len(rows) == 3 for rows in runs.values())
+        assert all(r["verification_rollouts"] > 0 for rows in runs.values() for r in rows)
+        top = summary["vs_reference"]["top-n"]["returned"]
+        assert top["n"] == 3
+        assert top["mean"] == pytest.approx(statistics.fmean(
+            a["returned"] - b["returned"] for a, b in zip(runs["top-n"], runs["cpu-tiny"], strict=True)))
+        assert "cpu-tiny" not in summary["vs_reference"]
+    # the paper arm has no floor: it can never report a member saved by one
+    assert all(r["saved_by_floor"] == 0 for r in result["runs"]["0.0"]["paper"])
+    printed = capsys.readouterr().out
+    assert "harmful candidates with probability 1.0" in printed and "top-n - cpu-tiny: returned" in printed
