@@ -7,7 +7,7 @@ Weights (Eq. 6) look at the most recent ``window`` *steps*: an observation made 
 counts at step ``t`` while ``s > t - window``. Evidence that old expires; an instruction with
 no observation in its window has no evidence (weight 0, as Algorithm 1 initialises W).
 
-Evidence rules (both off by default, which is Algorithm 1 exactly):
+Evidence rules (all off by default, which is Algorithm 1 exactly):
 
 - ``min_evidence`` (rollouts): a member observed on fewer rollouts in its window is never
   pruned, and is ranked for parents and I* only after every member that has enough evidence;
