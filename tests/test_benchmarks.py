@@ -500,6 +500,7 @@ def test_evidence_rules_synthetic_sloppy_reflector_spoils_candidates_with_its_pr
     assert quick.seeds == 3 and quick.arms == ["cpu-tiny", "fair-share"]
 
 
+@pytest.mark.slow
 def test_evidence_rules_synthetic_quick_pairs_arms_by_seed(tmp_path, capsys):
     bench = load_script("evidence_rules_synthetic")
     out = tmp_path / "rules.json"
