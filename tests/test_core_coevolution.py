@@ -201,52 +201,45 @@ def test_no_verify_ablation_admits_unverified():
     assert not coevo.events.of_kind("verified")
 
 
-def test_unobserved_instruction_survives_the_prune_under_min_evidence():
+def _floor_run(min_evidence, play):
+    """Three members (no evolution) through steps 1-2 and the prune after step 2; ``play(step, k,
+    ids)`` gives the instruction id and reward of question ``k``'s one rollout."""
     from inspo.records import Rollout
 
     qs = make_questions(4)
-    cfg = CoEvolutionConfig(population_size=3, prune_every=2, evolve=False, validation_size=4, min_evidence=2,
-                            admit_per_round=2)
-    coevo = make(cfg)
+    coevo = make(CoEvolutionConfig(population_size=3, prune_every=2, evolve=False, validation_size=4,
+                                   min_evidence=min_evidence, admit_per_round=2))
     coevo.initialize(SyntheticEnv(seed=1).evaluate, qs)
     ids = [i.id for i in coevo.population.instructions]
     assert len(ids) == 3
-    # steps 1-2 sample only ids[1] and ids[2]; the seed ids[0] is never observed
     for step in (1, 2):
-        rollouts = [Rollout(question=q, instruction_id=ids[1 + k % 2], response="", reward=0.2 + 0.5 * (k % 2))
-                    for k, q in enumerate(qs)]
-        report = coevo.update(step, rollouts, None)
+        played = [play(step, k, ids) for k in range(len(qs))]
+        report = coevo.update(step, [Rollout(question=q, instruction_id=i, response="", reward=r)
+                                     for q, (i, r) in zip(qs, played, strict=True)], None)
+    return coevo, ids, report
+
+
+def _never_the_seed(step, k, ids):
+    return ids[1 + k % 2], 0.2 + 0.5 * (k % 2)  # ids[1] scores 0.2, ids[2] 0.7; the seed ids[0] is never played
+
+
+def test_unobserved_instruction_survives_the_prune_under_min_evidence():
+    coevo, ids, report = _floor_run(2, _never_the_seed)
     assert ids[0] not in report.pruned and report.pruned == [ids[1]]
     pruned = coevo.events.of_kind("pruned")[-1]
     assert pruned.protected == (ids[0],) and pruned.evidence[ids[0]] == 0
     assert pruned.saved == (ids[0],)  # without the floor this prune drops it (as the paper run below does)
     assert coevo.best().id == ids[2]  # ranked among members with evidence first
-    paper = make(CoEvolutionConfig(population_size=3, prune_every=2, evolve=False, validation_size=4,
-                                   admit_per_round=2))
-    paper.initialize(SyntheticEnv(seed=1).evaluate, qs)
-    pids = [i.id for i in paper.population.instructions]
-    for step in (1, 2):
-        rollouts = [Rollout(question=q, instruction_id=pids[1 + k % 2], response="", reward=0.2 + 0.5 * (k % 2))
-                    for k, q in enumerate(qs)]
-        report = paper.update(step, rollouts, None)
+    paper, pids, report = _floor_run(0, _never_the_seed)
     assert report.pruned == [pids[0]]  # Algorithm 1: the never-sampled seed goes at weight 0
     assert paper.events.of_kind("pruned")[-1].saved == ()  # nothing is below a floor of 0
 
 
 def test_a_protected_member_the_prune_would_keep_anyway_is_not_counted_as_saved():
-    from inspo.records import Rollout
+    def lucky_seed(step, k, ids):  # the seed plays once (below the floor of 2), at reward 1
+        return (ids[0], 1.0) if (step, k) == (1, 0) else _never_the_seed(step, k, ids)
 
-    qs = make_questions(4)
-    cfg = CoEvolutionConfig(population_size=3, prune_every=2, evolve=False, validation_size=4, min_evidence=2,
-                            admit_per_round=2)
-    coevo = make(cfg)
-    coevo.initialize(SyntheticEnv(seed=1).evaluate, qs)
-    ids = [i.id for i in coevo.population.instructions]
-    # ids[0] gets one rollout (below the floor of 2) at a high reward; ids[1] and ids[2] get three each
-    for step in (1, 2):
-        rollouts = [Rollout(question=q, instruction_id=ids[0] if k == 0 and step == 1 else ids[1 + k % 2],
-                            response="", reward=1.0 if k == 0 else 0.2 + 0.5 * (k % 2)) for k, q in enumerate(qs)]
-        coevo.update(step, rollouts, None)
+    coevo, ids, _ = _floor_run(2, lucky_seed)
     pruned = coevo.events.of_kind("pruned")[-1]
     assert pruned.evidence[ids[0]] == 1 and pruned.protected == (ids[0],)
     assert pruned.saved == () and pruned.removed == (ids[1],)  # the worst by score goes either way
