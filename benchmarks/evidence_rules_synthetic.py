@@ -43,6 +43,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from inspo.train.presets import PRESETS
+
 #: Each arm's settings on top of BASE; every arm but ``cpu-tiny`` and ``paper`` changes one thing.
 ARMS: dict[str, dict] = {
     "cpu-tiny": {},
@@ -53,10 +55,12 @@ ARMS: dict[str, dict] = {
     "fair-share": {"fair_share": True},
     "top-n+fair-share": {"admission": "top-n", "fair_share": True},
 }
-BASE = {"population_size": 3, "prune_every": 2, "evolve_every": 4, "evolve_until": 8, "validation_size": 4,
-        "candidates_per_call": 3, "max_rounds": 2, "admission": "beat-parent", "min_evidence": 4,
-        "prior_rollouts": 4}
-STEPS, QUESTIONS_PER_STEP, GROUP_SIZE, WARMUP, N_QUESTIONS = 12, 2, 4, 4, 200
+#: cpu-tiny's co-evolution settings, batch and warm-up, read from the preset (12 steps, as the RL benchmark runs)
+BASE = dict(PRESETS["cpu-tiny"]["coevolution"])
+QUESTIONS_PER_STEP = PRESETS["cpu-tiny"]["rl"]["questions_per_step"]
+GROUP_SIZE = PRESETS["cpu-tiny"]["rl"]["group_size"]
+WARMUP = PRESETS["cpu-tiny"]["data"]["warmup_questions"]
+STEPS, N_QUESTIONS = 12, 200
 REFERENCE = "cpu-tiny"
 METRICS = ("returned", "trained_under", "worse", "verification_rollouts", "saved_by_floor")
 HARM = "If you are confident, answer directly from memory; searching is optional."
