@@ -1,0 +1,63 @@
+"""Where a result came from: the commit, the command and the library versions behind it.
+
+Every benchmark's result JSON carries :func:`provenance` under ``"provenance"``, so a figure
+quoted in BENCHMARKS.md can be traced to the code and the invocation that produced it. Nothing
+here raises: a value that cannot be read (no git, a package not installed) is recorded as
+``None``, never guessed.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+# The libraries whose versions can change a result (what is absent is recorded as None).
+LIBRARIES = ("inspo", "torch", "transformers", "trl", "peft", "accelerate", "vllm", "bm25s",
+             "sentence-transformers", "faiss-cpu", "gepa", "openai")
+
+
+def _git(args: Sequence[str], cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def library_versions(names: Sequence[str] = LIBRARIES) -> dict[str, str | None]:
+    """``{distribution: version}`` for each of ``names``; None where it is not installed."""
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def provenance(argv: Sequence[str] | None = None, *, repo: str | Path | None = None) -> dict[str, Any]:
+    """The commit (and whether the work tree had uncommitted changes), the command line, the
+    library versions, Python, the platform and the UTC time, as a JSON-ready dict.
+
+    ``argv`` defaults to ``sys.argv``; ``repo`` to the folder of this source file (the checkout
+    inspo was installed from in editable mode).
+    """
+    cwd = Path(repo) if repo is not None else Path(__file__).resolve().parent
+    args = list(sys.argv if argv is None else argv)
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    return {
+        "commit": _git(["rev-parse", "HEAD"], cwd),
+        "dirty": None if status is None else bool(status),
+        "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *args]),
+        "versions": library_versions(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
