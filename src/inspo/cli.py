@@ -176,10 +176,10 @@ def cmd_data(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     out = Path(args.out)
-    if args.dataset == "world":
-        from inspo.data.world import build_world, write_world
+    if args.dataset != "wiki-lite":
+        from inspo.data.world import build_world, world_config, write_world
 
-        paths = write_world(build_world(seed=args.seed), out, bm25_index=not args.no_index)
+        paths = write_world(build_world(args.seed, world_config(args.dataset)), out, bm25_index=not args.no_index)
     else:
         from inspo.data.wiki_lite import write_wiki_lite
 
@@ -409,8 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model name or folder, or a run directory (its trained model/); repeatable "
                         "(default: the config's model.name_or_path)")
     p.add_argument("--instruction", action="append",
-                   help="'seed' (the config's seed_instruction), a run directory (its best_instruction.txt) or "
-                        "a text file; repeatable")
+                   help="'seed' (the config's seed_instruction), a named one (@weak, @search-r1), a run directory "
+                        "(its best_instruction.txt) or a text file; repeatable")
     p.add_argument("--grid", metavar="RUN_DIR",
                    help="the paper's 2x2 for a run: {base, trained} x {seed, evolved instruction}, with the "
                         "agent settings of the run's config.yaml")
@@ -449,8 +449,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("data", help="write a built-in dataset (and its BM25 index) in Search-R1 formats")
-    p.add_argument("dataset", choices=["world", "wiki-lite"],
-                   help="world: the generated fictional multi-hop world; wiki-lite: ~10k Wikipedia leads")
+    p.add_argument("dataset", choices=["world", "world-multihop", "wiki-lite"],
+                   help="world: the generated fictional multi-hop world; world-multihop: the same world with 4k "
+                        "questions, half of them two-hop; wiki-lite: ~10k Wikipedia leads")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--seed", type=int, default=0, help="world generator seed (default: 0)")
     p.add_argument("--no-index", action="store_true", help="do not build the BM25 index")

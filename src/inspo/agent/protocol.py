@@ -53,6 +53,35 @@ SEARCH_R1_INSTRUCTION = (
     "<answer> Beijing </answer>."
 )
 
+#: A deliberately weak seed for benchmarks (the ``multihop`` preset): Search-R1's tool contract
+#: without its advice. It never says that a question may need several searches, nor to reason
+#: first, so the room an evolved instruction has to change how the policy uses its tool is the
+#: room the benchmark measures.
+WEAK_INSTRUCTION = (
+    "Answer the given question. You can call a search engine by <search> query </search> and it "
+    "will return the top searched results between <information> and </information>. Give the "
+    "answer inside <answer> and </answer>, without detailed illustrations. For example, "
+    "<answer> Beijing </answer>."
+)
+
+#: Seed instructions a config may name as ``@NAME`` (``seed_instruction: "@weak"``).
+NAMED_INSTRUCTIONS: dict[str, str] = {"search-r1": SEARCH_R1_INSTRUCTION, "weak": WEAK_INSTRUCTION}
+
+
+def resolve_instruction(text: str) -> str:
+    """A seed instruction as written in a config: '' is Search-R1's (App. F), ``@NAME`` one of
+    :data:`NAMED_INSTRUCTIONS`, anything else the text itself. ValueError for an unknown name."""
+    if not text:
+        return SEARCH_R1_INSTRUCTION
+    if text.startswith("@"):
+        name = text[1:]
+        if name not in NAMED_INSTRUCTIONS:
+            raise ValueError(f"unknown named instruction {text!r}; the named ones are: "
+                             + ", ".join("@" + k for k in NAMED_INSTRUCTIONS))
+        return NAMED_INSTRUCTIONS[name]
+    return text
+
+
 #: Where a question goes in an instruction that wants to place it itself.
 QUESTION_PLACEHOLDER = "{question}"
 

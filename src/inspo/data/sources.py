@@ -3,6 +3,8 @@
 QA sources (:func:`load_qa_source`) and corpus sources (:func:`load_corpus_source`):
 
 - ``world`` or ``world:SEED`` - the built-in generated world (:mod:`inspo.data.world`);
+  ``world-multihop[:SEED]`` is the same world (same corpus) with 4k questions, half of them
+  two-hop (:data:`inspo.data.world.WORLDS`);
 - ``wiki-lite`` - the built-in Wikipedia leads corpus (:mod:`inspo.data.wiki_lite`; corpus only);
 - ``hf:NAME`` or ``hf:NAME:CONFIG`` - a Hugging Face dataset (``datasets.load_dataset``);
 - a file ``.jsonl`` / ``.json`` / ``.parquet`` (formats in :mod:`inspo.data.loaders`);
@@ -18,19 +20,30 @@ from inspo.data.loaders import QA_SUFFIXES, load_corpus, load_hf_corpus, load_hf
 from inspo.records import Passage, Question
 
 CORPUS_NAMES = ("corpus", "passages")
-HELP = ("expected a file (.jsonl/.json/.parquet), a directory of such files, 'world[:SEED]', "
+HELP = ("expected a file (.jsonl/.json/.parquet), a directory of such files, 'world[:SEED]', 'world-multihop[:SEED]', "
         "'wiki-lite' (corpus) or 'hf:NAME[:CONFIG]'")
 
 
-def _world_seed(source: str) -> int | None:
-    if source == "world":
-        return 0
-    if source.startswith("world:"):
-        try:
-            return int(source.split(":", 1)[1])
-        except ValueError as e:
-            raise ValueError(f"data source {source!r}: the seed after 'world:' must be an integer") from e
-    return None
+def _world(source: str):
+    """``(seed, WorldConfig)`` when ``source`` names a built-in world (``NAME`` or ``NAME:SEED``),
+    else None."""
+    from inspo.data.world import WORLDS
+
+    name, sep, seed = source.partition(":")
+    if name not in WORLDS:
+        return None
+    if not sep:
+        return 0, WORLDS[name]
+    try:
+        return int(seed), WORLDS[name]
+    except ValueError as e:
+        raise ValueError(f"data source {source!r}: the seed after '{name}:' must be an integer") from e
+
+
+def is_named_source(source: str) -> bool:
+    """Whether ``source`` names a built-in or hub source (no file to check): a built-in world,
+    ``wiki-lite`` or ``hf:NAME``."""
+    return source == "wiki-lite" or source.startswith("hf:") or _world(source) is not None
 
 
 def _hf(source: str) -> tuple[str, str | None]:
@@ -40,11 +53,11 @@ def _hf(source: str) -> tuple[str, str | None]:
 
 def load_qa_source(source: str, *, split: str = "train", limit: int | None = None) -> list[Question]:
     """Questions of ``split`` from the source named by ``source`` (see module docstring)."""
-    seed = _world_seed(source)
-    if seed is not None:
+    world = _world(source)
+    if world is not None:
         from inspo.data.world import build_world
 
-        splits = build_world(seed).splits
+        splits = build_world(*world).splits
         if split not in splits:
             raise ValueError(f"world has splits {sorted(splits)}, not {split!r}")
         return splits[split][:limit]
@@ -74,11 +87,11 @@ def within_hops(questions: list[Question], max_hops: int) -> list[Question]:
 
 def load_corpus_source(source: str, *, limit: int | None = None) -> list[Passage]:
     """Passages from the corpus named by ``source`` (see module docstring)."""
-    seed = _world_seed(source)
-    if seed is not None:
+    world = _world(source)
+    if world is not None:
         from inspo.data.world import build_world
 
-        return build_world(seed).corpus[:limit]
+        return build_world(*world).corpus[:limit]
     if source == "wiki-lite":
         from inspo.data.wiki_lite import load_wiki_lite
 

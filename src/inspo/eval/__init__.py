@@ -215,12 +215,15 @@ def parse_dataset(spec: str, *, limit: int | None = None, max_hops: int = 0) -> 
 
 
 def parse_instruction(spec: str, *, seed_text: str = "") -> NamedInstruction:
-    """``seed`` (``seed_text``, a run's seed instruction, or Search-R1's when it is ''), a run
+    """``seed`` (``seed_text``, a run's seed instruction as its config writes it: '' for
+    Search-R1's, ``@NAME`` for a named one), ``@NAME`` (a named instruction, e.g. ``@weak``), a run
     directory (its best_instruction.txt) or a text file."""
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
+    from inspo.agent.protocol import NAMED_INSTRUCTIONS, resolve_instruction
 
     if spec == "seed":
-        return NamedInstruction("seed", Instruction(id="seed", text=seed_text or SEARCH_R1_INSTRUCTION))
+        return NamedInstruction("seed", Instruction(id="seed", text=resolve_instruction(seed_text)))
+    if spec.startswith("@") and spec[1:] in NAMED_INSTRUCTIONS:
+        return NamedInstruction(spec[1:], Instruction(id=spec[1:], text=NAMED_INSTRUCTIONS[spec[1:]]))
     path = Path(spec)
     if path.is_dir():
         best = path / BEST_INSTRUCTION_FILE

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from inspo.agent.protocol import resolve_instruction
 from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
 from inspo.llm.factory import OptimizerLLMConfig
 from inspo.train.final import FINAL_CHOICES
@@ -278,7 +279,8 @@ class TrainConfig:
     mode: str = "inspo"
     """inspo (co-evolution), static (Search-R1 baseline), pre-policy or post-policy (offline ablations)."""
     seed_instruction: str = ""
-    """The seed instruction ('' : Search-R1's instruction of App. F)."""
+    """The seed instruction ('' : Search-R1's instruction of App. F; '@weak': a named one, see
+    inspo.agent.protocol.NAMED_INSTRUCTIONS; any other text: that text)."""
     output_dir: str = "runs/inspo"
     """Run directory."""
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -302,6 +304,10 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         _check(self.mode in MODES, f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        try:
+            resolve_instruction(self.seed_instruction)
+        except ValueError as exc:
+            raise ConfigError(f"seed_instruction: {exc}") from exc
         if self.coevolution.seed is None:  # one seed for the run: the core's streams follow rl.seed
             self.coevolution.seed = self.rl.seed
         _check(bool(self.data.train) or self.require_paper_parts, "data.train must name the training questions")

@@ -29,10 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from inspo.data.sources import is_named_source
 from inspo.train.config import TrainConfig
 
 GEMINI_OPENAI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
-_BUILT_IN = ("world", "wiki-lite")
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def _train_data(source: str) -> Part:
            "dataset PeterJinGo/nq_hotpotqa_train --local-dir DIR`, then data.train=DIR/train.parquet)")
     if not source:
         return Part("training data", paper, source, f"data.train is not set: {how}")
-    if source in _BUILT_IN or source.startswith(("world:", "hf:")):
+    if is_named_source(source):
         return Part("training data", paper, source)  # named explicitly: the user's choice
     if not Path(source).expanduser().exists():
         return Part("training data", paper, source, f"{source} does not exist: {how}")
@@ -141,8 +141,7 @@ def _retrieval(config: TrainConfig) -> Part:
         )
     else:
         value += f", corpus {data.corpus}"
-        built_in = data.corpus in _BUILT_IN or data.corpus.startswith(("world:", "hf:"))
-        if not built_in and not Path(data.corpus).expanduser().exists():
+        if not is_named_source(data.corpus) and not Path(data.corpus).expanduser().exists():
             problems.append(f"data.corpus={data.corpus} does not exist; --set data.corpus=PATH/wiki-18.jsonl")
     return Part("retrieval", paper, value, "; ".join(problems))
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, build_chat
+from inspo.agent.protocol import build_chat, resolve_instruction
 from inspo.agent.rollout import AgentConfig
 from inspo.llm.base import LLMClient
 from inspo.records import Question
@@ -78,7 +78,7 @@ def agent_config(rl: RLConfig) -> AgentConfig:
 
 
 def seed_instruction(config: TrainConfig) -> str:
-    return config.seed_instruction or SEARCH_R1_INSTRUCTION
+    return resolve_instruction(config.seed_instruction)
 
 
 def load_questions(source: str, split: str, limit: int, *, field_name: str, max_hops: int = 0) -> list[Question]:
@@ -247,7 +247,7 @@ def prepare(
                                  "name another split or set data.max_test_questions=0 to skip it") from exc
     instruction = seed_instruction(config)
     if not instruction.strip():
-        raise SetupError("seed_instruction is blank; leave it '' for Search-R1's instruction or write one")
+        raise SetupError("seed_instruction is blank; leave it '' for Search-R1's instruction, name one (@weak) or write one")
     optimizer, note = (None, "none (no instruction evolution in this mode)")
     if need_optimizer:
         optimizer, note = build_optimizer(config)

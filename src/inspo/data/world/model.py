@@ -25,6 +25,7 @@ class WorldConfig:
     questions: int = 1500  # total questions over all splits (fewer if the world has fewer)
     hop_mix: tuple[float, float, float] = (0.4, 0.4, 0.2)  # share of 1-, 2- and 3-hop questions
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)  # train / dev / test
+    name: str = "world"  # the questions' source and id prefix (ids NAME{seed}-{split}-{j}): worlds differ
 
     def __post_init__(self) -> None:
         for name in ("countries", "cities", "rivers", "mountains", "organisations", "people"):

@@ -129,7 +129,7 @@ def make_questions(rng: random.Random, cfg: WorldConfig, ents: dict[str, Entity]
             seen_text.add(text)
             answers = _answers_for(ents, last, key)
             meta = {
-                "source": "world",
+                "source": cfg.name,
                 "seed": seed,
                 "hops": hops,
                 "entity_ids": list(chain),
@@ -155,7 +155,7 @@ def split_questions(rng: random.Random, cfg: WorldConfig, questions: list[Questi
     for name, (lo, hi) in bounds.items():
         picked = sorted(order[lo:hi])  # keep generation order (1-hop first) inside a split
         splits[name] = [
-            Question(id=f"world{seed}-{name}-{j}", question=questions[i].question,
+            Question(id=f"{cfg.name}{seed}-{name}-{j}", question=questions[i].question,
                      answers=questions[i].answers, meta=dict(questions[i].meta, split=name))
             for j, i in enumerate(picked)
         ]

@@ -1,0 +1,69 @@
+"""The multihop setting (issue 23): a world with enough held-out two-hop questions, a weak seed a
+config can name, and a preset whose settings let the instruction change how the tool is used."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from inspo.agent.protocol import (
+    NAMED_INSTRUCTIONS,
+    SEARCH_R1_INSTRUCTION,
+    WEAK_INSTRUCTION,
+    resolve_instruction,
+)
+from inspo.core.config import ConfigError
+from inspo.data.sources import is_named_source, load_corpus_source, load_qa_source, within_hops
+from inspo.eval import parse_instruction
+from inspo.train.config import preset, resolve
+
+
+def test_world_multihop_has_the_worlds_corpus_and_over_200_held_out_two_hop_questions():
+    assert load_corpus_source("world-multihop:3") == load_corpus_source("world:3")  # same world, more questions
+    test = within_hops(load_qa_source("world-multihop", split="test"), 2)
+    hops = Counter(q.meta["hops"] for q in test)
+    assert hops[2] >= 200 and hops[1] >= 50 and set(hops) == {1, 2}
+    assert all(q.id.startswith("world-multihop0-test-") for q in test)
+    # its ids cannot be mistaken for the plain world's, whose questions differ
+    assert not {q.id for q in test} & {q.id for q in load_qa_source("world", split="test")}
+    assert is_named_source("world-multihop:7") and not is_named_source("world-multihop.jsonl")
+
+
+def test_a_bad_world_seed_is_refused_with_the_name():
+    with pytest.raises(ValueError, match="after 'world-multihop:' must be an integer"):
+        load_qa_source("world-multihop:x")
+
+
+def test_named_seed_instructions():
+    assert resolve_instruction("") == SEARCH_R1_INSTRUCTION
+    assert resolve_instruction("@search-r1") == SEARCH_R1_INSTRUCTION
+    assert resolve_instruction("@weak") == WEAK_INSTRUCTION
+    assert resolve_instruction("Answer briefly. <search> </search> <answer> </answer>").startswith("Answer briefly")
+    with pytest.raises(ValueError, match="@weak"):
+        resolve_instruction("@nope")
+    with pytest.raises(ConfigError, match="seed_instruction"):
+        resolve("cpu-tiny", None, ["seed_instruction=@nope"])
+    assert parse_instruction("@weak").instruction.text == WEAK_INSTRUCTION
+    assert parse_instruction("seed", seed_text="@weak").instruction.text == WEAK_INSTRUCTION
+
+
+def test_the_weak_seed_keeps_the_protocol_but_not_the_advice():
+    for tag in ("<search>", "</search>", "<information>", "</information>", "<answer>", "</answer>"):
+        assert tag in WEAK_INSTRUCTION
+    assert "as many times" not in WEAK_INSTRUCTION and "several" not in WEAK_INSTRUCTION
+    assert "<think>" not in WEAK_INSTRUCTION
+    assert set(NAMED_INSTRUCTIONS) == {"search-r1", "weak"}
+
+
+def test_multihop_preset_lets_the_instruction_change_tool_use():
+    c = preset("multihop")
+    assert c.seed_instruction == "@weak" and c.mode == "inspo"
+    assert c.rl.max_turns >= 3 and c.rl.reward == "em"
+    assert c.rl.prefill == "<search>"  # forced on the first turn only (the agent's rule)
+    assert c.data.train == c.data.eval == c.data.corpus == "world-multihop" and c.data.max_hops == 2
+    assert c.data.max_test_questions >= 316  # every 1- and 2-hop test question
+    # evolution goes on for most of training, with a D_B big enough to tell candidates apart
+    assert c.coevolution.evolve_until >= 0.75 * c.rl.steps and c.coevolution.validation_size >= 16
+    for mode in ("static", "pre-policy", "inspo"):
+        resolve("multihop", None, [f"mode={mode}"])  # every arm of the benchmark is a valid config
