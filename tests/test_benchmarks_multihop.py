@@ -1,0 +1,263 @@
+"""The multihop benchmark's scripts (issue 23): the frozen-policy pilot, the arms runner and its
+pooling with power, and the GPU campaign's packing, launching and collecting. No timing is
+asserted."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from inspo.eval.power import detectable_effect, seeds_needed
+from inspo.records import Question, Rollout
+from test_benchmarks import load_script
+
+# ------------------------------------------------------------------------------ power
+
+
+def test_detectable_effect_and_seeds_needed_against_hand_computed_t_quantiles():
+    # t_{.975,2} = 4.3027, t_{.8,2} = 1.0607: (4.3027 + 1.0607) * 0.2 / sqrt(3)
+    assert detectable_effect(0.2, 3) == pytest.approx(5.3634 * 0.2 / math.sqrt(3), abs=1e-3)
+    # the issue's own figure: SD 0.20 across seeds needs about 89 seeds for +0.06 at 80% power
+    assert seeds_needed(0.20, 0.06) in range(87, 92)
+    n = seeds_needed(0.1, 0.05)
+    assert detectable_effect(0.1, n) <= 0.05 < detectable_effect(0.1, n - 1)
+    assert seeds_needed(0.0, 0.05) == 2
+    assert seeds_needed(5.0, 0.001, most=50) is None
+    with pytest.raises(ValueError):
+        detectable_effect(0.1, 1)
+
+
+# ------------------------------------------------------------------------------ pilot
+
+
+def _rollout(reward: float, searches: int = 1, *, error: bool = False, answer: str | None = "x") -> Rollout:
+    q = Question(id="q", question="?", answers=("a",))
+    return Rollout(question=q, instruction_id="i", response="", reward=reward, searches=["s"] * searches,
+                   answer=None if error else answer, finish_reason="error" if error else "answered")
+
+
+def test_pilot_scores_groups_and_counts_errors_apart():
+    pilot = load_script("multihop_pilot")
+    # two questions x G 3: q0 all fail (no signal), q1 mixed; one error rollout in q1
+    rollouts = [_rollout(0), _rollout(0), _rollout(0, 2, answer=None), _rollout(1, 2), _rollout(0), _rollout(0, error=True)]
+    s = pilot.summarise(rollouts, 3)
+    assert s["errors"] == 1 and s["rollouts"] == 6
+    assert s["pass_at_g"] == 0.5 and s["mixed_groups"] == 0.5
+    assert s["mean"] == pytest.approx(1 / 5)  # the error is in no score
+    assert s["question_means"] == [0.0, 0.5]
+    assert s["searches"] == pytest.approx(7 / 5) and s["no_answer"] == pytest.approx(1 / 5)
+    assert pilot.instruction_text("weak+hops").startswith(pilot.instruction_text("weak"))
+    with pytest.raises(SystemExit):
+        pilot.instruction_text("nope")
+
+
+@pytest.mark.slow
+def test_pilot_quick_plays_every_instruction_on_both_hop_counts(tmp_path, capsys):
+    pilot = load_script("multihop_pilot")
+    out = tmp_path / "pilot.json"
+    result = pilot.main(["--quick", "--threads", "1", "--json", str(out)])
+    assert json.loads(out.read_text())["provenance"]["commit"] == result["provenance"]["commit"]
+    assert set(result["instructions"]) == {"weak", "search-r1", "weak+hops"}
+    for cell in result["instructions"].values():
+        assert set(cell["hops"]) == {"1", "2"} and cell["hops"]["2"]["rollouts"] == 2 * 2
+    assert len(result["differences"]) == 4 and result["errors"] == 0
+    assert "pass@G" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ arms and pooling
+
+
+def _result(arm: str, seed: int, rewards: dict, hops=(1, 2, 2, 2)) -> dict:
+    curves = {"reward": [0.1, 0.2], "prompt_tokens": [100.0, 120.0], "searches": [1.0, 1.5],
+              "step_s": [1.0, 1.0], "population": [1.0, 1.0]}
+    return {"arm": arm, "seed": seed, "test_question_ids": ["a", "b", "c", "d"], "test_hops": list(hops),
+            "test_rewards": rewards, "curves": curves, "events": {}, "returned_is_seed": False, "wall_s": 1.0,
+            "provenance": {"commit": "abc"}}
+
+
+def test_combine_pairs_arms_by_seed_and_hop_and_sizes_the_seeds():
+    bench = load_script("multihop_coevolution")
+    results = [_result("untrained", 0, {"weak": [0, 0, 0, 0], "search-r1": [1, 0, 0, 0]})]
+    # inspo beats static by 1/3, 2/3, 1/3 on the three two-hop questions of seeds 0, 1, 2
+    for seed, inspo in ((0, [1, 1, 0, 0]), (1, [1, 1, 1, 0]), (2, [0, 0, 1, 0])):
+        results.append(_result("static-weak", seed, {"seed": [1, 0, 0, 0]}))
+        results.append(_result("inspo-weak", seed, {"returned": inspo, "seed": [1, 0, 0, 0]}))
+    c = bench.combine(results)
+    assert c["seeds"] == [0, 1, 2] and c["test_questions"] == {"2": 3, "1": 1} and c["commits"] == ["abc"]
+    d = c["comparisons"]["inspo-weak - static-weak"]["hops"]["2"]
+    assert [x["mean"] for x in d["per_seed"]] == pytest.approx([1 / 3, 2 / 3, 1 / 3])
+    assert d["seed_mean"] == pytest.approx(4 / 9)
+    assert d["seed_sd"] == pytest.approx(math.sqrt(1 / 27))
+    assert d["detectable_effect"] == pytest.approx(detectable_effect(math.sqrt(1 / 27), 3))
+    assert d["seeds_for_effect"] == seeds_needed(math.sqrt(1 / 27), bench.EFFECT)
+    one_hop = c["comparisons"]["inspo-weak - static-weak"]["hops"]["1"]
+    assert [x["mean"] for x in one_hop["per_seed"]] == [0.0, 0.0, -1.0]
+    # the untrained arm, scored once, stands for every seed; the policy-versus-prompt rows exist
+    assert c["comparisons"]["static-weak - untrained:weak"]["seeds"] == [0, 1, 2]
+    assert c["comparisons"]["inspo-weak - inspo-weak:seed"]["hops"]["2"]["seed_mean"] == pytest.approx(4 / 9)
+    assert c["curves"]["inspo-weak"]["searches"] == [1.0, 1.5]
+
+
+def test_combine_refuses_an_arm_twice_and_different_questions():
+    bench = load_script("multihop_coevolution")
+    a = _result("static-weak", 0, {"seed": [1, 0, 0, 0]})
+    with pytest.raises(SystemExit, match="given twice"):
+        bench.combine([a, a])
+    b = dict(_result("static-weak", 1, {"seed": [1, 0, 0, 0]}), test_question_ids=["a", "b", "c", "e"])
+    with pytest.raises(SystemExit, match="same test questions"):
+        bench.combine([a, b])
+
+
+def test_arms_are_the_issues_four_and_differ_only_in_mode_and_seed(tmp_path):
+    bench = load_script("multihop_coevolution")
+    args = bench.parse_args(["--seed", "3", "--out", str(tmp_path)])
+    seen = {}
+    for arm in bench.ARMS:
+        o = bench.overrides(args, arm)
+        seen[arm] = [x for x in o if x.startswith(("mode=", "seed_instruction="))]
+        assert "rl.seed=3" in o and any(x.endswith(f"{arm}-s3") for x in o)
+    assert seen == {"static-weak": ["mode=static", "seed_instruction=@weak"],
+                    "static-sr1": ["mode=static", "seed_instruction=@search-r1"],
+                    "inspo-weak": ["mode=inspo", "seed_instruction=@weak"],
+                    "pre-policy-weak": ["mode=pre-policy", "seed_instruction=@weak"]}
+
+
+@pytest.mark.slow
+def test_multihop_quick_runs_every_arm_on_the_same_questions_and_skips_what_is_done(tmp_path, capsys):
+    bench = load_script("multihop_coevolution")
+    argv = ["--quick", "--threads", "1", "--out", str(tmp_path)]
+    done = bench.main(argv)
+    assert set(done) == set(bench.ALL_ARMS)
+    ids = {tuple(r["test_question_ids"]) for r in done.values()}
+    assert len(ids) == 1
+    for r in done.values():
+        assert len(r["test_hops"]) == len(r["test_question_ids"]) and r["provenance"]["commit"]
+    assert set(done["inspo-weak"]["test_rewards"]) >= {"returned", "seed"}
+    assert done["inspo-weak"]["curves"]["searches"]  # Fig. 2's rows are kept per step
+    capsys.readouterr()
+    again = bench.main(argv)  # a second invocation finds every arm done and trains nothing
+    assert again == done and capsys.readouterr().out.count("done before") == len(bench.ALL_ARMS)
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_over(tmp_path):
+    bench = load_script("multihop_coevolution")
+    run = tmp_path / "r"
+    (run / "checkpoint-partial").mkdir(parents=True)
+    assert bench.has_checkpoint(run)
+    (run / "checkpoint-partial").rmdir()
+    (run / "metrics.jsonl").write_text("")
+    assert not bench.has_checkpoint(run)
+
+
+# ------------------------------------------------------------------------------ GPU campaign
+
+
+@dataclass(frozen=True)
+class _Spec:
+    filename: str
+    size: int
+    sha256: str
+
+
+def _chunks(tmp_path: Path) -> tuple[list[Path], _Spec]:
+    data = bytes(range(256)) * 41  # 10,496 bytes over three uneven chunks
+    cuts = [0, 1000, 7000, len(data)]
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"chunk{i}"
+        p.write_bytes(data[cuts[i]:cuts[i + 1]])
+        paths.append(p)
+    return paths, _Spec("m.gguf", len(data), hashlib.sha256(data).hexdigest())
+
+
+def test_pack_recuts_the_model_and_receive_keeps_only_pieces_that_match(tmp_path):
+    campaign = load_script("gpu_campaign")
+    chunks, spec = _chunks(tmp_path)
+    pieces = campaign.split_file(chunks, tmp_path / "cut", 4096)
+    assert [p["bytes"] for p in pieces] == [4096, 4096, 2304]
+    joined = b"".join((tmp_path / "cut" / p["name"]).read_bytes() for p in pieces)
+    assert hashlib.sha256(joined).hexdigest() == spec.sha256
+    exact = campaign.split_file(chunks, tmp_path / "exact", spec.size)  # no empty last piece
+    assert [p["bytes"] for p in exact] == [spec.size]
+
+    manifest = campaign.pack(tmp_path / "dev", 1, chunk_source=lambda: chunks, spec=spec, wheels=False)
+    assert sum(p["bytes"] for p in manifest["pieces"]) == spec.size and manifest["sha256"] == spec.sha256
+    # carried in two calls: the first call has piece-00 only
+    first, keep = tmp_path / "call1", tmp_path / "keep"
+    (first / "model").mkdir(parents=True)
+    (first / "model" / "manifest.json").write_bytes((tmp_path / "dev" / "model" / "manifest.json").read_bytes())
+    (first / "model" / "piece-00").write_bytes((tmp_path / "dev" / "model" / "piece-00").read_bytes())
+    assert campaign.receive(first, keep, build=False) == []  # one piece of 1 MiB holds it all
+    # a piece that is not what the manifest says is refused, not kept
+    (keep / "piece-00").unlink()
+    (first / "model" / "piece-00").write_bytes(b"x" * spec.size)
+    with pytest.raises(SystemExit, match="carry it again"):
+        campaign.receive(first, keep, build=False)
+    assert not (keep / "piece-00").exists()
+
+
+def test_receive_joins_and_checks_the_whole_file_before_building(tmp_path, monkeypatch):
+    campaign = load_script("gpu_campaign")
+    chunks, spec = _chunks(tmp_path)
+    directory = tmp_path / "dev"
+    campaign.pack(directory, 1, chunk_source=lambda: chunks, spec=spec, wheels=False)
+    manifest = json.loads((directory / "model" / "manifest.json").read_text())
+    manifest["sha256"] = spec.sha256
+    import inspo.models.registry as registry
+    from inspo.models.sources import join_verified
+
+    built = {}
+
+    def fake_build(*, chunk_source):  # the real builder joins with join_verified, then converts
+        built["file"] = join_verified(chunk_source(), tmp_path / "joined", size=spec.size, sha256=spec.sha256)
+        return built["file"]
+
+    monkeypatch.setattr(registry, "build_qwen_coder", fake_build)
+    assert campaign.receive(directory, tmp_path / "keep") == []
+    assert hashlib.sha256(built["file"].read_bytes()).hexdigest() == spec.sha256
+
+
+def test_launch_runs_jobs_in_parallel_skips_done_ones_and_stops_at_the_deadline(tmp_path, capsys):
+    campaign = load_script("gpu_campaign")
+    bench = load_script("multihop_coevolution")
+    out = tmp_path / "mh"
+    done = bench.result_path(out, "static-weak", 0)
+    done.parent.mkdir(parents=True)
+    done.write_text("{}")
+
+    def command(job, out_dir, extra):
+        seconds = 60 if job.arm == "inspo-weak" else 0
+        code = 3 if job.seed == 1 and job.arm == "static-weak" else 0
+        return [sys.executable, "-c", f"import time; time.sleep({seconds}); raise SystemExit({code})"]
+
+    jobs = campaign.jobs_for([0, 1], ["static-weak", "inspo-weak"])
+    state = campaign.launch(jobs, out, parallel=2, deadline_s=4, command=command, poll_s=0.1)
+    assert state == {"static-weak-s0": "skipped", "inspo-weak-s0": "stopped (deadline)",
+                     "static-weak-s1": "failed (rc 3)", "inspo-weak-s1": "stopped (deadline)"}
+    assert (out / "logs" / "inspo-weak-s1.log").is_file()
+    assert campaign.parse_seeds("0-3") == [0, 1, 2, 3] and campaign.parse_seeds("1,5") == [1, 5]
+
+
+def test_collect_bundles_results_logs_and_run_files_in_parts(tmp_path):
+    import tarfile
+
+    campaign = load_script("gpu_campaign")
+    out = tmp_path / "mh"
+    for rel, text in (("results/a-s0.json", "{}"), ("logs/a-s0.log", "ok"),
+                      ("runs/a-s0/metrics.jsonl", "{}\n"), ("runs/a-s0/model.safetensors", "big")):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    (out / "logs" / "big.log").write_bytes(b"\0" * (3 << 20))
+    (one,) = campaign.collect(out, tmp_path / "to")
+    with tarfile.open(one) as tar:
+        names = set(tar.getnames())
+    assert {"results/a-s0.json", "logs/a-s0.log", "runs/a-s0/metrics.jsonl"} <= names
+    assert "runs/a-s0/model.safetensors" not in names  # weights stay on the device
+    parts = campaign.collect(out, tmp_path / "to2", part_mib=1)
+    assert len(parts) == 4 and all(p.stat().st_size <= 1 << 20 for p in parts)
