@@ -14,6 +14,12 @@ Rules of the seam:
   core's cost ledger can report App. C's numbers. Clients that cannot count tokens estimate
   them and say so in ``usage.estimated``.
 - API keys come from the environment or config and are never logged or put in messages.
+- Optional: ``last_finish_reasons``, one entry per completion of the last ``generate`` call:
+  ``"length"`` when it stopped at ``max_tokens``, ``"stop"`` when it ended by itself, None when
+  the client cannot tell. A client that has the attribute sets it on every successful call.
+  It is not part of :class:`LLMClient` (a client may lack it); the proposer reads it with
+  ``getattr`` and, where it is missing or None, takes a call whose completion tokens reached
+  ``max_tokens`` as cut off (see :class:`inspo.core.proposer.Proposer`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 Message = dict[str, str]
+#: Finish reasons ``last_finish_reasons`` may hold (OpenAI's words); None: not known.
+FINISH_LENGTH = "length"
+FINISH_STOP = "stop"
 
 
 class LLMError(RuntimeError):

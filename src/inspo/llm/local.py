@@ -11,6 +11,8 @@ Rules:
   of ``batch_size`` with plain temperature sampling (no top-k / top-p; ``temperature <= 0`` is
   greedy). Sampling seeds come from the injected ``random.Random``; the global torch RNG state
   is restored afterwards.
+- ``last_finish_reasons``: ``"length"`` for a completion that reached ``max_tokens`` (or the
+  model's context) without an end-of-sequence token, ``"stop"`` for one that ended by itself.
 - ``usage`` counts tokens exactly, the way APIs bill ``n``: the prompt once per ``generate``
   call, every completion token up to and including the end-of-sequence token.
 - torch and transformers are imported only when a client is built.
@@ -23,7 +25,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from inspo.llm.base import LLMError, LLMUsage, Message
+from inspo.llm.base import FINISH_LENGTH, FINISH_STOP, LLMError, LLMUsage, Message
 
 logger = logging.getLogger("inspo.llm")
 
@@ -92,6 +94,7 @@ class LocalTransformersClient:
         self.batch_size = batch_size
         self._rng = rng if rng is not None else random.Random(seed)
         self.usage = LLMUsage()
+        self.last_finish_reasons: list[str | None] = []
         logger.info("optimizer: local transformers model %s", self.model_path or type(model).__name__)
 
     def __repr__(self) -> str:
@@ -111,7 +114,7 @@ class LocalTransformersClient:
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         try:
-            outputs, prompt_len, completion_tokens = self._sample(messages, n, temperature, max_tokens)
+            outputs, prompt_len, completion_tokens, reasons = self._sample(messages, n, temperature, max_tokens)
         except LLMError:
             self.usage.failures += 1
             raise
@@ -119,9 +122,12 @@ class LocalTransformersClient:
             self.usage.failures += 1
             raise LLMError(f"local optimizer model failed to generate: {exc}") from exc
         self.usage.add(prompt_len, completion_tokens)
+        self.last_finish_reasons = reasons
         return outputs
 
-    def _sample(self, messages: list[Message], n: int, temperature: float, max_tokens: int) -> tuple[list[str], int, int]:
+    def _sample(
+        self, messages: list[Message], n: int, temperature: float, max_tokens: int
+    ) -> tuple[list[str], int, int, list[str | None]]:
         import torch
 
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -142,6 +148,7 @@ class LocalTransformersClient:
             else {"do_sample": False}
         )
         outputs: list[str] = []
+        reasons: list[str | None] = []
         completion_tokens = 0
         while len(outputs) < n:
             b = min(self.batch_size, n - len(outputs))
@@ -157,10 +164,12 @@ class LocalTransformersClient:
                     **sampling,
                 )
             for row in out[:, prompt_len:].tolist():
-                length = next((i + 1 for i, t in enumerate(row) if t in eos), len(row))
+                end = next((i + 1 for i, t in enumerate(row) if t in eos), None)
+                length = len(row) if end is None else end
                 completion_tokens += length
                 outputs.append(self.tokenizer.decode(row[:length], skip_special_tokens=True))
-        return outputs, prompt_len, completion_tokens
+                reasons.append(FINISH_LENGTH if end is None else FINISH_STOP)
+        return outputs, prompt_len, completion_tokens, reasons
 
     def _eos_ids(self) -> set[int]:
         ids: set[int] = set()

@@ -22,6 +22,8 @@ Rules of this client:
   Ollama ignore ``n``) get further requests until there are ``n``. A server that answers 400 to
   ``n > 1`` is asked one completion per request from then on; one that answers 400 asking for
   ``max_completion_tokens`` (OpenAI's reasoning models) gets that field instead of ``max_tokens``.
+- ``last_finish_reasons`` holds each choice's ``finish_reason`` of the last ``generate`` call
+  (``"length"``: cut at ``max_tokens``; None where the server sent none).
 - ``usage`` adds each response's ``usage`` field; a response without one is estimated at about
   4 characters per token and ``usage.estimated`` is set. ``usage.failures`` counts the
   ``generate`` calls that raised.
@@ -145,6 +147,7 @@ class OpenAICompatibleClient:
         self._max_tokens_field = "max_tokens"
         self._sdk: Any = None
         self.usage = LLMUsage()
+        self.last_finish_reasons: list[str | None] = []
 
     def __repr__(self) -> str:
         return (
@@ -238,6 +241,7 @@ class OpenAICompatibleClient:
 
     def _generate(self, messages: list[Message], *, n: int, temperature: float, max_tokens: int) -> list[str]:
         outputs: list[str] = []
+        reasons: list[str | None] = []
         requests = 0
         while len(outputs) < n:
             if requests >= n:  # every request yields >= 1 choice, so this never loops forever
@@ -249,7 +253,9 @@ class OpenAICompatibleClient:
             if len(texts) < want:
                 logger.debug("%s returned %d of %d choices; asking again", self.base_url, len(texts), want)
             outputs.extend(texts[:want])
+            reasons.extend(_finish_reasons(body)[:want])
             requests += 1
+        self.last_finish_reasons = reasons
         return outputs
 
     def _request_with_retries(
@@ -355,6 +361,15 @@ class OpenAICompatibleClient:
         self.usage.estimated = True
         prompt_chars = sum(len(str(m.get("content", ""))) for m in messages)
         self.usage.add(estimate_tokens(prompt_chars), sum(estimate_tokens(len(t)) for t in texts))
+
+
+def _finish_reasons(body: dict[str, Any]) -> list[str | None]:
+    """Each choice's ``finish_reason`` (None where a server sends none or a non-string)."""
+    reasons = []
+    for choice in body.get("choices") or []:
+        reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        reasons.append(reason if isinstance(reason, str) else None)
+    return reasons
 
 
 def _describe(exc: BaseException) -> str:

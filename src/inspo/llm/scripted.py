@@ -10,6 +10,9 @@ Rules:
   either one string (repeated ``n`` times) or a list of exactly ``n`` strings; whatever it
   raises propagates (an :class:`LLMError` stays one, anything else is wrapped in one).
 - ``prompts`` records every chat it was asked, in order, so tests can assert on them.
+- ``last_finish_reasons`` is ``finish_reason`` for every completion of the last call: ``"stop"``
+  by default (a scripted answer is complete), ``"length"`` to script an answer cut off at
+  ``max_tokens`` (the text is returned as scripted, not cut).
 - ``usage`` counts one call per ``generate`` and estimates tokens (about 4 characters per token,
   ``usage.estimated`` is True).
 """
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from inspo.llm.base import LLMError, LLMUsage, Message
+from inspo.llm.base import FINISH_STOP, LLMError, LLMUsage, Message
 from inspo.llm.openai_client import estimate_tokens
 
 ScriptFn = Callable[[list[Message], int], "str | list[str]"]
@@ -33,6 +36,7 @@ class ScriptedLLM:
         *,
         cycle: bool = False,
         name: str = "scripted",
+        finish_reason: str | None = FINISH_STOP,
     ) -> None:
         if callable(responses):
             self._fn: ScriptFn | None = responses
@@ -47,6 +51,8 @@ class ScriptedLLM:
         self.name = name
         self.usage = LLMUsage(estimated=True)
         self.prompts: list[list[Message]] = []
+        self.finish_reason = finish_reason
+        self.last_finish_reasons: list[str | None] = []
 
     def __repr__(self) -> str:
         return f"ScriptedLLM(name={self.name!r}, calls={self.usage.calls})"
@@ -75,6 +81,7 @@ class ScriptedLLM:
             raise LLMError(f"scripted LLM failed: {exc}") from exc
         prompt_chars = sum(len(m.get("content", "")) for m in messages)
         self.usage.add(estimate_tokens(prompt_chars), sum(estimate_tokens(len(o)) for o in outputs))
+        self.last_finish_reasons = [self.finish_reason] * len(outputs)
         return outputs
 
     def _from_fn(self, messages: list[Message], n: int) -> list[str]:
