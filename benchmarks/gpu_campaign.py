@@ -172,6 +172,19 @@ def job_command(job: Job, out: Path, extra: Sequence[str]) -> list[str]:
             "--out", str(out), *extra]
 
 
+def job_env() -> dict[str, str]:
+    """The jobs' environment: this checkout's ``src`` first on the path (inspo is not installed on
+    the device) and ``INSPO_COMMIT`` from git when git can tell it (the copy there has no .git)."""
+    from inspo.eval.provenance import provenance
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent / "src"), env.get("PYTHONPATH")]))
+    commit = provenance([], repo=HERE.parent)["commit"]
+    if commit:
+        env["INSPO_COMMIT"] = commit
+    return env
+
+
 def launch(jobs: Sequence[Job], out: Path, *, parallel: int, deadline_s: float, extra: Sequence[str] = (),
            command: Callable[[Job, Path, Sequence[str]], list[str]] = job_command, poll_s: float = 1.0) -> dict[str, str]:
     """Run ``jobs`` at most ``parallel`` at a time until done or ``deadline_s``; a job whose result
@@ -198,7 +211,7 @@ def launch(jobs: Sequence[Job], out: Path, *, parallel: int, deadline_s: float, 
             j = queue.pop(0)
             log = (logs / f"{j.name}.log").open("a")
             running[j.name] = subprocess.Popen(command(j, out, extra), stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True)
+                                               start_new_session=True, env=job_env())
             state[j.name] = "running"
         for name, proc in list(running.items()):
             rc = proc.poll()

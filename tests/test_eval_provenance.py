@@ -15,7 +15,7 @@ def test_provenance_names_the_commit_the_command_and_the_versions(tmp_path):
     head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
 
     info = provenance(["bench.py", "--seed", "3", "a b"], repo=tmp_path)
-    assert info["commit"] == head and info["dirty"] is False
+    assert info["commit"] == head and info["dirty"] is False and info["commit_from"] == "git"
     assert info["command"].endswith("bench.py --seed 3 'a b'")
     assert info["versions"]["inspo"] is not None
     json.dumps(info)  # JSON-ready
@@ -24,7 +24,11 @@ def test_provenance_names_the_commit_the_command_and_the_versions(tmp_path):
     assert provenance([], repo=tmp_path)["dirty"] is True
 
 
-def test_outside_a_repository_and_a_missing_library_are_none_not_guesses(tmp_path):
+def test_outside_a_repository_and_a_missing_library_are_none_not_guesses(tmp_path, monkeypatch):
+    monkeypatch.delenv("INSPO_COMMIT", raising=False)
     info = provenance([], repo=tmp_path)
-    assert info["commit"] is None and info["dirty"] is None
+    assert info["commit"] is None and info["dirty"] is None and info["commit_from"] is None
+    monkeypatch.setenv("INSPO_COMMIT", "abc123")  # a copy without .git (the GPU machine) is told it
+    assert provenance([], repo=tmp_path)["commit"] == "abc123"
+    assert provenance([], repo=tmp_path)["commit_from"] == "INSPO_COMMIT"
     assert library_versions(["no-such-distribution-xyz"]) == {"no-such-distribution-xyz": None}

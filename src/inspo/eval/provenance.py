@@ -9,6 +9,7 @@ here raises: a value that cannot be read (no git, a package not installed) is re
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
 import shlex
 import subprocess
@@ -17,6 +18,8 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+COMMIT_ENV = "INSPO_COMMIT"  # the commit, for a copy of the checkout that has no .git
 
 # The libraries whose versions can change a result (what is absent is recorded as None).
 LIBRARIES = ("inspo", "torch", "transformers", "trl", "peft", "accelerate", "vllm", "bm25s",
@@ -47,13 +50,18 @@ def provenance(argv: Sequence[str] | None = None, *, repo: str | Path | None = N
     library versions, Python, the platform and the UTC time, as a JSON-ready dict.
 
     ``argv`` defaults to ``sys.argv``; ``repo`` to the folder of this source file (the checkout
-    inspo was installed from in editable mode).
+    inspo was installed from in editable mode). Where git cannot tell (a copy of the work tree
+    without ``.git``, as on the GPU machine), ``$INSPO_COMMIT`` is recorded, marked as such.
     """
     cwd = Path(repo) if repo is not None else Path(__file__).resolve().parent
     args = list(sys.argv if argv is None else argv)
     status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
+    commit, source = _git(["rev-parse", "HEAD"], cwd), "git"
+    if commit is None and os.environ.get(COMMIT_ENV):
+        commit, source = os.environ[COMMIT_ENV], COMMIT_ENV
     return {
-        "commit": _git(["rev-parse", "HEAD"], cwd),
+        "commit": commit,
+        "commit_from": source if commit else None,
         "dirty": None if status is None else bool(status),
         "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *args]),
         "versions": library_versions(),
