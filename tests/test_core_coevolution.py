@@ -251,8 +251,12 @@ def test_truncated_and_overlong_candidates_are_recorded_as_rejected():
         return f"<ins_1>\n{parent} short\n</ins_1>\n<ins_2>\n{parent} a very long one\n</ins_2>\n<ins_3>\n{parent} cut"
 
     too_long = lambda text: "prompt too long: 9999 tokens > rl.max_prompt_tokens 4096" if "long" in text else None  # noqa: E731
-    proposer = Proposer(FunctionLLM(cut_off), n_candidates=3, fits=too_long)
+    from inspo.llm.scripted import ScriptedLLM
     from inspo.records import Instruction
+
+    # the optimizer reports that its completion stopped at max_tokens: the open <ins_3> was cut off
+    llm = ScriptedLLM(lambda messages, n: cut_off(messages[-1]["content"]), finish_reason="length")
+    proposer = Proposer(llm, n_candidates=3, fits=too_long)
 
     ids = iter(range(100))
     proposal = proposer.propose(Instruction(id="p", text=SEED), [], new_id=lambda: f"c{next(ids)}")

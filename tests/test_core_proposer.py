@@ -68,7 +68,10 @@ def test_proposer_from_config_carries_the_guard_tags():
 
 def test_parse_candidates_and_critique():
     text = "Analysis here.\n<ins_2>second</ins_2><ins_1> first </ins_1><ins_0>echo</ins_0><ins_3>unclosed"
-    assert parse_candidates(text) == ["first", "second"]
+    # block order; <ins_0> skipped with no parent to compare it to; an answer taken as complete
+    # keeps the block left open at its end, one cut off at max_tokens does not
+    assert parse_candidates(text) == ["first", "second", "unclosed"]
+    assert parse_candidates(text, cut_off=True) == ["first", "second"]
     assert critique_of(text) == "Analysis here."
 
 

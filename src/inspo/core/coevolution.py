@@ -332,6 +332,7 @@ class CoEvolution:
                 prompt_tokens=proposal.prompt_tokens,
                 completion_tokens=proposal.completion_tokens,
                 error=proposal.error or "",
+                parse_fallbacks=dict(proposal.parse_fallbacks),
             )
         )
         for cand in proposal.rejected:

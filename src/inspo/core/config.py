@@ -8,6 +8,8 @@ from typing import Any
 from inspo.core.templates import PROTOCOL_TAGS, REQUIRED_TAGS, TEMPLATES
 
 ADMISSIONS = ("top-n", "beat-parent")
+#: The most candidates one optimizer call may be asked for (App. E's prompts ask the paper's 6).
+MAX_CANDIDATES_PER_CALL = 6
 
 #: Settings a resumed run cannot change: the saved state holds a copy of them (the population's
 #: size, weight window, sampling temperature and evidence rules; the replay buffer's capacity) or
@@ -80,7 +82,8 @@ class CoEvolutionConfig:
     validation_size: int = 200
     """|D_B|: questions drawn from the replay buffer to verify each candidate."""
     candidates_per_call: int = 6
-    """N: candidates asked of the optimizer per call (<ins_1> … <ins_N>)."""
+    """N: candidates asked of the optimizer per call (<ins_1> … <ins_N>), 1 to 6 (the paper's 6;
+    fewer suits a small optimizer LLM, whose answer must fit optimizer_max_tokens)."""
     admit_per_round: int = 0
     """n of Algorithm 1 line 21: the top-n candidates admitted per generate-and-verify round (never
     more than the free slots). 0: half the call's candidates, rounded up, so verification always
@@ -122,9 +125,8 @@ class CoEvolutionConfig:
 
     def __post_init__(self) -> None:
         positive = (
-            "population_size", "n_parent", "weight_window", "prune_every", "evolve_every",
-            "candidates_per_call", "max_rounds", "max_instruction_chars", "replay_capacity",
-            "optimizer_max_tokens",
+            "population_size", "n_parent", "weight_window", "prune_every", "evolve_every", "max_rounds",
+            "max_instruction_chars", "replay_capacity", "optimizer_max_tokens",
         )
         for name in positive:
             value = getattr(self, name)
@@ -134,6 +136,10 @@ class CoEvolutionConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be an integer >= 0, got {value!r}")
+        n = self.candidates_per_call
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_CANDIDATES_PER_CALL:
+            raise ConfigError(f"candidates_per_call must be an integer from 1 to {MAX_CANDIDATES_PER_CALL} (the <ins_i> "
+                              f"blocks asked of one optimizer call; the paper asks 6), got {n!r}")
         if self.n_parent > self.population_size:
             raise ConfigError(
                 f"n_parent ({self.n_parent}) cannot exceed population_size ({self.population_size})"

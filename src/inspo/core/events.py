@@ -111,6 +111,10 @@ class Proposed(Event):
     completion_tokens: int = 0
     error: str = ""
     """Why the call failed (the optimizer raised, or its answer had no candidate); "" when it did not."""
+    parse_fallbacks: dict[str, int] = field(default_factory=dict)
+    """How often each parser fallback was needed to read the answer, by kind (the keys of
+    :data:`inspo.core.templates.PARSE_FALLBACKS`); {} when none was, and in logs written before
+    the field existed."""
 
 
 @dataclass(frozen=True)

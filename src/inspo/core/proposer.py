@@ -1,31 +1,35 @@
 """The proposer: asks the optimizer LLM for new instructions and guards what comes back.
 
 One :meth:`Proposer.propose` call renders one App. E template (reflection, paraphrase or
-history), makes one optimizer call for N candidates, parses ``<ins_1>…<ins_N>`` and runs every
-candidate through :func:`guard`. It never raises for an optimizer failure: the
-:class:`Proposal` then carries ``error`` and no candidates.
+history), makes one optimizer call for N candidates, parses ``<ins_1>…<ins_N>`` (with the
+fallbacks of :func:`inspo.core.templates.parse_answer`, each logged and counted in
+``Proposal.parse_fallbacks``) and runs every candidate through :func:`guard`. It never raises
+for an optimizer failure: the :class:`Proposal` then carries ``error`` and no candidates.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.templates import (
+    PARSE_FALLBACKS,
     PROTOCOL_TAGS,
     REQUIRED_TAGS,
     ScoredInstruction,
     critique_of,
-    parse_candidates,
+    parse_answer,
     render_history,
     render_paraphrase,
     render_reflection,
-    unclosed_candidate,
 )
-from inspo.llm.base import LLMClient, LLMError
+from inspo.llm.base import FINISH_LENGTH, LLMClient, LLMError
 from inspo.records import Candidate, Instruction, Rollout
+
+logger = logging.getLogger("inspo.core")
 
 
 def _normalise(text: str) -> str:
@@ -42,11 +46,12 @@ def guard(
 ) -> str | None:
     """Why a candidate must be rejected, or None when it may go on to verification.
 
-    Rejected: empty; longer than ``max_chars``; missing (opening or closing) one of ``tags``
-    that the parent has; a duplicate of the parent, of a population member or of an earlier
-    candidate (compared case- and whitespace-insensitively).
+    Rejected: empty (no letter or digit, such as App. E's ``<ins_1>...</ins_1>`` echoed back);
+    longer than ``max_chars``; missing (opening or closing) one of ``tags`` that the parent has;
+    a duplicate of the parent, of a population member or of an earlier candidate (compared case-
+    and whitespace-insensitively).
     """
-    if not text.strip():
+    if not any(ch.isalnum() for ch in text):
         return "empty"
     if len(text) > max_chars:
         return f"too long: {len(text)} characters > {max_chars}"
@@ -73,6 +78,11 @@ class Proposal:
     error: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    parse_fallbacks: dict[str, int] = field(default_factory=dict)
+    """How often each parser fallback was needed to read the answer (keys of
+    :data:`~inspo.core.templates.PARSE_FALLBACKS`; kinds never needed are left out)."""
+    cut_off: bool = False
+    """The optimizer's completion stopped at ``max_tokens`` (see :meth:`Proposer.hit_limit`)."""
 
 
 LengthCheck = Callable[[str], "str | None"]
@@ -85,8 +95,10 @@ class Proposer:
 
     ``new_id`` hands out candidate ids (the core's counter) so admitted candidates keep them.
     ``fits`` is the trainer's length check, run after :func:`guard` on every candidate. A
-    candidate cut off by the optimizer's completion limit (an ``<ins_i>`` never closed) is
-    recorded as rejected ("truncated"), never silently dropped.
+    candidate cut off by the optimizer's completion limit (an ``<ins_i>`` still open when the
+    completion stopped at ``max_tokens``, see :meth:`hit_limit`) is recorded as rejected
+    ("truncated"), never silently dropped; a block left open in an answer that ended by itself
+    is read as a candidate (a fallback, logged and counted).
     """
 
     def __init__(
@@ -134,6 +146,16 @@ class Proposer:
         entries = list(history) or [ScoredInstruction(parent.text, 0.0)]
         return render_history(entries, self.n_candidates)
 
+    def hit_limit(self, completion_tokens: int) -> bool:
+        """Whether the last optimizer completion stopped at ``max_tokens``: the client's finish
+        reason where it gives one (``last_finish_reasons``, see :mod:`inspo.llm.base`), else
+        whether the call's ``completion_tokens`` (from ``usage``; estimated by some clients)
+        reached ``max_tokens``."""
+        reasons = getattr(self.llm, "last_finish_reasons", None)
+        if reasons and reasons[0] is not None:
+            return reasons[0] == FINISH_LENGTH
+        return completion_tokens >= self.max_tokens
+
     def propose(
         self,
         parent: Instruction,
@@ -161,14 +183,19 @@ class Proposer:
             proposal.completion_tokens = self.llm.usage.completion_tokens - before[1]
         answer = outputs[0] if outputs else ""
         proposal.critique = critique_of(answer)
-        texts = parse_candidates(answer)
-        cut = unclosed_candidate(answer)
-        if cut is not None:
-            index, body = cut
+        proposal.cut_off = self.hit_limit(proposal.completion_tokens)
+        parsed = parse_answer(answer, parent=parent.text, cut_off=proposal.cut_off)
+        proposal.parse_fallbacks = parsed.fallbacks
+        for kind, index in parsed.notes:
+            logger.info("optimizer answer for %s: <ins_%d> read by the %s fallback (%s)",
+                        parent.id, index, kind, PARSE_FALLBACKS[kind])
+        texts = parsed.candidates
+        if parsed.truncated is not None:
+            index, body = parsed.truncated
             proposal.rejected.append(Candidate(
                 id=new_id(), text=body, parent_id=parent.id, origin=self.template, critique=proposal.critique,
-                rejected=f"truncated: the optimizer's answer ended inside <ins_{index}> after {len(body)} characters "
-                         f"(raise coevolution.optimizer_max_tokens, now {self.max_tokens})",
+                rejected=f"truncated: the optimizer's answer stopped at its completion limit inside <ins_{index}> "
+                         f"after {len(body)} characters (raise coevolution.optimizer_max_tokens, now {self.max_tokens})",
             ))
         if not texts:
             snippet = re.sub(r"\s+", " ", answer)[:200]

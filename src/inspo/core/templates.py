@@ -6,8 +6,9 @@
 - ``history``: instruction/score pairs (OPRO-style), scores on a 0-100 scale.
 
 Every template asks for the candidates inside ``<ins_1>…</ins_1>`` … ``<ins_N>…</ins_N>``;
-:func:`parse_candidates` reads them back and :func:`critique_of` returns the analysis the
-optimizer wrote before its first candidate.
+:func:`parse_answer` reads them back the way a small model writes them (its docstring lists the
+forms it accepts and the fallbacks it counts), :func:`parse_candidates` gives just the texts and
+:func:`critique_of` the analysis the optimizer wrote before its first candidate.
 
 The rendered shapes are a contract other code reads (the rule-based reflector parses them):
 the parent sits in ``<ins_0>\\n…\\n</ins_0>``; each failure is one ``<example>`` block with
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from inspo.records import Rollout
 
@@ -103,30 +104,122 @@ def render_history(history: Sequence[ScoredInstruction], n: int) -> str:
     )
 
 
-_INS_RE = re.compile(r"<ins_(\d+)>(.*?)</ins_\1>", re.DOTALL)
+#: One tag of an ``<ins_k>`` block, as a small model writes it: any case, spaces inside the
+#: brackets, and ``_``, ``-``, whitespace or nothing between ``ins`` and the number. So
+#: ``<ins_1>``, ``<INS_1>``, ``< ins_1 >``, ``<ins1>``, ``<Ins 1>`` and ``</ ins-1 >`` are all
+#: tags of block 1. Group 1 is ``/`` for a closing tag (else empty), group 2 the number.
+_INS_RE = re.compile(r"<\s*(/?)\s*ins[\s_-]*(\d+)\s*>", re.IGNORECASE)
+
+#: The fallbacks :func:`parse_answer` takes and counts, with what each means.
+PARSE_FALLBACKS: dict[str, str] = {
+    "tag_form": "a tag not written exactly <ins_k> / </ins_k> (case or spacing)",
+    "missing_close": "no closing tag: the block ends at the next opening tag",
+    "mismatched_close": "closed by another block's tag (<ins_2>…</ins_1>)",
+    "end_of_text": "no closing tag: the block runs to the end of an answer the completion limit did not cut",
+    "ins_0_revision": "a revision written in <ins_0>, the slot that shows the parent",
+}
 
 
-def parse_candidates(text: str) -> list[str]:
-    """The candidate texts in ``<ins_1>…</ins_N>`` order (``<ins_0>`` echoes are skipped).
+@dataclass
+class ParsedAnswer:
+    """What :func:`parse_answer` read in one optimizer answer."""
 
-    Stripped of surrounding whitespace; an unclosed or missing tag yields nothing for it.
+    candidates: list[str] = field(default_factory=list)
+    """Candidate texts in block order (``<ins_0>`` first, then ``<ins_1>`` …), stripped."""
+    truncated: tuple[int, str] | None = None
+    """``(k, text so far)`` of the ``<ins_k>`` block the completion limit cut off, or None."""
+    notes: list[tuple[str, int]] = field(default_factory=list)
+    """Every fallback taken, as ``(kind, k)``: kind is a key of :data:`PARSE_FALLBACKS`, k the block."""
+
+    @property
+    def fallbacks(self) -> dict[str, int]:
+        """How many times each kind of fallback was taken (kinds never taken are left out)."""
+        counts: dict[str, int] = {}
+        for kind, _ in self.notes:
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def parse_answer(text: str, *, parent: str | None = None, cut_off: bool = False) -> ParsedAnswer:
+    """The candidates of one optimizer answer, read the way a small model writes App. E's format.
+
+    Tags are matched by ``_INS_RE`` (any case and spacing, ``<ins1>``, ``<Ins 1>`` …). An
+    opening ``<ins_k>`` starts a block, which ends at the next tag of any block: its own
+    ``</ins_k>`` (the well-formed case), another block's closing tag, or the next opening tag
+    (a missing close tag loses nothing). A block with no tag after it runs to the end of the
+    text, and then one of two things holds:
+
+    - ``cut_off`` (the completion stopped at its ``max_tokens``): the block was cut off; it is
+      ``truncated`` and not a candidate (an ``<ins_0>`` whose text so far is the start of the
+      parent is an echo cut off, and dropped);
+    - otherwise the answer ended there, and the block is a candidate (``end_of_text``).
+
+    ``<ins_0>`` is the slot where App. E shows the parent: a block 0 whose text equals
+    ``parent`` (compared case- and whitespace-insensitively), or any block 0 when ``parent`` is
+    None, is an echo and skipped; one that differs is a revision and a candidate (small models
+    write their revision there). Closing tags with no open block, and text between blocks, are
+    ignored. Each fallback taken is recorded in ``notes``: see :data:`PARSE_FALLBACKS`.
     """
-    found = [(int(m.group(1)), m.group(2).strip()) for m in _INS_RE.finditer(text)]
-    return [body for idx, body in sorted(found, key=lambda p: p[0]) if idx >= 1]
+    tags = list(_INS_RE.finditer(text))
+    out = ParsedAnswer()
+    found: list[tuple[int, str]] = []
+    for i, m in enumerate(tags):
+        if m.group(1):  # a closing tag: it ended the block before it, or is stray
+            continue
+        k = int(m.group(2))
+        nxt = tags[i + 1] if i + 1 < len(tags) else None
+        body = text[m.end(): nxt.start() if nxt is not None else len(text)].strip()
+        kinds = [] if m.group(0) == f"<ins_{k}>" else ["tag_form"]
+        if nxt is None:
+            if cut_off:
+                echo = k == 0 and (parent is None or _norm(parent).startswith(_norm(body)))
+                if not echo:
+                    out.truncated = (k, body)
+                continue
+            kinds.append("end_of_text")
+        elif not nxt.group(1):
+            kinds.append("missing_close")
+        elif int(nxt.group(2)) != k:
+            kinds.append("mismatched_close")
+        elif nxt.group(0) != f"</ins_{k}>" and "tag_form" not in kinds:
+            kinds.append("tag_form")
+        if k == 0:
+            if parent is None or _norm(body) in ("", _norm(parent)):
+                continue  # the parent echoed back: not a candidate, not a fallback
+            kinds.append("ins_0_revision")
+        found.append((k, body))
+        out.notes += [(kind, k) for kind in kinds]
+    out.candidates = [body for _, body in sorted(found, key=lambda p: p[0])]
+    return out
 
 
-def unclosed_candidate(text: str) -> tuple[int, str] | None:
-    """``(i, body)`` of an ``<ins_i>`` opened after the last closed block and never closed (an
-    answer cut off by the completion limit), or None."""
-    closed = list(_INS_RE.finditer(text))
-    tail = text[closed[-1].end():] if closed else text
-    m = re.search(r"<ins_([1-9]\d*)>", tail)
-    if m is None:
-        return None
-    return int(m.group(1)), tail[m.end():].strip()
+def parse_candidates(text: str, *, parent: str | None = None, cut_off: bool = False) -> list[str]:
+    """The candidate texts :func:`parse_answer` reads in ``text``, in block order.
+
+    With the defaults, ``<ins_0>`` blocks are skipped and a block left open at the end of the
+    text counts (the answer is taken as complete).
+    """
+    return parse_answer(text, parent=parent, cut_off=cut_off).candidates
 
 
 def critique_of(text: str) -> str:
-    """The analysis the optimizer wrote before its first candidate (empty when none)."""
-    m = re.search(r"<ins_[1-9]\d*>", text)
-    return (text[: m.start()] if m else text).strip()
+    """The analysis the optimizer wrote before its first ``<ins_k>`` candidate block (k >= 1),
+    with any ``<ins_0>`` block (an echo or a revision) left out; empty when there is none."""
+    tags = list(_INS_RE.finditer(text))
+    parts: list[str] = []
+    pos, end = 0, len(text)
+    for i, m in enumerate(tags):
+        if m.group(1):
+            continue
+        if int(m.group(2)) >= 1:
+            end = m.start()
+            break
+        parts.append(text[pos:m.start()])  # block 0: drop it, with its closing tag
+        nxt = tags[i + 1] if i + 1 < len(tags) else None
+        pos = len(text) if nxt is None else (nxt.end() if nxt.group(1) else nxt.start())
+    parts.append(text[pos:end])
+    return "".join(parts).strip()
