@@ -7,8 +7,9 @@ an example cannot earn a reward. The answer is taken with
 
 Rules:
 
-- :func:`normalize_answer` is SQuAD's: lowercase, drop ASCII punctuation, drop the articles
-  ``a``/``an``/``the`` as whole words, collapse whitespace.
+- :func:`normalize_answer` (from :mod:`inspo.answers`, shared with the core's leak guard) is
+  SQuAD's: lowercase, drop ASCII punctuation, drop the articles ``a``/``an``/``the`` as whole
+  words, collapse whitespace.
 - ``golds`` is one string or a sequence of strings; a prediction scores its best match over the
   golds. No golds -> 0.0.
 - :func:`f1_score` is token-level F1 on normalised whitespace tokens (bag of words). When either
@@ -21,26 +22,16 @@ Rules:
 from __future__ import annotations
 
 import re
-import string
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inspo.agent.protocol import INVALID_ACTION_MESSAGE, LAST_TURN_NUDGE, extract_answer
+from inspo.answers import normalize_answer
 
 Golds = str | Sequence[str]
 
-_PUNCT = set(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 _TAG_RE = re.compile(r"</?(think|search|information|answer)>")
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lower, strip punctuation, remove articles, collapse whitespace."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
 
 
 def _gold_list(golds: Golds) -> list[str]:

@@ -50,7 +50,7 @@ from inspo.core.events import (
     Weights,
 )
 from inspo.core.population import Population, derived_rng, survivors_after_halving
-from inspo.core.proposer import Proposal, Proposer
+from inspo.core.proposer import Proposal, Proposer, leaked_answer
 from inspo.core.replay import ReplayBuffer
 from inspo.core.templates import ScoredInstruction
 from inspo.core.verifier import EvaluateFn, Verification, Verifier, top_n
@@ -248,7 +248,7 @@ class CoEvolution:
                 reason = proposal.error or "every candidate was rejected by the guard"
                 self.emit(OptimizerFailed(step, round=rounds, reason=reason))
                 continue
-            admitted += self._verify_and_admit(step, proposal, evaluate)                  # 21
+            admitted += self._verify_and_admit(step, proposal, failures, evaluate)        # 21
         short = cfg.population_size - len(self.population)
         if short and not reason:
             reason = "verification admitted too few candidates"
@@ -263,19 +263,28 @@ class CoEvolution:
         )
         return admitted
 
-    def _verify_and_admit(self, step: int, proposal: Proposal, evaluate: EvaluateFn | None) -> list[str]:
+    def _verify_and_admit(
+        self, step: int, proposal: Proposal, failures: Sequence[Rollout], evaluate: EvaluateFn | None
+    ) -> list[str]:
         """Line 21: verify the candidates on D_B and admit the top-n (under ``beat-parent``, only
-        those scoring at least their parent on the same questions and sampling seeds)."""
+        those scoring at least their parent on the same questions and sampling seeds). Under
+        ``leak_guard`` a candidate holding a gold answer of ``failures`` or of D_B is refused first."""
         cfg = self.config
         n = cfg.admit_n(cfg.population_size - len(self.population))
         questions = self.buffer.validation_questions(cfg.validation_size, self.rng) if cfg.verify else []
+        candidates = list(proposal.candidates)
+        if cfg.leak_guard:
+            candidates = self._refuse_leaks(step, candidates, [f.question for f in failures] + questions,
+                                            proposal.parent_id)
+            if not candidates:
+                return []
         bar: float | None = None
         if evaluate is None or not questions:
-            chosen = proposal.candidates[:n]  # no-verify ablation, or nothing to verify with
+            chosen = candidates[:n]  # no-verify ablation, or nothing to verify with
         else:
             # the parent (under beat-parent) and the candidates are played together: one batch
             probe = self._parent_probe(proposal.parent_id) if cfg.admission == "beat-parent" else None
-            results = Verifier(evaluate).score(([probe] if probe else []) + proposal.candidates, questions, step)
+            results = Verifier(evaluate).score(([probe] if probe else []) + candidates, questions, step)
             if probe is not None:
                 bar = self._parent_bar(step, results.pop(0), len(questions))
             for v in results:
@@ -284,15 +293,15 @@ class CoEvolution:
                 else:
                     self.emit(Verified(step, candidate_id=v.candidate.id, score=v.candidate.score,
                                        n_questions=len(questions), n_rollouts=len(v.rollouts)))
-            eligible = proposal.candidates
+            eligible = candidates
             if bar is not None:
-                eligible = [c for c in proposal.candidates if c.score is not None and c.score >= bar]
+                eligible = [c for c in candidates if c.score is not None and c.score >= bar]
             chosen = top_n(eligible, n)
         for cand in chosen:
             self.population.add(cand.to_instruction(step), prior=cand.score)
             self.emit(Admitted(step, instruction=cand.to_instruction(step).to_dict(), score=cand.score))
         chosen_ids = {c.id for c in chosen}
-        for cand in proposal.candidates:
+        for cand in candidates:
             if cand.id in chosen_ids or cand.rejected is not None:
                 continue
             if bar is not None and cand.score is not None and cand.score < bar:
@@ -301,6 +310,24 @@ class CoEvolution:
                 stage, why = "top_n", f"not in the top {n} on D_B (score {cand.score})"
             self._reject(step, cand.id, why, cand.text, stage=stage)
         return [c.id for c in chosen]
+
+    def _refuse_leaks(
+        self, step: int, candidates: Sequence[Candidate], shown: Sequence[Question], parent_id: str
+    ) -> list[Candidate]:
+        """The candidates that hold no gold answer of ``shown`` (the failures in the optimizer's
+        prompt and the D_B questions); each other one is refused with stage ``leak``. Answers the
+        parent already holds do not count (see :func:`~inspo.core.proposer.leaked_answer`)."""
+        parent = self.population.archive.get(parent_id)
+        answers = [a for q in shown for a in q.answers]
+        clean = []
+        for cand in candidates:
+            answer = leaked_answer(cand.text, answers, parent.text if parent is not None else "")
+            if answer is None:
+                clean.append(cand)
+            else:
+                cand.rejected = f"leaks an answer: {answer!r}"
+                self._reject(step, cand.id, cand.rejected, cand.text, stage="leak")
+        return clean
 
     def _parent_probe(self, parent_id: str) -> Candidate | None:
         """The parent as a candidate to score beside its children (None: not in the archive)."""

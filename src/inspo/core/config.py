@@ -109,6 +109,9 @@ class CoEvolutionConfig:
     """Optimizer prompt: reflection (INSPO), paraphrase or history (App. E)."""
     max_instruction_chars: int = 6000
     """The guard rejects longer candidates."""
+    leak_guard: bool = True
+    """Refuse (stage ``leak``) a candidate that contains a gold answer of the failures its optimizer
+    call was shown or of the D_B questions it would be verified on (inspo.core.proposer.leaked_answer)."""
     guard_tags: list[str] = field(default_factory=lambda: list(REQUIRED_TAGS))
     """Protocol tags a candidate must keep (open and close) when its parent has them. Default: the
     tags the policy must write (search, answer); add information/think to keep those too; []
@@ -140,6 +143,8 @@ class CoEvolutionConfig:
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_CANDIDATES_PER_CALL:
             raise ConfigError(f"candidates_per_call must be an integer from 1 to {MAX_CANDIDATES_PER_CALL} (the <ins_i> "
                               f"blocks asked of one optimizer call; the paper asks 6), got {n!r}")
+        if not isinstance(self.leak_guard, bool):
+            raise ConfigError(f"leak_guard must be true or false, got {self.leak_guard!r}")
         if self.n_parent > self.population_size:
             raise ConfigError(
                 f"n_parent ({self.n_parent}) cannot exceed population_size ({self.population_size})"

@@ -126,8 +126,10 @@ class Rejected(Event):
     reason: str = ""
     text: str = ""
     stage: str = ""
-    """Which check turned it away: ``guard`` (the proposer's guard: tags, length, duplicates),
-    ``verify`` (its D_B evaluation raised or returned nothing), ``parent`` (scored below its parent
+    """Which check turned it away: ``guard`` (the proposer's guard: tags, length, duplicates,
+    truncation), ``leak`` (it contains a gold answer of a question its optimizer call was shown
+    or of its D_B; checked before verification), ``verify`` (its D_B evaluation raised or
+    returned nothing), ``parent`` (scored below its parent
     under ``beat-parent``) or ``top_n`` (no free slot left for its score). "" in logs written
     before the field existed."""
 

@@ -5,15 +5,20 @@ history), makes one optimizer call for N candidates, parses ``<ins_1>…<ins_N>`
 fallbacks of :func:`inspo.core.templates.parse_answer`, each logged and counted in
 ``Proposal.parse_fallbacks``) and runs every candidate through :func:`guard`. It never raises
 for an optimizer failure: the :class:`Proposal` then carries ``error`` and no candidates.
+
+:func:`leaked_answer` is the answer-leak check the co-evolution loop runs on the candidates
+before verification (it alone knows the failures shown and D_B); it is pure and lives here,
+beside the guard.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from inspo.answers import normalize_answer
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.templates import (
     PARSE_FALLBACKS,
@@ -63,6 +68,45 @@ def guard(
         return "duplicate of its parent"
     if any(norm == _normalise(e) for e in existing):
         return "duplicate of an existing instruction or candidate"
+    return None
+
+
+#: The leak check skips answers shorter than this many characters once normalised ("1", "us"):
+#: tokens that short turn up in ordinary instructions ("tell us", "at most 2") too often to mean a leak.
+MIN_LEAK_CHARS = 3
+#: Answers the leak check skips wherever they occur: words ordinary instructions use ("answer yes
+#: or no", "one entity per query"), so finding one says nothing about a question's answer.
+COMMON_ANSWERS = frozenset({
+    "yes", "no", "true", "false", "none", "unknown",
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+})
+
+
+def _leak_form(text: str) -> str:
+    """``text`` as the leak check compares it: ``<`` and ``>`` read as spaces (so a tag still
+    separates the word next to it), then :func:`~inspo.answers.normalize_answer`, padded with
+    one space each side so that a search for ``" x "`` finds whole tokens only."""
+    return f" {normalize_answer(re.sub(r'[<>]', ' ', text))} "
+
+
+def leaked_answer(text: str, answers: Iterable[str], parent: str = "") -> str | None:
+    """The first of ``answers`` that ``text`` contains (as given, for the reason), or None.
+
+    Compared after exact match's normalisation (:func:`~inspo.answers.normalize_answer`: case,
+    punctuation, articles, whitespace) on whole tokens: ``"The Velmor"`` is found in
+    ``"<answer>velmor</answer>"``, but ``"1,204"`` (``1204``) is not found in ``"11,2045"``
+    (``112045``) nor ``"Velmor"`` in ``"Velmorian"``. Never a leak: an answer that normalises to
+    fewer than :data:`MIN_LEAK_CHARS` characters, one of :data:`COMMON_ANSWERS`, or one that
+    ``parent`` already contains (the parent was admitted with it: Search-R1's seed shows
+    ``<answer> Beijing </answer>``).
+    """
+    found_in, known = _leak_form(text), _leak_form(parent)
+    for answer in answers:
+        norm = normalize_answer(answer)
+        if len(norm) < MIN_LEAK_CHARS or norm in COMMON_ANSWERS:
+            continue
+        if f" {norm} " in found_in and f" {norm} " not in known:
+            return answer
     return None
 
 
