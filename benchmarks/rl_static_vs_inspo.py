@@ -114,14 +114,21 @@ def curves(metrics_path: Path) -> dict[str, list[float]]:
 
 def rule_counts(events_path: Path) -> dict[str, int]:
     """How often each evidence rule bit in a run, from its events.jsonl: candidates proposed,
-    refused by the guard (tags, length, duplicates, truncation), refused because their D_B
-    evaluation failed, refused against the parent, refused for a full population, admitted;
-    members pruned, members below the evidence floor at a prune (``protected``) and those of them
-    the same prune without the floor would have dropped (``saved_by_floor``). Rejections are sorted
-    by the event's ``stage``, not by the wording of its reason."""
-    refused = {"guard": "refused_guard", "verify": "refused_verify", "parent": "refused_below_parent",
-               "top_n": "refused_not_top"}
-    counts = dict.fromkeys(("proposed", *refused.values(), "admitted", "pruned", "protected", "saved_by_floor"), 0)
+    refused by the guard (tags, length, duplicates, truncation), refused for holding a gold answer
+    (``refused_leak``), refused because their D_B evaluation failed, refused against the parent,
+    refused for a full population, admitted; members pruned, members below the evidence floor at a
+    prune (``protected``) and those of them the same prune without the floor would have dropped
+    (``saved_by_floor``); and the parser fallbacks needed to read the optimizer's answers, one
+    ``fallback_<kind>`` per kind of :data:`inspo.core.templates.PARSE_FALLBACKS` (0 in logs written
+    before they were counted). Rejections are sorted by the event's ``stage``, not by the wording
+    of its reason."""
+    from inspo.core.templates import PARSE_FALLBACKS
+
+    refused = {"guard": "refused_guard", "leak": "refused_leak", "verify": "refused_verify",
+               "parent": "refused_below_parent", "top_n": "refused_not_top"}
+    fallbacks = {kind: f"fallback_{kind}" for kind in PARSE_FALLBACKS}
+    counts = dict.fromkeys(("proposed", *refused.values(), "admitted", "pruned", "protected", "saved_by_floor",
+                            *fallbacks.values()), 0)
     if not events_path.is_file():
         return counts
     for line in events_path.read_text().splitlines():
@@ -129,6 +136,11 @@ def rule_counts(events_path: Path) -> dict[str, int]:
         kind = e.get("kind")
         if kind == "proposed":
             counts["proposed"] += len(e.get("candidate_ids", ()))
+            for fallback, n in (e.get("parse_fallbacks") or {}).items():
+                if fallback not in fallbacks:
+                    raise SystemExit(f"{events_path}: a parse fallback {fallback!r}; this script reads logs written "
+                                     f"by the inspo beside it, whose fallbacks are {sorted(fallbacks)}")
+                counts[fallbacks[fallback]] += n
         elif kind == "rejected":
             stage = e.get("stage", "")
             if stage not in refused:

@@ -430,8 +430,12 @@ def test_rl_benchmark_arms_and_overrides():
 
 def test_rl_benchmark_counts_refusals_by_the_stage_that_made_them(tmp_path):
     bench = load_script("rl_static_vs_inspo")
-    events = [{"kind": "proposed", "candidate_ids": ["a", "b", "c", "d", "e", "f"]},
+    events = [{"kind": "proposed", "candidate_ids": ["a", "b", "c", "d", "e", "f", "g"],
+               "parse_fallbacks": {"ins_0_revision": 1, "missing_close": 2}},
+              {"kind": "proposed", "candidate_ids": [], "parse_fallbacks": {"missing_close": 1}},
+              {"kind": "proposed", "candidate_ids": []},  # a log written before fallbacks were counted
               {"kind": "rejected", "stage": "guard", "reason": "below its parent (a guard's words)"},
+              {"kind": "rejected", "stage": "leak", "reason": "leaks an answer: 'Velmor'"},
               {"kind": "rejected", "stage": "verify", "reason": "verification failed"},
               {"kind": "rejected", "stage": "parent", "reason": "not in the top 2 (reworded)"},
               {"kind": "rejected", "stage": "top_n", "reason": ""},
@@ -439,11 +443,17 @@ def test_rl_benchmark_counts_refusals_by_the_stage_that_made_them(tmp_path):
               {"kind": "pruned", "removed": ["x", "y"], "protected": ["z", "w"], "saved": ["z"]}]
     path = tmp_path / "events.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
-    assert bench.rule_counts(path) == {"proposed": 6, "refused_guard": 1, "refused_verify": 1,
+    assert bench.rule_counts(path) == {"proposed": 7, "refused_guard": 1, "refused_leak": 1, "refused_verify": 1,
                                        "refused_below_parent": 1, "refused_not_top": 1, "admitted": 2,
-                                       "pruned": 2, "protected": 2, "saved_by_floor": 1}
+                                       "pruned": 2, "protected": 2, "saved_by_floor": 1,
+                                       "fallback_tag_form": 0, "fallback_missing_close": 3,
+                                       "fallback_mismatched_close": 0, "fallback_end_of_text": 0,
+                                       "fallback_ins_0_revision": 1}
     path.write_text(json.dumps({"kind": "rejected", "reason": "from an older inspo"}) + "\n")
     with pytest.raises(SystemExit, match="stage ''"):
+        bench.rule_counts(path)
+    path.write_text(json.dumps({"kind": "proposed", "parse_fallbacks": {"guessed": 1}}) + "\n")
+    with pytest.raises(SystemExit, match="parse fallback 'guessed'"):
         bench.rule_counts(path)
     assert bench.rule_counts(tmp_path / "missing.jsonl")["proposed"] == 0
 
