@@ -178,3 +178,86 @@ def test_load_retriever_kinds(url, tmp_path, bm25):
         load_retriever("sparse", corpus=str(corpus_file))
     with pytest.raises(ValueError, match="needs url"):
         load_retriever("http")
+
+
+# ---------------------------------------------------------------- request-body limit (issue 21)
+BODY_LIMIT = 2000
+
+
+@pytest.fixture(scope="module")
+def small_url(bm25):
+    with running_server(bm25, max_body_bytes=BODY_LIMIT, **LIMITS) as base_url:
+        yield base_url
+
+
+def _body(size: int) -> bytes:
+    """A valid request of exactly ``size`` bytes (JSON padded with spaces)."""
+    core = b'{"queries": ["tower in Paris"], "topk": 1}'
+    return core[:-1] + b" " * (size - len(core)) + b"}"
+
+
+def _chunks(body: bytes, size: int = 256):
+    yield from (body[i:i + size] for i in range(0, len(body), size))
+
+
+def test_a_body_at_the_limit_is_served(small_url):
+    for content in (_body(BODY_LIMIT), _chunks(_body(BODY_LIMIT))):  # Content-Length, then chunked
+        response = httpx.post(f"{small_url}/retrieve", content=content, headers={"content-type": "application/json"})
+        assert response.status_code == 200, response.text
+        assert response.json()["result"][0][0]["id"] == "d0"
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_an_oversized_body_is_refused_with_413_naming_the_limit(small_url, chunked):
+    body = _body(BODY_LIMIT + 1) if not chunked else _body(2_000_000)
+    content = _chunks(body) if chunked else body
+    response = httpx.post(f"{small_url}/retrieve", content=content, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    detail = response.json()["detail"]
+    assert f"the limit is max_body_bytes={BODY_LIMIT}" in detail and "--max-body-mb" in detail
+    assert ("Content-Length" in detail) != chunked
+    if chunked:  # refused once the count passed the limit (uvicorn hands bytes on in reads of up to
+        # 64 KiB, so the count is the limit plus at most a few of those), not after the whole body
+        received = int(detail.split("refused at ")[1].split(" ")[0])
+        assert BODY_LIMIT < received <= BODY_LIMIT + 4 * 65536 < len(body)
+    # the server is still healthy and serves the next request
+    assert httpx.post(f"{small_url}/retrieve", json={"queries": ["river"], "topk": 1}).status_code == 200
+
+
+def test_the_client_reports_413_as_a_refusal(small_url):
+    with HttpRetriever(small_url, retries=3, backoff=0.01, batch_size=4) as c:
+        assert len(c.search(["tower " * 16] * 8, k=1)) == 8  # two requests of about 500 bytes
+    with HttpRetriever(small_url, retries=3, backoff=0.01, batch_size=30) as c, \
+            pytest.raises(RetrievalError, match=r"HTTP 413\): request body too large.*max_body_bytes=2000"):
+        c.search(["x" * 99] * 30, k=1)  # 30 queries (3.1 kB) are refused for their size, before their count
+
+
+def test_a_bad_content_length_is_refused(small_url):
+    import socket
+
+    host, port = small_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Length: lots\r\n\r\n")
+        head = sock.recv(4096)
+    assert head.split(b"\r\n", 1)[0].split(b" ")[1] == b"400"  # by uvicorn's HTTP parser, before the app
+
+
+@pytest.mark.parametrize(("limits", "message"), [
+    ({"max_body_bytes": 0}, "max_body_bytes must be a whole number >= 1, got 0"),
+    ({"max_queries": 0}, "max_queries must be a whole number >= 1, got 0"),
+    ({"max_query_chars": -5}, "max_query_chars must be a whole number >= 1, got -5"),
+    ({"default_topk": 9, "max_topk": 5}, "default_topk must be in 1..max_topk=5, got 9"),
+])
+def test_limits_below_one_are_refused(bm25, limits, message):
+    with pytest.raises(ValueError, match=message):
+        build_app(bm25, **limits)
+
+
+def test_a_port_outside_the_range_is_refused(bm25):
+    from inspo.retrieval.server import check_port
+
+    for port in (-1, 65536):
+        with pytest.raises(ValueError, match=f"port must be in 0..65535.*got {port}"):
+            check_port(port)
+    with pytest.raises(ValueError, match="port must be in"), running_server(bm25, port=-1):
+        pass

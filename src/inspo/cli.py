@@ -144,31 +144,43 @@ def cmd_evolve(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------- serve-retriever
 def cmd_serve_retriever(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
     from inspo.retrieval.factory import load_retriever
     from inspo.retrieval.faiss_index import IndexOptions
-    from inspo.retrieval.server import serve
+    from inspo.retrieval.server import MIB, ServerLimits, check_port, serve
 
     if args.kind == "http":
         raise CLIError("serve-retriever serves a local index: use --kind bm25 or dense")
     if args.corpus is None and args.index_dir is None:
         raise CLIError("give --corpus (a file, folder, world, wiki-lite or hf:NAME) and/or --index-dir")
-    try:
+    if not args.max_body_mb > 0:
+        raise CLIError(f"--max-body-mb must be > 0 (the largest request body, in MiB), got {args.max_body_mb}")
+    try:  # every limit and the port are checked before the index loads
+        check_port(args.port)
+        limits = ServerLimits(max_queries=args.max_queries, max_query_chars=args.max_query_chars,
+                              max_topk=args.max_topk, default_topk=args.topk,
+                              max_body_bytes=max(1, round(args.max_body_mb * MIB)))
         index = IndexOptions(kind=args.faiss_index, nprobe=args.nprobe, ef_search=args.ef_search,
                              device=args.faiss_device)
     except ValueError as exc:
-        raise CLIError(str(exc)) from exc
+        raise CLIError(_flag_message(str(exc))) from exc
     retriever = load_retriever(args.kind, corpus=args.corpus, index_dir=args.index_dir, model=args.model,
                                index_path=args.index_path, index=index)
-    serve(
-        retriever,
-        host=args.host,
-        port=args.port,
-        max_queries=args.max_queries,
-        max_query_chars=args.max_query_chars,
-        max_topk=args.max_topk,
-        default_topk=args.topk,
-    )
+    serve(retriever, host=args.host, port=args.port, **asdict(limits))
     return 0
+
+
+#: serve-retriever's flags by the ServerLimits field (or argument) they set.
+_SERVER_FLAGS = {"max_queries": "--max-queries", "max_query_chars": "--max-query-chars", "max_topk": "--max-topk",
+                 "default_topk": "--topk", "max_body_bytes": "--max-body-mb", "port": "--port"}
+
+
+def _flag_message(message: str) -> str:
+    """A ServerLimits / check_port message with the flag that sets the field named first."""
+    name = message.split(" ", 1)[0]
+    flag = _SERVER_FLAGS.get(name)
+    return f"{flag}: {message}" if flag else message
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -397,6 +409,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-topk", type=int, default=50)
     p.add_argument("--max-queries", type=int, default=512, help="most queries in one request")
     p.add_argument("--max-query-chars", type=int, default=2000, help="longest query accepted")
+    p.add_argument("--max-body-mb", type=float, default=8.0,
+                   help="largest request body in MiB, refused with 413 before it is read or parsed (default: 8)")
     p.set_defaults(func=cmd_serve_retriever)
 
     p = sub.add_parser("eval", help="evaluate policies x instructions x datasets (EM, F1, searches, turns)",
