@@ -43,6 +43,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from inspo.eval.provenance import provenance
 from inspo.train.presets import PRESETS
 
 #: Each arm's settings on top of BASE; every arm but ``cpu-tiny`` and ``paper`` changes one thing.
@@ -185,7 +186,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
                                                                           disable=args.quiet)]
                         for arm in args.arms}
             for harm in args.harm}
-    result = {"command": " ".join(["benchmarks/evidence_rules_synthetic.py", *(argv or sys.argv[1:])]),
+    result = {"provenance": provenance(["benchmarks/evidence_rules_synthetic.py",
+                                        *(argv if argv is not None else sys.argv[1:])]),
               "seeds": args.seeds, "base": BASE, "arms": {a: ARMS[a] for a in args.arms}, "runs": runs,
               "summary": {harm: summarize(by_arm) for harm, by_arm in runs.items()},
               "wall_s": time.perf_counter() - started}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -94,10 +93,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         ]
     import torch
 
+    from inspo.eval.provenance import provenance
+
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"command: python {' '.join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])}")
-    print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}")
+    info = provenance(["benchmarks/overhead_learning.py", *(argv if argv is not None else sys.argv[1:])])
+    print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
 
     # One-time costs (imports, the model's first read from disk) must not land on the first arm.
     import trl  # noqa: F401
@@ -133,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "reward_end_static": statistics.median(of("static", "reward_end")),
         "reward_end_inspo": statistics.median(of("inspo", "reward_end")),
         "arms": arms,
+        "torch_threads": torch.get_num_threads(),
+        "provenance": info,
     }
     print()
     print(f"wall-clock ratio INSPO / static:        {result['wall_ratio_inspo_over_static']:.3f}")
@@ -144,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"test {metric}, INSPO policy + seed:       {result['test_inspo_seed']:.3f}")
     print(f"training reward, last steps (static / INSPO): {result['reward_end_static']:.3f} / {result['reward_end_inspo']:.3f}")
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=2))
     return result
 

@@ -36,9 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
-import shlex
 import socket
 import statistics
 import subprocess
@@ -54,25 +52,16 @@ HIT_KINDS = ("first_hop", "answer_passage", "answer_string")
 # --------------------------------------------------------------------------- environment
 
 
-def environment(threads: int | None, command: str) -> dict[str, Any]:
-    """What the numbers depend on: versions, threads, cores, load."""
-    import importlib.metadata as md
+def environment(threads: int | None) -> dict[str, Any]:
+    """What the numbers depend on beyond :func:`inspo.eval.provenance.provenance` (commit,
+    command, Python, platform, the main libraries): threads, cores, load, and the versions of
+    the server's libraries."""
+    from inspo.eval.provenance import library_versions
 
-    def version(name: str) -> str:
-        try:
-            return md.version(name)
-        except md.PackageNotFoundError:
-            return "not installed"
-
-    names = ("torch", "sentence-transformers", "faiss-cpu", "bm25s", "fastapi", "uvicorn",
-             "httpx", "inspo")
     return {
-        "command": command,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "torch_threads": threads,
-        "versions": {n: version(n) for n in names},
+        "versions": library_versions(("fastapi", "uvicorn", "httpx")),
         "loadavg_start": list(os.getloadavg()),
     }
 
@@ -284,9 +273,12 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
         if args.threads:
             torch.set_num_threads(args.threads)
         threads = torch.get_num_threads()
-    settings = {k: v for k, v in vars(args).items() if k not in ("json", "command")}
+    from inspo.eval.provenance import provenance
+
+    settings = {k: v for k, v in vars(args).items() if k not in ("json", "argv")}
     result: dict[str, Any] = {"benchmark": "retrieval", "settings": settings,
-                              "environment": environment(threads, args.command)}
+                              "provenance": provenance(["benchmarks/retrieval.py", *args.argv]),
+                              "environment": environment(threads)}
     world = build_world(args.world_seed)
     questions = [q for split in ("train", "dev", "test") for q in world.splits[split]]
     random.Random(args.seed).shuffle(questions)
@@ -308,12 +300,12 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(result: dict[str, Any]) -> str:
     """Human-readable summary of :func:`benchmark`'s result."""
-    env = result["environment"]
+    env, prov = result["environment"], result["provenance"]
     lines = [
-        f"command: {env['command']}",
-        f"python {env['python']} | {env['platform']} | cpus {env['cpu_count']} | "
+        f"command: {prov['command']} (commit {prov['commit']})",
+        f"python {prov['python']} | {prov['platform']} | cpus {env['cpu_count']} | "
         f"torch threads {env['torch_threads']} | "
-        + " ".join(f"{k} {v}" for k, v in env["versions"].items()),
+        + " ".join(f"{k} {v}" for k, v in {**prov["versions"], **env["versions"]}.items() if v is not None),
         f"load average start {env['loadavg_start']} end {env['loadavg_end']}",
     ]
     if "server" in result:
@@ -368,9 +360,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 32 queries, 40 questions, batch sizes 1 and 16, 1 repetition")
     p.add_argument("--json", default=None, help="also write the result as JSON to this path")
-    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
-    args.command = shlex.join([sys.executable, os.path.relpath(__file__), *argv])
+    args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
         args.queries, args.questions, args.latency_queries = 32, 40, 8
         args.batch_sizes, args.reps, args.build_reps = [1, 16], 1, 1

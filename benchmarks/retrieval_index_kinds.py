@@ -35,9 +35,7 @@ import argparse
 import json
 import math
 import os
-import platform
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -197,25 +195,24 @@ def bench_set(data: VectorSet, kinds: Sequence[str], args: argparse.Namespace) -
 
 # -------------------------------------------------------------------------------------- driver
 def environment(args: argparse.Namespace) -> dict[str, Any]:
-    import importlib.metadata as md
+    """What the numbers depend on beyond :func:`inspo.eval.provenance.provenance` (commit,
+    command, Python, platform, the main libraries): threads, cores, load, and the versions of
+    faiss-gpu and numpy."""
+    from inspo.eval.provenance import library_versions
 
-    def version(name: str) -> str:
-        try:
-            return md.version(name)
-        except md.PackageNotFoundError:
-            return "not installed"
-
-    return {"command": args.command, "python": platform.python_version(), "platform": platform.platform(),
-            "cpu_count": os.cpu_count(), "faiss_threads": args.threads,
-            "versions": {n: version(n) for n in ("faiss-cpu", "faiss-gpu", "numpy", "sentence-transformers", "inspo")},
-            "loadavg_start": list(os.getloadavg())}
+    return {"cpu_count": os.cpu_count(), "faiss_threads": args.threads,
+            "versions": library_versions(("faiss-gpu", "numpy")), "loadavg_start": list(os.getloadavg())}
 
 
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     import faiss
 
+    from inspo.eval.provenance import provenance
+
     faiss.omp_set_num_threads(args.threads)
-    result: dict[str, Any] = {"benchmark": "retrieval_index_kinds", "environment": environment(args), "sets": []}
+    result: dict[str, Any] = {"benchmark": "retrieval_index_kinds",
+                              "provenance": provenance(["benchmarks/retrieval_index_kinds.py", *args.argv]),
+                              "environment": environment(args), "sets": []}
     for name in args.sets:
         data = {"world": world_set, "wiki-lite": wiki_lite_set, "random": random_set}[name](args)
         kinds = args.kinds or default_kinds(*data.vectors.shape)
@@ -236,10 +233,11 @@ def _size(n: float) -> str:
 
 def report(result: dict[str, Any]) -> str:
     """The result as one table per vector set."""
-    env = result["environment"]
-    lines = [f"command: {env['command']}",
-             f"python {env['python']} | {env['platform']} | cpus {env['cpu_count']} | faiss threads "
-             f"{env['faiss_threads']} | " + " ".join(f"{k} {v}" for k, v in env["versions"].items()),
+    env, prov = result["environment"], result["provenance"]
+    versions = {**prov["versions"], **env["versions"]}
+    lines = [f"command: {prov['command']} (commit {prov['commit']})",
+             f"python {prov['python']} | {prov['platform']} | cpus {env['cpu_count']} | faiss threads "
+             f"{env['faiss_threads']} | " + " ".join(f"{k} {v}" for k, v in versions.items() if v is not None),
              f"load average start {env['loadavg_start']} end {env['loadavg_end']}"]
     for s in result["sets"]:
         k = s["k"]
@@ -274,9 +272,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="smoke run: random set only, 2000 x 32, 20 clusters, 30 queries, 1 repetition")
     p.add_argument("--json", default=None, help="also write the result as JSON to this path")
-    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
-    args.command = shlex.join([sys.executable, os.path.relpath(__file__), *argv])
+    args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
         args.sets, args.rows, args.dim, args.clusters = ["random"], 2000, 32, 20
         args.queries, args.latency_queries, args.reps = 30, 5, 1

@@ -31,6 +31,9 @@ Usage::
 over seeds with a 95% interval across seeds, and the pooled per-question difference with a 95%
 interval over questions. The untrained policy decodes greedily and is not trained, so one
 invocation's ``untrained`` scores stand for every seed (the others may leave that arm out).
+Every result records its provenance (commit, command, library versions); the pooled result
+lists each input's under ``inputs`` and the distinct commits under ``commits``, and says so
+when the inputs come from more than one commit.
 """
 
 from __future__ import annotations
@@ -38,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import statistics
 import sys
 import time
@@ -270,6 +272,7 @@ def combine(results: Sequence[dict]) -> dict:
     are merged first (:func:`by_seed`)."""
     from inspo.eval.stats import over_seeds, paired_difference
 
+    inputs = [{"seed": r["seed"], "arms": sorted(r["arms"]), "provenance": r.get("provenance")} for r in results]
     results = by_seed(results)
     if len(results) < 2:
         raise SystemExit("--combine needs the results of at least 2 seeds")
@@ -285,8 +288,8 @@ def combine(results: Sequence[dict]) -> dict:
         if untrained:
             s.setdefault("untrained", untrained[0])
     seeds = [r["seed"] for r in results]
-    out: dict = {"seeds": seeds, "test_questions": len(ids[0]), "means": {}, "seeds_of": {},
-                 "comparisons": {}, "curves": {}, "wall_s": {}, "rollouts": {}}
+    out: dict = {"seeds": seeds, "test_questions": len(ids[0]), "inputs": inputs, "commits": commits_of(inputs),
+                 "means": {}, "seeds_of": {}, "comparisons": {}, "curves": {}, "wall_s": {}, "rollouts": {}}
     names = sorted({k for s in per_seed for k in s})
     for name in names:  # an ablation may have run on fewer seeds than the main arms: seeds_of says which
         out["means"][name] = [statistics.fmean(s[name]) for s in per_seed if name in s]
@@ -316,7 +319,29 @@ def combine(results: Sequence[dict]) -> dict:
     return out
 
 
+def commits_of(inputs: Sequence[dict]) -> list[str | None]:
+    """The distinct commits behind ``inputs`` (each ``{"provenance": ...}``), in first-seen order;
+    None for an input that records none (a result written before provenance was kept)."""
+    commits: list[str | None] = []
+    for i in inputs:
+        commit = (i.get("provenance") or {}).get("commit")
+        if commit not in commits:
+            commits.append(commit)
+    return commits
+
+
 def print_combined(c: dict) -> None:
+    commits = c.get("commits", [])
+    if len(commits) > 1:
+        print(f"WARNING: the inputs come from {len(commits)} different commits (None: not recorded), "
+              "so these figures pool results of different code:")
+        for i in c["inputs"]:
+            prov = i["provenance"] or {}
+            print(f"  seed {i['seed']} arms {','.join(i['arms'])}: commit {prov.get('commit')}"
+                  + (" with uncommitted changes" if prov.get("dirty") else ""))
+    elif commits:
+        dirty = any((i["provenance"] or {}).get("dirty") for i in c["inputs"])
+        print(f"commit {commits[0]}" + (" (with uncommitted changes in some inputs)" if dirty else ""))
     print(f"{len(c['seeds'])} seeds ({', '.join(map(str, c['seeds']))}) x {c['test_questions']} test questions, "
           "one greedy rollout per question")
     for name, means in c["means"].items():
@@ -349,13 +374,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
         return combined
     import torch
 
+    from inspo.eval.provenance import provenance
+
     if args.threads:
         torch.set_num_threads(args.threads)
-    command = " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
-    print(f"command: python {command}")
-    print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}")
+    info = provenance(["benchmarks/rl_static_vs_inspo.py", *(argv if argv is not None else sys.argv[1:])])
+    print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
     result: dict = {"seed": args.seed, "steps": args.steps, "preset": args.preset, "set": [*SETTING, *args.set],
-                    "command": command, "arms": {}}
+                    "provenance": info, "arms": {}}
     # alternate which training arm goes first, so drift in machine load does not always hit the same one
     order = [a for a in ARMS if a in args.arms]
     if args.seed % 2 and "static" in order and "inspo" in order:

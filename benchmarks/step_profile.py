@@ -36,8 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import shlex
 import sys
 import time
 from collections import defaultdict
@@ -167,8 +165,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--contexts", default="300,450", help="--split: context lengths in tokens")
     p.add_argument("--reps", type=int, default=2, help="--split: repetitions per context")
     args = p.parse_args(argv)
-    command = shlex.join([sys.executable, os.path.relpath(__file__), *(sys.argv[1:] if argv is None else argv)])
     import torch
+
+    from inspo.eval.provenance import provenance
+
+    info = provenance(["benchmarks/step_profile.py", *(sys.argv[1:] if argv is None else argv)])
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -178,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     overrides = [*(QUICK if args.quick else []), f"output_dir={args.out}", *args.set]
     config = resolve(args.preset, None, overrides)
     if args.split:
-        return split(config, [int(n) for n in args.contexts.split(",")], args.reps, command, args.json)
+        return split(config, [int(n) for n in args.contexts.split(",")], args.reps, info, args.json)
     import shutil
 
     shutil.rmtree(args.out, ignore_errors=True)
@@ -196,8 +197,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     per_step = sum(wall.values()) / len(measured)
     rows = {part: sum(prof.seconds[s].get(part, 0.0) for s in measured) / len(measured) for part in PARTS[:-1]}
     rows["other"] = max(0.0, per_step - sum(rows.values()))
-    print(f"command: {command}")
-    print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
+    print(f"command: {info['command']} (commit {info['commit']})")
+    print(f"python {info['python']}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"load {os.getloadavg()[0]:.2f}")
     print(f"{config.rl.questions_per_step} questions x G {config.rl.group_size} per step; steps measured: "
           f"{measured} (step 1 pays one-off costs); total run {total:.0f} s")
@@ -210,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"outside the steps: initial population {sum(init.values()):.0f} s; final choice {sum(final.values()):.0f} s")
     print("\nthe run's summary:")
     print(summary)
-    result = {"command": command, "per_step": rows, "step_wall_s": per_step, "steps_measured": measured,
+    result = {"provenance": info, "per_step": rows, "step_wall_s": per_step, "steps_measured": measured,
               "total_s": total, "init": init}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -218,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     return result
 
 
-def split(config, contexts: list[int], reps: int, command: str, json_path: str | None) -> dict:
+def split(config, contexts: list[int], reps: int, info: dict, json_path: str | None) -> dict:
     """Seconds of one prefill of ``batch x context`` tokens and of a turn's decoding steps."""
     import torch
 
@@ -243,7 +244,7 @@ def split(config, contexts: list[int], reps: int, command: str, json_path: str |
                     past = model(input_ids=token, past_key_values=past, use_cache=True).past_key_values
                 decode = time.perf_counter() - start
             rows.append({"context": context, "rep": rep, "prefill_s": prefill, "decode_s": decode})
-    print(f"command: {command}")
+    print(f"command: {info['command']} (commit {info['commit']})")
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.2f}; "
           f"{config.model.name_or_path} {config.model.dtype}, batch {batch}, {steps} decoding steps per turn")
     print(f"{'context':>8s} {'prefill s':>10s} {'decode s':>9s} {'prefill share':>14s}")
@@ -252,7 +253,7 @@ def split(config, contexts: list[int], reps: int, command: str, json_path: str |
         pre = sorted(r["prefill_s"] for r in mine)[len(mine) // 2]
         dec = sorted(r["decode_s"] for r in mine)[len(mine) // 2]
         print(f"{context:8d} {pre:10.2f} {dec:9.2f} {100 * pre / (pre + dec):13.1f}%")
-    result = {"command": command, "batch": batch, "decode_steps": steps, "split": rows}
+    result = {"provenance": info, "batch": batch, "decode_steps": steps, "split": rows}
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(result, indent=2))

@@ -22,8 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import shlex
 import statistics
 import subprocess
 import sys
@@ -102,7 +100,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = p.parse_args(argv)
     if args.quick:
         args.steps, args.pairs = 2, 1
-    command = shlex.join([sys.executable, os.path.relpath(__file__), *(sys.argv[1:] if argv is None else argv)])
+    from inspo.eval.provenance import provenance
+
+    info = provenance(["benchmarks/step_vllm.py", *(sys.argv[1:] if argv is None else argv)])
     import importlib.util
 
     if importlib.util.find_spec("vllm") is None:
@@ -119,8 +119,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
                              "per_step": result["per_step"], "init_s": sum(result["init"].values()),
                              "total_s": result["total_s"], "steps_measured": result["steps_measured"]})
     summary = summarize(runs)
-    print(f"\ncommand: {command}")
-    print(f"python {platform.python_version()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}; "
+    print(f"\ncommand: {info['command']} (commit {info['commit']})")
+    print(f"python {info['python']}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}; "
           f"{args.pairs} pair(s), {args.steps} steps per run, steps after the first measured")
     print(f"{'part (s / step)':34s} {'hf':>9s} {'vllm':>9s}")
     arms = summary["arms"]
@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"{'step wall time':34s} {arms['hf']['step_wall_s']:9.2f} {arms['vllm']['step_wall_s']:9.2f}")
     print(f"{'outside: initial population':34s} {arms['hf']['init_s']:9.2f} {arms['vllm']['init_s']:9.2f}")
     print("step time HF / vLLM per pair: " + ", ".join(f"{r:.2f}" for r in summary["ratios"]))
-    result = {"command": command, "runs": runs, **summary}
+    result = {"provenance": info, "runs": runs, **summary}
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=2))

