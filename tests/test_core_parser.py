@@ -181,6 +181,17 @@ def test_openai_client_reads_each_choices_finish_reason():
     assert _finish_reasons(body) == ["length", "stop", None, None]
 
 
+@pytest.mark.integration
+def test_openai_client_keeps_the_finish_reasons_of_its_last_call():
+    from inspo.llm.openai_client import OpenAICompatibleClient
+    from openai_compat_server import OpenAICompatServer
+
+    with OpenAICompatServer(api_key="k") as server:
+        client = OpenAICompatibleClient(base_url=server.base_url, model="smollm2", api_key="k", env={})
+        client.generate([{"role": "user", "content": "hi"}], n=2, max_tokens=8)
+    assert client.last_finish_reasons == ["stop", "stop"]  # what the test server sends
+
+
 # ------------------------------------------------------------------ events and config
 
 
