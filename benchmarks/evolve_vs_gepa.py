@@ -3,72 +3,101 @@ equal rollout budget, on the same frozen policy and task (benchmark 4, second ha
 
 Shared by both arms: the preset's policy (loaded once, never trained), retriever, agent
 settings, reward, training questions and optimizer LLM (``config.optimizer``; by default the
-offline rule-based reflector). INSPO runs first with the preset's schedule and evidence rules over ``--steps``
-steps, then (``final_choice: dev``, as in ``cpu-tiny``) chooses its returned instruction among
-its final population and the seed on ``--val-size`` dev questions; every policy rollout it plays
-(step rollouts + verification + warm-up + that choice) is counted, and the total becomes GEPA's
-``max_metric_calls`` (one metric call = one rollout). GEPA reflects
-either through INSPO's App. E reflection prompt (``--gepa-prompt inspo``, the default: the same
-reflection step on both sides, only the search differs; the only choice with the rule-based
-reflector, which reads App. E prompts only) or through its own prompt (``--gepa-prompt gepa``,
-for a real LLM). GEPA's Pareto validation set is ``--val-size`` training questions; its
-training set is the rest.
+offline rule-based reflector), and the candidates asked per optimizer call (``--candidates``).
+INSPO runs first with the preset's population settings and evidence rules, evolving every 4
+steps for ``--evolutions`` evolutions (the initial population aside; ``--steps`` is 4 x
+(evolutions + 1) unless given), at most ``--max-rounds`` generate-and-verify rounds each (the
+paper's 5), verifying on a D_B of ``--db-size`` questions (the warm-up plays as many, so the
+initial population's D_B is full too). It then (``final_choice: dev``, as in ``cpu-tiny``)
+chooses its returned instruction among its final population and the seed on ``--val-size`` dev
+questions; every policy rollout it plays (step rollouts + verification + warm-up + that choice)
+is counted, and the total becomes GEPA's ``max_metric_calls`` (one metric call = one rollout).
+GEPA reflects either through INSPO's App. E reflection prompt and guard (``--gepa-prompt inspo``,
+the default: the same reflection step on both sides, only the search differs; the only choice
+with the rule-based reflector, which reads App. E prompts only) or through its own prompt
+(``--gepa-prompt gepa``, for a real LLM). GEPA's Pareto validation set is ``--val-size``
+training questions; its training set is the rest. ``--no-tag-check`` turns INSPO's (and the
+``inspo`` prompt's) protocol-tag check off (``coevolution.guard_tags=[]``; the evidence rules
+stay on); INSPO's answer-leak guard stays on (``coevolution.leak_guard``), GEPA has none.
 
 Then the seed, INSPO's returned instruction and GEPA's best are scored with greedy decoding on
-the same ``--test-questions`` questions of the test split (never seen by either choice). Printed:
-each instruction's test score and its paired difference from the seed (mean and 95% interval
-over questions), rollouts and optimizer calls per arm, and the wall-time ratio GEPA / INSPO.
+the same ``--test-questions`` questions of the test split (never seen by either choice; by
+default 120, from ``world`` rebuilt with a quarter of its questions held out, ``--test-fraction``).
+Printed and written to ``--json``: each instruction's test score and its paired difference from
+the seed (mean and 95% interval over questions), rollouts and optimizer calls per arm, the
+wall-time ratio GEPA / INSPO, what became of INSPO's candidates (refusals by stage, the leaks
+refused, parser fallbacks by kind, candidates cut at the completion limit, the D_B sizes used),
+GEPA's proposer rejections by kind, the test questions whose gold answer each winner names, and
+the provenance (commit, command, library versions).
 
 Usage::
 
-    python benchmarks/evolve_vs_gepa.py --threads 2 --test-questions 100 --json runs/gepa.json
+    # the issue-23 rematch, for S in 0 1 2: the 0.5B local LLM as both optimizers' reflector,
+    # with the tag check (first line) and without it (second line)
+    OMP_NUM_THREADS=1 python benchmarks/evolve_vs_gepa.py --threads 1 --gepa-prompt gepa \
+        --set optimizer.kind=local --set optimizer.local_model_path=qwen2.5-coder-0.5b \
+        --set coevolution.optimizer_max_tokens=400 --set coevolution.optimizer_temperature=0.7 \
+        --seed S --out runs/gepa-R-sS --json runs/gepa-R-sS.json
+    OMP_NUM_THREADS=1 python benchmarks/evolve_vs_gepa.py ... --no-tag-check --seed S \
+        --out runs/gepa-R-notag-sS --json runs/gepa-R-notag-sS.json
+    python benchmarks/evolve_vs_gepa.py --threads 2                  # the rule-based reflector
     python benchmarks/evolve_vs_gepa.py --quick      # a smoke run (tiny random model)
-    python benchmarks/evolve_vs_gepa.py --combine runs/gepa-s0.json runs/gepa-s1.json runs/gepa-s2.json
+    python benchmarks/evolve_vs_gepa.py --combine runs/gepa-R-s0.json runs/gepa-R-s1.json runs/gepa-R-s2.json
 
 ``--combine`` reads the ``--json`` results of several seeds on the same test questions and
 prints, for each comparison, the per-seed paired differences, the mean over seeds with a 95%
 interval across seeds (Student's t, seeds - 1 degrees of freedom), and the pooled paired
 difference: each question's difference averaged over the seeds, with a 95% interval over
-questions.
+questions; and the commits the inputs were produced at.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
-import shlex
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 # The schedule both arms are measured on (overridable with --set): the cpu-tiny preset's
-# population settings, evolving every 4 steps until the last step.
-SCHEDULE = ["coevolution.evolve_every=4", "coevolution.prune_every=2"]
+# population settings, evolving every EVOLVE_EVERY steps until the last step.
+EVOLVE_EVERY = 4
+SCHEDULE = [f"coevolution.evolve_every={EVOLVE_EVERY}", "coevolution.prune_every=2"]
 QUICK = [
     "model.name_or_path=tiny-qwen2", "rl.max_response_tokens=8", "rl.questions_per_step=2",
-    "rl.group_size=2", "data.warmup_questions=2", "coevolution.evolve_every=2",
-    "coevolution.prune_every=1", "coevolution.validation_size=2", "coevolution.candidates_per_call=2",
+    "rl.group_size=2", "coevolution.evolve_every=2", "coevolution.prune_every=1",
 ]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="cpu-tiny")
-    p.add_argument("--steps", type=int, default=16, help="INSPO evolve steps (sets the shared budget)")
+    p.add_argument("--evolutions", type=int, default=5,
+                   help=f"INSPO evolutions after the initial population (one every {EVOLVE_EVERY} steps)")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"INSPO evolve steps (sets the shared budget); default {EVOLVE_EVERY} x (evolutions + 1)")
+    p.add_argument("--max-rounds", type=int, default=5,
+                   help="most generate-and-verify rounds per evolution (coevolution.max_rounds; the paper's 5)")
+    p.add_argument("--candidates", type=int, default=3,
+                   help="candidates asked per optimizer call, both arms (coevolution.candidates_per_call, 1-6)")
+    p.add_argument("--db-size", type=int, default=16,
+                   help="|D_B|: questions each INSPO candidate is verified on (also the warm-up's questions)")
+    p.add_argument("--no-tag-check", action="store_true",
+                   help="no protocol-tag check in the guard (coevolution.guard_tags=[]); the evidence rules stay on")
     p.add_argument("--gepa-prompt", choices=("inspo", "gepa"), default="inspo",
                    help="GEPA's reflection prompt: INSPO's App. E template or GEPA's own")
     p.add_argument("--val-size", type=int, default=8, help="GEPA's Pareto validation questions")
     p.add_argument("--minibatch", type=int, default=3, help="GEPA's reflection minibatch")
-    p.add_argument("--test-questions", type=int, default=48)
-    p.add_argument("--test-fraction", type=float, default=0.0,
+    p.add_argument("--test-questions", type=int, default=120)
+    p.add_argument("--test-fraction", type=float, default=0.25,
                    help="rebuild the built-in world with this share of its questions in the test split "
-                        "(dev stays 0.1) and use it for both arms: more held-out questions, same corpus")
+                        "(dev stays 0.1) and use it for both arms: more held-out questions, same corpus; "
+                        "0 keeps the data the preset names")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--set", action="append", default=[], help="extra config override (both arms)")
@@ -76,14 +105,94 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     args = p.parse_args(argv)
-    for name in ("steps", "val_size", "minibatch", "test_questions"):
+    for name in ("evolutions", "max_rounds", "candidates", "db_size", "val_size", "minibatch", "test_questions"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.steps is not None and args.steps < 1:
+        p.error("--steps must be >= 1")
     if args.quick:
-        args.steps, args.val_size, args.minibatch, args.test_questions = 2, 2, 2, 2
+        args.steps, args.max_rounds, args.candidates, args.db_size = 2, 2, 2, 2
+        args.val_size, args.minibatch, args.test_questions, args.test_fraction = 2, 2, 2, 0.0
         args.set = [*QUICK, *args.set]
-    args.command = shlex.join([sys.executable, os.path.relpath(__file__), *(sys.argv[1:] if argv is None else argv)])
+    args.derived_steps = args.steps is None
+    if args.steps is None:
+        args.steps = EVOLVE_EVERY * (args.evolutions + 1)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
+
+
+def rematch_settings(args: argparse.Namespace) -> list[str]:
+    """The config overrides the options stand for (before ``--set``, which may override them)."""
+    return [
+        *SCHEDULE, f"coevolution.evolve_until={args.steps}", f"offline_steps={args.steps}",
+        f"coevolution.max_rounds={args.max_rounds}", f"coevolution.candidates_per_call={args.candidates}",
+        f"coevolution.validation_size={args.db_size}", f"data.warmup_questions={args.db_size}",
+        *(["coevolution.guard_tags=[]"] if args.no_tag_check else []),
+        f"rl.seed={args.seed}", f"coevolution.seed={args.seed}", "data.test_split=",
+        f"data.max_eval_questions={args.val_size}",
+    ]
+
+
+def evolution_steps(steps: int, coevolution) -> list[int]:
+    """The steps of a ``steps``-step run at which the co-evolution config evolves."""
+    from inspo.core.coevolution import is_evolve_step
+
+    return [t for t in range(1, steps + 1) if is_evolve_step(t, coevolution)]
+
+
+def optimizer_outcomes(events_path: Path) -> dict:
+    """What became of INSPO's optimizer calls, from its events.jsonl: calls and calls that
+    yielded no candidate, candidates proposed and admitted, refusals by stage (``guard``,
+    ``leak``, ``verify``, ``parent``, ``top_n``), the leak refusals' reasons, the guard refusals
+    of candidates cut at the completion limit (``truncated``), parser fallbacks by kind, and the
+    D_B sizes candidates were verified on."""
+    from inspo.core.events import (
+        Admitted,
+        Proposed,
+        Rejected,
+        Verified,
+        event_from_dict,
+        read_events,
+    )
+    from inspo.core.templates import PARSE_FALLBACKS
+
+    out: dict = {"optimizer_calls": 0, "calls_without_candidate": 0, "proposed": 0, "admitted": 0,
+                 "refused": dict.fromkeys(("guard", "leak", "verify", "parent", "top_n"), 0), "leaks": [],
+                 "truncated": 0, "parse_fallbacks": dict.fromkeys(PARSE_FALLBACKS, 0), "db_sizes": []}
+    for event in map(event_from_dict, read_events(events_path) if events_path.is_file() else []):
+        if isinstance(event, Proposed):
+            out["optimizer_calls"] += 1
+            out["calls_without_candidate"] += bool(event.error)
+            out["proposed"] += len(event.candidate_ids)
+            for kind, n in event.parse_fallbacks.items():
+                out["parse_fallbacks"][kind] = out["parse_fallbacks"].get(kind, 0) + n
+        elif isinstance(event, Rejected):
+            out["refused"][event.stage] = out["refused"].get(event.stage, 0) + 1
+            if event.stage == "leak":
+                out["leaks"].append(event.reason)
+            out["truncated"] += event.reason.startswith("truncated:")
+        elif isinstance(event, Admitted):
+            out["admitted"] += 1
+        elif isinstance(event, Verified) and event.n_questions not in out["db_sizes"]:
+            out["db_sizes"].append(event.n_questions)
+    out["db_sizes"].sort()
+    return out
+
+
+GUARD_REASONS = ("truncated", "too long", "drops protocol tag", "duplicate", "empty", "prompt too long")
+
+
+def reason_kinds(reasons: Sequence[str]) -> dict[str, int]:
+    """Guard reasons counted by their kind (the words they start with; ``other`` for the rest)."""
+    return dict(Counter(next((k for k in GUARD_REASONS if r.startswith(k)), "other") for r in reasons))
+
+
+def answers_named(text: str, questions: Sequence, seed_instruction: str) -> list[str]:
+    """The ids of ``questions`` whose gold answer ``text`` names (the leak guard's comparison,
+    :func:`inspo.core.proposer.leaked_answer`; answers the seed already holds do not count)."""
+    from inspo.core.proposer import leaked_answer
+
+    return [q.id for q in questions if leaked_answer(text, q.answers, parent=seed_instruction)]
 
 
 def split_for_gepa(questions: list, val_size: int, seed: int) -> tuple[list, list]:
@@ -108,7 +217,8 @@ def combine(results: Sequence[dict]) -> dict:
     sizes = {len(r["test_rewards"]["seed"]) for r in results}
     if len(sizes) != 1 or (all(ids) and any(i != ids[0] for i in ids)):
         raise SystemExit("--combine needs every seed scored on the same test questions, in the same order")
-    out: dict = {"seeds": len(results), "test_questions": sizes.pop(), "comparisons": {}}
+    commits = list(dict.fromkeys((r.get("provenance") or {}).get("commit") for r in results))
+    out: dict = {"seeds": len(results), "test_questions": sizes.pop(), "commits": commits, "comparisons": {}}
     for a, b in COMPARISONS:
         out["comparisons"][f"{a} - {b}"] = over_seeds([r["test_rewards"][a] for r in results],
                                                       [r["test_rewards"][b] for r in results])
@@ -116,6 +226,9 @@ def combine(results: Sequence[dict]) -> dict:
 
 
 def print_combined(combined: dict) -> None:
+    commits = combined.get("commits", [])
+    if len(commits) > 1:
+        print(f"WARNING: the inputs come from {len(commits)} commits (None: not recorded): {commits}")
     print(f"{combined['seeds']} seeds x {combined['test_questions']} test questions")
     for name, c in combined["comparisons"].items():
         seeds = ", ".join(f"{d['mean']:+.3f}" for d in c["per_seed"])
@@ -134,6 +247,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     import torch
 
+    from inspo.eval.provenance import provenance
+
+    info = provenance(["benchmarks/evolve_vs_gepa.py", *args.argv])
     if args.threads:
         torch.set_num_threads(args.threads)
     from inspo.agent.engines import HFEngine
@@ -146,8 +262,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.train.evolve import run_evolve
     from inspo.train.setup import build_optimizer, load_questions, prepare
 
-    print(f"command: {args.command}")
-    print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}")
+    print(f"command: {info['command']} (commit {info['commit']}{', with uncommitted changes' if info['dirty'] else ''})")
+    print(f"python {info['python']}, torch {torch.__version__}, threads {torch.get_num_threads()}")
     out = Path(args.out)
     data = []
     if args.test_fraction:
@@ -156,11 +272,19 @@ def main(argv: Sequence[str] | None = None) -> dict:
         fractions = (round(0.9 - args.test_fraction, 6), 0.1, args.test_fraction)
         write_world(build_world(seed=0, config=WorldConfig(split_fractions=fractions)), out / "world", bm25_index=False)
         data = [f"data.train={out / 'world'}", f"data.eval={out / 'world'}", f"data.corpus={out / 'world'}"]
-    config = resolve(args.preset, None, [*data,
-        *SCHEDULE, f"coevolution.evolve_until={args.steps}", f"offline_steps={args.steps}",
-        f"rl.seed={args.seed}", f"coevolution.seed={args.seed}", "data.test_split=",
-        f"data.max_eval_questions={args.val_size}", *args.set,
-    ])
+    config = resolve(args.preset, None, [*data, *rematch_settings(args), *args.set])
+    evolutions = evolution_steps(args.steps, config.coevolution)
+    if args.derived_steps and len(evolutions) != args.evolutions:
+        raise SystemExit(f"{args.steps} steps evolve at steps {evolutions} under evolve_every "
+                         f"{config.coevolution.evolve_every}, not {args.evolutions} times: pass --steps")
+    co = config.coevolution
+    settings = {"steps": args.steps, "evolution_steps": evolutions, "max_rounds": co.max_rounds,
+                "candidates_per_call": co.candidates_per_call, "validation_size": co.validation_size,
+                "warmup_questions": config.data.warmup_questions, "guard_tags": list(co.guard_tags),
+                "leak_guard": co.leak_guard, "admission": co.admission, "min_evidence": co.min_evidence,
+                "prior_rollouts": co.prior_rollouts, "final_choice": config.final_choice,
+                "optimizer_max_tokens": co.optimizer_max_tokens, "test_fraction": args.test_fraction}
+    print("settings: " + json.dumps(settings))
     inputs = prepare(config, need_optimizer=False, need_eval=True)
     test_questions = load_questions(config.data.eval or config.data.train, "test", args.test_questions,
                                     field_name="--test-questions", max_hops=config.data.max_hops)
@@ -179,7 +303,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     inspo = {"best_instruction": evo.best_instruction, "rollouts": budget, "optimizer_calls": led["optimizer_calls"],
              "selection_score": (choice.get("dev_scores") or {}).get(evo.best_instruction_id, evo.best_weight),
              "final_choice": choice.get("rule", config.final_choice), "seed_returned": choice.get("seed_returned"),
-             "selection_rollouts": evo.selection_rollouts, "wall_s": inspo_wall, "ledger": led}
+             "selection_rollouts": evo.selection_rollouts, "wall_s": inspo_wall, "ledger": led,
+             "outcomes": optimizer_outcomes(out / "inspo" / "events.jsonl")}
     print(json.dumps({"arm": "inspo", **{k: v for k, v in inspo.items() if k not in ("best_instruction", "ledger")}}))
 
     # ---- GEPA: the same policy, questions and optimizer LLM, max_metric_calls = INSPO's rollouts
@@ -201,7 +326,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
             "optimizer_calls": stats.calls if stats else llm.usage.calls, "selection_score": outcome.best_val_score,
             "candidates": outcome.candidates, "full_val_evals": outcome.full_val_evals, "wall_s": gepa_wall,
             "proposals_accepted_by_guard": stats.accepted if stats else None,
-            "proposer_rejections": list(stats.rejected) if stats else None}
+            "proposer_rejections": list(stats.rejected) if stats else None,
+            "proposer_rejections_by_kind": reason_kinds(stats.rejected) if stats else None,
+            "proposer_errors": len(stats.errors) if stats else None}
     print(json.dumps({"arm": "gepa", **{k: v for k, v in gepa.items() if k not in ("best_instruction", "proposer_rejections")}}))
 
     # ---- held-out test: greedy, the same questions for the three instructions
@@ -214,8 +341,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
         test[name] = [r.reward for r in rollouts]
 
     n = len(test_questions)
+    named = {name: answers_named(text, test_questions, inputs.seed_instruction)
+             for name, text in (("inspo", evo.best_instruction), ("gepa", outcome.best_instruction))}
     result = {
-        "command": args.command,
+        "provenance": info,
+        "settings": settings,
         "policy": policy,
         "optimizer": optimizer_note,
         "gepa_prompt": args.gepa_prompt,
@@ -227,6 +357,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "vs_seed": {k: paired_difference(test[k], test["seed"]).to_dict() for k in ("inspo", "gepa")},
         "gepa_minus_inspo": paired_difference(test["gepa"], test["inspo"]).to_dict(),
         "wall_ratio_gepa_over_inspo": gepa_wall / inspo_wall,
+        "test_answers_named": named,
         "inspo": inspo,
         "gepa": gepa,
         "test_rewards": test,
@@ -236,6 +367,20 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"rollouts (budget {budget}): INSPO {inspo['rollouts']}, GEPA {gepa['rollouts']}")
     print(f"optimizer calls:           INSPO {inspo['optimizer_calls']}, GEPA {gepa['optimizer_calls']}")
     print(f"wall time GEPA / INSPO:    {result['wall_ratio_gepa_over_inspo']:.2f} ({gepa_wall:.0f} s / {inspo_wall:.0f} s)")
+    oc = inspo["outcomes"]
+    print(f"INSPO schedule: {args.steps} steps, evolutions at steps {evolutions} (after the initial population), "
+          f"at most {co.max_rounds} rounds each, {co.candidates_per_call} candidates per call, "
+          f"D_B sizes used {oc['db_sizes']}, tag check {'on: ' + ','.join(co.guard_tags) if co.guard_tags else 'off'}")
+    print(f"INSPO candidates: {oc['optimizer_calls']} calls ({oc['calls_without_candidate']} without a candidate), "
+          f"{oc['proposed']} proposed, {oc['admitted']} admitted; refused by stage "
+          + ", ".join(f"{k} {v}" for k, v in oc["refused"].items()) + f" ({oc['truncated']} of the guard's cut at "
+          f"the completion limit); leaks refused {len(oc['leaks'])}" + (f": {oc['leaks']}" if oc["leaks"] else ""))
+    print("INSPO parser fallbacks: " + ", ".join(f"{k} {v}" for k, v in oc["parse_fallbacks"].items()))
+    if gepa["proposer_rejections_by_kind"] is not None:
+        print(f"GEPA proposer (INSPO's prompt and guard, no leak check): {gepa['optimizer_calls']} calls, "
+              f"{gepa['proposer_errors']} without a candidate, rejections by kind {gepa['proposer_rejections_by_kind']}")
+    print("test questions whose gold answer the winner names: "
+          + ", ".join(f"{k} {len(v)}" + (f" ({', '.join(v)})" if v else "") for k, v in named.items()))
     print(f"test {config.rl.reward} on {n} questions (greedy); paired difference from the seed, 95% CI")
     for name in ("seed", "inspo", "gepa"):
         line = f"  {name:6s} {result['test_mean'][name]:.3f}"

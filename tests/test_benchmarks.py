@@ -267,6 +267,47 @@ def test_paired_difference_and_gepa_split():
         bench.parse_args(["--val-size", "0"])
 
 
+def test_evolve_vs_gepa_defaults_are_the_issue_23_rematch():
+    from inspo.train.config import resolve
+
+    bench = load_script("evolve_vs_gepa")
+    args = bench.parse_args([])
+    assert (args.test_questions, args.test_fraction, args.candidates) == (120, 0.25, 3)
+    config = resolve("cpu-tiny", None, bench.rematch_settings(args))
+    co = config.coevolution
+    assert bench.evolution_steps(args.steps, co) == [4, 8, 12, 16, 20]  # 5 evolutions after the initial population
+    assert (co.max_rounds, co.validation_size, config.data.warmup_questions) == (5, 16, 16)
+    assert co.guard_tags == ["search", "answer"] and co.leak_guard and co.min_evidence > 0  # evidence rules on
+    no_tags = resolve("cpu-tiny", None, bench.rematch_settings(bench.parse_args(["--no-tag-check", "--candidates", "6"])))
+    assert no_tags.coevolution.guard_tags == [] and no_tags.coevolution.candidates_per_call == 6
+    assert no_tags.coevolution.min_evidence == co.min_evidence and no_tags.coevolution.admission == co.admission
+    assert bench.parse_args(["--evolutions", "2"]).steps == 12 and bench.parse_args(["--steps", "7"]).steps == 7
+
+
+def test_evolve_vs_gepa_counts_what_became_of_inspos_candidates(tmp_path):
+    bench = load_script("evolve_vs_gepa")
+    events = [{"kind": "proposed", "candidate_ids": ["a", "b", "c"], "parse_fallbacks": {"ins_0_revision": 1}},
+              {"kind": "proposed", "candidate_ids": [], "error": "no <ins_i> candidate in the optimizer's answer"},
+              {"kind": "rejected", "stage": "guard", "reason": "truncated: the optimizer's answer stopped"},
+              {"kind": "rejected", "stage": "leak", "reason": "leaks an answer: 'Velmor'"},
+              {"kind": "verified", "n_questions": 16}, {"kind": "verified", "n_questions": 4},
+              {"kind": "rejected", "stage": "parent", "reason": "scored below"}, {"kind": "admitted"}]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps({"step": 0, **e}) + "\n" for e in events))
+    out = bench.optimizer_outcomes(path)
+    assert (out["optimizer_calls"], out["calls_without_candidate"], out["proposed"], out["admitted"]) == (2, 1, 3, 1)
+    assert out["refused"] == {"guard": 1, "leak": 1, "verify": 0, "parent": 1, "top_n": 0}
+    assert out["leaks"] == ["leaks an answer: 'Velmor'"] and out["truncated"] == 1 and out["db_sizes"] == [4, 16]
+    assert out["parse_fallbacks"]["ins_0_revision"] == 1 and out["parse_fallbacks"]["tag_form"] == 0
+    assert bench.optimizer_outcomes(tmp_path / "missing.jsonl")["optimizer_calls"] == 0
+    assert bench.reason_kinds(["truncated: x", "drops protocol tag(s) <search>", "what"]) == {
+        "truncated": 1, "drops protocol tag": 1, "other": 1}
+    from inspo.records import Question
+
+    qs = [Question("q1", "?", ("Velmor",)), Question("q2", "?", ("Kest",)), Question("q3", "?", ("Beijing",))]
+    assert bench.answers_named("Say Velmor or Beijing.", qs, "e.g. <answer> Beijing </answer>") == ["q1"]
+
+
 def test_evolve_vs_gepa_combines_seeds_per_question():
     bench = load_script("evolve_vs_gepa")
     seed = [0.0, 1.0, 0.5, 0.0]
@@ -306,7 +347,19 @@ def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     assert result["inspo"]["optimizer_calls"] >= 1 and result["gepa"]["optimizer_calls"] >= 1
     assert positive(result["wall_ratio_gepa_over_inspo"])
     assert (tmp_path / "inspo" / "events.jsonl").is_file() and (tmp_path / "gepa" / "gepa.log").is_file()
-    assert json.loads((tmp_path / "r.json").read_text())["budget_rollouts"] == budget
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["budget_rollouts"] == budget
+    info = saved["provenance"]
+    assert info["commit"] and isinstance(info["dirty"], bool) and info["versions"]["gepa"] is not None
+    assert "benchmarks/evolve_vs_gepa.py" in info["command"] and "--quick" in info["command"]
+    assert saved["settings"]["candidates_per_call"] == 2 and saved["settings"]["validation_size"] == 2
+    outcomes = saved["inspo"]["outcomes"]
+    assert outcomes["optimizer_calls"] == result["inspo"]["optimizer_calls"]
+    assert set(outcomes["refused"]) >= {"guard", "leak", "verify", "parent", "top_n"}
+    assert set(outcomes["parse_fallbacks"]) == {"tag_form", "missing_close", "mismatched_close", "end_of_text",
+                                                "ins_0_revision"}
+    assert set(saved["test_answers_named"]) == {"inspo", "gepa"}
+    assert isinstance(saved["gepa"]["proposer_rejections_by_kind"], dict)
 
 
 @pytest.mark.slow
