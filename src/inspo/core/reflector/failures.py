@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inspo.agent.rewards import normalize_answer
+from inspo.answers import normalize_answer
 from inspo.core.templates import PROTOCOL_TAGS
 
 NEVER_SEARCHED = "never_searched"
