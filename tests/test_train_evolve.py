@@ -16,6 +16,7 @@ from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 from inspo.data.sources import load_qa_source
 from inspo.train.config import resolve
 from inspo.train.evolve import run_evolve, step_questions
+from inspo.train.setup import SetupError
 
 
 def _config(out, steps=4):
@@ -178,3 +179,77 @@ def test_pre_policy_stage_makes_the_online_runs_evolution_rounds(tmp_path, monke
     monkeypatch.setattr(run, "base_policy", lambda *args: pytest.fail("evolved again on resume"))
     resumed = run.run_training(_offline_config(tmp_path / "pre", "pre-policy"), resume=True, progress=False)
     assert resumed.stages["pre-policy"] == stage and stub_grpo.handed[-1] == stage["best_instruction"]
+
+
+# ------------------------------------------- resume without a saved state (issue 21)
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs."""
+
+
+def _killed_before_its_first_state(out, monkeypatch):
+    import inspo.train.evolve as evolve
+
+    def die(*args, **kwargs):
+        raise Killed
+
+    with monkeypatch.context() as m:
+        m.setattr(evolve, "save_state", die)
+        with pytest.raises(Killed):
+            run_evolve(_config(out), engine=ScriptedPolicy(), progress=False)
+    assert artifacts.read_jsonl(out / "events.jsonl") and not (out / "inspo_state.json").exists()
+
+
+def test_resume_is_refused_when_the_run_stopped_before_saving_a_state(tmp_path, monkeypatch):
+    out = tmp_path / "evo"
+    _killed_before_its_first_state(out, monkeypatch)
+    events = (out / "events.jsonl").read_text()
+    with pytest.raises(SetupError) as refused:
+        run_evolve(_config(out), engine=ScriptedPolicy(), resume=True, progress=False)
+    message = str(refused.value)
+    assert f"nothing to resume in {out}: inspo_state.json is missing" in message
+    assert "stopped before it saved its first state" in message and "run without --resume to start over" in message
+    assert (out / "events.jsonl").read_text() == events  # refused before anything was written
+    # starting over is what the message says to do: the unfinished run's logs are replaced, not appended to
+    run_evolve(_config(out), engine=ScriptedPolicy(), progress=False)
+    run_evolve(_config(tmp_path / "clean"), engine=ScriptedPolicy(), progress=False)
+    events = artifacts.read_jsonl(out / "events.jsonl")
+    assert events == artifacts.read_jsonl(tmp_path / "clean" / "events.jsonl")  # no event twice
+    assert [e["kind"] for e in events].count("warmed_up") == 1
+    assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1, 2, 3, 4]
+
+
+def test_resume_is_refused_for_a_missing_folder_or_a_lost_state(tmp_path):
+    with pytest.raises(SetupError, match=f"nothing to resume: {tmp_path / 'typo'} does not exist .*--output-dir"):
+        run_evolve(_config(tmp_path / "typo"), engine=ScriptedPolicy(), resume=True, progress=False)
+    assert not (tmp_path / "typo").exists()
+    out = tmp_path / "evo"
+    run_evolve(_config(out, steps=2), engine=ScriptedPolicy(), progress=False)
+    (out / "inspo_state.json").unlink()
+    with pytest.raises(SetupError, match=r"inspo_state.json is missing \(found events.jsonl .* reaching step 2: "
+                                         r"the state saved with them is gone"):
+        run_evolve(_config(out), engine=ScriptedPolicy(), resume=True, progress=False)
+    assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1, 2]  # untouched
+    (out / "checkpoint-3").mkdir()
+    with pytest.raises(SetupError, match="it is an inspo train run .*inspo train --resume"):
+        run_evolve(_config(out), engine=ScriptedPolicy(), resume=True, progress=False)
+
+
+def test_a_new_run_does_not_write_over_a_saved_one(tmp_path):
+    out = tmp_path / "evo"
+    run_evolve(_config(out, steps=2), engine=ScriptedPolicy(), progress=False)
+    before = (out / "metrics.jsonl").read_text()
+    with pytest.raises(SetupError, match=f"{out} already holds an inspo evolve run \\(inspo_state.json, saved after "
+                                         "step 2\\); pass --resume"):
+        run_evolve(_config(out, steps=2), engine=ScriptedPolicy(), progress=False)
+    assert (out / "metrics.jsonl").read_text() == before
+    run_evolve(_config(out, steps=3), engine=ScriptedPolicy(), overwrite=True, progress=False)
+    assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1, 2, 3]
+
+
+def test_evolve_command_refuses_resume_without_state(tmp_path, capsys):
+    from inspo.cli import main
+
+    code = main(["evolve", "--resume", "--output-dir", str(tmp_path / "nope"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(f"inspo: error: nothing to resume: {tmp_path / 'nope'} does not exist")

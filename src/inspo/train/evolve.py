@@ -14,7 +14,9 @@ engine started here is shut down when the run ends).
 
 The run directory gets the same files as a training run minus ``model/`` and checkpoints;
 ``inspo_state.json`` is rewritten after every step, so ``resume=True`` continues after the last
-finished step (log lines after it are dropped).
+finished step (log lines after it are dropped). The run directory is checked before anything
+loads (:func:`check_run_dir`): a resume needs a saved state, and a new run does not write over
+another run's.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def run_evolve(
     engine: PolicyEngine | None = None,
     out_dir: str | Path | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     progress: bool = True,
     reward_fn: RewardFn | None = None,
 ) -> RunSummary:
@@ -87,12 +90,16 @@ def run_evolve(
             name (the policy is then text-only; ``config.model`` is not loaded).
         engine: a ready policy engine (takes precedence over the other two).
         out_dir: the run directory (default ``config.output_dir``).
-        resume: continue after the last finished step recorded in ``out_dir/inspo_state.json``.
+        resume: continue after the last finished step recorded in ``out_dir/inspo_state.json``
+            (refused when there is none: see :func:`check_run_dir`).
+        overwrite: a new run (``resume=False``) may replace an earlier run's state and logs in
+            ``out_dir`` (``inspo train``'s offline stages, whose run decides); without it that is
+            refused, as :func:`check_run_dir` says.
         progress: a tqdm bar over steps and one line per step.
         reward_fn: replaces the response-only EM/F1 reward (see :data:`inspo.train.loop.RewardFn`).
 
     Raises:
-        SetupError: as :func:`inspo.train.setup.prepare` (before any rollout).
+        SetupError: as :func:`inspo.train.setup.prepare` and :func:`check_run_dir` (before any rollout).
     """
     started = time.time()
     steps = steps if steps is not None else config.offline_steps
@@ -110,8 +117,9 @@ def run_evolve(
         if not vllm_available():
             raise SetupError(f"model.engine=vllm: no module named 'vllm'; {INSTALL_HINT}")
     state_path = run_dir / artifacts.STATE_FILE
+    check_run_dir(run_dir, resume=resume, overwrite=overwrite)
     plan, saved_state = None, None
-    if resume and state_path.is_file():  # a refused change stops here, before anything loads
+    if resume:  # a refused change stops here, before anything loads
         from inspo.train.resume import FIXED_ON_EVOLVE_RESUME, plan_resume, read_old_config
 
         saved_state = read_state(state_path)
@@ -127,6 +135,9 @@ def run_evolve(
 
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
+        leftovers = [p.name for p in artifacts.jsonl_paths(run_dir) if p.is_file()]
+        if leftovers:
+            log.info("starting a new run in %s: removing %s of an earlier run", run_dir, ", ".join(leftovers))
         artifacts.clear_run_files(run_dir)
     (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config), encoding="utf-8")
     events = EventLog(run_dir / artifacts.EVENTS_FILE)
@@ -188,6 +199,51 @@ def run_evolve(
     if progress:
         print(summary, flush=True)
     return summary
+
+
+def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool = False) -> None:
+    """Refuse (``SetupError``, saying what is there and what to do) a run directory that does not
+    fit the run: a resume without a saved state to continue from (the folder is missing, the run
+    stopped before its first state was saved, or the folder holds no evolve run), and a new run
+    (unless ``overwrite``) over a saved evolve state or ``inspo train`` checkpoints. A new run
+    over the logs of a run that never saved a state removes them and starts clean."""
+    state = run_dir / artifacts.STATE_FILE
+    checkpoints = artifacts.any_checkpoint_dirs(run_dir)
+    if resume:
+        if checkpoints:
+            raise SetupError(f"nothing to resume with inspo evolve in {run_dir}: it is an inspo train run (it holds "
+                             f"{checkpoints[-1].name}); continue it with inspo train --resume, or give inspo evolve "
+                             "another --output-dir")
+        if state.is_file():
+            return
+        if not run_dir.is_dir():
+            raise SetupError(f"nothing to resume: {run_dir} does not exist (check --output-dir / output_dir); "
+                             "run without --resume to start a new run there")
+        logs = {p.name: artifacts.read_jsonl(p) for p in artifacts.jsonl_paths(run_dir) if p.is_file()}
+        last = max((int(r.get("step", 0)) for records in logs.values() for r in records), default=0)
+        found = ", ".join(f"{name} ({len(records)} lines)" for name, records in logs.items())
+        if not logs:
+            why = "it holds no inspo evolve run"
+        elif last == 0:
+            why = f"found {found}: the run stopped before it saved its first state, during warm-up or initialisation"
+        else:
+            why = f"found {found} reaching step {last}: the state saved with them is gone (moved or deleted?)"
+        raise SetupError(f"nothing to resume in {run_dir}: {artifacts.STATE_FILE} is missing ({why}); run without "
+                         "--resume to start over" + (", which removes those logs" if logs else ""))
+    if overwrite:
+        return
+    if state.is_file() or checkpoints:
+        what = (f"an inspo evolve run ({artifacts.STATE_FILE}{_saved_step(state)})" if not checkpoints else
+                f"inspo train checkpoints ({checkpoints[-1].name})")
+        raise SetupError(f"{run_dir} already holds {what}; pass --resume (resume=True) to continue it, or choose "
+                         f"another --output-dir; to start over there, delete {run_dir} first")
+
+
+def _saved_step(state: Path) -> str:
+    try:
+        return f", saved after step {int(artifacts.read_json(state)['last_step'])}"
+    except Exception:  # noqa: BLE001 - only a detail of a message about the file
+        return ""
 
 
 def _policy(config: TrainConfig, engine, policy_url, policy_model, model_dir) -> tuple[PolicyEngine, str]:

@@ -255,8 +255,11 @@ class OfflineStage:
         engine = self.policy(run, handoff, derived_rng(config.rl.seed, self.name))
         say(f"{self.name} stage: instruction evolution with the frozen {self.about} for {config.offline_steps} steps",
             run.progress)
+        # overwrite: the run's own checks decided that this stage starts over (a stage left unfinished
+        # by a killed run is played again from its start)
         return run_evolve(offline_config(config), steps=config.offline_steps, engine=engine,
-                          out_dir=run.run_dir / self.name, progress=run.progress, reward_fn=run.reward_fn)
+                          out_dir=run.run_dir / self.name, overwrite=True, progress=run.progress,
+                          reward_fn=run.reward_fn)
 
 
 def base_policy(run: Run, handoff: Handoff, rng: random.Random) -> PolicyEngine:
