@@ -18,9 +18,10 @@ questions). Episodes share sampling seeds across instructions (common random num
 that failed on an error (not the policy's fault) are counted apart and left out of every score;
 the script stops when they are more than a tenth of the rollouts.
 
-Instructions are named (``weak``, ``search-r1``: ``inspo.agent.protocol.NAMED_INSTRUCTIONS``) or
-``weak+hops``: the weak seed plus the rule-based reflector's sentence on multi-part questions
-(what an evolved instruction can add).
+Instructions are named (``weak``, ``search-r1``: ``inspo.agent.protocol.NAMED_INSTRUCTIONS``),
+``weak+hops`` (the weak seed plus the rule-based reflector's sentence on multi-part questions: what
+an evolved instruction can add) or ``file:PATH`` (a hand-written probe). ``--hops`` picks the hop
+counts played (``2`` alone for a two-hop probe).
 
 Usage::
 
@@ -49,6 +50,11 @@ def instruction_text(name: str) -> str:
 
     if name == "weak+hops":  # the rule-based reflector's own sentence on multi-part questions
         return f"{WEAK_INSTRUCTION} {GUIDANCE[WRONG_ANSWER][1]}"
+    if name.startswith("file:"):  # a hand-written probe
+        path = Path(name[5:])
+        if not path.is_file():
+            raise SystemExit(f"instruction {name!r}: {path} is not a file")
+        return path.read_text(encoding="utf-8").strip()
     if name not in NAMED_INSTRUCTIONS:
         raise SystemExit(f"unknown instruction {name!r}: choose from {', '.join([*NAMED_INSTRUCTIONS, 'weak+hops'])}")
     return NAMED_INSTRUCTIONS[name]
@@ -59,7 +65,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--preset", default="multihop")
     p.add_argument("--instructions", default="weak,search-r1,weak+hops",
                    help="comma-separated; the first is the reference of the paired differences")
-    p.add_argument("--questions", type=int, default=24, help="training questions per hop count (1 and 2)")
+    p.add_argument("--questions", type=int, default=24, help="training questions per hop count")
+    p.add_argument("--hops", default="1,2", help="hop counts to play, of 1 and 2 (comma-separated)")
     p.add_argument("--group-size", type=int, default=0, help="G samples per question (0: the preset's rl.group_size)")
     p.add_argument("--seed", type=int, default=0, help="picks the questions and the sampling seeds")
     p.add_argument("--batch", type=int, default=64, help="episodes per generate call")
@@ -69,6 +76,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 questions a hop: a smoke run")
     args = p.parse_args(argv)
     args.instructions = [n for n in args.instructions.split(",") if n]
+    args.hops = sorted({int(h) for h in args.hops.split(",") if h})
+    if not args.hops or not set(args.hops) <= {1, 2}:
+        p.error("--hops: 1, 2 or 1,2")
     if args.questions < 1:
         p.error("--questions must be >= 1")
     if args.quick:
@@ -108,7 +118,9 @@ def summarise(rollouts: Sequence, group_size: int) -> dict:
     return out
 
 
-def pick_questions(questions: Sequence, per_hop: int, seed: int) -> dict[int, list]:
+def pick_questions(questions: Sequence, per_hop: int, seed: int, hop_counts: Sequence[int] = (1, 2)) -> dict[int, list]:
+    """``per_hop`` training questions of each of ``hop_counts``: the same ones for a seed whichever
+    hop counts are asked for (both are always drawn, 1-hop first, from one stream)."""
     rng = random.Random(seed)
     out = {}
     for hops in (1, 2):
@@ -116,7 +128,7 @@ def pick_questions(questions: Sequence, per_hop: int, seed: int) -> dict[int, li
         if len(pool) < per_hop:
             raise SystemExit(f"only {len(pool)} {hops}-hop training questions; lower --questions")
         out[hops] = rng.sample(pool, per_hop)
-    return out
+    return {h: out[h] for h in hop_counts}
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -139,13 +151,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     info = provenance(["benchmarks/multihop_pilot.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
     inputs = prepare(config, need_optimizer=False)
-    by_hop = pick_questions(inputs.questions, args.questions, args.seed)
+    by_hop = pick_questions(inputs.questions, args.questions, args.seed, args.hops)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     engine = load_engine(inputs.model_dir, dtype=config.model.dtype, device=device)
     evaluate = make_evaluate(engine, inputs.retriever, inputs.agent, group_size=group_size,
                              batch_size=args.batch, paired_seed=("pilot", args.seed), progress=True)
     instructions = [Instruction(id=name, text=instruction_text(name)) for name in args.instructions]
-    questions = by_hop[1] + by_hop[2]
+    questions = [q for h in args.hops for q in by_hop[h]]
     started = time.perf_counter()
     played = play_all(evaluate, instructions, questions)
     wall = time.perf_counter() - started
@@ -155,10 +167,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
                     "rollouts_per_s": sum(map(len, played)) / wall,
                     "question_ids": {str(h): [q.id for q in qs] for h, qs in by_hop.items()},
                     "instructions": {}, "differences": {}}
-    split = len(by_hop[1]) * group_size
     total_errors = 0
     for ins, rollouts in zip(instructions, played, strict=True):
-        cells = {"1": summarise(rollouts[:split], group_size), "2": summarise(rollouts[split:], group_size)}
+        cells, start = {}, 0
+        for h in args.hops:
+            end = start + len(by_hop[h]) * group_size
+            cells[str(h)] = summarise(rollouts[start:end], group_size)
+            start = end
         total_errors += sum(c["errors"] for c in cells.values())
         result["instructions"][ins.id] = {"text": ins.text, "hops": cells}
     total = sum(map(len, played))
@@ -169,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                          "reported; see the errors in the rollouts")
     ref = instructions[0].id
     for ins in instructions[1:]:
-        for hop in ("1", "2"):
+        for hop in map(str, args.hops):
             a = result["instructions"][ins.id]["hops"][hop]["question_means"]
             b = result["instructions"][ref]["hops"][hop]["question_means"]
             pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
