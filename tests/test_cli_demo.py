@@ -21,4 +21,4 @@ def test_demo_writes_a_complete_run_directory(tmp_path, capsys, monkeypatch):
 
 def test_cli_reports_bad_values_without_traceback(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--steps", "10", "--validation-size", "-1", "--no-progress"]) == 2
-    assert "validation_size must be an integer >= 0" in capsys.readouterr().err
+    assert "--validation-size must be >= 1" in capsys.readouterr().err

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -126,6 +127,7 @@ def engines(monkeypatch):
         return made[-1]
 
     monkeypatch.setattr("inspo.models.load_model", lambda name, **kwargs: SimpleNamespace(name=str(name)))
+    monkeypatch.setattr("inspo.train.setup.resolve_model_dir", Path)  # any name is a model folder
     monkeypatch.setattr(HFEngine, "from_loaded", staticmethod(from_loaded))
     return made
 

@@ -81,8 +81,20 @@ def write_json(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
+class RunFileError(ValueError):
+    """A run-directory file that cannot be read as what it should be; the message names it."""
+
+
 def read_json(path: Path) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """A JSON file's data; :class:`RunFileError` naming the file when it is not UTF-8 JSON (cut
+    off or damaged)."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RunFileError(f"{path} is not valid JSON: not UTF-8 at byte offset {exc.start} (the file is damaged)") from exc
+    except json.JSONDecodeError as exc:
+        raise RunFileError(f"{path} is not valid JSON ({exc}; the file is cut off or damaged)") from exc
 
 
 def write_best_instruction(run_dir: Path, text: str) -> None:
@@ -164,8 +176,15 @@ def find_checkpoint(run_dir: Path, resume: bool | str) -> Path:
     return complete[-1][1]
 
 
-def read_step(checkpoint: Path) -> dict[str, int]:
-    return json.loads((checkpoint / STEP_FILE).read_text(encoding="utf-8"))
+def read_step(checkpoint: Path) -> dict[str, Any]:
+    """A checkpoint's ``inspo_step.json`` (``inspo_step``, ``global_step``, ``mini_batches``,
+    ``config``); :class:`RunFileError` naming the file when it is damaged or lacks ``inspo_step``."""
+    path = Path(checkpoint) / STEP_FILE
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("inspo_step"), int):
+        raise RunFileError(f"{path} has no whole-number 'inspo_step' (it holds {str(data)[:80]}); "
+                           "it is not the file inspo train writes, or it was damaged")
+    return data
 
 
 def clear_run_files(run_dir: Path) -> None:

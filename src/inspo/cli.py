@@ -47,6 +47,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from inspo.core.config import CoEvolutionConfig
     from inspo.demo import run_demo
 
+    if args.steps < 1:
+        raise CLIError(f"--steps must be >= 1 (training steps to simulate), got {args.steps}")
+    if args.validation_size < 1:
+        raise CLIError(f"--validation-size must be >= 1 (|D_B|, the questions each candidate instruction is "
+                       f"verified on; with 0 every candidate would be admitted unverified), got {args.validation_size}")
     config = CoEvolutionConfig(
         seed=args.seed,
         evolve_until=args.steps,
@@ -188,6 +193,9 @@ def cmd_data(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CLIError(f"--out {out} is a file, not a folder: name a folder to write the dataset into "
+                       "(it is created when missing)")
     if args.dataset != "wiki-lite":
         from inspo.data.world import build_world, world_config, write_world
 
@@ -275,12 +283,25 @@ def _load_engine(model: str, dtype: str, kind: str = "hf", vllm=None):
         raise CLIError(str(exc)) from exc
 
 
+def _policy_dir(spec: str, model: str) -> str:
+    """The model folder of ``--policy spec``, found before any work (a registered name is built
+    into the cache once); CLIError saying what is accepted when there is none."""
+    from inspo.train.setup import SetupError, resolve_model_dir
+
+    try:
+        return str(resolve_model_dir(model))
+    except SetupError as exc:
+        raise CLIError(f"--policy {spec}: {str(exc.__cause__ or exc)}") from exc
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from dataclasses import asdict, replace
 
     from inspo.eval import parse_dataset, parse_instruction, parse_policy, run_eval
     from inspo.train.setup import SetupError, agent_config, build_retriever
 
+    if args.limit < 0:
+        raise CLIError(f"--limit must be >= 0 (at most this many questions per dataset; 0: all), got {args.limit}")
     config, origin, changes = _eval_config(args)
     policies, instructions = list(args.policy or []), list(args.instruction or [])
     if args.grid:
@@ -306,6 +327,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     specs = args.dataset or [f"{data.eval}@{data.test_split or 'test'}"]
     datasets = [parse_dataset(spec, limit=args.limit, max_hops=data.max_hops) for spec in specs]
     named = [parse_instruction(spec, seed_text=config.seed_instruction) for spec in instructions]
+    models = []  # (label, model folder): every policy is found before the retriever or a model loads
+    for spec in policies:
+        label, model = parse_policy(spec)
+        models.append((label, _policy_dir(spec, model)))
     try:
         retriever = build_retriever(config)
     except SetupError as exc:
@@ -331,7 +356,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                  progress=not args.no_progress)
         return make
 
-    report = run_eval([(label, factory(model)) for label, model in map(parse_policy, policies)], named, datasets)
+    report = run_eval([(label, factory(model)) for label, model in models], named, datasets)
     report.settings = settings
     json_path, md_path = report.write(args.out)
     print(report.markdown())

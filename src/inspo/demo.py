@@ -38,8 +38,14 @@ def run_demo(
     n_questions: int = 200,
     progress: bool = True,
 ) -> RunSummary:
+    if steps < 1:
+        raise ValueError(f"run_demo: steps must be >= 1, got {steps}")
     started = time.time()
     config = config or CoEvolutionConfig(evolve_until=steps, validation_size=50)
+    if config.verify and config.validation_size < 1:
+        raise ValueError("run_demo: validation_size must be >= 1 when candidates are verified (verify=True): with "
+                         "0 questions every candidate would be admitted unverified; for the no-verify ablation "
+                         "set verify=False")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for stale in artifacts.JSONL_FILES:

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import CoEvolution
+from inspo.core.population import Population
+from inspo.core.replay import ReplayBuffer
 
 
 def save_state(coevo: CoEvolution, path: str | Path) -> Path:
@@ -32,14 +36,55 @@ def save_state(coevo: CoEvolution, path: str | Path) -> Path:
     return path
 
 
+#: The sections of a saved state and the JSON type each must have.
+STATE_SECTIONS: dict[str, type | tuple[type, ...]] = {
+    "schema_version": int, "config": dict, "last_step": int, "next_id": int, "rng_state": list,
+    "population": dict, "buffer": dict, "ledger": dict,
+}
+
+
 def read_state(path: str | Path) -> dict[str, Any]:
+    """A saved state, checked section by section: ``FileNotFoundError`` when ``path`` is missing,
+    ``ValueError`` naming the file when it is not UTF-8 JSON, lacks a section or has one of the
+    wrong type (cut off, damaged, or not a state file), or was written by another schema version."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no INSPO state at {path}: expected the inspo_state.json a run writes")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        state = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not an INSPO state: not UTF-8 at byte offset {exc.start} (the file is damaged)") from exc
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); was it written by inspo?") from exc
+        raise ValueError(f"{path} is not valid JSON ({exc}); the INSPO state file is cut off or damaged") from exc
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} is not an INSPO state: it holds a JSON {type(state).__name__}, not an object")
+    missing = [k for k in STATE_SECTIONS if k not in state]
+    if missing:
+        raise ValueError(f"{path} is not an INSPO state: it lacks {', '.join(missing)} (has "
+                         f"{', '.join(state) or 'nothing'}); the file was replaced or damaged")
+    wrong = [f"{k} is a {type(state[k]).__name__}" for k, kind in STATE_SECTIONS.items()
+             if not isinstance(state[k], kind) or isinstance(state[k], bool)]
+    if wrong:
+        raise ValueError(f"{path} is not an INSPO state: {', '.join(wrong)}; the file was replaced or damaged")
+    if state["schema_version"] != CoEvolution.SCHEMA_VERSION:
+        raise ValueError(f"{path} has INSPO state schema_version {state['schema_version']}; this inspo reads "
+                         f"version {CoEvolution.SCHEMA_VERSION}. Resume with the inspo version that wrote it.")
+    for section, parse in _SECTION_PARSERS.items():  # each section as loading will read it
+        try:
+            parse(state[section])
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise ValueError(f"{path} is not a readable INSPO state: its {section} section is damaged "
+                             f"({type(exc).__name__}: {exc})") from exc
+    return state
+
+
+def _rng(data: list) -> None:
+    version, internal, gauss = data
+    random.Random().setstate((version, tuple(internal), gauss))
+
+
+_SECTION_PARSERS = {"population": Population.from_dict, "buffer": ReplayBuffer.from_dict,
+                    "ledger": CostLedger.from_dict, "rng_state": _rng}
 
 
 def load_state(coevo: CoEvolution, path: str | Path) -> CoEvolution:

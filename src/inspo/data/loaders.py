@@ -22,11 +22,13 @@ Rules for one QA row:
 
 Corpora (:func:`load_corpus`) -> list of :class:`~inspo.records.Passage`: Search-R1 rows
 ``{"id", "contents": "\\"Title\\"\\ntext"}`` (JSONL or parquet) or plain ``{"id"?, "title",
-"text"}``; a missing ``id`` becomes the 0-based row number.
+"text"}``; a missing ``id`` becomes the 0-based row number. Passage ids must be unique: a repeated
+one is refused (:class:`DataFormatError` naming the id and both rows), since hits and indexes
+name passages by id.
 
 A bad row raises :class:`DataFormatError` naming the file, the line (row for parquet / datasets)
-and the field, e.g. ``qa.jsonl line 7: field 'golden_answers' is missing; expected a list of
-strings``.
+and the field (or the byte offset of a line that is not UTF-8), e.g. ``qa.jsonl line 7: field
+'golden_answers' is missing; expected a list of strings``.
 
 Hugging Face datasets (:func:`load_hf_qa`, :func:`load_hf_corpus`) go through
 ``datasets.load_dataset`` (or ``datasets.load_from_disk`` for a directory written by
@@ -78,7 +80,9 @@ def iter_rows(path: str | Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
             yield f"{name} row {i + 1}", i, row
     elif suffix == ".json":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise DataFormatError(f"{name}: not UTF-8 at byte offset {e.start} ({e.reason}); save the file as UTF-8") from e
         except json.JSONDecodeError as e:
             raise DataFormatError(f"{name}: not valid JSON ({e}); expected a list of objects") from e
         if isinstance(data, dict) and isinstance(data.get("data"), list):
@@ -92,11 +96,16 @@ def iter_rows(path: str | Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
             yield label, i, row
     elif suffix == ".jsonl":
         index = 0
-        with path.open(encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
+        with path.open("rb") as f:  # bytes, so that a line that is not UTF-8 is reported with its number
+            for lineno, raw in enumerate(f, start=1):
+                label = f"{name} line {lineno}"
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataFormatError(f"{label}: not UTF-8 at byte offset {e.start} of the line ({e.reason}); "
+                                          "save the file as UTF-8") from e
                 if not line.strip():
                     continue
-                label = f"{name} line {lineno}"
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as e:
@@ -294,7 +303,17 @@ def _questions(rows, limit: int | None) -> list[Question]:
 
 
 def _passages(rows, limit: int | None) -> list[Passage]:
-    return [parse_corpus_row(label, index, row) for label, index, row in _take(rows, limit)]
+    passages, first_seen = [], {}
+    for label, index, row in _take(rows, limit):
+        passage = parse_corpus_row(label, index, row)
+        first = first_seen.setdefault(passage.id, label)
+        if first is not label:
+            raise DataFormatError(
+                f"{label}: passage id {passage.id!r} is already the id of {first}; corpus ids must be unique "
+                "(a search result names its passage by id): give each passage its own id, or drop the id "
+                "field to number the rows")
+        passages.append(passage)
+    return passages
 
 
 # --------------------------------------------------------------------------------------------

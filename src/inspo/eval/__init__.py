@@ -205,6 +205,8 @@ def parse_dataset(spec: str, *, limit: int | None = None, max_hops: int = 0) -> 
     keeps the questions of at most that many hops (those without hop metadata too), then ``limit``."""
     from inspo.data.sources import load_qa_source, within_hops
 
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0 (0 or None: every question), got {limit}")
     source, _, split = spec.partition("@")
     split = split or "test"
     questions = load_qa_source(source, split=split, limit=None if max_hops else (limit or None))

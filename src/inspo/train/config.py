@@ -37,6 +37,14 @@ def _check(ok: bool, message: str) -> None:
         raise ConfigError(message)
 
 
+def _check_bools(cls: type, values: dict[str, Any], where: str) -> None:
+    """Every field of dataclass ``cls`` declared ``bool`` must hold true or false (YAML's ``maybe``
+    or ``1`` is refused, naming ``where + field`` and the value)."""
+    for f in fields(cls):
+        if f.type in (bool, "bool") and f.name in values and not isinstance(values[f.name], bool):
+            raise ConfigError(f"{where}{f.name} must be true or false; got {values[f.name]!r}")
+
+
 @dataclass
 class ModelConfig:
     """The policy model."""
@@ -70,6 +78,7 @@ class ModelConfig:
     """engine vllm: skip compilation (starts faster, decodes slower)."""
 
     def __post_init__(self) -> None:
+        _check_bools(ModelConfig, vars(self), "model.")
         _check(bool(self.name_or_path), "model.name_or_path must not be empty")
         _check(self.engine in ENGINES, f"model.engine must be {' or '.join(ENGINES)}; got {self.engine!r}")
         _check(self.vllm_kv_cache_gib >= 0,
@@ -132,6 +141,7 @@ class DataConfig:
     """Keep only questions whose metadata needs at most this many hops (0: all; no hop metadata: kept)."""
 
     def __post_init__(self) -> None:
+        _check_bools(DataConfig, vars(self), "data.")
         _check(self.retriever in ("bm25", "dense", "http"),
                f"data.retriever must be bm25, dense or http; got {self.retriever!r}")
         _check(self.retriever != "http" or bool(self.retriever_url),
@@ -233,6 +243,7 @@ class RLConfig:
     every co-evolution stream (instruction choice, warm-up questions, D_B, the optimizer)."""
 
     def __post_init__(self) -> None:
+        _check_bools(RLConfig, vars(self), "rl.")
         for name in ("steps", "questions_per_step", "mini_batches", "micro_batch_size", "max_turns",
                      "max_response_tokens", "max_prompt_tokens", "topk"):
             value = getattr(self, name)
@@ -303,6 +314,7 @@ class TrainConfig:
     evaluation of the final population and the seed on data.eval's dev questions; the seed wins ties)."""
 
     def __post_init__(self) -> None:
+        _check_bools(TrainConfig, vars(self), "")
         _check(self.mode in MODES, f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
         try:
             resolve_instruction(self.seed_instruction)
@@ -349,6 +361,7 @@ def _build(cls, data: dict[str, Any], where: str):
             f"unknown key(s) {', '.join(where + k for k in unknown)}; "
             f"{where.rstrip('.') or 'the top level'} accepts: {', '.join(sorted(known))}"
         )
+    _check_bools(cls, data, where)
     kwargs = {}
     for name, value in data.items():
         sub = _SECTIONS.get(cls, {}).get(name)
@@ -394,7 +407,10 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"config file {path} does not exist")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 at byte offset {exc.start} ({exc.reason}); save the file as UTF-8") from exc
     if path.suffix == ".toml":
         import tomllib
 

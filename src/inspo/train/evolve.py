@@ -122,7 +122,11 @@ def run_evolve(
     if resume:  # a refused change stops here, before anything loads
         from inspo.train.resume import FIXED_ON_EVOLVE_RESUME, plan_resume, read_old_config
 
-        saved_state = read_state(state_path)
+        try:
+            saved_state = read_state(state_path)
+        except ValueError as exc:
+            raise SetupError(f"cannot resume: {exc}. Restore that file, or start over: run without --resume in "
+                             f"another --output-dir (or delete {run_dir} first)") from exc
         saved, where = read_old_config(run_dir)
         plan = plan_resume(config, saved_core=saved_state["config"], saved=saved, checkpoint=str(state_path),
                            step=int(saved_state["last_step"]), compared_with=where, static=False,

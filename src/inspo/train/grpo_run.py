@@ -157,9 +157,9 @@ def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
 def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
     """The checked :class:`~inspo.train.resume.ResumePlan` of a resume from ``checkpoint`` and the
     saved core state; raises ``ResumeRefused`` (a SetupError) for a change the checkpoint cannot honour."""
-    from inspo.train.resume import plan_resume, read_old_config
+    from inspo.train.resume import check_checkpoint, plan_resume, read_old_config
 
-    step_info = artifacts.read_step(checkpoint)
+    step_info = check_checkpoint(checkpoint)  # every file it holds is read once: a damaged one is named here
     if int(step_info.get("mini_batches", config.rl.mini_batches)) != config.rl.mini_batches:
         raise SetupError(f"{checkpoint} was written with rl.mini_batches={step_info['mini_batches']}; "
                          f"resume with the same value (now {config.rl.mini_batches})")
