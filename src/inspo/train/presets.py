@@ -53,7 +53,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         # (train: 983 single-hop + 1,594 two-hop, the mix the paper makes of NQ and HotpotQA; test:
         # 102 + 214, so the held-out two-hop score rests on 214 questions). Three-hop questions
         # are left out: the frozen 0.5B finishes almost no two-hop chain, and a group whose
-        # rollouts all score 0 teaches GRPO nothing.
+        # rollouts all score 0 teaches GRPO nothing. Measured (BENCHMARKS.md §4, the pilot): even
+        # two-hop questions earned 0 of 384 sampled rollouts under @weak, Search-R1's seed and the
+        # reflector's multi-hop advice (1 of 128 under a hand-written query probe), so with the
+        # 0.5B the two-hop score can only move through what single-hop training transfers; lr and
+        # KL below are not yet chosen from an RL pilot.
         "output_dir": "runs/multihop",
         "seed_instruction": "@weak",  # never says a question may need several searches
         "final_choice": "dev",
