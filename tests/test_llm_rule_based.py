@@ -299,3 +299,33 @@ def test_default_n_and_usage_and_protocol(caplog):
     with pytest.raises(LLMError):
         reflector.generate(chat("no template here"))
     assert reflector.usage.failures == 1
+
+
+def test_query_that_names_nothing_the_question_names():
+    # the 0.5B policy's commonest two-hop failure in the multihop pilot (BENCHMARKS.md §4)
+    q = "In which city was the founder of the Kanor Observatory born?"
+    for query in ("birthplace", "city", "2010"):
+        response = f"<search> {query} </search><information>Doc 1 x</information><answer> Zanlinwick </answer>"
+        found = modes_of(response, question=q, answers=("Belfestad",))
+        assert rb.QUERY_MISSES_QUESTION in found, query
+        assert "kanor, observatory" in found[rb.QUERY_MISSES_QUESTION]
+    # one query with the name is enough; a question without a name never triggers it
+    named = "<search> birthplace </search><information>x</information><search> Kanor Observatory founder </search>"
+    assert rb.QUERY_MISSES_QUESTION not in modes_of(named + "<answer> X </answer>", question=q, answers=("Belfestad",))
+    assert rb.QUERY_MISSES_QUESTION not in modes_of(
+        "<search> city </search><answer> x </answer>", question="which city is largest?", answers=("y",))
+
+
+def test_reflector_proposes_query_guidance_for_entityless_queries():
+    from inspo.core.templates import parse_candidates, render_reflection
+    from inspo.records import Question, Rollout
+
+    q = Question(id="q", question="In which city was the founder of the Kanor Observatory born?", answers=("Belfestad",))
+    failures = [Rollout(question=q, instruction_id="s", reward=0.0,
+                        response="<search> birthplace </search><information>x</information><answer> Zanlinwick </answer>")]
+    parent = "Answer the question. Use <search> query </search> and give <answer> x </answer>."
+    prompt = render_reflection(parent, failures, 3)
+    answer = rb.RuleBasedReflector(seed=0).generate([{"role": "user", "content": prompt}], n=1,
+                                                    temperature=1.0, max_tokens=4096)[0]
+    wordings = rb.GUIDANCE[rb.QUERY_MISSES_QUESTION]
+    assert any(w in c for c in parse_candidates(answer, parent=parent) for w in wordings)

@@ -3,7 +3,9 @@
 :func:`detect_failure_modes` reads one Search-R1 response (``<think>``, ``<search>``,
 ``<information>``, ``<answer>``) with its question and gold answers and names the failure modes
 visible in it, each with the evidence seen: never searched, malformed tags, no answer, answer
-too long, repeated queries, the whole question used as the query, ran out of turns, the answer
+too long, repeated queries, the whole question used as the query, a query that names nothing the
+question names (``birthplace``, ``2010`` for "In which city was the founder of the Kanor
+Observatory born?": measured as the 0.5B policy's commonest two-hop failure), ran out of turns, the answer
 was in the retrieved ``<information>`` but not given, no reasoning, or simply a wrong answer.
 The mode names are stable strings: they appear in critiques, logs and tests.
 """
@@ -24,6 +26,7 @@ NO_ANSWER = "no_answer"
 ANSWER_TOO_LONG = "answer_too_long"
 REPEATED_QUERIES = "repeated_queries"
 QUESTION_AS_QUERY = "question_as_query"
+QUERY_MISSES_QUESTION = "query_misses_question"
 RAN_OUT_OF_TURNS = "ran_out_of_turns"
 IGNORED_EVIDENCE = "answer_in_information_ignored"
 NO_REASONING = "no_reasoning"
@@ -55,6 +58,13 @@ _STOPWORDS = frozenset(
 
 def _content_tokens(text: str) -> set[str]:
     return {t for t in normalize_answer(text).split() if t not in _STOPWORDS}
+
+
+def _names(question: str) -> set[str]:
+    """The normalised tokens of the capitalised words of ``question`` after its first word (the
+    names it is about: ``Kanor``, ``Observatory``), stopwords left out."""
+    words = re.findall(r"[A-Za-z][\w'-]*", question)[1:]
+    return {t for w in words if w[0].isupper() for t in normalize_answer(w).split() if t not in _STOPWORDS}
 
 
 def tag_problems(text: str, tags: Sequence[str] = PROTOCOL_TAGS, *, ignore_unclosed: bool = False) -> list[str]:
@@ -157,6 +167,13 @@ def detect_failure_modes(
                     FailureMode(QUESTION_AS_QUERY, f"query {q[:80]!r} repeats {coverage:.0%} of the question")
                 )
                 break
+
+    names = _names(example.question)
+    if names and queries and not any(_content_tokens(q) & names for q in queries):
+        modes.append(FailureMode(
+            QUERY_MISSES_QUESTION,
+            f"no query names what the question names ({', '.join(sorted(names)[:4])}): "
+            + ", ".join(repr(q[:40]) for q in queries[:3])))
 
     answer_has_gold = norm_answer is not None and any(
         g and (g == norm_answer or f" {g} " in f" {norm_answer} ") for g in norm_golds

@@ -53,6 +53,11 @@ GUIDANCE: dict[str, tuple[str, ...]] = {
         "Write focused search queries: name the entity and the fact you need (e.g. the person and 'birthplace'), not the full question.",
         "Break the question into the single facts it needs and search each fact separately with a short query.",
     ),
+    failures.QUERY_MISSES_QUESTION: (
+        "Search for the name written in the question (the person, organisation or place), for example <search> Kanor Observatory </search>, not for a general word such as a year or 'city'.",
+        "Each <search> query must contain the name the question is about; when the results name another person or place that the question asks about, search for that name next.",
+        "Copy the entity's name from the question into <search> query </search>; a query without it (like 'birthplace' or a year) returns unrelated documents.",
+    ),
     failures.RAN_OUT_OF_TURNS: (
         "You have only a few turns: as soon as the <information> contains what you need, stop searching and give the <answer>.",
         "Do not keep searching indefinitely: after at most three searches, answer with the best candidate you have inside <answer> and </answer>.",
