@@ -111,6 +111,8 @@ def summarise(rollouts: Sequence, group_size: int) -> dict:
     if not played:
         return out
     out.update(group_stats([[r.reward for r in g] for g in scored]))
+    out["successes"] = sum(r.reward > 0 for r in played)  # of len(played) scored rollouts
+    out["scored"] = len(played)
     out["searches"] = statistics.fmean(len(r.searches) for r in played)
     out["searches_hist"] = {str(k): sum(len(r.searches) == k for r in played) for k in range(0, 6)}
     out["no_answer"] = sum(r.answer is None for r in played) / len(played)
@@ -201,14 +203,15 @@ def print_result(result: dict) -> None:
     print(f"{result['questions_per_hop']} questions a hop x G {result['group_size']}, temperature "
           f"{result['temperature']}, {result['max_turns']} search turns; {result['wall_s']:.0f} s, "
           f"{result['rollouts_per_s']:.2f} rollouts/s; errors (counted apart) {result['errors']}")
-    print(f"{'instruction':12s} hops  {'EM':>6s} {'pass@G':>7s} {'mixed':>6s} {'searches':>8s} {'no answer':>9s}  searches 0/1/2/3/4")
+    print(f"{'instruction':12s} hops  {'EM':>6s} {'wins':>9s} {'pass@G':>7s} {'mixed':>6s} {'searches':>8s} {'no answer':>9s}  searches 0/1/2/3/4")
     for name, cell in result["instructions"].items():
         for hop, c in cell["hops"].items():
             if "mean" not in c:
                 print(f"{name:12s} {hop:>4s}  (no rollout scored: {c['errors']} errors)")
                 continue
             hist = "/".join(str(c["searches_hist"][str(k)]) for k in range(5))
-            print(f"{name:12s} {hop:>4s}  {c['mean']:6.3f} {c['pass_at_g']:7.3f} {c['mixed_groups']:6.3f} "
+            wins = f"{c['successes']}/{c['scored']}"
+            print(f"{name:12s} {hop:>4s}  {c['mean']:6.3f} {wins:>9s} {c['pass_at_g']:7.3f} {c['mixed_groups']:6.3f} "
                   f"{c['searches']:8.2f} {c['no_answer']:9.3f}  {hist}")
     for name, d in result["differences"].items():
         print(f"  {name}: {d['mean']:+.3f} [95% CI {d['low']:+.3f}, {d['high']:+.3f}] over {d['n']} questions")

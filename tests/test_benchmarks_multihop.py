@@ -50,6 +50,7 @@ def test_pilot_scores_groups_and_counts_errors_apart():
     assert s["errors"] == 1 and s["rollouts"] == 6
     assert s["pass_at_g"] == 0.5 and s["mixed_groups"] == 0.5
     assert s["mean"] == pytest.approx(1 / 5)  # the error is in no score
+    assert (s["successes"], s["scored"]) == (1, 5)
     assert s["question_means"] == [0.0, 0.5]
     assert s["searches"] == pytest.approx(7 / 5) and s["no_answer"] == pytest.approx(1 / 5)
     assert pilot.instruction_text("weak+hops").startswith(pilot.instruction_text("weak"))
