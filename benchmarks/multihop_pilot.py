@@ -74,6 +74,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--set", action="append", default=[], help="extra config override")
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 questions a hop: a smoke run")
+    p.add_argument("--show", metavar="JSON", help="print a stored result (its --json) again, and exit")
     args = p.parse_args(argv)
     args.instructions = [n for n in args.instructions.split(",") if n]
     args.hops = sorted({int(h) for h in args.hops.split(",") if h})
@@ -135,6 +136,10 @@ def pick_questions(questions: Sequence, per_hop: int, seed: int, hop_counts: Seq
 
 def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
+    if args.show:
+        result = json.loads(Path(args.show).read_text())
+        print_result(result)
+        return result
     import torch
 
     from inspo.agent.evaluate import make_evaluate
@@ -210,7 +215,8 @@ def print_result(result: dict) -> None:
                 print(f"{name:12s} {hop:>4s}  (no rollout scored: {c['errors']} errors)")
                 continue
             hist = "/".join(str(c["searches_hist"][str(k)]) for k in range(5))
-            wins = f"{c['successes']}/{c['scored']}"
+            scored = c.get("scored", c["rollouts"] - c["errors"])  # results before these fields: EM is 0 or 1
+            wins = f"{c.get('successes', round(c['mean'] * scored))}/{scored}"
             print(f"{name:12s} {hop:>4s}  {c['mean']:6.3f} {wins:>9s} {c['pass_at_g']:7.3f} {c['mixed_groups']:6.3f} "
                   f"{c['searches']:8.2f} {c['no_answer']:9.3f}  {hist}")
     for name, d in result["differences"].items():

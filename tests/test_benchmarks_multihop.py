@@ -262,3 +262,12 @@ def test_collect_bundles_results_logs_and_run_files_in_parts(tmp_path):
     assert "runs/a-s0/model.safetensors" not in names  # weights stay on the device
     parts = campaign.collect(out, tmp_path / "to2", part_mib=1)
     assert len(parts) == 4 and all(p.stat().st_size <= 1 << 20 for p in parts)
+
+
+def test_pilot_show_reprints_a_stored_result_with_its_counts(capsys):
+    pilot = load_script("multihop_pilot")
+    stored = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "multihop" / "pilot-frozen-q16-s0.json"
+    result = pilot.main(["--show", str(stored)])
+    out = capsys.readouterr().out
+    assert result["instructions"]["weak"]["hops"]["2"]["mean"] == 0.0
+    assert "24/128" in out and "0/128" in out  # the counts BENCHMARKS.md quotes
