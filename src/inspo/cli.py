@@ -401,7 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy-url", default=None,
                    help="OpenAI-compatible completions endpoint of the frozen policy (default: the local model.name_or_path)")
     p.add_argument("--policy-model", default=None, help="model name at --policy-url")
-    p.add_argument("--resume", action="store_true", help="continue an interrupted evolve run")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the evolve run in --output-dir after its last saved step (refused when it saved "
+                        "none; without --resume a folder holding a saved run is refused too)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_evolve)
 
