@@ -294,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     # ---- INSPO: run_evolve on the preset's schedule; its rollouts set the budget
     started = time.perf_counter()
-    evo = run_evolve(config, engine=engine, out_dir=out / "inspo", progress=False)
+    evo = run_evolve(config, engine=engine, out_dir=out / "inspo", progress=False, overwrite=True)  # --out is scratch: a rerun replaces it
     inspo_wall = time.perf_counter() - started
     led = evo.ledger
     # every policy rollout INSPO played, its final choice on val_size dev questions included
