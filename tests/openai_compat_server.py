@@ -13,6 +13,8 @@ echo. The request's ``model`` name selects a failure mode:
 - ``n-ignored``: one choice whatever ``n`` (as llama.cpp's server and Ollama do);
 - ``no-usage``: no ``usage`` field;
 - ``bad-request``: HTTP 400 always;
+- ``echo-key``: HTTP 400 whose error message repeats the request's ``Authorization`` header (as
+  some proxies do), for the redaction of keys from recorded errors;
 - ``new-style``: HTTP 400 for ``max_tokens`` (wants ``max_completion_tokens``, as OpenAI's
   reasoning models do);
 - anything else: a normal answer.
@@ -125,6 +127,9 @@ class OpenAICompatServer:
                 self.calls[model] += 1
                 self.requests.append(body)
                 seen = self.calls[model]
+            if model == "echo-key":
+                message = f"bad request from {authorization}"
+                return JSONResponse({"error": {"message": message, "type": "invalid_request"}}, status_code=400)
             return self._answer(model, seen, body)
 
         return app

@@ -287,3 +287,53 @@ def test_bad_arguments():
         OpenAICompatibleClient(model="m", max_retries=-1, env={})
     with pytest.raises(ValueError, match="n must be"):
         OpenAICompatibleClient(model="m", env={}).generate(CHAT, n=0)
+
+
+# ------------------------------------------------------------------ keys never recorded (issue 21, item 6)
+
+
+def test_an_endpoint_echoing_the_key_has_it_redacted_from_the_error(echo_server):
+    from inspo.llm.base import REDACTED
+
+    client = make_client(echo_server, "echo-key", max_retries=0)
+    with pytest.raises(LLMError) as caught:
+        client.generate([{"role": "user", "content": "hi"}], n=1, max_tokens=4)
+    assert KEY not in str(caught.value) and REDACTED in str(caught.value)
+    assert caught.value.__cause__ is None  # the raw body (with the key) is not chained either
+    assert "HTTP 400" in str(caught.value)  # the rest of the message is kept
+
+
+def test_the_proposer_records_a_redacted_reason(echo_server):
+    from inspo.core.proposer import Proposer
+    from inspo.records import Instruction
+
+    proposer = Proposer(make_client(echo_server, "echo-key", max_retries=0), n_candidates=2)
+    ids = iter(range(100))
+    proposal = proposer.propose(Instruction(id="s", text="Use <search> q </search> and <answer> a </answer>."), [],
+                                new_id=lambda: f"c{next(ids)}")
+    assert proposal.error and KEY not in proposal.error and "***" in proposal.error
+
+
+def test_redact_leaves_placeholders_and_short_strings_alone():
+    from inspo.llm.base import redact
+
+    assert redact("key sk-abc123 here, sk-abc123", "sk-abc123") == "key *** here, ***"
+    assert redact("EMPTY body", "EMPTY") == "EMPTY body" and redact("a b c", "b") == "a b c"
+    assert redact("nothing", None, "") == "nothing"
+
+
+def test_the_policy_engine_redacts_the_key_from_endpoint_errors():
+    from inspo.agent.engines import GenerationInput, OpenAIEngine
+
+    class Failing:
+        api_key = "sk-policy-secret"
+
+        class completions:  # noqa: N801 - the SDK's attribute name
+            @staticmethod
+            def create(**kw):
+                raise ValueError("401: key sk-policy-secret is not valid")
+
+    engine = OpenAIEngine("m", client=Failing())
+    with pytest.raises(RuntimeError) as caught:
+        engine.generate([GenerationInput(prompt_ids=[], completion_ids=[], text="q")], max_new_tokens=4, temperature=0.0, top_p=1.0, stop=[])
+    assert "sk-policy-secret" not in str(caught.value) and "***" in str(caught.value)

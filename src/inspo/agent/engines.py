@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from inspo.agent.protocol import build_chat, build_prompt
+from inspo.llm.base import redact
 
 Finish = Literal["stop", "eos", "length"]
 
@@ -403,6 +404,7 @@ class OpenAIEngine:
         self.model = model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
+        self._api_key = getattr(client, "api_key", None)  # kept only to take it out of error texts
 
     def prompt_text(self, instruction: str, question: str) -> str:
         if self.tokenizer is None:
@@ -432,14 +434,20 @@ class OpenAIEngine:
         out: list[Generation] = []
         for start in range(0, len(inputs), size):
             chunk = inputs[start : start + size]
-            response = self.client.completions.create(
-                model=self.model,
-                prompt=[x.text for x in chunk],
-                max_tokens=max_new_tokens,
-                temperature=temperature,
-                top_p=top_p,
-                stop=list(stop) or None,
-            )
+            try:
+                response = self.client.completions.create(
+                    model=self.model,
+                    prompt=[x.text for x in chunk],
+                    max_tokens=max_new_tokens,
+                    temperature=temperature,
+                    top_p=top_p,
+                    stop=list(stop) or None,
+                )
+            except Exception as exc:  # an error body may echo the key; the text is recorded in rollouts
+                clean = redact(f"{type(exc).__name__}: {exc}", self._api_key)
+                if clean != f"{type(exc).__name__}: {exc}":
+                    raise RuntimeError(f"policy endpoint error: {clean}") from None
+                raise
             choices = sorted(response.choices, key=lambda c: c.index)
             if len(choices) != len(chunk):
                 raise RuntimeError(

@@ -33,6 +33,21 @@ FINISH_LENGTH = "length"
 FINISH_STOP = "stop"
 
 
+#: What :func:`redact` puts where a secret stood.
+REDACTED = "***"
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every occurrence of each secret (an API key) replaced by :data:`REDACTED`.
+    Secrets shorter than 4 characters and the keyless placeholder ``EMPTY`` are left alone (they
+    are no secrets, and replacing them would mangle ordinary words). An endpoint that echoes the
+    key in its error body must not have it copied into logs, events or the report."""
+    for secret in secrets:
+        if secret and len(secret) >= 4 and secret != "EMPTY":
+            text = text.replace(secret, REDACTED)
+    return text
+
+
 class LLMError(RuntimeError):
     """An optimizer LLM could not produce a completion (after its retries)."""
 

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from inspo.llm.base import LLMError, LLMUsage, Message
+from inspo.llm.base import LLMError, LLMUsage, Message, redact
 
 logger = logging.getLogger("inspo.llm")
 
@@ -172,8 +172,9 @@ class OpenAICompatibleClient:
             raise ValueError("messages is empty: pass at least one {'role', 'content'} message")
         try:
             return self._generate(messages, n=n, temperature=temperature, max_tokens=max_tokens)
-        except LLMError:
+        except LLMError as exc:
             self.usage.failures += 1
+            self._raise_redacted(exc)
             raise
 
     def check(self) -> list[str]:
@@ -183,6 +184,13 @@ class OpenAICompatibleClient:
             LLMError: "cannot reach optimizer endpoint at URL: ..." when nothing answers, or a
                 message naming the HTTP status when the server refuses (bad key, wrong URL).
         """
+        try:
+            return self._check()
+        except LLMError as exc:
+            self._raise_redacted(exc)
+            raise
+
+    def _check(self) -> list[str]:
         openai = self._openai()
         try:
             page = self._client().models.list()
@@ -216,6 +224,14 @@ class OpenAICompatibleClient:
         return ids
 
     ping = check
+
+    def _raise_redacted(self, exc: LLMError) -> None:
+        """Raise ``exc`` again without the API key when its message holds it (an endpoint may echo
+        the key in an error body; the message is recorded in events and the report); the cause,
+        which holds the raw body too, is dropped then. Returns when there is nothing to hide."""
+        clean = redact(str(exc), self._api_key.reveal())
+        if clean != str(exc):
+            raise LLMError(clean) from None
 
     # ------------------------------------------------------------------ internals
 
