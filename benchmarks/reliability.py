@@ -203,6 +203,17 @@ def body_cases(args: argparse.Namespace) -> list[tuple[str, str, list[bytes], bo
     ]
 
 
+def run_sampled(threads: list[threading.Thread], pid: int) -> tuple[float, RssSampler]:
+    """Start ``threads``, wait for them, and return the wall time and the server's RSS samples."""
+    start = time.perf_counter()
+    with RssSampler(pid) as rss:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    return time.perf_counter() - start, rss
+
+
 def part_bodies(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for case, sent, bodies, chunked in body_cases(args):
@@ -215,13 +226,7 @@ def part_bodies(args: argparse.Namespace) -> list[dict[str, Any]]:
                     results[i] = _post(url, body, chunked=chunked, timeout=args.body_timeout)
 
                 threads = [threading.Thread(target=send, args=(i, b)) for i, b in enumerate(bodies)]
-                start = time.perf_counter()
-                with RssSampler(server.pid) as rss:
-                    for t in threads:
-                        t.start()
-                    for t in threads:
-                        t.join()
-                wall = time.perf_counter() - start
+                wall, rss = run_sampled(threads, server.pid)
                 rows.append({
                     "case": case, "sent": sent, "arm": arm, "max_body_mb": limit,
                     "statuses": dict(Counter(s for s, _ in results)), "seconds": round(wall, 3),
@@ -310,13 +315,7 @@ def part_load(args: argparse.Namespace, arm: str, limit_mb: float) -> dict[str, 
                             wrong_answers[kind] += 1
 
         threads = [threading.Thread(target=client, args=(args.seed * 1000 + i,)) for i in range(args.load_clients)]
-        start = time.perf_counter()
-        with RssSampler(server.pid) as rss:
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        wall = time.perf_counter() - start
+        wall, rss = run_sampled(threads, server.pid)
         healthy = _healthy(url)
 
     rows = []
