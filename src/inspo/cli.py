@@ -11,11 +11,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from inspo.cli_common import CLIError, add_config_args, resolve_config
+from inspo.cli_eval import cmd_eval
+
 log = logging.getLogger("inspo.cli")
-
-
-class CLIError(RuntimeError):
-    """A user-facing error: printed without a traceback, exit status 2."""
 
 
 # ------------------------------------------------------------------------------------------ demo
@@ -65,36 +64,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------------ train
-def _add_config_args(p: argparse.ArgumentParser, default_preset: str | None = "cpu-tiny", *,
-                     output_dir: bool = True) -> None:
-    from inspo.train.presets import PRESETS
-
-    p.add_argument("--preset", default=default_preset, choices=list(PRESETS),
-                   help="starting point (default: cpu-tiny, the embedded CPU default; paper and "
-                        "paper-7b are the paper's setup and ask for the parts you must supply)")
-    p.add_argument("--config", default=None, help="YAML or TOML file applied over the preset")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override one setting, e.g. --set rl.steps=20 --set coevolution.template=history")
-    if output_dir:
-        p.add_argument("--output-dir", default=None, help="run directory (default: the preset's)")
-
-
-def _resolve_config(args: argparse.Namespace, base: dict | None = None):
-    """``--preset`` (or ``base``), then ``--config``, then ``--set`` (and ``--output-dir``)."""
-    from inspo.train.config import resolve
-
-    overrides = list(args.overrides)
-    if getattr(args, "output_dir", None):
-        overrides.append(f"output_dir={args.output_dir}")
-    return resolve(args.preset or "cpu-tiny", args.config, overrides, base=base)
-
-
 def cmd_train(args: argparse.Namespace) -> int:
     from inspo.train.config import dump
     from inspo.train.paper import paper_lines
     from inspo.train.plan import plan_run
 
-    config = _resolve_config(args)
+    config = resolve_config(args)
     if args.dry_run:  # no work: print what a run would use and cost, refuse nothing
         print(dump(config))
         print("\n".join(plan_run(config).lines() + paper_lines(config)))
@@ -129,7 +104,7 @@ def cmd_evolve(args: argparse.Namespace) -> int:
     from inspo.train.evolve import run_evolve
     from inspo.train.run import SetupError
 
-    config = _resolve_config(args)
+    config = resolve_config(args)
     try:
         summary = run_evolve(
             config,
@@ -209,161 +184,6 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------------------ eval
-#: ``inspo eval`` flags that are shortcuts for a config setting (flag dest -> section, field).
-EVAL_SHORTCUTS: dict[str, tuple[str, str]] = {
-    "max_turns": ("rl", "max_turns"), "max_response_tokens": ("rl", "max_response_tokens"),
-    "max_obs_tokens": ("rl", "max_obs_tokens"), "topk": ("rl", "topk"), "corpus": ("data", "corpus"),
-    "retriever": ("data", "retriever"), "retriever_url": ("data", "retriever_url"), "index_dir": ("data", "index_dir"),
-}
-
-
-def _run_config(run_dir: str) -> dict:
-    """The resolved config a training run directory recorded (config.yaml, or config.json)."""
-    from pathlib import Path
-
-    from inspo.artifacts import CONFIG_FILE, DEMO_CONFIG_FILE
-    from inspo.train.config import read_config_file
-
-    run = Path(run_dir)
-    for name in (CONFIG_FILE, DEMO_CONFIG_FILE):
-        if (run / name).is_file():
-            return read_config_file(run / name)
-    raise CLIError(f"{run} has no {CONFIG_FILE}: is it an 'inspo train' run directory?")
-
-
-def _eval_config(args: argparse.Namespace):
-    """The config an evaluation runs under and what the user changed in it.
-
-    The starting point is ``--grid``'s recorded config.yaml (the agent that was trained) or the
-    preset (default cpu-tiny, the agent ``inspo train`` trains); ``--config``, ``--set`` and the
-    shortcut flags (``--max-turns`` ...) go on top, as in ``inspo train``. Returns the config,
-    where it started, and the settings changed on top of the start.
-    """
-    from dataclasses import replace
-
-    from inspo.train.config import resolve, setting_changes
-
-    if args.grid and args.preset:
-        raise CLIError("--grid evaluates with the run's config.yaml; --preset would replace it "
-                       "(change single settings with --config / --set)")
-    base = _run_config(args.grid) if args.grid else None
-    origin = f"{args.grid}/config.yaml (the run's resolved config)" if args.grid else f"preset {args.preset or 'cpu-tiny'}"
-    start = resolve(args.preset or "cpu-tiny", base=base)
-    config = _resolve_config(args, base=base)
-    sections: dict[str, dict] = {}
-    for dest, (section, name) in EVAL_SHORTCUTS.items():
-        if getattr(args, dest) is not None:
-            sections.setdefault(section, {})[name] = getattr(args, dest)
-    for section, values in sections.items():
-        config = replace(config, **{section: replace(getattr(config, section), **values)})
-    changes = [c for c in setting_changes(start, config) if c.key != "output_dir"]
-    return config, origin, changes
-
-
-def _grid_from_run(run_dir: str, base_model: str) -> tuple[list[str], list[str]]:
-    """The paper's 2x2: {base, trained} x {seed, evolved} for a training run directory."""
-    from pathlib import Path
-
-    from inspo.artifacts import MODEL_DIR
-
-    run = Path(run_dir)
-    if not (run / MODEL_DIR).is_dir():
-        raise CLIError(f"{run} has no trained model/ folder: the run did not finish")
-    return [base_model, str(run)], ["seed", str(run)]
-
-
-def _load_engine(model: str, dtype: str, kind: str = "hf", vllm=None):
-    """The policy engine of one evaluated model: ``kind`` hf (transformers) or vllm."""
-    from inspo.agent.load import load_engine
-
-    try:
-        return load_engine(model, kind=kind, dtype=dtype, vllm=vllm)
-    except ImportError as exc:
-        raise CLIError(str(exc)) from exc
-
-
-def _policy_dir(spec: str, model: str) -> str:
-    """The model folder of ``--policy spec``, found before any work (a registered name is built
-    into the cache once); CLIError saying what is accepted when there is none."""
-    from inspo.train.setup import SetupError, resolve_model_dir
-
-    try:
-        return str(resolve_model_dir(model))
-    except SetupError as exc:
-        raise CLIError(f"--policy {spec}: {str(exc.__cause__ or exc)}") from exc
-
-
-def cmd_eval(args: argparse.Namespace) -> int:
-    from dataclasses import asdict, replace
-
-    from inspo.eval import parse_dataset, parse_instruction, parse_policy, run_eval
-    from inspo.train.setup import SetupError, agent_config, build_retriever
-
-    if args.limit < 0:
-        raise CLIError(f"--limit must be >= 0 (at most this many questions per dataset; 0: all), got {args.limit}")
-    config, origin, changes = _eval_config(args)
-    policies, instructions = list(args.policy or []), list(args.instruction or [])
-    if args.grid:
-        grid_policies, grid_instructions = _grid_from_run(args.grid, config.model.name_or_path)
-        policies += grid_policies
-        instructions += grid_instructions
-    policies = policies or [config.model.name_or_path]
-    instructions = instructions or ["seed"]
-    vllm = None
-    if args.engine == "vllm":
-        from inspo.agent.vllm_engine import INSTALL_HINT, VLLMOptions, vllm_available
-
-        if not vllm_available():
-            raise CLIError(f"--engine vllm: no module named 'vllm'; {INSTALL_HINT}")
-        try:
-            vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, max_model_len=args.vllm_max_model_len,
-                               enforce_eager=args.vllm_eager)
-        except ValueError as exc:
-            raise CLIError(str(exc)) from exc
-    data = config.data
-    if not args.dataset and not data.eval:
-        raise CLIError("name the questions with --dataset SOURCE[@SPLIT] (the config's data.eval is empty)")
-    specs = args.dataset or [f"{data.eval}@{data.test_split or 'test'}"]
-    datasets = [parse_dataset(spec, limit=args.limit, max_hops=data.max_hops) for spec in specs]
-    named = [parse_instruction(spec, seed_text=config.seed_instruction) for spec in instructions]
-    models = []  # (label, model folder): every policy is found before the retriever or a model loads
-    for spec in policies:
-        label, model = parse_policy(spec)
-        models.append((label, _policy_dir(spec, model)))
-    try:
-        retriever = build_retriever(config)
-    except SetupError as exc:
-        raise CLIError(str(exc)) from exc
-    # greedy unless --temperature says otherwise, as the run's own end-of-run evaluation
-    agent = replace(agent_config(config.rl), temperature=args.temperature)
-    settings = {
-        "config": origin,
-        "overrides": [{"key": c.key, "old": c.old, "new": c.new} for c in changes],
-        "agent": asdict(agent),
-        "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
-                    + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
-        "retriever": {"kind": data.retriever, "corpus": data.corpus, "index_dir": data.index_dir,
-                      "index_path": data.index_path, "url": data.retriever_url, "model": data.retriever_model},
-        "questions": {"max_hops": data.max_hops, "limit": args.limit},
-    }
-
-    def factory(model: str):
-        def make():
-            from inspo.agent.evaluate import make_evaluate
-
-            return make_evaluate(_load_engine(model, args.dtype, args.engine, vllm), retriever, agent, batch_size=args.batch_size,
-                                 progress=not args.no_progress)
-        return make
-
-    report = run_eval([(label, factory(model)) for label, model in models], named, datasets)
-    report.settings = settings
-    json_path, md_path = report.write(args.out)
-    print(report.markdown())
-    print(f"written: {json_path} and {md_path}")
-    return 0
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     from inspo.report import write_report
 
@@ -388,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("train", help="GRPO training while the instruction co-evolves (default: the cpu-tiny preset)")
-    _add_config_args(p)
+    add_config_args(p)
     p.add_argument("--dry-run", action="store_true", help="print the resolved config, schedule and cost; do not train")
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="CHECKPOINT",
                    help="continue the run in --output-dir from its last checkpoint (or the one given)")
@@ -396,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("evolve", help="instruction-only INSPO: evolve the population with a frozen policy")
-    _add_config_args(p)
+    add_config_args(p)
     p.add_argument("--steps", type=int, default=None, help="evolution steps (default: the config's offline_steps)")
     p.add_argument("--policy-url", default=None,
                    help="OpenAI-compatible completions endpoint of the frozen policy (default: the local model.name_or_path)")
@@ -445,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "instruction, question filter) comes from a config resolved as for 'inspo train': "
                                    "--grid's recorded config.yaml, else --preset (default cpu-tiny), then --config, "
                                    "--set and the shortcut flags. Overrides are listed in eval.md and eval.json.")
-    _add_config_args(p, default_preset=None, output_dir=False)
+    add_config_args(p, default_preset=None, output_dir=False)
     p.add_argument("--policy", action="append",
                    help="model name or folder, or a run directory (its trained model/); repeatable "
                         "(default: the config's model.name_or_path)")

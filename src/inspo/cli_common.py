@@ -1,0 +1,34 @@
+"""What the ``inspo`` subcommands share: the user-facing error and the config flags
+(``--preset``, ``--config``, ``--set``, ``--output-dir``) with their resolution."""
+
+from __future__ import annotations
+
+import argparse
+
+
+class CLIError(RuntimeError):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
+def add_config_args(p: argparse.ArgumentParser, default_preset: str | None = "cpu-tiny", *,
+                    output_dir: bool = True) -> None:
+    from inspo.train.presets import PRESETS
+
+    p.add_argument("--preset", default=default_preset, choices=list(PRESETS),
+                   help="starting point (default: cpu-tiny, the embedded CPU default; paper and "
+                        "paper-7b are the paper's setup and ask for the parts you must supply)")
+    p.add_argument("--config", default=None, help="YAML or TOML file applied over the preset")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one setting, e.g. --set rl.steps=20 --set coevolution.template=history")
+    if output_dir:
+        p.add_argument("--output-dir", default=None, help="run directory (default: the preset's)")
+
+
+def resolve_config(args: argparse.Namespace, base: dict | None = None):
+    """``--preset`` (or ``base``), then ``--config``, then ``--set`` (and ``--output-dir``)."""
+    from inspo.train.config import resolve
+
+    overrides = list(args.overrides)
+    if getattr(args, "output_dir", None):
+        overrides.append(f"output_dir={args.output_dir}")
+    return resolve(args.preset or "cpu-tiny", args.config, overrides, base=base)

@@ -1,0 +1,161 @@
+"""``inspo eval``: policies x instructions x datasets, under the config a run recorded (``--grid``)
+or a preset, with the agent's settings changed by ``--config``/``--set`` and shortcut flags."""
+
+from __future__ import annotations
+
+import argparse
+
+from inspo.cli_common import CLIError, resolve_config
+
+#: ``inspo eval`` flags that are shortcuts for a config setting (flag dest -> section, field).
+EVAL_SHORTCUTS: dict[str, tuple[str, str]] = {
+    "max_turns": ("rl", "max_turns"), "max_response_tokens": ("rl", "max_response_tokens"),
+    "max_obs_tokens": ("rl", "max_obs_tokens"), "topk": ("rl", "topk"), "corpus": ("data", "corpus"),
+    "retriever": ("data", "retriever"), "retriever_url": ("data", "retriever_url"), "index_dir": ("data", "index_dir"),
+}
+
+
+def _run_config(run_dir: str) -> dict:
+    """The resolved config a training run directory recorded (config.yaml, or config.json)."""
+    from pathlib import Path
+
+    from inspo.artifacts import CONFIG_FILE, DEMO_CONFIG_FILE
+    from inspo.train.config import read_config_file
+
+    run = Path(run_dir)
+    for name in (CONFIG_FILE, DEMO_CONFIG_FILE):
+        if (run / name).is_file():
+            return read_config_file(run / name)
+    raise CLIError(f"{run} has no {CONFIG_FILE}: is it an 'inspo train' run directory?")
+
+
+def _eval_config(args: argparse.Namespace):
+    """The config an evaluation runs under and what the user changed in it.
+
+    The starting point is ``--grid``'s recorded config.yaml (the agent that was trained) or the
+    preset (default cpu-tiny, the agent ``inspo train`` trains); ``--config``, ``--set`` and the
+    shortcut flags (``--max-turns`` ...) go on top, as in ``inspo train``. Returns the config,
+    where it started, and the settings changed on top of the start.
+    """
+    from dataclasses import replace
+
+    from inspo.train.config import resolve, setting_changes
+
+    if args.grid and args.preset:
+        raise CLIError("--grid evaluates with the run's config.yaml; --preset would replace it "
+                       "(change single settings with --config / --set)")
+    base = _run_config(args.grid) if args.grid else None
+    origin = f"{args.grid}/config.yaml (the run's resolved config)" if args.grid else f"preset {args.preset or 'cpu-tiny'}"
+    start = resolve(args.preset or "cpu-tiny", base=base)
+    config = resolve_config(args, base=base)
+    sections: dict[str, dict] = {}
+    for dest, (section, name) in EVAL_SHORTCUTS.items():
+        if getattr(args, dest) is not None:
+            sections.setdefault(section, {})[name] = getattr(args, dest)
+    for section, values in sections.items():
+        config = replace(config, **{section: replace(getattr(config, section), **values)})
+    changes = [c for c in setting_changes(start, config) if c.key != "output_dir"]
+    return config, origin, changes
+
+
+def _grid_from_run(run_dir: str, base_model: str) -> tuple[list[str], list[str]]:
+    """The paper's 2x2: {base, trained} x {seed, evolved} for a training run directory."""
+    from pathlib import Path
+
+    from inspo.artifacts import MODEL_DIR
+
+    run = Path(run_dir)
+    if not (run / MODEL_DIR).is_dir():
+        raise CLIError(f"{run} has no trained model/ folder: the run did not finish")
+    return [base_model, str(run)], ["seed", str(run)]
+
+
+def _load_engine(model: str, dtype: str, kind: str = "hf", vllm=None):
+    """The policy engine of one evaluated model: ``kind`` hf (transformers) or vllm."""
+    from inspo.agent.load import load_engine
+
+    try:
+        return load_engine(model, kind=kind, dtype=dtype, vllm=vllm)
+    except ImportError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def _policy_dir(spec: str, model: str) -> str:
+    """The model folder of ``--policy spec``, found before any work (a registered name is built
+    into the cache once); CLIError saying what is accepted when there is none."""
+    from inspo.train.setup import SetupError, resolve_model_dir
+
+    try:
+        return str(resolve_model_dir(model))
+    except SetupError as exc:
+        raise CLIError(f"--policy {spec}: {str(exc.__cause__ or exc)}") from exc
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from dataclasses import asdict, replace
+
+    from inspo.eval import parse_dataset, parse_instruction, parse_policy, run_eval
+    from inspo.train.setup import SetupError, agent_config, build_retriever
+
+    if args.limit < 0:
+        raise CLIError(f"--limit must be >= 0 (at most this many questions per dataset; 0: all), got {args.limit}")
+    config, origin, changes = _eval_config(args)
+    policies, instructions = list(args.policy or []), list(args.instruction or [])
+    if args.grid:
+        grid_policies, grid_instructions = _grid_from_run(args.grid, config.model.name_or_path)
+        policies += grid_policies
+        instructions += grid_instructions
+    policies = policies or [config.model.name_or_path]
+    instructions = instructions or ["seed"]
+    vllm = None
+    if args.engine == "vllm":
+        from inspo.agent.vllm_engine import INSTALL_HINT, VLLMOptions, vllm_available
+
+        if not vllm_available():
+            raise CLIError(f"--engine vllm: no module named 'vllm'; {INSTALL_HINT}")
+        try:
+            vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, max_model_len=args.vllm_max_model_len,
+                               enforce_eager=args.vllm_eager)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from exc
+    data = config.data
+    if not args.dataset and not data.eval:
+        raise CLIError("name the questions with --dataset SOURCE[@SPLIT] (the config's data.eval is empty)")
+    specs = args.dataset or [f"{data.eval}@{data.test_split or 'test'}"]
+    datasets = [parse_dataset(spec, limit=args.limit, max_hops=data.max_hops) for spec in specs]
+    named = [parse_instruction(spec, seed_text=config.seed_instruction) for spec in instructions]
+    models = []  # (label, model folder): every policy is found before the retriever or a model loads
+    for spec in policies:
+        label, model = parse_policy(spec)
+        models.append((label, _policy_dir(spec, model)))
+    try:
+        retriever = build_retriever(config)
+    except SetupError as exc:
+        raise CLIError(str(exc)) from exc
+    # greedy unless --temperature says otherwise, as the run's own end-of-run evaluation
+    agent = replace(agent_config(config.rl), temperature=args.temperature)
+    settings = {
+        "config": origin,
+        "overrides": [{"key": c.key, "old": c.old, "new": c.new} for c in changes],
+        "agent": asdict(agent),
+        "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
+                    + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
+        "retriever": {"kind": data.retriever, "corpus": data.corpus, "index_dir": data.index_dir,
+                      "index_path": data.index_path, "url": data.retriever_url, "model": data.retriever_model},
+        "questions": {"max_hops": data.max_hops, "limit": args.limit},
+    }
+
+    def factory(model: str):
+        def make():
+            from inspo.agent.evaluate import make_evaluate
+
+            return make_evaluate(_load_engine(model, args.dtype, args.engine, vllm), retriever, agent, batch_size=args.batch_size,
+                                 progress=not args.no_progress)
+        return make
+
+    report = run_eval([(label, factory(model)) for label, model in models], named, datasets)
+    report.settings = settings
+    json_path, md_path = report.write(args.out)
+    print(report.markdown())
+    print(f"written: {json_path} and {md_path}")
+    return 0
