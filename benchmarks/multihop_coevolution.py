@@ -175,28 +175,6 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
     }
 
 
-def greedy_scores(config, texts: Sequence[str]) -> tuple[list[str], list[list[float]]]:
-    """The test question ids and ``config``'s base policy's greedy rewards on them under each of
-    ``texts``, through the evaluation a run ends with (``greedy_evaluate``, the preset's agent and
-    reward), the instructions played together (``play_all``)."""
-    import torch
-
-    from inspo.agent.load import load_engine
-    from inspo.core.verifier import play_all
-    from inspo.records import Instruction
-    from inspo.train.loop import greedy_evaluate
-    from inspo.train.setup import prepare
-
-    inputs = prepare(config, need_optimizer=False, need_eval=True)
-    device = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs train and test
-    engine = load_engine(inputs.model_dir, dtype=config.model.dtype, device=device)
-    evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent,
-                               batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
-    instructions = [Instruction(id=f"scored-{i}", text=text) for i, text in enumerate(texts)]
-    groups = play_all(evaluate, instructions, inputs.test_questions)
-    return [q.id for q in inputs.test_questions], [[r.reward for r in rollouts] for rollouts in groups]
-
-
 def run_untrained(args: argparse.Namespace) -> dict:
     """The base policy, greedy, under both seeds, on the runs' test questions (their own evaluation)."""
     from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, WEAK_INSTRUCTION
@@ -204,7 +182,7 @@ def run_untrained(args: argparse.Namespace) -> dict:
 
     started = time.perf_counter()
     config = resolve(args.preset, None, overrides(args, "untrained"))
-    ids, (weak, sr1) = greedy_scores(config, [WEAK_INSTRUCTION, SEARCH_R1_INSTRUCTION])
+    ids, (weak, sr1) = _sibling("rl_static_vs_inspo").greedy_test_scores(config, "", [WEAK_INSTRUCTION, SEARCH_R1_INSTRUCTION])
     return {"arm": "untrained", "wall_s": time.perf_counter() - started, "test_question_ids": ids,
             "test_rewards": {"weak": weak, "search-r1": sr1}}
 

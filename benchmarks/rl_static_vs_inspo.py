@@ -185,18 +185,25 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
 
 def greedy_scores(args: argparse.Namespace, policy: str, texts: Sequence[str]) -> tuple[list[str], list[list[float]]]:
     """The test question ids and ``policy``'s greedy rewards on them under each of ``texts`` (''
-    is the seed), through the evaluation a run ends with (``greedy_evaluate``, the preset's agent
-    and reward); the instructions are played together (``play_all``), the policy loaded once."""
+    is the seed), with this benchmark's settings (:func:`greedy_test_scores`)."""
+    from inspo.train.config import resolve
+
+    return greedy_test_scores(resolve(args.preset, None, overrides(args, "static")), policy, texts)
+
+
+def greedy_test_scores(config, policy: str, texts: Sequence[str]) -> tuple[list[str], list[list[float]]]:
+    """The test question ids of ``config`` and ``policy``'s greedy rewards on them under each of
+    ``texts`` ('' is the config's seed; ``policy`` '' its base model), through the evaluation a
+    run ends with (``greedy_evaluate``, the config's agent and reward); the instructions are
+    played together (``play_all``), the policy loaded once."""
     import torch
 
     from inspo.agent.load import load_engine
     from inspo.core.verifier import play_all
     from inspo.records import Instruction
-    from inspo.train.config import resolve
     from inspo.train.loop import greedy_evaluate
     from inspo.train.setup import prepare
 
-    config = resolve(args.preset, None, overrides(args, "static"))
     inputs = prepare(config, need_optimizer=False, need_eval=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs trained and tested
     engine = load_engine(policy or inputs.model_dir, dtype=config.model.dtype, device=device)
