@@ -1,0 +1,226 @@
+"""The docs match the code: every CLI flag and config key has an entry in docs/reference.md, no
+entry names one that does not exist, and every Python block in README.md and docs/*.md runs.
+
+Conventions (docs/development.md, "The docs are tested"):
+
+- docs/reference.md has a section ``## `inspo CMD``` per subcommand (``## `inspo``` for the
+  top-level flags) and a section ``## Config keys``; an entry is a line starting ``- `` whose
+  leading backticked names (``- `-v`, `--verbose`: ...``) are the flags (positionals by their
+  dest) or the dotted ``--set`` keys it documents;
+- a ```` ```python ```` block runs in a fresh interpreter whose working directory is an empty
+  temporary folder, with this checkout's ``src`` first on the path; a block that must not run (a
+  GPU, a network endpoint, placeholder names, minutes of work) has ``<!-- no-run: why -->`` on the
+  line right before its fence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO / "docs" / "reference.md"
+CONFIG_SECTION = "Config keys"
+#: Reference sections that describe rather than list flags or keys (not checked against the code).
+FREE_SECTIONS = ("Environment variables",)
+PYTHON_FENCES = ("python", "py", "python3")
+NO_RUN = re.compile(r"^<!--\s*no-run:(?P<why>.*?)-->\s*$")
+_FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
+_ENTRY = re.compile(r"^- ((?:`[^`]+`(?:,\s*)?)+)")
+
+
+def doc_files() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+# ------------------------------------------------------------------------------ the reference
+def cli_flags() -> dict[str, set[str]]:
+    """Every flag of ``inspo`` and its subcommands, by section name (``inspo``, ``inspo train`` ...);
+    positionals by their dest."""
+    from inspo.cli import build_parser
+
+    def names(parser: argparse.ArgumentParser) -> set[str]:
+        out: set[str] = set()
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            out.update(action.option_strings or [action.dest])
+        return out
+
+    parser = build_parser()
+    sections = {"inspo": names(parser)}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                sections[f"inspo {command}"] = names(sub)
+    return sections
+
+
+def config_keys() -> set[str]:
+    """Every setting of ``TrainConfig`` under its dotted ``--set`` name, nested dataclasses walked."""
+    from inspo.train.config import TrainConfig
+
+    def walk(obj, prefix: str) -> set[str]:
+        keys: set[str] = set()
+        for f in dataclasses.fields(obj):
+            value = getattr(obj, f.name)
+            if dataclasses.is_dataclass(value):
+                keys |= walk(value, f"{prefix}{f.name}.")
+            else:
+                keys.add(prefix + f.name)
+        return keys
+
+    return walk(TrainConfig(), "")
+
+
+def reference_entries(text: str) -> dict[str, set[str]]:
+    """The names each ``## `` section of the reference documents (``### `` sub-headings belong to
+    the section above them)."""
+    sections: dict[str, set[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip().strip("`")
+            sections.setdefault(current, set())
+        elif current is not None and (m := _ENTRY.match(line)):
+            sections[current].update(re.findall(r"`([^`]+)`", m.group(1)))
+    return sections
+
+
+def test_reference_entries_are_read_as_documented():
+    text = ("## `inspo`\n\n- `-v`, `--verbose`: debug, unlike `--not-an-entry`\n"
+            "## `inspo train`\n- `--dry-run`: see `--resume`\n  - `--nested` is not an entry\n"
+            "## Config keys\n- `mode` (default `inspo`): ...\n### `rl`\n- `rl.steps` (default `300`): ...\n")
+    assert reference_entries(text) == {
+        "inspo": {"-v", "--verbose"}, "inspo train": {"--dry-run"}, CONFIG_SECTION: {"mode", "rl.steps"},
+    }
+
+
+def test_every_cli_flag_has_a_reference_entry():
+    entries = reference_entries(REFERENCE.read_text(encoding="utf-8"))
+    missing = [f"{section} {flag}" for section, flags in cli_flags().items()
+               for flag in sorted(flags - entries.get(section, set()))]
+    assert not missing, (
+        f"docs/reference.md has no entry for {len(missing)} flag(s): {', '.join(missing)}. Add a line "
+        "'- `--flag` VALUE: what it does' under the section '## `inspo COMMAND`'"
+    )
+
+
+def test_every_config_key_has_a_reference_entry():
+    documented = reference_entries(REFERENCE.read_text(encoding="utf-8")).get(CONFIG_SECTION, set())
+    missing = sorted(config_keys() - documented)
+    assert not missing, (
+        f"docs/reference.md has no entry for {len(missing)} config key(s): {', '.join(missing)}. Add a line "
+        "'- `section.key` (default `...`): what it does' under '## Config keys'"
+    )
+
+
+def test_every_reference_entry_names_a_flag_or_key_that_exists():
+    entries = reference_entries(REFERENCE.read_text(encoding="utf-8"))
+    real = {**cli_flags(), CONFIG_SECTION: config_keys()}
+    stale = [f"{section}: {name}" for section, names in entries.items() if section in real
+             for name in sorted(names - real[section])]
+    unknown_sections = [s for s, names in entries.items() if names and s not in real and s not in FREE_SECTIONS]
+    assert not stale, f"docs/reference.md documents what the code does not have: {', '.join(stale)}"
+    assert not unknown_sections, (f"docs/reference.md has entries under sections that are neither a command, "
+                                  f"'{CONFIG_SECTION}' nor one of {FREE_SECTIONS}: {unknown_sections}")
+
+
+# ------------------------------------------------------------------------------ Python blocks
+@dataclass(frozen=True)
+class Block:
+    """One fenced Python block of a Markdown file; ``no_run`` is the marker's reason, or None."""
+
+    path: Path
+    line: int  # of the opening fence, 1-based
+    code: str
+    no_run: str | None
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(REPO)}:{self.line}"
+
+
+def python_blocks(path: Path, text: str | None = None) -> list[Block]:
+    """The Python blocks of a Markdown file, each with the no-run marker right before its fence.
+
+    Raises ValueError for a fence left open, a marker without a reason, or a marker that is not
+    right before a Python block (a marker that silences nothing is a mistake)."""
+    lines = (path.read_text(encoding="utf-8") if text is None else text).splitlines()
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        marker = NO_RUN.match(lines[i].strip())
+        if marker:
+            if not marker.group("why").strip():
+                raise ValueError(f"{path}:{i + 1}: a no-run marker must say why: <!-- no-run: why -->")
+            nxt = _FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
+            if not nxt or nxt.group("lang").lower() not in PYTHON_FENCES:
+                raise ValueError(f"{path}:{i + 1}: a no-run marker must be on the line right before a ```python fence")
+        m = _FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, start = m.group("fence"), i
+        i += 1
+        body: list[str] = []
+        while i < len(lines) and not lines[i].strip().startswith(fence):
+            body.append(lines[i][len(m.group("indent")):])
+            i += 1
+        if i == len(lines):
+            raise ValueError(f"{path}:{start + 1}: a {fence} fence is never closed")
+        i += 1
+        if m.group("lang").lower() in PYTHON_FENCES:
+            previous = NO_RUN.match(lines[start - 1].strip()) if start > 0 else None
+            blocks.append(Block(path, start + 1, "\n".join(body) + "\n",
+                                previous.group("why").strip() if previous else None))
+    return blocks
+
+
+def all_blocks() -> list[Block]:
+    return [b for path in doc_files() for b in python_blocks(path)]
+
+
+def test_blocks_and_markers_are_found_as_documented(tmp_path):
+    md = tmp_path / "x.md"
+    text = ("```bash\nls\n```\n\n```python\nprint(1)\n```\n"
+            "<!-- no-run: needs a GPU -->\n```python\nimport torch\n```\n\n```py\n  x = 1\n```\n")
+    blocks = python_blocks(md, text)
+    assert [(b.line, b.code, b.no_run) for b in blocks] == [
+        (5, "print(1)\n", None), (9, "import torch\n", "needs a GPU"), (13, "  x = 1\n", None)]
+    with pytest.raises(ValueError, match="must say why"):
+        python_blocks(md, "<!-- no-run: -->\n```python\npass\n```\n")
+    with pytest.raises(ValueError, match="right before"):
+        python_blocks(md, "<!-- no-run: slow -->\n\n```python\npass\n```\n")
+    with pytest.raises(ValueError, match="never closed"):
+        python_blocks(md, "```python\npass\n")
+
+
+def test_docs_have_runnable_python_blocks_and_every_no_run_block_says_why():
+    blocks = all_blocks()  # raises on a bad marker or an open fence
+    runnable = [b for b in blocks if b.no_run is None]
+    skipped = [b for b in blocks if b.no_run is not None]
+    print(f"{len(blocks)} Python blocks: {len(runnable)} run, {len(skipped)} marked no-run: "
+          + "; ".join(f"{b.where} ({b.no_run})" for b in skipped))
+    assert runnable, "README.md and docs/*.md have no runnable Python block: the extraction is broken"
+
+
+@pytest.mark.parametrize("block", [b for b in all_blocks() if b.no_run is None], ids=lambda b: b.where)
+def test_python_block_runs(block: Block, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
+    script = tmp_path / "block.py"
+    script.write_text(block.code, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, (
+        f"the Python block at {block.where} failed (exit {done.returncode}); fix it, or mark it "
+        f"'<!-- no-run: why -->' if it cannot run here:\n{done.stderr[-3000:]}"
+    )
