@@ -137,20 +137,22 @@ def test_every_reference_entry_names_a_flag_or_key_that_exists():
 # ------------------------------------------------------------------------------ Python blocks
 @dataclass(frozen=True)
 class Block:
-    """One fenced Python block of a Markdown file; ``no_run`` is the marker's reason, or None."""
+    """One fenced block of a Markdown file; ``no_run`` is the marker's reason, or None."""
 
     path: Path
     line: int  # of the opening fence, 1-based
     code: str
     no_run: str | None
+    lang: str = "python"
 
     @property
     def where(self) -> str:
         return f"{self.path.relative_to(REPO)}:{self.line}"
 
 
-def python_blocks(path: Path, text: str | None = None) -> list[Block]:
-    """The Python blocks of a Markdown file, each with the no-run marker right before its fence.
+def fenced_blocks(path: Path, text: str | None = None) -> list[Block]:
+    """Every fenced block of a Markdown file, each with its language and the no-run marker right
+    before its fence.
 
     Raises ValueError for a fence left open, a marker without a reason, or a marker that is not
     right before a Python block (a marker that silences nothing is a mistake)."""
@@ -178,11 +180,15 @@ def python_blocks(path: Path, text: str | None = None) -> list[Block]:
         if i == len(lines):
             raise ValueError(f"{path}:{start + 1}: a {fence} fence is never closed")
         i += 1
-        if m.group("lang").lower() in PYTHON_FENCES:
-            previous = NO_RUN.match(lines[start - 1].strip()) if start > 0 else None
-            blocks.append(Block(path, start + 1, "\n".join(body) + "\n",
-                                previous.group("why").strip() if previous else None))
+        previous = NO_RUN.match(lines[start - 1].strip()) if start > 0 else None
+        blocks.append(Block(path, start + 1, "\n".join(body) + "\n",
+                            previous.group("why").strip() if previous else None, m.group("lang").lower()))
     return blocks
+
+
+def python_blocks(path: Path, text: str | None = None) -> list[Block]:
+    """The Python blocks of a Markdown file (see :func:`fenced_blocks`)."""
+    return [b for b in fenced_blocks(path, text) if b.lang in PYTHON_FENCES]
 
 
 def all_blocks() -> list[Block]:
@@ -224,3 +230,53 @@ def test_python_block_runs(block: Block, tmp_path):
         f"the Python block at {block.where} failed (exit {done.returncode}); fix it, or mark it "
         f"'<!-- no-run: why -->' if it cannot run here:\n{done.stderr[-3000:]}"
     )
+
+
+# ------------------------------------------------------------------------------ shell commands
+SHELL_FENCES = ("bash", "sh", "shell", "console")
+
+
+def inspo_commands(block: Block) -> list[list[str]]:
+    """The argument lists of the ``inspo ...`` command lines of a shell block (continuation lines
+    joined, comments and ``...`` placeholders dropped; ``$(which inspo)`` counts as ``inspo``)."""
+    import shlex
+
+    commands = []
+    for line in block.code.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        words = ["inspo" if w == "$(which" else w for w in words if w not in ("...", "inspo)")]
+        if "inspo" in words:
+            commands.append(words[words.index("inspo") + 1:])
+    return commands
+
+
+def test_inspo_commands_are_read_from_shell_blocks():
+    block = Block(REPO / "x.md", 1, "inspo train --dry-run   # a comment\n"
+                  "accelerate launch --config_file c.yaml $(which inspo) train --preset paper ...\n"
+                  "inspo eval --set rl.topk=2 \\\n    --limit 5\ncurl -s localhost\n", None, "bash")
+    assert inspo_commands(block) == [["train", "--dry-run"], ["train", "--preset", "paper"],
+                                     ["eval", "--set", "rl.topk=2", "--limit", "5"]]
+
+
+def test_every_inspo_command_in_the_docs_parses_and_its_settings_exist(capsys):
+    """Each documented ``inspo`` command line is parsed by the real parser (flags, choices, types),
+    and its ``--set`` overrides resolve over its preset (keys and values validated)."""
+    from inspo.cli import build_parser
+    from inspo.train.config import resolve
+
+    commands = [(b, argv) for path in doc_files() for b in fenced_blocks(path) if b.lang in SHELL_FENCES
+                for argv in inspo_commands(b)]
+    assert len(commands) >= 10, f"found only {len(commands)} inspo command lines in the docs: the extraction is broken"
+    bad = []
+    for block, argv in commands:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit:
+            bad.append(f"{block.where}: inspo {' '.join(argv)}: {capsys.readouterr().err.strip().splitlines()[-1]}")
+            continue
+        if getattr(args, "overrides", None):
+            try:
+                resolve(args.preset or "cpu-tiny", None, args.overrides)
+            except ValueError as exc:
+                bad.append(f"{block.where}: inspo {' '.join(argv)}: {exc}")
+    assert not bad, "documented inspo commands the code refuses:\n" + "\n".join(bad)
