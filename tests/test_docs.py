@@ -280,3 +280,14 @@ def test_every_inspo_command_in_the_docs_parses_and_its_settings_exist(capsys):
             except ValueError as exc:
                 bad.append(f"{block.where}: inspo {' '.join(argv)}: {exc}")
     assert not bad, "documented inspo commands the code refuses:\n" + "\n".join(bad)
+
+
+def test_every_relative_link_in_the_docs_points_at_a_file_that_exists():
+    broken = []
+    for path in doc_files():
+        for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text(encoding="utf-8")):
+            if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+                continue
+            if not (path.parent / target.split("#")[0]).exists():
+                broken.append(f"{path.relative_to(REPO)}: {target}")
+    assert not broken, f"links to files that do not exist: {broken}"
