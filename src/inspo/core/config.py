@@ -87,7 +87,7 @@ class CoEvolutionConfig:
     admit_per_round: int = 0
     """n of Algorithm 1 line 21: the top-n candidates admitted per generate-and-verify round (never
     more than the free slots). 0: half the call's candidates, rounded up, so verification always
-    turns some away (the paper's "only the top-n"; see README, how inspo reads the paper)."""
+    turns some away (the paper's "only the top-n"; see docs/paper.md)."""
     verify: bool = True
     """False is the paper's no-verify ablation (Fig. 3): candidates join unverified, in proposal order."""
     admission: str = "top-n"

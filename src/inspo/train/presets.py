@@ -95,7 +95,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         # 0.7: rewards are non-zero from the first step and move with the instruction (query
         # wording, answer format). Exact match on multi-hop questions gave ~0.06 here.
         # At ~3 rollouts per instruction per step, weights are noise (BENCHMARKS.md §4): the evidence
-        # rules are on (README, "Choosing on evidence"), and the returned instruction is chosen on
+        # rules are on (docs/choosing-on-evidence.md), and the returned instruction is chosen on
         # 16 dev questions against the seed, then tested on 50 test questions the choice never saw.
         "output_dir": "runs/cpu-tiny",
         "final_choice": "dev",
