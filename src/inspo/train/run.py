@@ -47,7 +47,8 @@ from inspo.agent.engines import PolicyEngine
 from inspo.rng import derived_rng
 from inspo.train.config import TrainConfig
 from inspo.train.grpo_run import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
-from inspo.train.loop import RewardFn, say
+from inspo.train.loop import RewardFn
+from inspo.train.progress import say
 from inspo.train.schedule import offline_config
 from inspo.train.setup import SetupError
 from inspo.train.summary import RunSummary
