@@ -42,6 +42,7 @@ from inspo.train.loop import RewardFn, build_coevolution, warmup_questions
 from inspo.train.progress import announce_events, say
 from inspo.train.setup import RunInputs, SetupError, prepare
 from inspo.train.summary import RunSummary, summarize
+from inspo.train.trackers import missing_tracker_message
 from inspo.train.trainer import build_trainer, final_model, grpo_args, grpo_settings
 
 if TYPE_CHECKING:
@@ -98,12 +99,16 @@ def cuda_available() -> bool:
 
 
 def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static: bool) -> GrpoStart:
-    """Check and build what a GRPO stage needs; raises :class:`SetupError` for a bad path, an
+    """Check and build what a GRPO stage needs; raises :class:`SetupError` for a tracker of
+    ``rl.report_to`` that is not installed (first: before anything loads), a bad path, an
     unreachable server, a prompt over ``rl.max_prompt_tokens``, a batch that does not divide, a
     resume without a checkpoint (or a fresh run over one) and a refused resume change."""
     started = time.time()
     rank, world_size = world()
     run_dir = Path(config.output_dir)
+    missing = missing_tracker_message(config.rl.report_to)
+    if missing:
+        raise SetupError(missing)
     if config.rl.use_vllm:
         _check_vllm_training(config, world_size)
     if config.model.engine != "hf":
