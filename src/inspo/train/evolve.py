@@ -95,7 +95,8 @@ def run_evolve(
         overwrite: a new run (``resume=False``) may replace an earlier run's state and logs in
             ``out_dir`` (``inspo train``'s offline stages, whose run decides); without it that is
             refused, as :func:`check_run_dir` says.
-        progress: a tqdm bar over steps and one line per step.
+        progress: a tqdm bar over steps and over long evaluations, one line per phase and per
+            step; off, those lines go to the ``inspo.train`` log at INFO.
         reward_fn: replaces the response-only EM/F1 reward (see :data:`inspo.train.loop.RewardFn`).
 
     Raises:

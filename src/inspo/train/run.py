@@ -126,7 +126,9 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
         resume: ``True`` continues from the last complete ``checkpoint-N`` in ``output_dir``;
             a path resumes from that checkpoint; ``False`` starts a new run (refused when
             ``output_dir`` already holds checkpoints).
-        progress: show TRL's progress bar, one line per step and the summary (main process).
+        progress: show TRL's progress bar, bars over long evaluations, one line per phase and
+            per step, and the summary (main process); off, the phase and step lines go to the
+            ``inspo.train`` log at INFO (:mod:`inspo.train.progress`).
         reward_fn: replaces the response-only EM/F1 reward of every rollout (training and
             verification); see :data:`inspo.train.loop.RewardFn`.
 
