@@ -23,6 +23,7 @@ def test_unknown_tracker_is_a_config_error():
     with pytest.raises(ConfigError, match=r"rl.report_to: unknown tracker\(s\) 'tensorbord'; choose from tensorboard"):
         resolve("cpu-tiny", overrides=["rl.report_to=[tensorbord]"])
     assert resolve("cpu-tiny", overrides=["rl.report_to=tensorboard"]).rl.report_to == ["tensorboard"]
+    assert resolve("cpu-tiny", overrides=["rl.report_to=none"]).rl.report_to == []
 
 
 def test_missing_tracker_is_refused_before_anything_loads(tmp_path, monkeypatch, capsys):

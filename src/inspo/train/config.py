@@ -265,8 +265,8 @@ class RLConfig:
         _check(self.reward in ("em", "f1"), f"rl.reward must be em or f1; got {self.reward!r}")
         _check(self.format_weight >= 0, f"rl.format_weight must be >= 0; got {self.format_weight!r}")
         _check(self.vllm_mode in ("colocate", "server"), f"rl.vllm_mode must be colocate or server; got {self.vllm_mode!r}")
-        if isinstance(self.report_to, str):  # --set rl.report_to=tensorboard
-            self.report_to = [self.report_to] if self.report_to else []
+        if isinstance(self.report_to, str):  # --set rl.report_to=tensorboard (or none)
+            self.report_to = [self.report_to] if self.report_to not in ("", "none") else []
         trackers = check_tracker_names(self.report_to)
         _check(trackers is None, trackers or "")
         _check(self.max_obs_tokens >= 16, f"rl.max_obs_tokens must be >= 16; got {self.max_obs_tokens!r}")
