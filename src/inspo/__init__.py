@@ -2,9 +2,30 @@
 
 Importing ``inspo`` is cheap: torch, transformers, TRL, faiss and friends load only when a
 component that needs them is built.
+
+From Python (:mod:`inspo.api`)::
+
+    import inspo
+
+    config = inspo.load_config("cpu-tiny", overrides={"rl.steps": 2, "output_dir": "runs/mine"})
+    summary = inspo.train(config)          # or inspo.evolve(config), inspo.evaluate(config, ...)
 """
 
 from inspo.records import Candidate, Instruction, Passage, Question, Rollout
 
-__all__ = ["Candidate", "Instruction", "Passage", "Question", "Rollout", "__version__"]
+__all__ = ["Candidate", "Instruction", "Passage", "Question", "Rollout", "__version__",
+           "evaluate", "evolve", "load_config", "train"]
 __version__ = "0.1.0"
+
+#: Names of ``inspo`` imported from their module when first used (``inspo.evolve``). ``train``
+#: is not here: ``inspo.train`` is the training subpackage, and calling it runs
+#: :func:`inspo.api.train` (see inspo/train/__init__.py).
+_LAZY = {"evaluate": "inspo.api", "evolve": "inspo.api", "load_config": "inspo.api"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'inspo' has no attribute {name!r}")

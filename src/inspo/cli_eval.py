@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from inspo.cli_common import CLIError, resolve_config
+from inspo.eval import parse_policy
 
 #: ``inspo eval`` flags that are shortcuts for a config setting (flag dest -> section, field).
 EVAL_SHORTCUTS: dict[str, tuple[str, str]] = {
@@ -70,16 +71,6 @@ def _grid_from_run(run_dir: str, base_model: str) -> tuple[list[str], list[str]]
     return [base_model, str(run)], ["seed", str(run)]
 
 
-def _load_engine(model: str, dtype: str, kind: str = "hf", vllm=None):
-    """The policy engine of one evaluated model: ``kind`` hf (transformers) or vllm."""
-    from inspo.agent.load import load_engine
-
-    try:
-        return load_engine(model, kind=kind, dtype=dtype, vllm=vllm)
-    except ImportError as exc:
-        raise CLIError(str(exc)) from exc
-
-
 def _policy_dir(spec: str, model: str) -> str:
     """The model folder of ``--policy spec``, found before any work (a registered name is built
     into the cache once); CLIError saying what is accepted when there is none."""
@@ -92,10 +83,8 @@ def _policy_dir(spec: str, model: str) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from dataclasses import asdict, replace
-
-    from inspo.eval import parse_dataset, parse_instruction, parse_policy, run_eval
-    from inspo.train.setup import SetupError, agent_config, build_retriever
+    from inspo.eval.runner import evaluate_config
+    from inspo.train.setup import SetupError
 
     if args.limit < 0:
         raise CLIError(f"--limit must be >= 0 (at most this many questions per dataset; 0: all), got {args.limit}")
@@ -105,8 +94,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
         grid_policies, grid_instructions = _grid_from_run(args.grid, config.model.name_or_path)
         policies += grid_policies
         instructions += grid_instructions
-    policies = policies or [config.model.name_or_path]
-    instructions = instructions or ["seed"]
     vllm = None
     if args.engine == "vllm":
         from inspo.agent.vllm_engine import INSTALL_HINT, VLLMOptions, vllm_available
@@ -118,43 +105,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
                                enforce_eager=args.vllm_eager)
         except ValueError as exc:
             raise CLIError(str(exc)) from exc
-    data = config.data
-    if not args.dataset and not data.eval:
+    if not args.dataset and not config.data.eval:
         raise CLIError("name the questions with --dataset SOURCE[@SPLIT] (the config's data.eval is empty)")
-    specs = args.dataset or [f"{data.eval}@{data.test_split or 'test'}"]
-    datasets = [parse_dataset(spec, limit=args.limit, max_hops=data.max_hops) for spec in specs]
-    named = [parse_instruction(spec, seed_text=config.seed_instruction) for spec in instructions]
-    models = []  # (label, model folder): every policy is found before the retriever or a model loads
-    for spec in policies:
-        label, model = parse_policy(spec)
-        models.append((label, _policy_dir(spec, model)))
+    for spec in policies:  # named by its flag, before any work
+        _policy_dir(spec, parse_policy(spec)[1])
     try:
-        retriever = build_retriever(config)
-    except SetupError as exc:
+        report = evaluate_config(
+            config, policies=policies, instructions=instructions, datasets=args.dataset or [], limit=args.limit,
+            temperature=args.temperature, dtype=args.dtype, batch_size=args.batch_size, engine=args.engine,
+            vllm=vllm, progress=not args.no_progress, origin=origin, overrides=changes,
+        )
+    except (SetupError, ImportError) as exc:
         raise CLIError(str(exc)) from exc
-    # greedy unless --temperature says otherwise, as the run's own end-of-run evaluation
-    agent = replace(agent_config(config.rl), temperature=args.temperature)
-    settings = {
-        "config": origin,
-        "overrides": [{"key": c.key, "old": c.old, "new": c.new} for c in changes],
-        "agent": asdict(agent),
-        "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
-                    + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
-        "retriever": {"kind": data.retriever, "corpus": data.corpus, "index_dir": data.index_dir,
-                      "index_path": data.index_path, "url": data.retriever_url, "model": data.retriever_model},
-        "questions": {"max_hops": data.max_hops, "limit": args.limit},
-    }
-
-    def factory(model: str):
-        def make():
-            from inspo.agent.evaluate import make_evaluate
-
-            return make_evaluate(_load_engine(model, args.dtype, args.engine, vllm), retriever, agent, batch_size=args.batch_size,
-                                 progress=not args.no_progress)
-        return make
-
-    report = run_eval([(label, factory(model)) for label, model in models], named, datasets)
-    report.settings = settings
     json_path, md_path = report.write(args.out)
     print(report.markdown())
     print(f"written: {json_path} and {md_path}")

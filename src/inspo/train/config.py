@@ -27,6 +27,7 @@ from inspo.train.config_files import merge, parse_override, read_config_file
 from inspo.train.final import FINAL_CHOICES
 from inspo.train.presets import PRESETS
 from inspo.train.schedule import offline_round_problem
+from inspo.train.trackers import check_tracker_names
 
 MODES = ("inspo", "static", "pre-policy", "post-policy")
 OFFLINE_SCHEDULES = ("compressed", "unchanged")
@@ -239,7 +240,8 @@ class RLConfig:
     logging_steps: int = 1
     """Log every this many optimizer updates."""
     report_to: list[str] = field(default_factory=list)
-    """Trackers for TRL: tensorboard, trackio, wandb … (empty: none)."""
+    """Trackers TRL logs every metric to (inspo's inspo/... and rollout/... too): tensorboard,
+    trackio, wandb (each needs its extra, e.g. pip install 'inspo[tensorboard]'); empty: none."""
     seed: int = 0
     """The run's seed: data order, the policy's sampling and, unless ``coevolution.seed`` is set,
     every co-evolution stream (instruction choice, warm-up questions, D_B, the optimizer)."""
@@ -264,6 +266,10 @@ class RLConfig:
         _check(self.reward in ("em", "f1"), f"rl.reward must be em or f1; got {self.reward!r}")
         _check(self.format_weight >= 0, f"rl.format_weight must be >= 0; got {self.format_weight!r}")
         _check(self.vllm_mode in ("colocate", "server"), f"rl.vllm_mode must be colocate or server; got {self.vllm_mode!r}")
+        if isinstance(self.report_to, str):  # --set rl.report_to=tensorboard (or none)
+            self.report_to = [self.report_to] if self.report_to not in ("", "none") else []
+        trackers = check_tracker_names(self.report_to)
+        _check(trackers is None, trackers or "")
         _check(self.max_obs_tokens >= 16, f"rl.max_obs_tokens must be >= 16; got {self.max_obs_tokens!r}")
         _check(self.save_steps >= 0, f"rl.save_steps must be >= 0; got {self.save_steps!r}")
         _check(isinstance(self.eval_every, int) and self.eval_every >= 0,

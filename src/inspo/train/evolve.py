@@ -45,10 +45,10 @@ from inspo.train.loop import (
     light,
     rescore,
     reseed,
-    say,
     verification_evaluate,
     warmup_questions,
 )
+from inspo.train.progress import announce_events, say
 from inspo.train.setup import SetupError, prepare
 from inspo.train.summary import RunSummary, summarize
 
@@ -95,7 +95,8 @@ def run_evolve(
         overwrite: a new run (``resume=False``) may replace an earlier run's state and logs in
             ``out_dir`` (``inspo train``'s offline stages, whose run decides); without it that is
             refused, as :func:`check_run_dir` says.
-        progress: a tqdm bar over steps and one line per step.
+        progress: a tqdm bar over steps and over long evaluations, one line per phase and per
+            step; off, those lines go to the ``inspo.train`` log at INFO.
         reward_fn: replaces the response-only EM/F1 reward (see :data:`inspo.train.loop.RewardFn`).
 
     Raises:
@@ -145,13 +146,14 @@ def run_evolve(
         artifacts.clear_run_files(run_dir)
     (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config), encoding="utf-8")
     events = EventLog(run_dir / artifacts.EVENTS_FILE)
+    announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
     coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
                               fits=inputs.fits)
     batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
 
     def evaluate_at(step: int, tag: str = "verify"):
         return verification_evaluate(engine, inputs.retriever, inputs.agent, seed=rl.seed, tag=tag, step=step,
-                                     batch_size=batch_size, reward_fn=reward_fn)
+                                     batch_size=batch_size, reward_fn=reward_fn, progress=progress)
 
     first = 1
     if plan is not None:
@@ -165,6 +167,9 @@ def run_evolve(
         log.info("resuming evolution after step %d (dropped %d log line(s))", coevo.last_step, dropped)
     else:
         warm = warmup_questions(inputs.questions, config.data.warmup_questions, coevo.config.seed)
+        if warm:
+            say(f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill the replay buffer)",
+                progress)
         coevo.initialize(evaluate_at(0, "init"), warm)
         save_state(coevo, state_path)
 
@@ -188,8 +193,9 @@ def run_evolve(
     best = coevo.best()
     final, played = None, 0
     if choose_on_dev:
-        evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent, batch_size=batch_size, reward_fn=reward_fn)
-        final = choose_for_run(evaluate, coevo, config, inputs, rule="dev")
+        evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent, batch_size=batch_size, reward_fn=reward_fn,
+                                   progress=progress)
+        final = choose_for_run(evaluate, coevo, config, inputs, rule="dev", tell=lambda line: say(line, progress))
         played = final.dev_rollouts
         best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
     artifacts.write_best_instruction(run_dir, best.text)

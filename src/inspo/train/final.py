@@ -14,7 +14,7 @@ score the choice was made on, says whether the returned instruction is better th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,9 +134,13 @@ def choose_instruction(
     metric: str = "em",
     dev_split: str = "dev",
     test_split: str = "test",
+    tell: Callable[[str], None] | None = None,
 ) -> FinalChoice:
     """Choose the returned instruction by ``rule`` (module docstring), then score it and the seed
-    on ``test_questions``. ``evaluate`` must give one rollout per question, in order."""
+    on ``test_questions``. ``evaluate`` must give one rollout per question, in order. ``tell``
+    receives a line before each phase that plays the policy (the choice on dev, the test) and
+    one with each phase's result."""
+    tell = tell or (lambda line: None)
     if rule not in FINAL_CHOICES:
         raise ValueError(f"final choice rule must be one of {', '.join(FINAL_CHOICES)}; got {rule!r}")
     note = ""
@@ -148,15 +152,21 @@ def choose_instruction(
         pool = [by_weight] + ([seed] if seed.id != by_weight.id else [])
     dev: dict[str, float] = {}
     if dev_questions:
+        tell(f"final choice: scoring {len(pool)} instruction(s) on {len(dev_questions)} {dev_split} questions "
+             f"({len(pool) * len(dev_questions)} greedy episodes)")
         dev = {ins.id: _mean(rewards) for ins, rewards in zip(pool, _rewards(evaluate, pool, dev_questions), strict=True)}
     returned = by_weight
     if rule == "dev":
         returned = max(pool, key=lambda ins: dev[ins.id])  # max keeps the first of ties: the seed
+    tell(f"final choice ({rule}): returning {returned.id}" + (" (the seed)" if returned.id == seed.id else "")
+         + (f", {metric} {dev[returned.id]:.3f} on {dev_split}" if returned.id in dev else ""))
     choice = FinalChoice(rule=rule, metric=metric, returned_id=returned.id, returned_text=returned.text,
                          seed_id=seed.id, by_weight_id=by_weight.id, dev_split=dev_split,
                          dev_questions=len(dev_questions), dev_scores=dev, note=note)
     if test_questions:
         played = [seed] if returned.id == seed.id else [seed, returned]
+        tell(f"held-out test: scoring {len(played)} instruction(s) on {len(test_questions)} {test_split} "
+             f"questions the choice never saw ({len(played) * len(test_questions)} greedy episodes)")
         scores = _rewards(evaluate, played, test_questions)
         seed_test, returned_test = scores[0], scores[-1]
         choice.test_split, choice.test_questions = test_split, len(test_questions)
@@ -164,14 +174,17 @@ def choose_instruction(
         choice.test_vs_seed = paired_difference(returned_test, seed_test)
         choice.test_question_ids = [q.id for q in test_questions]
         choice.test_rewards = {"returned": returned_test, "seed": seed_test}
+        tell(f"held-out test: returned {choice.test_returned:.3f}, seed {choice.test_seed:.3f}, "
+             f"difference {choice.test_vs_seed.text()}")
     return choice
 
 
-def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *, rule: str) -> FinalChoice:
+def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *, rule: str,
+                   tell: Callable[[str], None] | None = None) -> FinalChoice:
     """:func:`choose_instruction` at the end of a run: the final population, the seed and I* of
     ``coevo`` (a :class:`~inspo.core.coevolution.CoEvolution`), the dev and test questions of
     ``inputs`` (:class:`~inspo.train.setup.RunInputs`), the metric and split names of ``config``
-    (a :class:`~inspo.train.config.TrainConfig`)."""
+    (a :class:`~inspo.train.config.TrainConfig`); ``tell`` as in :func:`choose_instruction`."""
     seed = next(i for i in coevo.population.archive.values() if i.origin == "seed")
     return choose_instruction(
         evaluate,
@@ -184,4 +197,5 @@ def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *
         metric=config.rl.reward,
         dev_split=config.data.eval_split,
         test_split=config.data.test_split,
+        tell=tell,
     )

@@ -55,6 +55,7 @@ from inspo.train.loop import (
     rescore,
     verification_evaluate,
 )
+from inspo.train.progress import say
 
 
 @dataclass
@@ -76,6 +77,9 @@ class RolloutContext:
     eval_questions: list[Question] = field(default_factory=list)
     """Dev questions of the periodic evaluation (``rl.eval_every``)."""
     eval_every: int = 0
+    progress: bool = False
+    """Show bars over the episodes of verification and evaluation (the main process of a run
+    with progress on); the phases are announced either way (:mod:`inspo.train.progress`)."""
     adapters: Any = None
     """``rl.use_vllm``: the :class:`~inspo.train.vllm_sync.AdapterSync` that plays the policy in vLLM."""
     in_flight: list[Rollout] = field(default_factory=list)
@@ -100,7 +104,8 @@ class RolloutContext:
         """``evaluate(instruction, questions)`` with ``model`` as the policy (one rollout per question;
         the same questions get the same sampling seeds whatever the instruction: paired)."""
         return verification_evaluate(self.policy(model, version), self.retriever, self.agent, seed=self.seed,
-                                     tag=tag, step=step, batch_size=self.eval_batch_size, reward_fn=self.reward_fn)
+                                     tag=tag, step=step, batch_size=self.eval_batch_size, reward_fn=self.reward_fn,
+                                     progress=self.progress)
 
     def greedy_evaluate(self, model: Any, *, progress: bool = False, version: int | None = None) -> EvaluateFn:
         """``evaluate(instruction, questions)`` with ``model`` decoding greedily (one rollout per question)."""
@@ -111,9 +116,14 @@ class RolloutContext:
         """``rl.eval_every``: the current policy, greedy, with the current I* on the dev questions."""
         if not (self.eval_every and self.eval_questions and step % self.eval_every == 0):
             return {}
-        rollouts = self.greedy_evaluate(model, version=version)(self.coevo.best(), self.eval_questions)
-        return {"eval/reward": sum(r.reward for r in rollouts) / len(rollouts),
-                "eval/search_calls": sum(len(r.searches) for r in rollouts) / len(rollouts)}
+        best = self.coevo.best()
+        say(f"step {step} evaluation: {best.id} on {len(self.eval_questions)} dev question(s), greedy", self.progress)
+        rollouts = self.greedy_evaluate(model, version=version, progress=self.progress)(best, self.eval_questions)
+        metrics = {"eval/reward": sum(r.reward for r in rollouts) / len(rollouts),
+                   "eval/search_calls": sum(len(r.searches) for r in rollouts) / len(rollouts)}
+        say(f"step {step} evaluation: reward {metrics['eval/reward']:.3f}, "
+            f"searches {metrics['eval/search_calls']:.2f}", self.progress)
+        return metrics
 
     def trace(self, step: int, groups: list[tuple[str, str]]) -> None:
         if self.choices_path is None:

@@ -38,9 +38,11 @@ from inspo.core.coevolution import CoEvolution
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
 from inspo.train.config import TrainConfig, dump
-from inspo.train.loop import RewardFn, build_coevolution, say, warmup_questions
+from inspo.train.loop import RewardFn, build_coevolution, warmup_questions
+from inspo.train.progress import announce_events, say
 from inspo.train.setup import RunInputs, SetupError, prepare
 from inspo.train.summary import RunSummary, summarize
+from inspo.train.trackers import missing_tracker_message
 from inspo.train.trainer import build_trainer, final_model, grpo_args, grpo_settings
 
 if TYPE_CHECKING:
@@ -97,12 +99,16 @@ def cuda_available() -> bool:
 
 
 def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static: bool) -> GrpoStart:
-    """Check and build what a GRPO stage needs; raises :class:`SetupError` for a bad path, an
+    """Check and build what a GRPO stage needs; raises :class:`SetupError` for a tracker of
+    ``rl.report_to`` that is not installed (first: before anything loads), a bad path, an
     unreachable server, a prompt over ``rl.max_prompt_tokens``, a batch that does not divide, a
     resume without a checkpoint (or a fresh run over one) and a refused resume change."""
     started = time.time()
     rank, world_size = world()
     run_dir = Path(config.output_dir)
+    missing = missing_tracker_message(config.rl.report_to)
+    if missing:
+        raise SetupError(missing)
     if config.rl.use_vllm:
         _check_vllm_training(config, world_size)
     if config.model.engine != "hf":
@@ -192,6 +198,8 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     if checkpoint is None:
         choices.unlink(missing_ok=True)
     events = EventLog(run_dir / artifacts.EVENTS_FILE if main else None, keep=main)
+    if main:
+        announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
     coevo = build_coevolution(config.coevolution, instruction or inputs.seed_instruction, inputs.optimizer, events,
                               static=start.static, fits=inputs.fits)
 
@@ -212,6 +220,7 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         eval_batch_size=rl.eval_batch_size(start.world_size),
         eval_questions=inputs.eval_questions if rl.eval_every else [],
         eval_every=rl.eval_every,
+        progress=progress and main,
     )
     if rl.use_vllm:
         from inspo.train.vllm_sync import start_adapter_sync
@@ -287,6 +296,9 @@ def _initialize(coevo: CoEvolution, ctx, trainer, inputs: RunInputs, config: Tra
         return
     warm = warmup_questions(inputs.questions, config.data.warmup_questions, co.seed)
     t0 = time.time()
+    if warm:
+        say(f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill the replay buffer)",
+            progress)
     with generation_model(trainer) as model:
         coevo.initialize(ctx.make_evaluate(model, 0, tag="init", version=trainer.state.global_step), warm)
     say(f"initial population: {len(coevo.population)} instruction(s) "
@@ -314,4 +326,4 @@ def _final_choice(ctx, model, inputs: RunInputs, coevo: CoEvolution, config: Tra
     from inspo.train.final import choose_for_run
 
     return choose_for_run(ctx.greedy_evaluate(model, progress=progress), coevo, config, inputs,
-                          rule=config.final_choice)
+                          rule=config.final_choice, tell=lambda line: say(line, progress))

@@ -136,17 +136,18 @@ def reseed(engine: Any, seed: int, tag: str, step: int) -> None:
 
 def verification_evaluate(
     engine: Any, retriever: Retriever, agent: AgentConfig, *, seed: int, tag: str, step: int, batch_size: int,
-    reward_fn: RewardFn | None = None,
+    reward_fn: RewardFn | None = None, progress: bool = False,
 ) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` as the current policy, one rollout per
     question, for step ``step``'s verification (``tag`` "verify") or P_0 (``tag`` "init").
 
     An engine with an ``rng`` gets a stream derived from (seed, tag, step), and the same questions
     get the same sampling seeds whatever the instruction (paired: a candidate and its parent are
-    compared on common random numbers), so a resumed run samples what the uninterrupted one did."""
+    compared on common random numbers), so a resumed run samples what the uninterrupted one did.
+    ``progress``: a tqdm bar over the episodes of each call."""
     reseed(engine, seed, tag, step)
     evaluate = make_evaluate(engine, retriever, agent, group_size=1, batch_size=batch_size,
-                             paired_seed=(seed, tag, step))
+                             paired_seed=(seed, tag, step), progress=progress)
     return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))
 
 
@@ -294,12 +295,3 @@ class MetricsLog:
             tqdm.write(text)
         else:
             log.info(text)
-
-
-def say(lines: str | Sequence[str], progress: bool) -> None:
-    """Lines for the user: printed with ``progress`` on, logged otherwise (as the step lines are)."""
-    for line in [lines] if isinstance(lines, str) else lines:
-        if progress:
-            print(line, flush=True)
-        else:
-            log.info(line)

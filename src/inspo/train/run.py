@@ -47,7 +47,8 @@ from inspo.agent.engines import PolicyEngine
 from inspo.rng import derived_rng
 from inspo.train.config import TrainConfig
 from inspo.train.grpo_run import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
-from inspo.train.loop import RewardFn, say
+from inspo.train.loop import RewardFn
+from inspo.train.progress import say
 from inspo.train.schedule import offline_config
 from inspo.train.setup import SetupError
 from inspo.train.summary import RunSummary
@@ -125,7 +126,9 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
         resume: ``True`` continues from the last complete ``checkpoint-N`` in ``output_dir``;
             a path resumes from that checkpoint; ``False`` starts a new run (refused when
             ``output_dir`` already holds checkpoints).
-        progress: show TRL's progress bar, one line per step and the summary (main process).
+        progress: show TRL's progress bar, bars over long evaluations, one line per phase and
+            per step, and the summary (main process); off, the phase and step lines go to the
+            ``inspo.train`` log at INFO (:mod:`inspo.train.progress`).
         reward_fn: replaces the response-only EM/F1 reward of every rollout (training and
             verification); see :data:`inspo.train.loop.RewardFn`.
 

@@ -1,0 +1,99 @@
+"""One evaluation under a resolved config: what ``inspo eval`` runs after reading its flags, and
+what :func:`inspo.evaluate` runs from Python.
+
+The config gives the agent (turns, tokens per turn, prefill, last-turn nudge), the retriever, the
+seed instruction, the question filter (``data.max_hops``) and the default policy and questions;
+the arguments name what to cross: policies x instructions x datasets (spec strings as in
+:mod:`inspo.eval`). Every policy's model folder is found, and the retriever built, before any
+model loads; models then load one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from typing import Any
+
+from inspo.eval import EvalReport, parse_dataset, parse_instruction, parse_policy, run_eval
+
+
+def evaluate_config(
+    config: Any,
+    *,
+    policies: Sequence[str] = (),
+    instructions: Sequence[str] = (),
+    datasets: Sequence[str] = (),
+    limit: int = 0,
+    temperature: float = 0.0,
+    dtype: str = "bfloat16",
+    batch_size: int = 16,
+    engine: str = "hf",
+    vllm: Any = None,
+    progress: bool = True,
+    origin: str = "",
+    overrides: Sequence[Any] = (),
+) -> EvalReport:
+    """Play every policy x instruction x dataset with ``config``'s agent; the report's
+    ``settings`` record what the cells were measured under.
+
+    Args:
+        config: a resolved :class:`~inspo.train.config.TrainConfig`.
+        policies: model names or folders, or run directories (their trained ``model/``);
+            empty: ``config.model.name_or_path``.
+        instructions: ``seed``, ``@NAME``, a run directory (its ``best_instruction.txt``) or a
+            text file; empty: ``["seed"]``.
+        datasets: ``SOURCE[@SPLIT]``; empty: ``config.data.eval`` at ``data.test_split``.
+        limit: at most this many questions per dataset (0: all).
+        temperature: decoding temperature (0: greedy, as a run's own end-of-run evaluation).
+        engine / vllm: ``hf`` (transformers) or ``vllm`` with its
+            :class:`~inspo.agent.vllm_engine.VLLMOptions`.
+        progress: a tqdm bar over each cell's episodes.
+        origin / overrides: where the config came from and the
+            :class:`~inspo.core.config.SettingChange` s put on top (recorded in ``settings``).
+
+    Raises:
+        ValueError: a bad ``limit``, no questions named, an empty dataset.
+        FileNotFoundError: an instruction or dataset that does not exist.
+        SetupError: a policy that is no model, a retriever that cannot be built.
+        ImportError: ``engine="vllm"`` without the ``vllm`` module (with the install command).
+    """
+    from inspo.train.setup import agent_config, build_retriever, resolve_model_dir
+
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0 (at most this many questions per dataset; 0: all), got {limit}")
+    data = config.data
+    if not datasets and not data.eval:
+        raise ValueError("name the questions with a dataset SOURCE[@SPLIT] (the config's data.eval is empty)")
+    specs = list(datasets) or [f"{data.eval}@{data.test_split or 'test'}"]
+    sets = [parse_dataset(spec, limit=limit, max_hops=data.max_hops) for spec in specs]
+    named = [parse_instruction(spec, seed_text=config.seed_instruction) for spec in list(instructions) or ["seed"]]
+    models = []  # (label, model folder): every policy is found before the retriever or a model loads
+    for spec in list(policies) or [config.model.name_or_path]:
+        label, model = parse_policy(spec)
+        models.append((label, str(resolve_model_dir(model))))
+    retriever = build_retriever(config)
+    # greedy unless temperature says otherwise, as the run's own end-of-run evaluation
+    agent = replace(agent_config(config.rl), temperature=temperature)
+    settings = {
+        "config": origin,
+        "overrides": [{"key": c.key, "old": c.old, "new": c.new} for c in overrides],
+        "agent": asdict(agent),
+        "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
+                    + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
+        "retriever": {"kind": data.retriever, "corpus": data.corpus, "index_dir": data.index_dir,
+                      "index_path": data.index_path, "url": data.retriever_url, "model": data.retriever_model},
+        "questions": {"max_hops": data.max_hops, "limit": limit},
+    }
+
+    def factory(model: str):
+        def make():
+            from inspo.agent.evaluate import make_evaluate
+            from inspo.agent.load import load_engine
+
+            policy = load_engine(model, kind=engine, dtype=dtype, vllm=vllm)
+            return make_evaluate(policy, retriever, agent, batch_size=batch_size, progress=progress)
+        return make
+
+    report = run_eval([(label, factory(model)) for label, model in models], named, sets)
+    report.settings = settings
+    return report

@@ -1,0 +1,102 @@
+"""No long phase runs silently: the warm-up, each round of the initial population and of an
+evolution (proposed, verified, admitted), the final choice and the held-out test announce
+themselves, to the ``inspo.train`` log at INFO with progress off and on stdout with it on.
+
+``run_evolve`` with the scripted text-only policy (fast, no model) drives the real loop; the
+GRPO run that announces the same phases is in tests/test_train_trackers.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from agent_helpers import ScriptedPolicy
+from inspo.core.events import (
+    Admitted,
+    EventLog,
+    EvolutionFinished,
+    EvolutionStarted,
+    OptimizerFailed,
+    Proposed,
+    Rejected,
+    Verified,
+    WarmedUp,
+)
+from inspo.train.evolve import run_evolve
+from inspo.train.progress import PhaseAnnouncer, announce_events
+from test_train_evolve import _config
+
+#: What a run of test_train_evolve's config must say, in this order (regexes).
+PHASES = [
+    r"warm-up: rolling the seed out on 2 training question",
+    r"warm-up: the seed scored 0\.000 on 2 rollout",
+    r"initial population: growing the seed into 3 instructions",
+    r"initial population: round 1/1: 2 candidate\(s\) proposed; verifying",
+    r"initial population: round 1/1: 2 proposed, 2 verified, 1 admitted \(population 2/3\)",
+    r"initial population: done: 2 instruction\(s\) after 1 round",
+    r"step 2 evolution: 1 parent\(s\) kept, refilling to 3",
+    r"step 2 evolution: round 1/1: 2 proposed, 2 verified, 1 admitted",
+    r"final choice: scoring 3 instruction\(s\) on 16 dev questions",
+    r"final choice \(dev\): returning ins-0002, em 1\.000 on dev",
+    r"held-out test: scoring 2 instruction\(s\) on 50 test questions",
+    r"held-out test: returned 1\.000, seed 0\.000, difference \+1\.000",
+]
+
+
+def _in_order(text: str, patterns: list[str]) -> None:
+    at = 0
+    for pattern in patterns:
+        found = re.compile(pattern).search(text, at)
+        assert found, f"{pattern!r} not announced (after position {at}) in:\n{text}"
+        at = found.end()
+
+
+def test_every_phase_of_an_evolve_run_is_logged_without_progress(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="inspo.train"):
+        run_evolve(_config(tmp_path / "evo"), engine=ScriptedPolicy(), progress=False)
+    text = "\n".join(r.getMessage() for r in caplog.records if r.name == "inspo.train")
+    _in_order(text, PHASES)
+
+
+def test_every_phase_is_printed_with_progress(tmp_path, capsys):
+    run_evolve(_config(tmp_path / "evo"), engine=ScriptedPolicy(), progress=True)
+    _in_order(capsys.readouterr().out, PHASES)
+
+
+def test_announcer_counts_refusals_and_failed_rounds():
+    lines: list[str] = []
+    events = EventLog()
+    events.observers.append(PhaseAnnouncer(lines.append, max_rounds=3))
+    for event in [
+        WarmedUp(0, instruction_id="ins-0001", n_rollouts=4, mean_reward=0.25),
+        EvolutionStarted(5, parents=("ins-0001", "ins-0002"), target_size=4),
+        Proposed(5, round=1, candidate_ids=("ins-0003", "ins-0004", "ins-0005")),
+        Rejected(5, candidate_id="ins-0005", stage="guard"),
+        Verified(5, candidate_id="ins-0003"),
+        Verified(5, candidate_id="ins-0004"),
+        Admitted(5, instruction={"id": "ins-0003"}),
+        Rejected(5, candidate_id="ins-0004", stage="top_n"),
+        Proposed(5, round=2, error="timeout"),
+        OptimizerFailed(5, round=2, reason="timeout"),
+        EvolutionFinished(5, rounds=2, population=("ins-0001", "ins-0002", "ins-0003"), short_by=1, reason="timeout"),
+    ]:
+        events.emit(event)
+    assert lines == [
+        "warm-up: the seed scored 0.250 on 4 rollout(s)",
+        "step 5 evolution: 2 parent(s) kept, refilling to 4",
+        "step 5 evolution: round 1/3: 3 candidate(s) proposed; verifying with the current policy",
+        "step 5 evolution: round 1/3: 3 proposed, 1 refused before verification, 2 verified, 1 admitted "
+        "(population 3/4)",
+        "step 5 evolution: round 2/3: nothing usable (timeout)",
+        "step 5 evolution: done: 3 instruction(s) after 2 round(s), 1 short: timeout",
+    ]
+
+
+def test_announce_events_logs_at_info(caplog):
+    events = EventLog()
+    announce_events(events, progress=False)
+    with caplog.at_level(logging.INFO, logger="inspo.train"):
+        events.emit(EvolutionStarted(0, parents=("ins-0001",), target_size=2))
+    assert [r.levelno for r in caplog.records] == [logging.INFO]
+    assert "initial population: growing the seed into 2 instructions" in caplog.records[0].getMessage()
