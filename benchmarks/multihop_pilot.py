@@ -71,6 +71,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="picks the questions and the sampling seeds")
     p.add_argument("--batch", type=int, default=64, help="episodes per generate call")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--engine", default="hf", choices=["hf", "vllm"],
+                   help="policy engine: transformers, or vLLM (needs the vllm module: 3-4x faster on CPU, "
+                        "BENCHMARKS.md §2; episodes keep their paired seeds on both)")
+    p.add_argument("--vllm-kv-cache-gib", type=float, default=2.0, help="vLLM's KV cache (RAM on CPU), GiB")
     p.add_argument("--set", action="append", default=[], help="extra config override")
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 questions a hop: a smoke run")
@@ -160,7 +164,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     inputs = prepare(config, need_optimizer=False)
     by_hop = pick_questions(inputs.questions, args.questions, args.seed, args.hops)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    engine = load_engine(inputs.model_dir, dtype=config.model.dtype, device=device)
+    vllm = None
+    if args.engine == "vllm":
+        from inspo.agent.vllm_engine import VLLMOptions
+
+        vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, enforce_eager=device == "cpu")
+    engine = load_engine(inputs.model_dir, kind=args.engine, dtype=config.model.dtype, device=device, vllm=vllm)
     evaluate = make_evaluate(engine, inputs.retriever, inputs.agent, group_size=group_size,
                              batch_size=args.batch, paired_seed=("pilot", args.seed), progress=True)
     instructions = [Instruction(id=name, text=instruction_text(name)) for name in args.instructions]
@@ -169,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     played = play_all(evaluate, instructions, questions)
     wall = time.perf_counter() - started
     result: dict = {"provenance": info, "preset": args.preset, "set": args.set, "group_size": group_size,
+                    "engine": args.engine, "model": config.model.name_or_path,
                     "temperature": inputs.agent.temperature, "max_turns": inputs.agent.max_turns,
                     "questions_per_hop": args.questions, "seed": args.seed, "wall_s": wall,
                     "rollouts_per_s": sum(map(len, played)) / wall,
@@ -197,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
             pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
             d = paired_difference([x for x, _ in pairs], [y for _, y in pairs])
             result["differences"][f"{ins.id} - {ref} ({hop}-hop)"] = d.to_dict()
+    if hasattr(engine, "shutdown"):
+        engine.shutdown()
     print_result(result)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

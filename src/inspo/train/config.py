@@ -52,8 +52,8 @@ class ModelConfig:
     """The policy model."""
 
     name_or_path: str = "qwen2.5-coder-0.5b"
-    """A registered name (``inspo.models.list_models()``: qwen2.5-coder-0.5b, smollm2-135m, tiny-qwen2,
-    tiny-qwen2-hd32), a Hugging Face hub name in the local hub cache, a Hugging Face folder or a .gguf file."""
+    """A registered name (``inspo.models.list_models()``: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b
+    (opt-in), smollm2-135m, tiny-qwen2, tiny-qwen2-hd32), a Hugging Face hub name in the local hub cache, a Hugging Face folder or a .gguf file."""
     dtype: str = "bfloat16"
     """Weights dtype: bfloat16 (fast on CPU and GPU), float32 or float16."""
     lora: bool = False
