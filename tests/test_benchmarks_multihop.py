@@ -203,11 +203,13 @@ def test_pack_recuts_the_model_and_receive_keeps_only_pieces_that_match(tmp_path
     assert not (keep / "piece-00").exists()
 
 
-def test_receive_joins_and_checks_the_whole_file_before_building(tmp_path, monkeypatch):
+@pytest.mark.parametrize(("model", "builder"), [("qwen2.5-coder-0.5b", "build_qwen_coder"),
+                                               ("qwen2.5-coder-1.5b", "build_qwen_coder_15b")])
+def test_receive_joins_and_checks_the_whole_file_before_building(tmp_path, monkeypatch, model, builder):
     campaign = load_script("gpu_campaign")
     chunks, spec = _chunks(tmp_path)
     directory = tmp_path / "dev"
-    campaign.pack(directory, 1, chunk_source=lambda: chunks, spec=spec, wheels=False)
+    campaign.pack(directory, 1, chunk_source=lambda: chunks, spec=spec, wheels=False, model_name=model)
     manifest = json.loads((directory / "model" / "manifest.json").read_text())
     manifest["sha256"] = spec.sha256
     import inspo.models.registry as registry
@@ -219,7 +221,12 @@ def test_receive_joins_and_checks_the_whole_file_before_building(tmp_path, monke
         built["file"] = join_verified(chunk_source(), tmp_path / "joined", size=spec.size, sha256=spec.sha256)
         return built["file"]
 
-    monkeypatch.setattr(registry, "build_qwen_coder", fake_build)
+    def wrong_build(*, chunk_source):
+        raise AssertionError("receive built another model than the manifest names")
+
+    for name in ("build_qwen_coder", "build_qwen_coder_15b"):
+        monkeypatch.setattr(registry, name, fake_build if name == builder else wrong_build)
+    assert json.loads((directory / "model" / "manifest.json").read_text())["model"] == model
     assert campaign.receive(directory, tmp_path / "keep") == []
     assert hashlib.sha256(built["file"].read_bytes()).hexdigest() == spec.sha256
 
