@@ -31,6 +31,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from inspo.models import ModelError
     from inspo.trained.play import load_agent
 
     if args.temperature is not None and args.temperature < 0:
@@ -44,8 +45,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                            retriever_url=args.retriever_url, index_dir=args.index_dir, topk=args.topk,
                            max_turns=args.max_turns, max_response_tokens=args.max_response_tokens,
                            temperature=args.temperature, prefill=args.prefill, dtype=args.dtype, seed=args.seed)
-    except (FileNotFoundError, ValueError) as exc:
-        raise CLIError(f"{args.agent}: {exc}") from exc
+    except (FileNotFoundError, ValueError, ModelError) as exc:
+        raise CLIError(str(exc) if str(args.agent) in str(exc) else f"{args.agent}: {exc}") from exc
     print("\n".join(agent.describe()), flush=True)
     questions = [args.question] if args.question is not None else None
     if questions is None and sys.stdin.isatty():

@@ -70,6 +70,8 @@ def read_run(run_dir: str | Path) -> RunFacts:
     from inspo.train.config import from_dict, read_config_file
 
     run = Path(run_dir)
+    if not run.is_dir():
+        raise ExportError(f"{run} does not exist: name an 'inspo train' run directory")
     if not (run / artifacts.CONFIG_FILE).is_file():
         raise ExportError(f"{run} is not an 'inspo train' run directory (no {artifacts.CONFIG_FILE} in it)")
     if not (run / artifacts.MODEL_DIR / "config.json").is_file():
