@@ -40,7 +40,7 @@ def test_turns_are_split_at_what_the_environment_wrote():
     assert lines == ["turn 1", "  I need the town.", "  search: Alpha Town", "    1. Alpha Town", "    2. Beta",
                      "turn 2", "  I am not sure", "  (no <search> or <answer> in this turn)",
                      "turn 3", "  search: Gamma Prize", "    1. Gamma Prize",
-                     "turn 4", "  It says 1901.", "answer: 1901"]
+                     "turn 4", "  It says 1901.", "  answer: 1901", "final answer: 1901"]
     assert transcript_lines(turns, rollout, passage_chars=11)[3] == "    1. Alpha Town - Alpha Town"
 
 
@@ -51,7 +51,7 @@ def test_the_final_turns_search_is_not_run_and_no_answer_says_how_it_ended():
     assert [(t.action, t.executed, len(t.passages)) for t in turns] == [("search", True, 2), ("search", False, 0)]
     lines = transcript_lines(turns, rollout)
     assert "    (not run: the final turn may only answer)" in lines
-    assert lines[-1] == "answer: (none; the episode ended by turn_limit)"
+    assert lines[-1] == "final answer: (none; the episode ended by turn_limit)"
 
 
 def test_recording_retriever_keeps_each_query_and_its_passages():
@@ -82,7 +82,7 @@ def test_agent_ask_plays_the_rollout_engine_with_real_bm25_and_prints_every_turn
     printed = str(answer)
     assert printed.splitlines() == ["question: In which year was Venven Miselgol born?", "turn 1", "  Look it up.",
                                     "  search: Venven Miselgol", *[f"    {i}. {t}" for i, t in enumerate(titles, 1)],
-                                    "turn 2", "  Found it.", "answer: 1950"]
+                                    "turn 2", "  Found it.", "  answer: 1950", "final answer: 1950"]
     assert agent.describe()[0] == "policy:      scripted" and any(line.startswith("retriever:   bm25 over world")
                                                                     for line in agent.describe())
     second = agent.ask("Who founded Alpha Town?")  # the recorder starts afresh for every question

@@ -148,7 +148,7 @@ def test_the_cards_snippet_runs(exported):
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     assert lines[0].startswith("question: ") and lines[1] == "turn 1"
-    assert any(line.startswith("answer: ") for line in lines)
+    assert lines[-2].startswith("final answer: ")  # then print(answer.answer)
 
 
 def test_export_refuses_what_it_cannot_export_in_one_line(run, tmp_path, capsys):
@@ -229,7 +229,7 @@ def test_ask_prints_each_turn_of_the_run(run, capsys):
     i = turn.index("  search: Venven Miselgol")
     assert turn[i + 1:i + 1 + len(titles)] == [f"    {k}. {t}" for k, t in enumerate(titles, 1)]
     assert "turn 2" in turn  # the run's max_turns=1: one search turn, then the answer turn
-    assert turn[-1].startswith("answer: ")
+    assert turn[-1].startswith("final answer: ")
 
 
 def test_ask_reads_questions_from_stdin_and_plays_any_model(exported, monkeypatch, capsys):
@@ -238,12 +238,12 @@ def test_ask_reads_questions_from_stdin_and_plays_any_model(exported, monkeypatc
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"agent:       {exported} (exported by inspo)"
     assert out.count("question: ") == 2 and "question: Who founded Alpha Town?" in out
-    assert out.count("  search: Venven Miselgol") == 2 and out.count("\nanswer: ") == 2
+    assert out.count("  search: Venven Miselgol") == 2 and out.count("\nfinal answer: ") == 2
 
     assert main(["ask", "tiny-qwen2", QUESTION, "--max-turns", "1", "--max-response-tokens", "4"]) == 0
     out = capsys.readouterr().out
     assert "instruction: the seed (Search-R1's instruction, App. F)" in out and "bm25 over world" in out
-    assert "Answer the given question." in out and "\nanswer: " in out
+    assert "Answer the given question." in out and "\nfinal answer: " in out
     assert main(["ask", "tiny-qwen2", QUESTION, "--instruction", "@weak", "--max-turns", "1",
                  "--max-response-tokens", "4", "--temperature", "-1"]) == 2
     assert "--temperature must be >= 0" in capsys.readouterr().err

@@ -84,8 +84,9 @@ def turns_of(rollout: Rollout, results: Sequence[Sequence[Passage]] = ()) -> lis
 
 
 def transcript_lines(turns: Sequence[Turn], rollout: Rollout, *, passage_chars: int = 0) -> list[str]:
-    """The turns as readable lines: reasoning, ``search: <query>``, the retrieved titles, and a
-    closing ``answer: ...`` (or ``answer: (none; ...)`` with how the episode ended).
+    """The turns as readable lines: each turn's reasoning, ``search: <query>`` with the retrieved
+    titles or ``answer: <answer>``, then a closing ``final answer: ...`` (the last ``<answer>`` of
+    the episode, or ``final answer: (none; ...)`` with how the episode ended).
     ``passage_chars > 0`` prints that many characters of each passage after its title."""
     out = []
     for turn in turns:
@@ -99,12 +100,14 @@ def transcript_lines(turns: Sequence[Turn], rollout: Rollout, *, passage_chars: 
             for k, p in enumerate(turn.passages, 1):
                 text = f" - {p.text[:passage_chars].strip()}" if passage_chars else ""
                 out.append(f"    {k}. {p.title or '(untitled)'}{text}")
-        elif turn.action == "invalid":
+        elif turn.action == "answer":
+            out.append(f"  answer: {turn.content}")
+        else:
             out.append("  (no <search> or <answer> in this turn)")
     if rollout.answer is not None:
-        out.append(f"answer: {rollout.answer}")
+        out.append(f"final answer: {rollout.answer}")
     else:
-        out.append(f"answer: (none; the episode ended by {rollout.finish_reason or 'turn_limit'}"
+        out.append(f"final answer: (none; the episode ended by {rollout.finish_reason or 'turn_limit'}"
                    + (f": {rollout.error}" if rollout.error else "") + ")")
     return out
 
