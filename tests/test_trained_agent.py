@@ -198,7 +198,7 @@ def test_push_to_hub_uploads_every_file_with_huggingface_hub(run, tmp_path, monk
         assert main(["export", str(run), "--out", str(out), "--push-to-hub", "me/tiny-agent"]) == 2
         err = capsys.readouterr().err
         assert "the upload failed" in err and "HF_TOKEN" in err and len(err.strip().splitlines()) == 1
-        assert (out / "README.md").is_file() and hub.files == {}
+        assert hub.files == {} and f'inspo.load_agent("{out.resolve()}")' in (out / "README.md").read_text()
 
         monkeypatch.setenv("HF_TOKEN", hub.token)
         out2 = tmp_path / "pushed2"

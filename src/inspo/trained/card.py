@@ -228,7 +228,7 @@ def model_card(*, name: str, config: Any, summary: dict[str, Any], instruction: 
         "A question-answering agent that calls a search engine (`<search> query </search>`, results in "
         "`<information>`, answer in `<answer>`), trained with GRPO while its instruction co-evolved with the "
         "policy (INSPO, [arXiv 2512.01945](https://arxiv.org/abs/2512.01945)), by "
-        f"[inspo](https://pypi.org/project/inspo/) {__version__}.",
+        f"inspo {__version__}.",
         "",
         "The weights alone are not the agent: it is these weights **with** `instruction.txt` (the instruction the "
         "run returned) and the search protocol in `agent.json`. Prompted otherwise it may not search at all.",
@@ -236,7 +236,7 @@ def model_card(*, name: str, config: Any, summary: dict[str, Any], instruction: 
         "## Use it",
         "",
         "```bash",
-        "pip install 'inspo[all]'",
+        'pip install -e ".[all]"   # in a clone of inspo',
         "```",
         "",
         "```python",

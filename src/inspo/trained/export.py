@@ -216,7 +216,7 @@ def push_agent(folder: str | Path, repo_id: str, *, private: bool = False, token
     (created when missing) with ``huggingface_hub``; returns the commit's URL.
 
     The card's snippet is first pointed at ``repo_id`` (``inspo.load_agent(repo_id)`` downloads
-    it). ``HF_ENDPOINT`` and ``HF_TOKEN`` are read when the call is made.
+    it; the local card is restored when the upload fails). ``HF_ENDPOINT`` and ``HF_TOKEN`` are read when the call is made.
     """
     from huggingface_hub import HfApi
 
@@ -225,10 +225,13 @@ def push_agent(folder: str | Path, repo_id: str, *, private: bool = False, token
         raise ExportError(f"{folder} is not an exported inspo agent (no {CARD_FILE} / {INSTRUCTION_FILE})")
     card = (folder / CARD_FILE).read_text(encoding="utf-8")
     local = LOAD_LINE.format(location=str(folder.resolve()))
-    if local in card:
-        (folder / CARD_FILE).write_text(card.replace(local, LOAD_LINE.format(location=repo_id)), encoding="utf-8")
-    api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None, token=token)
-    api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
-    info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="model",
-                             commit_message=commit_message)
+    (folder / CARD_FILE).write_text(card.replace(local, LOAD_LINE.format(location=repo_id)), encoding="utf-8")
+    try:
+        api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None, token=token)
+        api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
+        info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="model",
+                                 commit_message=commit_message)
+    except BaseException:
+        (folder / CARD_FILE).write_text(card, encoding="utf-8")  # the local card keeps loading the local folder
+        raise
     return str(getattr(info, "commit_url", info))
