@@ -1,11 +1,14 @@
-"""A tiny stand-in for the Hugging Face hub's upload API (FastAPI + uvicorn on 127.0.0.1), enough
+"""A tiny stand-in for the Hugging Face hub's upload and download API (FastAPI + uvicorn on 127.0.0.1), enough
 for ``huggingface_hub.HfApi().create_repo`` and ``upload_folder`` with every file sent inline:
 
 - ``POST /api/repos/create``: records the repository, answers its URL;
 - ``POST /api/validate-yaml``: accepts any card, no warnings;
 - ``POST /api/models/{org}/{name}/preupload/{revision}``: every file "regular" (inline, no LFS);
 - ``POST /api/models/{org}/{name}/commit/{revision}``: reads the ndjson commit and keeps each
-  file's bytes in ``files[repo_id][path]``.
+  file's bytes in ``files[repo_id][path]``;
+- and, for ``snapshot_download``, ``GET /api/models/{org}/{name}/revision/{revision}`` and
+  ``.../tree/{revision}`` (the files committed) and ``HEAD``/``GET /{org}/{name}/resolve/{revision}/{path}``
+  (each file, ``downloads`` records the paths).
 
 Requests without ``Authorization: Bearer <token>`` are refused with 401, as the hub refuses
 anonymous writes. Point ``HF_ENDPOINT`` at ``url`` (and ``HF_TOKEN`` at ``token``).
@@ -30,6 +33,7 @@ class FakeHub:
         self.repos: dict[str, dict] = {}
         self.files: dict[str, dict[str, bytes]] = {}
         self.commits: list[dict] = []
+        self.downloads: list[str] = []
         self.url = ""
         self._server = self._thread = self._sock = None
 
@@ -78,6 +82,40 @@ class FakeHub:
             self.commits.append({"repo_id": repo_id, "revision": revision, "header": lines[0]["value"]})
             oid = f"{len(self.commits):040x}"
             return {"commitUrl": f"{self.url}/{repo_id}/commit/{oid}", "commitOid": oid}
+
+        def commit_oid() -> str:
+            return f"{len(self.commits):040x}"
+
+        def blob(data: bytes) -> str:
+            import hashlib
+
+            return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+        @app.get("/api/models/{org}/{name}/revision/{revision}")
+        async def repo_info(org: str, name: str, revision: str):
+            stored = self.files.get(f"{org}/{name}")
+            if stored is None:
+                return JSONResponse({"error": "Repository not found"}, status_code=404,
+                                    headers={"X-Error-Code": "RepoNotFound"})
+            return {"id": f"{org}/{name}", "sha": commit_oid(), "siblings": [{"rfilename": p} for p in stored]}
+
+        @app.get("/api/models/{org}/{name}/tree/{revision}")
+        async def tree(org: str, name: str, revision: str):
+            stored = self.files.get(f"{org}/{name}", {})
+            return [{"type": "file", "path": p, "size": len(d), "oid": blob(d)} for p, d in stored.items()]
+
+        @app.api_route("/{org}/{name}/resolve/{revision}/{path:path}", methods=["GET", "HEAD"])
+        async def resolve(org: str, name: str, revision: str, path: str, request: Request):
+            from fastapi.responses import Response
+
+            data = self.files.get(f"{org}/{name}", {}).get(path)
+            if data is None:
+                return JSONResponse({"error": "Entry not found"}, status_code=404,
+                                    headers={"X-Error-Code": "EntryNotFound"})
+            headers = {"X-Repo-Commit": commit_oid(), "ETag": f'"{blob(data)}"', "Content-Length": str(len(data))}
+            self.downloads.append(path)
+            return Response(b"" if request.method == "HEAD" else data, headers=headers,
+                            media_type="application/octet-stream")
 
         return app
 

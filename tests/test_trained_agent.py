@@ -208,8 +208,16 @@ def test_push_to_hub_uploads_every_file_with_huggingface_hub(run, tmp_path, monk
         local = {p.name: p.read_bytes() for p in out2.iterdir()}
         assert uploaded == local and "model.safetensors" in uploaded and "instruction.txt" in uploaded
         assert hub.repos["me/tiny-agent"]["organization"] == "me"
-        # the card on the hub loads the agent from the hub
-        assert 'inspo.load_agent("me/tiny-agent")' in uploaded["README.md"].decode()
+        # the card on the hub loads the agent from the hub: its snippet downloads the folder and plays it
+        from inspo.trained.card import snippet_of
+
+        snippet = snippet_of(uploaded["README.md"].decode())
+        assert 'inspo.load_agent("me/tiny-agent")' in snippet
+        done = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(SRC)})
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.stdout.startswith("question: ") and "\nfinal answer: " in done.stdout
+        assert {"model.safetensors", "instruction.txt", "agent.json"} <= set(hub.downloads)
 
 
 def test_ask_prints_each_turn_of_the_run(run, capsys):

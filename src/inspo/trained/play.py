@@ -172,9 +172,11 @@ def resolve_source(source: str | Path) -> AgentSource:
         if cached is not None and (cached / AGENT_FILE).is_file():
             return _exported(cached)
         if cached is None:
+            import os
+
             from huggingface_hub import snapshot_download
 
-            folder = Path(snapshot_download(str(source)))
+            folder = Path(snapshot_download(str(source), endpoint=os.environ.get("HF_ENDPOINT") or None))
             if (folder / AGENT_FILE).is_file():
                 return _exported(folder)
     return _model(str(source))
