@@ -240,7 +240,7 @@ def test_ask_prints_each_turn_of_the_run(run, capsys):
     assert turn[-1].startswith("final answer: ")
 
 
-def test_ask_reads_questions_from_stdin_and_plays_any_model(exported, monkeypatch, capsys):
+def test_ask_reads_questions_from_stdin_and_plays_any_model(exported, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", io.StringIO(f"{QUESTION}\n\nWho founded Alpha Town?\n"))
     assert main(["ask", str(exported), "--prefill", FORCED_SEARCH]) == 0
     out = capsys.readouterr().out
@@ -255,3 +255,7 @@ def test_ask_reads_questions_from_stdin_and_plays_any_model(exported, monkeypatc
     assert main(["ask", "tiny-qwen2", QUESTION, "--instruction", "@weak", "--max-turns", "1",
                  "--max-response-tokens", "4", "--temperature", "-1"]) == 2
     assert "--temperature must be >= 0" in capsys.readouterr().err
+    assert main(["ask", str(exported), QUESTION, "--corpus", str(tmp_path / "none.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"inspo: error: retriever bm25 over {tmp_path / 'none.jsonl'} is not usable: ")
+    assert len(err.splitlines()) == 1 and "--corpus" in err

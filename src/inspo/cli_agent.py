@@ -46,7 +46,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
                            max_turns=args.max_turns, max_response_tokens=args.max_response_tokens,
                            temperature=args.temperature, prefill=args.prefill, dtype=args.dtype, seed=args.seed)
     except (FileNotFoundError, ValueError, ModelError) as exc:
-        raise CLIError(str(exc) if str(args.agent) in str(exc) else f"{args.agent}: {exc}") from exc
+        raise CLIError(str(exc) if str(args.agent) in str(exc) or "retriever" in str(exc)[:10]
+                       else f"{args.agent}: {exc}") from exc
     print("\n".join(agent.describe()), flush=True)
     questions = [args.question] if args.question is not None else None
     if questions is None and sys.stdin.isatty():

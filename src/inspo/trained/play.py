@@ -149,10 +149,15 @@ def load_agent(
         notes = [n for n in notes if not n.startswith("instruction:")] + [f"instruction: {instruction_origin(instruction)}"]
     from inspo.agent.load import load_engine
 
+    try:  # before the model loads: a wrong corpus or an unreachable server fails fast
+        search = settings.retriever.build()
+    except Exception as exc:  # noqa: BLE001 - any failure here stops with its reason
+        raise ValueError(f"retriever {settings.retriever.describe()} is not usable: {exc} (choose another: --corpus, "
+                         "--retriever, --retriever-url; in Python corpus=, retriever=, retriever_url=)") from exc
     rng = random.Random(seed)
     engine = load_engine(found.model, kind="hf", dtype=settings.dtype, device=device or _device(),
                          rng=random.Random(rng.randrange(2**31)))
-    return Agent(engine, settings.retriever.build(), chosen, settings, rng=rng, notes=notes)
+    return Agent(engine, search, chosen, settings, rng=rng, notes=notes)
 
 
 def resolve_source(source: str | Path) -> AgentSource:
