@@ -282,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the config's model.name_or_path)")
     p.add_argument("--instruction", action="append",
                    help="'seed' (the config's seed_instruction), a named one (@weak, @search-r1), a run directory "
-                        "(its best_instruction.txt) or a text file; repeatable")
+                        "(its best_instruction.txt), an exported agent (its instruction.txt) or a text file; repeatable")
     p.add_argument("--grid", metavar="RUN_DIR",
                    help="the paper's 2x2 for a run: {base, trained} x {seed, evolved instruction}, with the "
                         "agent settings of the run's config.yaml")
