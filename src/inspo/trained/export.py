@@ -96,9 +96,8 @@ def _population(run: Path, summary: dict[str, Any], returned_id: str) -> list[di
     from inspo.core.state import read_state
 
     state_path = run / artifacts.STATE_FILE
-    for name in ("post-policy",):
-        if name in summary.get("stages", {}) and (run / name / artifacts.STATE_FILE).is_file():
-            state_path = run / name / artifacts.STATE_FILE
+    if "post-policy" in summary.get("stages", {}) and (run / "post-policy" / artifacts.STATE_FILE).is_file():
+        state_path = run / "post-policy" / artifacts.STATE_FILE
     if not state_path.is_file():
         return []
     pop = Population.from_dict(read_state(state_path)["population"])
@@ -144,7 +143,10 @@ def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
                           settings=settings, base=base, location=str(out.resolve()), example=example_question(facts.config),
                           grid=grid_data, has_licence_file=bool(text))
         (tmp / CARD_FILE).write_text(card, encoding="utf-8")
-        os.chmod(tmp, 0o755)
+        os.chmod(tmp, 0o755)  # a folder to share: readable by all, as save_pretrained's own files
+        for path in tmp.iterdir():
+            if not path.is_symlink():
+                os.chmod(path, 0o644)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
