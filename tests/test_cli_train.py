@@ -32,6 +32,8 @@ def test_train_command_runs_and_writes_the_report(tmp_path, capsys):
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "returned instruction" in printed and f"report: {out / 'report.html'}" in printed
+    assert f"agent: {out / 'agent'}" in printed and (out / "agent" / "agent.json").is_file()  # the shareable agent
+    assert not (out / "README.md").exists()  # no TRL card ("a fine-tuned version of [None]") in the run directory
     assert "choice of I*:" in printed and "held-out test:" in printed and "3 test questions" in printed
     html = (out / "report.html").read_text()
     assert (out / "best_instruction.txt").read_text().strip()[:40] in html

@@ -63,6 +63,10 @@ def test_specs(tmp_path):
     assert "Search" in parse_instruction("seed").instruction.text or "search" in parse_instruction("seed").instruction.text
     (tmp_path / "best_instruction.txt").write_text("Use <search> and <answer>.\n")
     assert parse_instruction(str(tmp_path)).instruction.text == "Use <search> and <answer>."
+    exported = tmp_path / "agent"  # inspo export's folder: its instruction.txt
+    exported.mkdir()
+    (exported / "instruction.txt").write_text("Search first: <search> q </search>, then <answer>.\n")
+    assert parse_instruction(str(exported)).instruction.text == "Search first: <search> q </search>, then <answer>."
     with pytest.raises(FileNotFoundError, match="expected 'seed'"):
         parse_instruction(str(tmp_path / "nope.txt"))
     assert isinstance(EvalReport().markdown(), str)

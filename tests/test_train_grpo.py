@@ -158,6 +158,8 @@ def test_static_mode_keeps_one_instruction_and_lora_is_merged(tmp_path):
     assert not [e for e in events if e["kind"] in ("proposed", "admitted", "pruned")]
     assert summary.ledger["optimizer_calls"] == 0 and summary.ledger["training_rollouts"] == 8
     assert not list((tmp_path / "static").glob("checkpoint-*"))
+    agent = tmp_path / "static" / "agent"  # the exported agent: full weights, nothing for peft to load
+    assert (agent / "model.safetensors").is_file() and not (agent / "adapter_config.json").exists()
 
 
 def test_pre_policy_evolves_before_training(tmp_path):
@@ -187,6 +189,11 @@ def test_post_policy_evolves_with_the_trained_policy(tmp_path):
     assert json.loads((out / "summary.json").read_text())["stages"]["post-policy"] == summary.stages["post-policy"]
     assert (out / "best_instruction.txt").read_text().strip() == (stage / "best_instruction.txt").read_text().strip()
     assert summary.best_instruction_id == summary.stages["post-policy"]["best_instruction_id"]
+    # the exported agent returns the stage's instruction, with the stage's final population
+    population = json.loads((out / "agent" / "population.json").read_text())
+    assert population["returned_id"] == summary.best_instruction_id
+    assert [m["id"] for m in population["members"] if m["member"]] == summary.population
+    assert (out / "agent" / "instruction.txt").read_text().strip() == (stage / "best_instruction.txt").read_text().strip()
 
 
 @pytest.mark.gpu

@@ -15,6 +15,8 @@ demo writes ``config.json`` instead of ``config.yaml`` and no choices)::
     training_summary.json  TRAINING_SUMMARY_FILE: post-policy only, the finished GRPO stage's summary (resume)
     report.html            REPORT_FILE: the HTML report (inspo.report)
     model/                 MODEL_DIR: the trained model + tokenizer (LoRA merged)
+    agent/                 AGENT_DIR: the trained agent as one folder (inspo.trained.export_agent: model/'s
+                           files hard-linked, instruction.txt, population.json, agent.json, the model card)
     checkpoint-N/          TRL checkpoints, each with STATE_FILE and STEP_FILE (inspo_step.json)
     pre-policy/, post-policy/  the offline stage of those modes: a run directory of its own
 
@@ -53,6 +55,7 @@ SUMMARY_FILE = "summary.json"
 TRAINING_SUMMARY_FILE = "training_summary.json"
 REPORT_FILE = "report.html"
 MODEL_DIR = "model"
+AGENT_DIR = "agent"
 STEP_FILE = "inspo_step.json"
 RESUME_FILE = "resume.json"
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")

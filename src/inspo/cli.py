@@ -11,6 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from inspo.cli_agent import add_agent_parsers
 from inspo.cli_common import CLIError, add_config_args, resolve_config
 from inspo.cli_eval import cmd_eval
 
@@ -80,10 +81,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         summary = run_training(config, resume=args.resume or False, progress=not args.no_progress)
     except SetupError as exc:
         raise CLIError(str(exc)) from exc
-    if args.no_progress:  # with progress on, run_training has printed the summary already
+    if args.no_progress:  # with progress on, run_training has printed the summary and the agent already
         print(summary)
+        _print_agent(summary.run_dir)
     _write_report_quietly(summary.run_dir)
     return 0
+
+
+def _print_agent(run_dir: str) -> None:
+    from pathlib import Path
+
+    from inspo.artifacts import AGENT_DIR
+
+    if (Path(run_dir) / AGENT_DIR / "agent.json").is_file():
+        print(f"agent: {Path(run_dir) / AGENT_DIR}")
 
 
 def _write_report_quietly(run_dir: str) -> None:
@@ -271,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the config's model.name_or_path)")
     p.add_argument("--instruction", action="append",
                    help="'seed' (the config's seed_instruction), a named one (@weak, @search-r1), a run directory "
-                        "(its best_instruction.txt) or a text file; repeatable")
+                        "(its best_instruction.txt), an exported agent (its instruction.txt) or a text file; repeatable")
     p.add_argument("--grid", metavar="RUN_DIR",
                    help="the paper's 2x2 for a run: {base, trained} x {seed, evolved instruction}, with the "
                         "agent settings of the run's config.yaml")
@@ -317,6 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="world generator seed (default: 0)")
     p.add_argument("--no-index", action="store_true", help="do not build the BM25 index")
     p.set_defaults(func=cmd_data)
+
+    add_agent_parsers(sub)  # export, ask
     return parser
 
 

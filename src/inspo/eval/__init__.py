@@ -219,7 +219,7 @@ def parse_dataset(spec: str, *, limit: int | None = None, max_hops: int = 0) -> 
 def parse_instruction(spec: str, *, seed_text: str = "") -> NamedInstruction:
     """``seed`` (``seed_text``, a run's seed instruction as its config writes it: '' for
     Search-R1's, ``@NAME`` for a named one), ``@NAME`` (a named instruction, e.g. ``@weak``), a run
-    directory (its best_instruction.txt) or a text file."""
+    directory (its best_instruction.txt), an exported agent folder (its instruction.txt) or a text file."""
     from inspo.agent.protocol import NAMED_INSTRUCTIONS, resolve_instruction
 
     if spec == "seed":
@@ -229,8 +229,11 @@ def parse_instruction(spec: str, *, seed_text: str = "") -> NamedInstruction:
     path = Path(spec)
     if path.is_dir():
         best = path / BEST_INSTRUCTION_FILE
+        if not best.is_file() and (path / "instruction.txt").is_file():  # an exported agent (inspo export)
+            best = path / "instruction.txt"
         if not best.is_file():
-            raise FileNotFoundError(f"{path} is not a run directory with a best_instruction.txt")
+            raise FileNotFoundError(f"{path} is neither a run directory with a best_instruction.txt nor an exported "
+                                    "agent with an instruction.txt")
         return NamedInstruction(f"best({path.name})", Instruction(id=f"best-{path.name}", text=best.read_text().strip()))
     if path.is_file():
         return NamedInstruction(path.stem, Instruction(id=path.stem, text=path.read_text().strip()))

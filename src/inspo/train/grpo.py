@@ -364,6 +364,10 @@ def trainer_class():
             return super().__iter__()
 
     class InspoGRPOTrainer(GRPOTrainer):
+        def create_model_card(self, *args, **kwargs):
+            """No TRL card in the run directory (it is no model folder, and TRL's card names no base
+            model, instruction or result): inspo writes its own into RUN/agent (inspo.trained)."""
+
         def _get_train_sampler(self, dataset=None):
             base = super()._get_train_sampler(dataset)
             return EpochRepeatSampler(

@@ -158,7 +158,26 @@ def run_stages(run: Run, stages: Sequence[Stage]) -> RunSummary:
         summary.write()
         if run.progress:
             print(summary, flush=True)
+        export_run_agent(run.run_dir, progress=run.progress)
     return summary
+
+
+def export_run_agent(run_dir: Path, *, progress: bool) -> Path | None:
+    """The trained agent as one folder, ``RUN/agent`` (:func:`inspo.trained.export_agent`, the
+    weights hard-linked to ``model/``). A failure is logged with the command that retries it and
+    does not fail the finished run (its ``model/`` and ``best_instruction.txt`` are written)."""
+    from inspo.trained.export import export_agent
+
+    out = run_dir / artifacts.AGENT_DIR
+    try:
+        export_agent(run_dir, out, overwrite=True, link=True)
+    except Exception as exc:  # noqa: BLE001 - the run finished; the export alone can be retried
+        log.error("could not export the trained agent into %s: %s: %s (retry: inspo export %s --out DIR)",
+                  out, type(exc).__name__, exc, run_dir)
+        return None
+    say(f"agent: {out} (one folder: weights, instruction, settings, model card; try it: inspo ask {out} "
+        '"your question")', progress)
+    return out
 
 
 def _shared(run: Run, handoff: Handoff) -> Handoff:

@@ -1,0 +1,112 @@
+"""``inspo export`` (a run's trained agent as one folder, optionally pushed to the Hugging Face hub)
+and ``inspo ask`` (play a trained run, an exported agent or any model on questions, turn by turn)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from inspo.cli_common import CLIError
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from inspo.trained.export import ExportError, export_agent, push_agent
+
+    try:
+        out = export_agent(args.run_dir, args.out, grid=args.grid, name=args.name)
+    except ExportError as exc:
+        raise CLIError(str(exc)) from exc
+    print(f"agent written: {out} (weights, instruction.txt, population.json, agent.json, README.md)")
+    if args.push_to_hub:
+        try:
+            url = push_agent(out, args.push_to_hub, private=args.private)
+        except ExportError as exc:
+            raise CLIError(str(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - huggingface_hub's errors (auth, network) are the user's to fix
+            raise CLIError(f"--push-to-hub {args.push_to_hub}: the upload failed: {type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''} (log in with 'hf auth login' or set "
+                           f"HF_TOKEN; the folder {out} is complete, push it again with --push-to-hub)") from exc
+        print(f"pushed to the hub: {url}")
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from inspo.models import ModelError
+    from inspo.trained.play import load_agent
+
+    if args.temperature is not None and args.temperature < 0:
+        raise CLIError(f"--temperature must be >= 0 (0: greedy), got {args.temperature}")
+    for flag, value in (("--topk", args.topk), ("--max-turns", args.max_turns),
+                        ("--max-response-tokens", args.max_response_tokens)):
+        if value is not None and value < 1:
+            raise CLIError(f"{flag} must be >= 1, got {value}")
+    try:
+        agent = load_agent(args.agent, instruction=args.instruction, corpus=args.corpus, retriever=args.retriever,
+                           retriever_url=args.retriever_url, index_dir=args.index_dir, topk=args.topk,
+                           max_turns=args.max_turns, max_response_tokens=args.max_response_tokens,
+                           temperature=args.temperature, prefill=args.prefill, dtype=args.dtype, seed=args.seed)
+    except (FileNotFoundError, ValueError, ModelError) as exc:
+        raise CLIError(str(exc) if str(args.agent) in str(exc) or "retriever" in str(exc)[:10]
+                       else f"{args.agent}: {exc}") from exc
+    print("\n".join(agent.describe()), flush=True)
+    questions = [args.question] if args.question is not None else None
+    if questions is None and sys.stdin.isatty():
+        print("ask a question a line (end with Ctrl-D):", file=sys.stderr, flush=True)
+    for question in questions if questions is not None else sys.stdin:
+        if not question.strip():
+            continue
+        answer = agent.ask(question, passage_chars=args.passage_chars)
+        print("")
+        print("\n".join(answer.lines()), flush=True)
+    return 0
+
+
+def add_agent_parsers(sub) -> None:
+    """Register ``export`` and ``ask`` on the ``inspo`` subparsers ``sub``."""
+    p = sub.add_parser("export", help="write a run's trained agent as one folder transformers loads "
+                                      "(weights, instruction, settings, model card)",
+                       description="The folder holds the trained weights and tokenizer, instruction.txt (the returned "
+                                   "instruction), population.json, agent.json (turns, tokens, prefill, retriever, "
+                                   "reward) and README.md, inspo's model card. inspo train writes it into RUN/agent "
+                                   "at the end of every run.")
+    p.add_argument("run_dir", metavar="RUN", help="an 'inspo train' run directory that finished")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder to write (must not exist, or be empty)")
+    p.add_argument("--grid", default=None, metavar="EVAL_JSON",
+                   help="the eval.json of 'inspo eval --grid RUN': the card shows its 2x2")
+    p.add_argument("--name", default=None, help="the card's title (default: the run directory's name)")
+    p.add_argument("--push-to-hub", default=None, metavar="REPO",
+                   help="upload the folder to this Hugging Face hub repository (created when missing; "
+                        "needs a login or HF_TOKEN)")
+    p.add_argument("--private", action="store_true", help="--push-to-hub: create the repository private")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("ask", help="play a trained agent (a run, an exported folder or any model) on a question, "
+                                   "turn by turn",
+                       description="Prints each turn: the reasoning, each search query, the titles retrieved, and "
+                                   "the answer. A run directory plays its trained model/ with best_instruction.txt "
+                                   "and the agent and retriever of its config.yaml; an exported folder plays with "
+                                   "its agent.json; any other model plays with the cpu-tiny preset's agent (BM25 "
+                                   "over the built-in world corpus) and Search-R1's instruction. Flags change "
+                                   "single settings. Without QUESTION, questions are read from stdin, one a line.")
+    p.add_argument("agent", metavar="RUN_OR_MODEL",
+                   help="a run directory, an exported agent folder (or its hub id), a registered model name, "
+                        "a Hugging Face folder or a .gguf file")
+    p.add_argument("question", nargs="?", default=None, help="the question (default: read questions from stdin)")
+    p.add_argument("--instruction", default=None,
+                   help="@search-r1, @weak, a text file, a run directory / exported folder, or the text itself "
+                        "(default: the run's or folder's instruction; for a model, Search-R1's)")
+    p.add_argument("--corpus", default=None, help="corpus to search: a file/folder, world[:SEED], wiki-lite, hf:NAME")
+    p.add_argument("--retriever", default=None, choices=["bm25", "dense", "http"], help="retriever kind")
+    p.add_argument("--retriever-url", default=None, help="a Search-R1 POST /retrieve server (implies --retriever http)")
+    p.add_argument("--index-dir", default=None, help="load the index from here, or save the built one here")
+    p.add_argument("--topk", type=int, default=None, help="passages per search")
+    p.add_argument("--max-turns", type=int, default=None, help="search turns; one final answer turn follows")
+    p.add_argument("--max-response-tokens", type=int, default=None, help="new tokens per turn")
+    p.add_argument("--temperature", type=float, default=None, help="0: greedy (the default); > 0 samples")
+    p.add_argument("--prefill", default=None,
+                   help="text forced at the start of the first turn, e.g. '<search>' ('' for none; default: the run's)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed for --temperature > 0")
+    p.add_argument("--dtype", default=None, help="bfloat16, float32 or float16 (default: the run's)")
+    p.add_argument("--passage-chars", type=int, default=0,
+                   help="print this many characters of each retrieved passage after its title (default: titles only)")
+    p.set_defaults(func=cmd_ask)

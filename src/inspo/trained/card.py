@@ -1,0 +1,304 @@
+"""inspo's model card (``README.md`` of an exported agent), with the YAML front matter the
+Hugging Face hub reads (``license``, ``base_model``, ``tags``, ``library_name``, ``pipeline_tag``).
+
+The card says what the folder is (a policy AND an instruction AND a search protocol: the weights
+alone are not the agent), the base model and its licence, how the instruction was chosen, the
+held-out test of the returned instruction against the seed with its 95% interval, the paper's
+2x2 when an ``inspo eval --grid`` result is given, the training settings, the paper's citation,
+and a Python snippet that plays the agent (run by the tests, so it cannot rot).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CITATION = """@article{zhou2025inspo,
+  title   = {Agentic Policy Optimization via Instruction-Policy Co-Evolution},
+  author  = {Zhou, Han and Wan, Xingchen and Vuli{\\'c}, Ivan and Korhonen, Anna},
+  journal = {arXiv preprint arXiv:2512.01945},
+  year    = {2025},
+  url     = {https://arxiv.org/abs/2512.01945}
+}"""
+
+#: The line of the snippet that names where the agent is; :func:`inspo.trained.push_agent`
+#: rewrites it to the hub repository before uploading.
+LOAD_LINE = 'agent = inspo.load_agent("{location}")'
+
+
+@dataclass(frozen=True)
+class BaseModel:
+    """What the card says about the model training started from."""
+
+    name: str
+    """``model.name_or_path`` as the run's config has it."""
+    hub_id: str = ""
+    """Its Hugging Face hub id (the card's ``base_model``; '' when there is none, e.g. random weights)."""
+    license: str = "other"
+    """The hub's licence identifier (apache-2.0 ...; 'other' when unknown)."""
+    attribution: str = ""
+    licence_file: str = ""
+    """The file under inspo's ``licenses/`` holding its licence text."""
+
+
+#: The registered models (``inspo.models``) the card knows (NOTICE has the same attributions).
+KNOWN_BASES: dict[str, BaseModel] = {
+    "qwen2.5-coder-0.5b": BaseModel(
+        "qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B-Instruct", "apache-2.0",
+        "Qwen2.5-Coder-0.5B-Instruct, by the Qwen team, Alibaba Cloud (Copyright 2024 Alibaba Cloud), "
+        "Apache License 2.0. inspo converted the official q4_k_m GGUF file to bfloat16 Hugging Face weights "
+        "before training.", "Qwen2.5-Coder-LICENSE"),
+    "smollm2-135m": BaseModel(
+        "smollm2-135m", "HuggingFaceTB/SmolLM2-135M-Instruct", "apache-2.0",
+        "SmolLM2-135M-Instruct, by Hugging Face (HuggingFaceTB), Apache License 2.0. inspo converted its GGUF "
+        "file to bfloat16 Hugging Face weights before training.", "SmolLM2-LICENSE"),
+    "tiny-qwen2": BaseModel(
+        "tiny-qwen2", "", "apache-2.0",
+        "a tiny randomly initialised Qwen2 (inspo's test model, no pretrained weights) with the tokenizer of "
+        "Qwen2.5-Coder-0.5B-Instruct (Qwen team, Alibaba Cloud, Apache License 2.0).", "Qwen2.5-Coder-LICENSE"),
+}
+KNOWN_BASES["tiny-qwen2-hd32"] = KNOWN_BASES["tiny-qwen2"]
+
+
+def base_model_info(name: str) -> BaseModel:
+    """What inspo knows of base model ``name``: a registered model, else the hub id it is (or
+    nothing), with the licence its own card's front matter declares (the local folder's, or the
+    hub cache's README.md; nothing is downloaded or converted)."""
+    if name in KNOWN_BASES:
+        return KNOWN_BASES[name]
+    from inspo.models.registry import hub_snapshot, is_hub_name
+
+    hub_id = name if is_hub_name(name) else ""
+    folder = hub_snapshot(name) if hub_id else Path(name).expanduser()
+    licence = _front_matter_license(folder / "README.md") if folder is not None and folder.is_dir() else None
+    what = f"{hub_id or name}"
+    return BaseModel(name, hub_id, licence or "other",
+                     f"{what}; its own licence applies" + (f" ({licence})." if licence else " (see its model card)."))
+
+
+def _front_matter_license(card: Path) -> str | None:
+    if not card.is_file():
+        return None
+    text = card.read_text(encoding="utf-8", errors="replace")
+    if not text.startswith("---"):
+        return None
+    for line in text.split("---", 2)[1].splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "license" and value.strip():
+            return value.strip().strip("'\"")
+    return None
+
+
+def licence_text(base: BaseModel) -> str | None:
+    """The licence text inspo ships for ``base`` (``licenses/`` in a source tree or the installed
+    distribution's licence files), or None."""
+    if not base.licence_file:
+        return None
+    here = Path(__file__).resolve().parents[3] / "licenses" / base.licence_file
+    if here.is_file():
+        return here.read_text(encoding="utf-8")
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        for f in distribution("inspo").files or []:
+            if f.name == base.licence_file:
+                return Path(f.locate()).read_text(encoding="utf-8")
+    except (PackageNotFoundError, OSError):
+        return None
+    return None
+
+
+def _front_matter(base: BaseModel, tags: list[str]) -> str:
+    lines = ["---", f"license: {base.license}"]
+    if base.hub_id:
+        lines += ["base_model:", f"- {base.hub_id}", "base_model_relation: finetune"]
+    lines += ["library_name: transformers", "pipeline_tag: text-generation", "tags:", *[f"- {t}" for t in tags], "---"]
+    return "\n".join(lines)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def _held_out(evaluation: dict[str, Any] | None) -> list[str]:
+    if not evaluation or not evaluation.get("test_vs_seed"):
+        return ["No held-out test was run (`data.eval` or `data.max_test_questions` was empty), so this card has no "
+                "measured result: evaluate the agent with `inspo eval` before relying on it."]
+    d = evaluation["test_vs_seed"]
+    metric = str(evaluation.get("metric", "em")).upper()
+    interval = ("no interval (fewer than 2 questions)" if d.get("n", 0) < 2 or d.get("low") is None
+                or (isinstance(d.get("low"), float) and math.isnan(d["low"]))
+                else f"95% CI [{d['low']:+.3f}, {d['high']:+.3f}]")
+    out = [
+        f"On {evaluation.get('test_questions')} `{evaluation.get('test_split')}` questions that neither training nor "
+        "the choice of the instruction saw, the trained policy, decoding greedily:",
+        "",
+        f"| instruction | {metric} |", "|---|---:|",
+        f"| returned ({evaluation.get('returned_id')}) | {_pct(evaluation.get('test_returned'))} |",
+        f"| seed ({evaluation.get('seed_id')}) | {_pct(evaluation.get('test_seed'))} |",
+        "",
+        f"Paired difference, returned minus seed: **{d['mean']:+.3f}**, {interval} over {d.get('n')} questions.",
+    ]
+    if evaluation.get("returned_id") == evaluation.get("seed_id"):
+        out += ["", "The returned instruction is the seed itself, so the difference is 0 by construction."]
+    return out
+
+
+def _choice(evaluation: dict[str, Any] | None, summary: dict[str, Any]) -> list[str]:
+    if not evaluation or "rule" not in evaluation:
+        if summary.get("stages"):
+            name = next(iter(summary["stages"]))
+            return [f"The instruction is the best of the {name} stage (instruction evolution with a frozen policy), "
+                    "by importance weight."]
+        return ["I* = argmax of the importance weights of the final population (Algorithm 1 of the paper)."]
+    if evaluation["rule"] == "weight":
+        out = ["I* = argmax of the importance weights of the final population (Algorithm 1 of the paper)."]
+    else:
+        out = [f"A paired greedy evaluation on {evaluation.get('dev_questions')} `{evaluation.get('dev_split')}` "
+               "questions of every member of the final population and the seed; the highest mean won, the seed "
+               "winning ties (`final_choice: dev`)."]
+    if evaluation.get("dev_scores"):
+        ranked = sorted(evaluation["dev_scores"].items(), key=lambda kv: -kv[1])
+        out += ["", "Dev scores: " + ", ".join(f"{i} {s:.3f}" for i, s in ranked) + "."]
+    if evaluation.get("note"):
+        out += ["", f"Note: {evaluation['note']}"]
+    return out
+
+
+def _grid(grid: dict[str, Any] | None) -> list[str]:
+    if not grid or not grid.get("cells"):
+        return []
+    rows = [f"| {c['policy']} | {c['instruction']} | {c['dataset']} | {c['n']} | {c['em']:.3f} | {c['f1']:.3f} | "
+            f"{c['searches']:.2f} |" for c in grid["cells"]]
+    return ["", "### The paper's 2x2 (`inspo eval --grid`)", "",
+            "{base, trained policy} x {seed, returned instruction}, greedy:", "",
+            "| policy | instruction | dataset | n | EM | F1 | searches |", "|---|---|---|---:|---:|---:|---:|", *rows]
+
+
+def _training(config: Any, summary: dict[str, Any]) -> list[str]:
+    rl, co, data, model = config.rl, config.coevolution, config.data, config.model
+    led = summary.get("ledger", {})
+    tuning = (f"LoRA r={model.lora_r}, alpha={model.lora_alpha} (merged into these weights)" if model.lora
+              else "all weights")
+    return [
+        f"- mode: `{config.mode}`; {summary.get('steps')} GRPO steps (TRL) of {rl.questions_per_step} questions x "
+        f"{rl.group_size} rollouts; learning rate {rl.learning_rate}, KL beta {rl.beta}, clip {rl.clip_epsilon}, "
+        f"loss `{rl.loss_type}`; {tuning}; dtype {model.dtype}",
+        f"- training data: `{data.train}` (split `{data.train_split}`), corpus `{data.corpus}` with `{data.retriever}`",
+        f"- reward: `{rl.reward}` on the response only" + (f", + {rl.format_weight} x format" if rl.format_weight else ""),
+        f"- instruction population: N_P {co.population_size}, prune every {co.prune_every} steps, evolve every "
+        f"{co.evolve_every} steps until step {co.evolve_until}, |D_B| {co.validation_size}, template `{co.template}`",
+        f"- optimizer LLM: {summary.get('optimizer', '')}",
+        f"- reward during training: {summary.get('reward_start', 0):.3f} -> {summary.get('reward_end', 0):.3f}; "
+        f"rollouts: {led.get('training_rollouts', 0)} training, {led.get('verification_rollouts', 0)} verification",
+        f"- seed instruction: `{config.seed_instruction or '(Search-R1, App. F)'}`; sampling temperature in "
+        f"training {rl.temperature}",
+    ]
+
+
+def model_card(*, name: str, config: Any, summary: dict[str, Any], instruction: str, returned_id: str,
+               population: list[dict[str, Any]], settings: Any, base: BaseModel, location: str,
+               example: str, grid: dict[str, Any] | None = None, has_licence_file: bool = False) -> str:
+    """The card's Markdown (module docstring). ``location``: where the snippet loads the agent
+    from; ``example``: the question the snippet asks."""
+    from inspo import __version__
+
+    evaluation = summary.get("evaluation")
+    a = settings.agent
+    members = [f"| {m['id']}{' (returned)' if m['id'] == returned_id else ''} | {m.get('origin', '')} | "
+               f"{_pct(m.get('weight'))} |" for m in population]
+    snippet = "\n".join([
+        "import inspo",
+        "",
+        LOAD_LINE.format(location=location),
+        f"answer = agent.ask({json.dumps(example)})",
+        "print(answer)         # every turn: reasoning, search query, retrieved titles, answer",
+        "print(answer.answer)  # the final answer alone",
+    ])
+    licence = f"`{base.license}`" + (" (its text is in `LICENSE`)" if has_licence_file else "")
+    body = [
+        _front_matter(base, ["inspo", "grpo", "trl", "search-agent", "retrieval-augmented-generation",
+                             "instruction-optimization"]),
+        "",
+        f"# {name}: a search agent trained with INSPO",
+        "",
+        "A question-answering agent that calls a search engine (`<search> query </search>`, results in "
+        "`<information>`, answer in `<answer>`), trained with GRPO while its instruction co-evolved with the "
+        "policy (INSPO, [arXiv 2512.01945](https://arxiv.org/abs/2512.01945)), by "
+        f"inspo {__version__}.",
+        "",
+        "The weights alone are not the agent: it is these weights **with** `instruction.txt` (the instruction the "
+        "run returned) and the search protocol in `agent.json`. Prompted otherwise it may not search at all.",
+        "",
+        "## Use it",
+        "",
+        "```bash",
+        'pip install -e ".[all]"   # in a clone of inspo',
+        "```",
+        "",
+        "```python",
+        snippet,
+        "```",
+        "",
+        "`load_agent` also takes `corpus=`, `retriever=`, `retriever_url=` (a Search-R1 `POST /retrieve` server), "
+        "`topk=`, `temperature=` and `instruction=`; `inspo ask FOLDER \"question\"` does the same from a shell. "
+        "The weights load with plain transformers too (`AutoModelForCausalLM.from_pretrained`), without inspo: "
+        "put `instruction.txt` before the question in one user message, stop generation at `</search>`, and "
+        "insert the search results as `<information>Doc 1(Title: ...) ...</information>`.",
+        "",
+        "## The agent",
+        "",
+        f"- base model: {base.attribution}" + (f" (`{base.hub_id}`)" if base.hub_id and base.hub_id not in base.attribution else ""),
+        f"- licence: {licence}; this derived model is distributed under the base model's licence",
+        f"- retriever: {settings.retriever.describe()}, top {a.topk} passages a search",
+        f"- turns: up to {a.max_turns} search turn(s), then one answer turn; {a.max_response_tokens} new tokens a turn; "
+        f"observations cut at {a.max_obs_tokens} tokens" + (f"; the first turn starts with `{a.prefill}` (forced)" if a.prefill else "")
+        + ("; a last-turn nudge" if a.last_turn_nudge else ""),
+        f"- reward it was trained on: `{a.reward}`" + (f" + {a.format_weight} x format" if a.format_weight else ""),
+        "- decoding: greedy (as the run's own evaluation)",
+        "",
+        "## The instruction",
+        "",
+        f"Returned instruction `{returned_id}` (`instruction.txt`):",
+        "",
+        "```text",
+        instruction.strip(),
+        "```",
+        "",
+        "How it was chosen:",
+        "",
+        *_choice(evaluation, summary),
+        "",
+        "The final population (`population.json`), importance weights w:",
+        "",
+        "| instruction | origin | w |", "|---|---|---:|", *members,
+        "",
+        "## Results",
+        "",
+        *_held_out(evaluation),
+        *_grid(grid),
+        "",
+        "These numbers come from a small held-out set of the training distribution; they say nothing about other "
+        "corpora or question types.",
+        "",
+        "## Training",
+        "",
+        *_training(config, summary),
+        "",
+        "## Citation",
+        "",
+        "```bibtex",
+        CITATION,
+        "```",
+        "",
+    ]
+    return "\n".join(body)
+
+
+def snippet_of(card: str) -> str:
+    """The card's first ``python`` code block (what the tests run)."""
+    start = card.index("```python\n") + len("```python\n")
+    return card[start:card.index("\n```", start)]
