@@ -238,7 +238,8 @@ SHELL_FENCES = ("bash", "sh", "shell", "console")
 
 def inspo_commands(block: Block) -> list[list[str]]:
     """The argument lists of the ``inspo ...`` command lines of a shell block (continuation lines
-    joined, comments and ``...`` placeholders dropped; ``$(which inspo)`` counts as ``inspo``)."""
+    joined, comments and ``...`` placeholders dropped; ``$(which inspo)`` counts as ``inspo``; a
+    redirection or pipe ends the command: ``inspo ask RUN < questions.txt``)."""
     import shlex
 
     commands = []
@@ -246,16 +247,19 @@ def inspo_commands(block: Block) -> list[list[str]]:
         words = shlex.split(line, comments=True)
         words = ["inspo" if w == "$(which" else w for w in words if w not in ("...", "inspo)")]
         if "inspo" in words:
-            commands.append(words[words.index("inspo") + 1:])
+            command = words[words.index("inspo") + 1:]
+            ends = [i for i, w in enumerate(command) if w in ("<", ">", ">>", "|", "2>&1")]
+            commands.append(command[:ends[0]] if ends else command)
     return commands
 
 
 def test_inspo_commands_are_read_from_shell_blocks():
     block = Block(REPO / "x.md", 1, "inspo train --dry-run   # a comment\n"
                   "accelerate launch --config_file c.yaml $(which inspo) train --preset paper ...\n"
-                  "inspo eval --set rl.topk=2 \\\n    --limit 5\ncurl -s localhost\n", None, "bash")
+                  "inspo eval --set rl.topk=2 \\\n    --limit 5\ncurl -s localhost\n"
+                  "inspo ask runs/x < questions.txt\n", None, "bash")
     assert inspo_commands(block) == [["train", "--dry-run"], ["train", "--preset", "paper"],
-                                     ["eval", "--set", "rl.topk=2", "--limit", "5"]]
+                                     ["eval", "--set", "rl.topk=2", "--limit", "5"], ["ask", "runs/x"]]
 
 
 def test_every_inspo_command_in_the_docs_parses_and_its_settings_exist(capsys):
