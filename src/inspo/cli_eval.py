@@ -12,6 +12,7 @@ EVAL_SHORTCUTS: dict[str, tuple[str, str]] = {
     "max_turns": ("rl", "max_turns"), "max_response_tokens": ("rl", "max_response_tokens"),
     "max_obs_tokens": ("rl", "max_obs_tokens"), "topk": ("rl", "topk"), "corpus": ("data", "corpus"),
     "retriever": ("data", "retriever"), "retriever_url": ("data", "retriever_url"), "index_dir": ("data", "index_dir"),
+    "max_error_rate": ("rl", "max_error_rate"),
 }
 
 
@@ -150,7 +151,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             from inspo.agent.evaluate import make_evaluate
 
             return make_evaluate(_load_engine(model, args.dtype, args.engine, vllm), retriever, agent, batch_size=args.batch_size,
-                                 progress=not args.no_progress)
+                                 progress=not args.no_progress, max_error_rate=config.rl.max_error_rate,
+                                 error_setting="--max-error-rate (rl.max_error_rate)")
         return make
 
     report = run_eval([(label, factory(model)) for label, model in models], named, datasets)
@@ -158,4 +160,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     json_path, md_path = report.write(args.out)
     print(report.markdown())
     print(f"written: {json_path} and {md_path}")
+    if report.stopped:  # an outage: what was played is written above, the exit status says it failed
+        from inspo.records import TooManyErrors
+
+        raise TooManyErrors(f"{report.stopped} (the {len(report.cells)} cell(s) played so far are in {json_path})")
     return 0

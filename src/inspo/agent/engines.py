@@ -28,6 +28,7 @@ only). :func:`inspo.agent.load.load_engine` starts a local one by kind (``"hf"``
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -36,6 +37,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from inspo.agent.protocol import build_chat, build_prompt
 from inspo.llm.base import redact
+from inspo.records import EndpointDown
+
+log = logging.getLogger("inspo.agent")
 
 Finish = Literal["stop", "eos", "length"]
 
@@ -373,6 +377,12 @@ class OpenAIEngine:
     :func:`~inspo.agent.protocol.build_prompt` text and observations are capped at ~4
     characters per token. The API key comes from ``api_key`` or ``$OPENAI_API_KEY`` ("EMPTY"
     for local servers) and is never logged.
+
+    Outages: the client waits ``timeout`` seconds per request and retries ``max_retries`` times
+    (connection errors, timeouts, 408/409/429/5xx); what still fails on the connection, a timeout
+    or a 5xx raises :class:`PolicyUnavailable` (an :class:`~inspo.records.EndpointDown`: the
+    agent fails the batch, no replay), and the first such failure logs a warning. :meth:`check`
+    asks the endpoint for its model list once, before work starts.
     """
 
     keeps_token_ids = False
@@ -405,6 +415,29 @@ class OpenAIEngine:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self._api_key = getattr(client, "api_key", None)  # kept only to take it out of error texts
+        self._warned = False
+
+    def check(self) -> None:
+        """One cheap real request (``GET /models``): :class:`PolicyUnavailable` when the endpoint
+        does not answer, ``ValueError`` when it refuses or does not serve ``model`` (a server
+        without the route, a 404, passes)."""
+        try:
+            served = [m.id for m in self.client.models.list()]
+        except Exception as exc:  # noqa: BLE001 - said as one line naming the endpoint
+            clean = redact(f"{type(exc).__name__}: {exc}", self._api_key)
+            if _is_outage(exc):
+                raise PolicyUnavailable(f"policy endpoint {self.endpoint} does not answer: {clean}") from None
+            if getattr(exc, "status_code", None) == 404:
+                return
+            raise ValueError(f"policy endpoint {self.endpoint} refused GET /models: {clean}") from None
+        if served and self.model not in served:
+            raise ValueError(f"policy endpoint {self.endpoint} does not serve model {self.model!r} "
+                             f"(it serves: {', '.join(served[:10])}); check --policy-model")
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL requests go to (for messages)."""
+        return str(getattr(self.client, "base_url", "") or "(unknown URL)")
 
     def prompt_text(self, instruction: str, question: str) -> str:
         if self.tokenizer is None:
@@ -445,6 +478,11 @@ class OpenAIEngine:
                 )
             except Exception as exc:  # an error body may echo the key; the text is recorded in rollouts
                 clean = redact(f"{type(exc).__name__}: {exc}", self._api_key)
+                if _is_outage(exc):
+                    if not self._warned:
+                        self._warned = True
+                        log.warning("policy endpoint %s failed after its retries: %s", self.endpoint, clean)
+                    raise PolicyUnavailable(f"policy endpoint {self.endpoint} failed: {clean}") from None
                 if clean != f"{type(exc).__name__}: {exc}":
                     raise RuntimeError(f"policy endpoint error: {clean}") from None
                 raise
@@ -456,6 +494,19 @@ class OpenAIEngine:
                 )
             out.extend(_choice_to_generation(c, stop) for c in choices)
         return out
+
+
+class PolicyUnavailable(EndpointDown):
+    """The policy endpoint did not answer (connection, timeout or 5xx, after the client's retries)."""
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """A connection error, a timeout or a 5xx from the openai client: the endpoint, not the example."""
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - the client is always the openai SDK here
+        return isinstance(exc, (ConnectionError, TimeoutError))
+    return isinstance(exc, (openai.APIConnectionError, openai.InternalServerError, ConnectionError, TimeoutError))
 
 
 def _choice_to_generation(choice: Any, stop: Sequence[str]) -> Generation:
