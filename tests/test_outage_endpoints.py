@@ -40,7 +40,7 @@ class Answers(ScriptedPolicy):
         out = []
         for x in inputs:
             question = re.search(r"Question: (.*?)(?:<search>|\n|$)", x.text).group(1).strip()
-            if "<information>" not in x.text:
+            if "<information>" not in x.text.rpartition("Question: ")[2]:  # not searched yet
                 out.append(Generation([], f"<search>{question}</search>", "stop"))
             else:
                 out.append(Generation([], f"<answer>{self.answers[question]}</answer>", "stop"))
@@ -231,3 +231,29 @@ def test_a_policy_endpoint_that_does_not_serve_the_model_is_refused():
             OpenAIEngine("nope", base_url=server.base_url, api_key="EMPTY").check()
     with OpenAICompatServer(models_route=False) as server:  # no model list (404): it answered, that is enough
         OpenAIEngine("any", base_url=server.base_url, api_key="EMPTY").check()
+
+
+def test_inspo_evolve_stops_on_a_killed_retriever_with_every_step_before_it_saved(tmp_path):
+    from inspo import artifacts
+    from inspo.train.config import resolve
+    from inspo.train.evolve import run_evolve
+
+    out = tmp_path / "evo"
+    with dying_server(alive=8) as (url, served):
+        config = resolve("cpu-tiny", overrides=[
+            f"output_dir={out}", "model.name_or_path=tiny-qwen2", "offline_steps=6", "rl.questions_per_step=2",
+            "rl.group_size=2", "rl.prefill=", "data.warmup_questions=2", "data.retriever=http",
+            f"data.retriever_url={url}", "coevolution.population_size=3",
+            "coevolution.evolve_every=2", "coevolution.evolve_until=4", "coevolution.validation_size=2",
+            "coevolution.candidates_per_call=2", "coevolution.max_rounds=1",
+        ])
+        with pytest.raises(TooManyErrors) as info:
+            run_evolve(config, engine=Answers(), progress=False)
+    saved = artifacts.read_json(out / artifacts.STATE_FILE)["last_step"]
+    message = str(info.value)
+    assert message.startswith(f"step {saved + 1}: ") and "RetrievalUnavailable: cannot reach retrieval server" in message
+    assert message.endswith(f"(the run up to step {saved} is saved in {out}: continue it with --resume)")
+    metrics = artifacts.read_jsonl(out / artifacts.METRICS_FILE)
+    assert saved >= 1 and [m["step"] for m in metrics] == list(range(1, saved + 1))
+    assert all(m["rollout/errors"] == 0 and m["reward/mean"] == 1.0 for m in metrics)  # no outage was scored
+    assert not (out / artifacts.SUMMARY_FILE).exists()

@@ -35,9 +35,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from inspo.agent.endpoint import PolicyUnavailable, check_models, is_outage
 from inspo.agent.protocol import build_chat, build_prompt
 from inspo.llm.base import redact
-from inspo.records import EndpointDown
 
 log = logging.getLogger("inspo.agent")
 
@@ -418,21 +418,8 @@ class OpenAIEngine:
         self._warned = False
 
     def check(self) -> None:
-        """One cheap real request (``GET /models``): :class:`PolicyUnavailable` when the endpoint
-        does not answer, ``ValueError`` when it refuses or does not serve ``model`` (a server
-        without the route, a 404, passes)."""
-        try:
-            served = [m.id for m in self.client.models.list()]
-        except Exception as exc:  # noqa: BLE001 - said as one line naming the endpoint
-            clean = redact(f"{type(exc).__name__}: {exc}", self._api_key)
-            if _is_outage(exc):
-                raise PolicyUnavailable(f"policy endpoint {self.endpoint} does not answer: {clean}") from None
-            if getattr(exc, "status_code", None) == 404:
-                return
-            raise ValueError(f"policy endpoint {self.endpoint} refused GET /models: {clean}") from None
-        if served and self.model not in served:
-            raise ValueError(f"policy endpoint {self.endpoint} does not serve model {self.model!r} "
-                             f"(it serves: {', '.join(served[:10])}); check --policy-model")
+        """One ``GET /models`` before work starts (:func:`inspo.agent.endpoint.check_models`)."""
+        check_models(self.client, self.model, self.endpoint, self._api_key)
 
     @property
     def endpoint(self) -> str:
@@ -478,7 +465,7 @@ class OpenAIEngine:
                 )
             except Exception as exc:  # an error body may echo the key; the text is recorded in rollouts
                 clean = redact(f"{type(exc).__name__}: {exc}", self._api_key)
-                if _is_outage(exc):
+                if is_outage(exc):
                     if not self._warned:
                         self._warned = True
                         log.warning("policy endpoint %s failed after its retries: %s", self.endpoint, clean)
@@ -494,19 +481,6 @@ class OpenAIEngine:
                 )
             out.extend(_choice_to_generation(c, stop) for c in choices)
         return out
-
-
-class PolicyUnavailable(EndpointDown):
-    """The policy endpoint did not answer (connection, timeout or 5xx, after the client's retries)."""
-
-
-def _is_outage(exc: BaseException) -> bool:
-    """A connection error, a timeout or a 5xx from the openai client: the endpoint, not the example."""
-    try:
-        import openai
-    except ImportError:  # pragma: no cover - the client is always the openai SDK here
-        return isinstance(exc, (ConnectionError, TimeoutError))
-    return isinstance(exc, (openai.APIConnectionError, openai.InternalServerError, ConnectionError, TimeoutError))
 
 
 def _choice_to_generation(choice: Any, stop: Sequence[str]) -> Generation:
