@@ -257,3 +257,27 @@ def test_inspo_evolve_stops_on_a_killed_retriever_with_every_step_before_it_save
     assert saved >= 1 and [m["step"] for m in metrics] == list(range(1, saved + 1))
     assert all(m["rollout/errors"] == 0 and m["reward/mean"] == 1.0 for m in metrics)  # no outage was scored
     assert not (out / artifacts.SUMMARY_FILE).exists()
+
+
+def test_a_grpo_step_whose_rollouts_hit_an_outage_stops_instead_of_training_on_zeros(monkeypatch):
+    from contextlib import nullcontext
+    from types import SimpleNamespace
+
+    import inspo.train.grpo as grpo
+    from inspo.core.coevolution import CoEvolution
+    from inspo.core.config import CoEvolutionConfig
+    from inspo.core.proposer import Proposer
+    from inspo.llm.rule_based import RuleBasedReflector
+
+    monkeypatch.setattr(grpo, "generation_model", lambda trainer: nullcontext(None))
+    coevo = CoEvolution(CoEvolutionConfig(), "Answer.", Proposer(RuleBasedReflector(seed=0)))
+    questions = QUESTIONS[:2]
+    ctx = grpo.RolloutContext(coevo=coevo, retriever=HttpRetriever(f"http://127.0.0.1:{dead_port()}", retries=0),
+                              agent=AgentConfig(max_turns=2), questions={q.id: q for q in questions},
+                              tokenizer=None, mini_batches=1, seed=0)
+    ctx.policy = lambda *a, **k: Answers()  # the scripted policy instead of the training model
+    trainer = SimpleNamespace(_inspo_inputs=[{"question_id": q.id} for q in questions for _ in range(2)],
+                              state=SimpleNamespace(global_step=0))
+    with pytest.raises(TooManyErrors, match=r"the 4 training rollouts of step 1 failed \(cannot reach retrieval"):
+        grpo.make_rollout_func(ctx)([None] * 4, trainer)
+    assert ctx.in_flight == [] and ctx.pending == []  # nothing reaches the reward function or the core
