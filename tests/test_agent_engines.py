@@ -180,7 +180,8 @@ def test_an_unreachable_endpoint_becomes_error_rollouts():
         Instruction("seed", SEARCH_R1_INSTRUCTION), [Question("a", "x", ("y",))] * 2
     )
     assert [r.finish_reason for r in rollouts] == ["error", "error"]
-    assert all(r.reward == 0.0 and r.error.startswith("APIConnectionError") for r in rollouts)
+    assert all(r.reward == 0.0 and r.error.startswith("PolicyUnavailable: policy endpoint http://127.0.0.1")
+               and "APIConnectionError" in r.error for r in rollouts)
 
 
 def test_text_only_observations_are_capped_by_characters(server):

@@ -55,7 +55,7 @@ def test_run_eval_grid_and_outputs(tmp_path):
     rows = json.loads(j.read_text())["questions"]
     assert rows[0] == {"policy": "base", "instruction": "seed", "dataset": "d1", "question_id": "a",
                        "em": 0.0, "f1": 0.0, "searches": 0}
-    assert "| base | seed | d1 | 2 | 0.000 |" in m.read_text()
+    assert "| base | seed | d1 | 2 | 0 | 0.000 |" in m.read_text()
 
 
 def test_specs(tmp_path):

@@ -268,3 +268,13 @@ def test_repeated_failure_ids_get_distinct_rollouts(tmp_path):
     assert round_.candidates[0].status == "rejected" and round_.candidates[0].reason == "dropped <answer>"
     page = build_report_html(run)
     assert "dropped &lt;answer&gt;" in page and "no longer in the replay buffer" in page
+
+
+def test_rollouts_that_failed_on_errors_are_counted_apart(run_copy, page):
+    assert "rollouts failed on errors (not scored)</div><div class=\"v\">0<" in page  # the demo had none
+    metrics = _jsonl(run_copy / "metrics.jsonl")
+    metrics[3]["rollout/errors"], metrics[5]["rollout/errors"] = 4.0, 3.0
+    (run_copy / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    run = load_run(run_copy)
+    assert [s.errors for s in run.steps[3:6]] == [4, 0, 3]
+    assert "rollouts failed on errors (not scored)</div><div class=\"v\">7<" in build_report_html(run)

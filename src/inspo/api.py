@@ -173,6 +173,10 @@ def evaluate(
     Returns:
         The :class:`~inspo.eval.EvalReport`: ``cells`` (one per policy x instruction x dataset),
         per-question ``questions``, ``markdown()``.
+
+    Raises:
+        TooManyErrors: more than ``rl.max_error_rate`` of a cell's rollouts failed on errors
+            (an outage, never scored); the cells played are written to ``out`` first.
     """
     from inspo.eval.runner import evaluate_config
 
@@ -181,4 +185,9 @@ def evaluate(
                              dtype=dtype, batch_size=batch_size, progress=progress, origin="inspo.evaluate")
     if out is not None:
         report.write(out)
+    if report.stopped:  # an outage: never a score; what was played is in the report (and in out)
+        from inspo.records import TooManyErrors
+
+        raise TooManyErrors(f"{report.stopped} ({len(report.cells)} cell(s) played"
+                            + (f", written to {out})" if out is not None else ")"))
     return report

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from inspo.cli_agent import add_agent_parsers
 from inspo.cli_common import CLIError, add_config_args, resolve_config
 from inspo.cli_eval import cmd_eval
+from inspo.records import TooManyErrors
 
 log = logging.getLogger("inspo.cli")
 
@@ -300,6 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rl.max_turns: search turns per episode; one final answer turn follows (Search-R1's count)")
     g.add_argument("--max-response-tokens", type=int, default=None, help="rl.max_response_tokens")
     g.add_argument("--max-obs-tokens", type=int, default=None, help="rl.max_obs_tokens")
+    g.add_argument("--max-error-rate", type=float, default=None,
+                   help="rl.max_error_rate: stop when more than this share of a cell's rollouts fail on errors "
+                        "(an endpoint down); those are never scored")
     p.add_argument("--temperature", type=float, default=0.0,
                    help="decoding temperature; 0 = greedy (default, as the run's own end-of-run evaluation)")
     p.add_argument("--dtype", default="bfloat16")
@@ -349,6 +353,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as exc:
         print(f"inspo: error: {exc}", file=sys.stderr)
         return 2
+    except TooManyErrors as exc:  # an outage, not bad input: what was done before it is kept
+        print(f"inspo: error: {exc}", file=sys.stderr)
+        return 1
     except (ValueError, FileNotFoundError) as exc:
         # Config and input errors carry messages written for users.
         print(f"inspo: error: {exc}", file=sys.stderr)

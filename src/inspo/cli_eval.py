@@ -13,6 +13,7 @@ EVAL_SHORTCUTS: dict[str, tuple[str, str]] = {
     "max_turns": ("rl", "max_turns"), "max_response_tokens": ("rl", "max_response_tokens"),
     "max_obs_tokens": ("rl", "max_obs_tokens"), "topk": ("rl", "topk"), "corpus": ("data", "corpus"),
     "retriever": ("data", "retriever"), "retriever_url": ("data", "retriever_url"), "index_dir": ("data", "index_dir"),
+    "max_error_rate": ("rl", "max_error_rate"),
 }
 
 
@@ -114,10 +115,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             config, policies=policies, instructions=instructions, datasets=args.dataset or [], limit=args.limit,
             temperature=args.temperature, dtype=args.dtype, batch_size=args.batch_size, engine=args.engine,
             vllm=vllm, progress=not args.no_progress, origin=origin, overrides=changes,
+            error_setting="--max-error-rate (rl.max_error_rate)",
         )
     except (SetupError, ImportError) as exc:
         raise CLIError(str(exc)) from exc
     json_path, md_path = report.write(args.out)
     print(report.markdown())
     print(f"written: {json_path} and {md_path}")
+    if report.stopped:  # an outage: what was played is written above, the exit status says it failed
+        from inspo.records import TooManyErrors
+
+        raise TooManyErrors(f"{report.stopped} (the {len(report.cells)} cell(s) played so far are in {json_path})")
     return 0

@@ -71,7 +71,10 @@ class Rollout:
 
     ``response`` is everything generated after the prompt: the policy's actions interleaved with
     the environment's ``<information>`` observations. Rewards are computed on it alone, never on
-    the prompt. A failed example is still a Rollout: reward 0 and ``error`` set.
+    the prompt. An example that raised (an endpoint down, an engine crash) is still a Rollout,
+    with ``error`` set, ``finish_reason="error"`` and reward 0; but it is not the policy's answer,
+    so it is never scored: :func:`scored` leaves it out of every mean, weight, verification score
+    and the replay buffer, and it is counted apart (see :func:`check_error_rate`).
 
     Token-level fields are filled by engines that keep token ids (empty otherwise):
     ``completion_ids`` and ``env_mask`` have equal length; ``env_mask`` is 1 for the policy's own
@@ -169,6 +172,58 @@ class Candidate:
 #: The evaluate seam the verifier, the final choice and the eval command share: the current
 #: policy plays ``instruction`` on ``questions`` and returns their rollouts (one per question, or
 #: G per question, question-major), higher reward better; it never raises for one bad example
-#: (that example is a Rollout with reward 0 and ``error`` set). See :mod:`inspo.core.verifier` and
-#: :mod:`inspo.agent.evaluate`.
+#: (that example is a Rollout with ``error`` set, which no score counts: :func:`scored`), and
+#: raises :class:`TooManyErrors` when more of them failed than its error budget allows. See
+#: :mod:`inspo.core.verifier` and :mod:`inspo.agent.evaluate`.
 EvaluateFn = Callable[[Instruction, Sequence[Question]], list[Rollout]]
+
+
+# ---------------------------------------------------------------------------- errors, counted apart
+
+
+class EndpointDown(RuntimeError):
+    """An endpoint the agent needs (the retrieval server, the policy server) did not answer after
+    its retries: a connection refused, a timeout, a 5xx. Nothing about the example caused it, so
+    the whole batch fails with it (no replay one example at a time)."""
+
+
+class TooManyErrors(RuntimeError):
+    """More rollouts failed on errors than the run's ``max_error_rate`` allows: the run stops
+    rather than score an outage as the policy's failures. ``rollouts`` holds those played before
+    it stopped (errors included), so what was done is not lost."""
+
+    def __init__(self, message: str, rollouts: Sequence[Rollout] = ()):
+        super().__init__(message)
+        self.rollouts = list(rollouts)
+
+
+def scored(rollouts: Sequence[Rollout]) -> list[Rollout]:
+    """The rollouts a score may count: those that did not raise (``error`` is None)."""
+    return [r for r in rollouts if r.error is None]
+
+
+def error_summary(rollouts: Sequence[Rollout]) -> str:
+    """The commonest error among ``rollouts``, with its count (empty when none failed)."""
+    errors = [r.error for r in rollouts if r.error is not None]
+    if not errors:
+        return ""
+    top = max(dict.fromkeys(errors), key=errors.count)
+    return f"{errors.count(top)} x {top}" if len(set(errors)) > 1 else top
+
+
+def check_error_rate(rollouts: Sequence[Rollout], *, max_error_rate: float | None, planned: int,
+                     setting: str) -> None:
+    """Raise :class:`TooManyErrors` when the error rollouts among ``rollouts`` are more than
+    ``max_error_rate`` of ``planned`` (the rollouts the call or step will play in all, so a
+    partial count trips only when the rate over the whole is sure to be exceeded). ``setting``
+    names the knob in the message; ``max_error_rate`` None never trips."""
+    if max_error_rate is None:
+        return
+    failed = sum(r.error is not None for r in rollouts)
+    if failed and failed > max_error_rate * planned:
+        of = f"{len(rollouts)} played of {planned}" if len(rollouts) < planned else f"{len(rollouts)}"
+        raise TooManyErrors(
+            f"{failed} of {of} rollouts failed ({error_summary(rollouts)}), over {setting}={max_error_rate:g}: "
+            f"stopping; fix the endpoint or raise {setting}",
+            rollouts,
+        )

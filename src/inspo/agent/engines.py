@@ -28,14 +28,18 @@ only). :func:`inspo.agent.load.load_engine` starts a local one by kind (``"hf"``
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from inspo.agent.endpoint import PolicyUnavailable, check_models, is_outage
 from inspo.agent.protocol import build_chat, build_prompt
 from inspo.llm.base import redact
+
+log = logging.getLogger("inspo.agent")
 
 Finish = Literal["stop", "eos", "length"]
 
@@ -373,6 +377,12 @@ class OpenAIEngine:
     :func:`~inspo.agent.protocol.build_prompt` text and observations are capped at ~4
     characters per token. The API key comes from ``api_key`` or ``$OPENAI_API_KEY`` ("EMPTY"
     for local servers) and is never logged.
+
+    Outages: the client waits ``timeout`` seconds per request and retries ``max_retries`` times
+    (connection errors, timeouts, 408/409/429/5xx); what still fails on the connection, a timeout
+    or a 5xx raises :class:`PolicyUnavailable` (an :class:`~inspo.records.EndpointDown`: the
+    agent fails the batch, no replay), and the first such failure logs a warning. :meth:`check`
+    asks the endpoint for its model list once, before work starts.
     """
 
     keeps_token_ids = False
@@ -405,6 +415,16 @@ class OpenAIEngine:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self._api_key = getattr(client, "api_key", None)  # kept only to take it out of error texts
+        self._warned = False
+
+    def check(self) -> None:
+        """One ``GET /models`` before work starts (:func:`inspo.agent.endpoint.check_models`)."""
+        check_models(self.client, self.model, self.endpoint, self._api_key)
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL requests go to (for messages)."""
+        return str(getattr(self.client, "base_url", "") or "(unknown URL)")
 
     def prompt_text(self, instruction: str, question: str) -> str:
         if self.tokenizer is None:
@@ -445,6 +465,11 @@ class OpenAIEngine:
                 )
             except Exception as exc:  # an error body may echo the key; the text is recorded in rollouts
                 clean = redact(f"{type(exc).__name__}: {exc}", self._api_key)
+                if is_outage(exc):
+                    if not self._warned:
+                        self._warned = True
+                        log.warning("policy endpoint %s failed after its retries: %s", self.endpoint, clean)
+                    raise PolicyUnavailable(f"policy endpoint {self.endpoint} failed: {clean}") from None
                 if clean != f"{type(exc).__name__}: {exc}":
                     raise RuntimeError(f"policy endpoint error: {clean}") from None
                 raise

@@ -6,9 +6,19 @@
 - it returns ``len(questions) * G`` rollouts, question-major: the G rollouts of question 0,
   then those of question 1, …;
 - it never raises for one bad example: when a batch fails, its examples are replayed one at a
-  time, and an example that still fails becomes a Rollout with reward 0,
-  ``finish_reason="error"`` and ``error`` set to the exception's type and message (it feeds the
-  replay buffer like any failure);
+  time, and an example that still fails becomes an *error rollout*: reward 0,
+  ``finish_reason="error"`` and ``error`` set to the exception's type and message;
+- a batch that fails on an :class:`~inspo.records.EndpointDown` (the retrieval or policy server
+  did not answer after its retries) is not replayed: every example of it becomes an error
+  rollout with that error at once (replaying it would multiply the outage by the batch size);
+- an error rollout is not the policy's failure and is never scored (this changes DESIGN.md's
+  earlier rule that it "feeds the replay buffer"): :func:`inspo.records.scored` leaves it out of
+  EM/F1 means, instruction weights, verification scores on D_B and the replay buffer, and every
+  table and metric counts it apart (``errors``, ``rollout/errors``, ``inspo/error_rate``);
+- ``max_error_rate`` (None: no limit): once the error rollouts of a call are more than that
+  share of the call's episodes, it raises :class:`~inspo.records.TooManyErrors` (naming the
+  commonest error and ``error_setting``, the knob that raises the limit) holding the rollouts
+  played so far; it checks after every batch, so an outage stops the call early;
 - rewards are computed on the response only (see :mod:`inspo.agent.rewards`).
 
 Episodes run in batches of ``batch_size`` through :func:`~inspo.agent.rollout.run_rollouts`;
@@ -35,13 +45,14 @@ from dataclasses import dataclass
 from inspo.agent.engines import PolicyEngine
 from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
 from inspo.agent.row_seeds import seed_of
-from inspo.records import Instruction, Question, Rollout
+from inspo.records import EndpointDown, Instruction, Question, Rollout, check_error_rate
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 
 
 def error_rollout(episode: Episode, error: BaseException) -> Rollout:
-    """The Rollout standing in for an example that raised: reward 0, the error recorded."""
+    """The Rollout standing in for an example that raised: reward 0, the error recorded (never
+    scored: :func:`inspo.records.scored`)."""
     return Rollout(
         question=episode.question,
         instruction_id=episode.instruction.id,
@@ -56,15 +67,17 @@ def play_isolated(
     engine: PolicyEngine, retriever: Retriever, config: AgentConfig, episodes: list[Episode]
 ) -> list[Rollout]:
     """Rollouts of ``episodes`` in one batch; a batch that raises is replayed one episode at a
-    time, and an episode that still raises becomes an :func:`error_rollout` (reward 0)."""
+    time, and an episode that still raises becomes an :func:`error_rollout`. A batch that raises
+    :class:`~inspo.records.EndpointDown` (an endpoint did not answer) is not replayed: each of its
+    episodes becomes an error rollout with that error."""
     try:
         rollouts = run_rollouts(engine, retriever, config, episodes)
         if len(rollouts) == len(episodes):
             return rollouts
         raise RuntimeError(f"{len(rollouts)} rollouts for {len(episodes)} episodes")
     except Exception as batch_error:  # noqa: BLE001 - isolate the bad example(s)
-        if len(episodes) == 1:
-            return [error_rollout(episodes[0], batch_error)]
+        if len(episodes) == 1 or isinstance(batch_error, EndpointDown):
+            return [error_rollout(ep, batch_error) for ep in episodes]
         return [r for ep in episodes for r in play_isolated(engine, retriever, config, [ep])]
 
 
@@ -98,6 +111,8 @@ def make_evaluate(
     batch_size: int = 32,
     progress: bool = False,
     paired_seed: Hashable | None = None,
+    max_error_rate: float | None = None,
+    error_setting: str = "rl.max_error_rate",
 ) -> Evaluate:
     """Build the ``evaluate(instruction, questions)`` function (rules in the module docstring)."""
     if group_size < 1:
@@ -129,6 +144,7 @@ def make_evaluate(
                 results.extend(play_isolated(engine, retriever, config, batch))
                 if bar is not None:
                     bar.update(len(batch))
+                check_error_rate(results, max_error_rate=max_error_rate, planned=len(episodes), setting=error_setting)
         finally:
             if bar is not None:
                 bar.close()

@@ -54,7 +54,7 @@ from inspo.core.proposer import Proposal, Proposer, leaked_answer
 from inspo.core.replay import ReplayBuffer
 from inspo.core.templates import ScoredInstruction
 from inspo.core.verifier import EvaluateFn, Verification, Verifier, top_n
-from inspo.records import Candidate, Instruction, Question, Rollout
+from inspo.records import Candidate, Instruction, Question, Rollout, scored
 
 # --------------------------------------------------------------------------------------------
 # The schedule (pure)
@@ -147,9 +147,11 @@ class CoEvolution:
         verified candidates exactly as an evolution round does."""
         seed = self.population.instructions[0]
         if evaluate is not None and warmup:
-            rollouts = evaluate(seed, list(warmup))
+            played = evaluate(seed, list(warmup))
+            rollouts = scored(played)  # error rollouts are not the seed's answers: never scored
             mean = sum(r.reward for r in rollouts) / len(rollouts) if rollouts else 0.0
-            self.emit(WarmedUp(0, instruction_id=seed.id, n_rollouts=len(rollouts), mean_reward=mean))
+            self.emit(WarmedUp(0, instruction_id=seed.id, n_rollouts=len(played), mean_reward=mean,
+                               n_errors=len(played) - len(rollouts)))
             self.buffer.add(0, rollouts)
             if rollouts:  # the seed's prior under the evidence rules: its warm-up mean
                 self.population.set_prior(seed.id, mean)
@@ -166,12 +168,13 @@ class CoEvolution:
 
     # ---------------------------------------------------------------------------- lines 9-24
     def update(self, step: int, rollouts: Sequence[Rollout], evaluate: EvaluateFn | None) -> StepReport:
-        """Credit the step's rewards, then prune and evolve on schedule."""
+        """Credit the step's rewards, then prune and evolve on schedule. Error rollouts (``error``
+        set: an outage, not the policy's answer) credit no weight and stay out of the buffer."""
         cfg = self.config
         report = StepReport(step, weights=self._attribute(step, rollouts))                 # 9
         if is_prune_step(step, cfg) and len(self.population) > cfg.n_parent:              # 10
             report.pruned = self._prune(step)                                              # 11-12
-        self.buffer.add(step, rollouts)                                                    # 15
+        self.buffer.add(step, scored(rollouts))                                            # 15
         if is_evolve_step(step, cfg):                                                      # 16
             parents = self.population.top(cfg.n_parent)                                   # 17
             self.population.retain([p.id for p in parents])
@@ -194,9 +197,10 @@ class CoEvolution:
 
     # ---------------------------------------------------------------------------- helpers
     def _attribute(self, step: int, rollouts: Sequence[Rollout]) -> dict[str, float]:
-        """Eq. 6: each instruction observes the mean reward of its trajectories this step."""
+        """Eq. 6: each instruction observes the mean reward of its trajectories this step (error
+        rollouts left out: an instruction whose rollouts all failed observes nothing)."""
         rewards: dict[str, list[float]] = defaultdict(list)
-        for r in rollouts:
+        for r in scored(rollouts):
             rewards[r.instruction_id].append(r.reward)
         self.population.advance(step)  # the window ends at this step, sampled or not
         for instruction_id, values in rewards.items():
@@ -210,7 +214,8 @@ class CoEvolution:
         ids = [i.id for i in self.population.instructions]
         weights = dict(zip(ids, self.population.weights, strict=True))
         self.emit(Weights(step, weights=weights, scores=dict(zip(ids, self.population.scores, strict=True)),
-                          evidence=dict(zip(ids, self.population.evidence, strict=True)), n_rollouts=len(rollouts)))
+                          evidence=dict(zip(ids, self.population.evidence, strict=True)), n_rollouts=len(rollouts),
+                          n_errors=len(rollouts) - len(scored(rollouts))))
         return weights
 
     def _prune(self, step: int) -> list[str]:

@@ -37,6 +37,9 @@ class WarmedUp(Event):
     instruction_id: str = ""
     n_rollouts: int = 0
     mean_reward: float = 0.0
+    """Over the rollouts without an error."""
+    n_errors: int = 0
+    """Those of the ``n_rollouts`` that failed on an error (an outage): not scored, not in the buffer."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class Weights(Event):
     n_rollouts: int = 0
     """The step's trajectories, all of them (also those of an instruction pruned while they were
     in flight, which credit nothing): the ledger's training rollouts."""
+    n_errors: int = 0
+    """Those of them that failed on an error (an outage): they credit nothing either."""
 
 
 @dataclass(frozen=True)

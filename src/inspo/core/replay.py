@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from inspo.records import Question, Rollout
+from inspo.records import Question, Rollout, scored
 
 
 @dataclass
@@ -44,7 +44,9 @@ class ReplayBuffer:
         return iter(self._items)
 
     def add(self, step: int, rollouts: Iterable[Rollout]) -> None:
-        for r in rollouts:
+        """Keep ``rollouts`` (without token ids); error rollouts (``error`` set: an outage, not
+        the policy's work) are left out, so they are never reflected on nor drawn into D_B."""
+        for r in scored(list(rollouts)):
             light = replace(r, prompt_ids=[], completion_ids=[], env_mask=[], logprobs=None)
             self._items.append(Experience(step, light))
 

@@ -7,8 +7,11 @@ evaluation command share:
 
 Rules: one Rollout per question (a group-size > 1 evaluator may return more; the mean is taken
 over all of them), higher reward is better, and it never raises for one bad example (a failed
-example is a Rollout with reward 0 and ``error`` set). If it raises anyway, the candidate is
-rejected with the error as its reason and the round goes on. An evaluate function that also has
+example is a Rollout with ``error`` set). A score is the mean over the rollouts without an error
+(:func:`inspo.records.scored`; an error is an outage, not the candidate's failure); a candidate
+all of whose rollouts failed is rejected with the error. If the evaluate function raises, the
+candidate is rejected with the error as its reason and the round goes on, except for
+:class:`~inspo.records.TooManyErrors` (its error budget is spent), which stops the run. An evaluate function that also has
 ``many(instructions, questions) -> list[list[Rollout]]`` (:class:`inspo.agent.evaluate.Evaluate`)
 gets all of a round's candidates in one call.
 """
@@ -18,7 +21,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inspo.records import Candidate, EvaluateFn, Instruction, Question, Rollout
+from inspo.records import (
+    Candidate,
+    EvaluateFn,
+    Instruction,
+    Question,
+    Rollout,
+    TooManyErrors,
+    error_summary,
+    scored,
+)
 
 
 @dataclass
@@ -53,6 +65,8 @@ class Verifier:
         for cand in candidates:
             try:
                 rollouts = list(self.evaluate(cand.to_instruction(step), questions))
+            except TooManyErrors:
+                raise  # an outage: the run stops with its cause, it is no verdict on the candidate
             except Exception as exc:  # noqa: BLE001 - a broken evaluator must not end training
                 cand.rejected = f"verification failed: {type(exc).__name__}: {exc}"
                 results.append(Verification(cand, []))
@@ -66,16 +80,21 @@ class Verifier:
             return None
         try:
             together = play_all(self.evaluate, [c.to_instruction(step) for c in candidates], questions)
+        except TooManyErrors:
+            raise
         except Exception:  # noqa: BLE001 - fall back to one call per candidate, which isolates errors
             return None
         return together if len(together) == len(candidates) else None
 
     @staticmethod
     def _record(cand: Candidate, rollouts: list[Rollout]) -> Verification:
+        ok = scored(rollouts)
         if not rollouts:
             cand.rejected = "verification produced no rollouts"
+        elif not ok:
+            cand.rejected = f"verification failed: every rollout raised ({error_summary(rollouts)})"
         else:
-            cand.score = sum(r.reward for r in rollouts) / len(rollouts)
+            cand.score = sum(r.reward for r in ok) / len(ok)
         return Verification(cand, rollouts)
 
 

@@ -3,8 +3,14 @@
 - :func:`summarize` turns the rollouts of one (policy, instruction, dataset) cell into an
   :class:`EvalCell` (pure), and :func:`question_scores` into its per-question rows, which
   ``eval.json`` keeps under ``questions`` so that two evaluations can be paired question by question;
+- error rollouts (an episode that raised: the retriever or the policy endpoint down, an engine
+  crash) are not the policy's answers: a cell counts them in ``errors`` and every mean (EM, F1,
+  searches, turns, format failures, no answer) is over the other ``n - errors`` rollouts; they
+  get no per-question row;
 - :func:`run_eval` plays every cell through the agent's ``evaluate`` seam, batched, with a
-  progress bar, and returns an :class:`EvalReport`;
+  progress bar, and returns an :class:`EvalReport`. When the evaluate function stops on
+  :class:`~inspo.records.TooManyErrors` (its ``max_error_rate`` spent), the cells done so far and
+  the partial cell (marked ``stopped``) are kept and ``EvalReport.stopped`` holds the message;
 - :meth:`EvalReport.markdown` / ``to_dict`` give the Markdown table and the JSON, each with the
   ``settings`` the cells were measured under (where the config came from, the overrides put on
   top of it, the agent, the retriever, the question filter), so two evaluations can be compared.
@@ -24,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.artifacts import BEST_INSTRUCTION_FILE, MODEL_DIR
-from inspo.records import EvaluateFn, Instruction, Question, Rollout
+from inspo.records import EvaluateFn, Instruction, Question, Rollout, TooManyErrors, scored
 
 
 @dataclass(frozen=True)
@@ -41,7 +47,9 @@ class Dataset:
 
 @dataclass
 class EvalCell:
-    """Scores of one policy under one instruction on one dataset (means over questions)."""
+    """Scores of one policy under one instruction on one dataset: ``n`` rollouts played, ``errors``
+    of them failed on an error (never scored); the means are over the ``n - errors`` others.
+    ``stopped``: the run stopped during this cell (``n`` is what was played)."""
 
     policy: str
     instruction: str
@@ -54,6 +62,11 @@ class EvalCell:
     format_failures: float
     no_answer: float
     errors: int
+    stopped: bool = False
+
+    @property
+    def scored(self) -> int:
+        return self.n - self.errors
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,8 @@ class EvalReport:
     settings: dict[str, Any] = field(default_factory=dict)
     """What the cells were measured under: ``config`` (where it came from), ``overrides`` (a list
     of ``{"key", "old", "new"}`` put on top of it), ``agent``, ``retriever``, ``questions``."""
+    stopped: str = ""
+    """Why the evaluation stopped before its end ('' : it finished)."""
 
     def averages(self) -> list[EvalCell]:
         """One row per (policy, instruction): the unweighted mean over datasets (the paper's Avg.)."""
@@ -87,13 +102,18 @@ class EvalReport:
             out.append(EvalCell(
                 policy, instruction, "average", sum(c.n for c in group),
                 *(sum(getattr(c, f) for c in group) / k for f in ("em", "f1", "searches", "turns", "format_failures", "no_answer")),
-                sum(c.errors for c in group),
+                sum(c.errors for c in group), any(c.stopped for c in group),
             ))
         return out
 
+    @property
+    def errors(self) -> int:
+        return sum(c.errors for c in self.cells)
+
     def to_dict(self) -> dict:
         return {"cells": [asdict(c) for c in self.cells], "average": [asdict(c) for c in self.averages()],
-                "settings": self.settings, "questions": [asdict(q) for q in self.questions]}
+                "settings": self.settings, "questions": [asdict(q) for q in self.questions],
+                "errors": self.errors, "stopped": self.stopped}
 
     def scores(self, policy: str, instruction: str, dataset: str, metric: str = "em") -> list[float]:
         """One cell's per-question ``metric`` (em or f1), in the dataset's question order."""
@@ -101,14 +121,21 @@ class EvalReport:
                 if (q.policy, q.instruction, q.dataset) == (policy, instruction, dataset)]
 
     def markdown(self) -> str:
-        head = "| policy | instruction | dataset | n | EM | F1 | searches | turns | format failures | no answer |"
-        rule = "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
+        head = ("| policy | instruction | dataset | n | errors | EM | F1 | searches | turns | format failures "
+                "| no answer |")
+        rule = "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         rows = [
-            f"| {c.policy} | {c.instruction} | {c.dataset} | {c.n} | {c.em:.3f} | {c.f1:.3f} | "
-            f"{c.searches:.2f} | {c.turns:.2f} | {c.format_failures:.1%} | {c.no_answer:.1%} |"
+            f"| {c.policy} | {c.instruction} | {c.dataset}{' (stopped)' if c.stopped else ''} | {c.n} | {c.errors} | "
+            f"{c.em:.3f} | {c.f1:.3f} | {c.searches:.2f} | {c.turns:.2f} | {c.format_failures:.1%} | {c.no_answer:.1%} |"
             for c in self.cells + (self.averages() if len({c.dataset for c in self.cells}) > 1 else [])
         ]
-        return "\n".join([head, rule, *rows, *settings_lines(self.settings)]) + "\n"
+        notes = []
+        if self.errors:
+            notes = ["", f"{self.errors} rollout(s) failed on an error (an endpoint down, an engine crash) and are "
+                     "not scored: each row's means are over its n - errors other rollouts."]
+        if self.stopped:
+            notes += ["", f"Stopped before the end: {self.stopped}"]
+        return "\n".join([head, rule, *rows, *notes, *settings_lines(self.settings)]) + "\n"
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         out = Path(out_dir)
@@ -139,43 +166,45 @@ def settings_lines(settings: dict[str, Any]) -> list[str]:
 
 
 def question_scores(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout]) -> list[QuestionScore]:
-    """Each rollout's EM, F1 and searches (one rollout per question)."""
+    """Each rollout's EM, F1 and searches (one rollout per question; error rollouts get no row)."""
     from inspo.agent.rewards import exact_match, f1_score
 
     return [QuestionScore(policy, instruction, dataset, r.question.id,
                           exact_match(r.answer, r.question.answers) if r.answer is not None else 0.0,
                           f1_score(r.answer, r.question.answers) if r.answer is not None else 0.0,
-                          len(r.searches)) for r in rollouts]
+                          len(r.searches)) for r in scored(rollouts)]
 
 
 def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout],
               rows: Sequence[QuestionScore] | None = None) -> EvalCell:
-    """Means over the rollouts (one per question) of EM and F1 of the extracted answer, searches,
-    turns, the share that fails the format check and the share with no answer. EM, F1 and
-    searches are the means of :func:`question_scores` (``rows``, when already computed)."""
+    """Means over the rollouts (one per question) that did not fail on an error, of EM and F1 of
+    the extracted answer, searches, turns, the share that fails the format check and the share
+    with no answer; ``errors`` counts the others. EM, F1 and searches are the means of
+    :func:`question_scores` (``rows``, when already computed)."""
     from inspo.agent.rewards import format_ok
 
-    n = len(rollouts)
-    if n == 0:
-        return EvalCell(policy, instruction, dataset, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0)
+    ok = scored(rollouts)
+    errors = len(rollouts) - len(ok)
+    if not ok:
+        return EvalCell(policy, instruction, dataset, len(rollouts), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, errors)
     if rows is None:
-        rows = question_scores(policy, instruction, dataset, rollouts)
+        rows = question_scores(policy, instruction, dataset, ok)
 
     def mean(values) -> float:
-        return sum(values) / n
+        return sum(values) / len(ok)
 
     return EvalCell(
         policy=policy,
         instruction=instruction,
         dataset=dataset,
-        n=n,
+        n=len(rollouts),
         em=mean(q.em for q in rows),
         f1=mean(q.f1 for q in rows),
         searches=mean(q.searches for q in rows),
-        turns=mean(r.turns for r in rollouts),
-        format_failures=mean(not format_ok(r.response) for r in rollouts),
-        no_answer=mean(r.answer is None for r in rollouts),
-        errors=sum(r.error is not None for r in rollouts),
+        turns=mean(r.turns for r in ok),
+        format_failures=mean(not format_ok(r.response) for r in ok),
+        no_answer=mean(r.answer is None for r in ok),
+        errors=errors,
     )
 
 
@@ -185,16 +214,25 @@ def run_eval(
     datasets: Sequence[Dataset],
 ) -> EvalReport:
     """Every policy x instruction x dataset. ``policies`` are (label, factory of an evaluate
-    function); each factory is called once, so one model is loaded at a time."""
+    function); each factory is called once, so one model is loaded at a time. An evaluate
+    function that raises :class:`~inspo.records.TooManyErrors` ends the evaluation: the report
+    keeps every cell done, the partial one (``stopped``) and the message (``report.stopped``)."""
     report = EvalReport()
     for label, make in policies:
         evaluate = make()
         for named in instructions:
             for data in datasets:
-                rollouts = evaluate(named.instruction, list(data.questions))
+                try:
+                    rollouts, stopped = evaluate(named.instruction, list(data.questions)), ""
+                except TooManyErrors as exc:
+                    rollouts, stopped = exc.rollouts, str(exc)
                 rows = question_scores(label, named.label, data.label, rollouts)
                 report.cells.append(summarize(label, named.label, data.label, rollouts, rows))
                 report.questions += rows
+                if stopped:
+                    report.cells[-1].stopped = True
+                    report.stopped = f"{label} x {named.label} x {data.label}: {stopped}"
+                    return report
         del evaluate
     return report
 

@@ -32,6 +32,7 @@ def evaluate_config(
     progress: bool = True,
     origin: str = "",
     overrides: Sequence[Any] = (),
+    error_setting: str = "rl.max_error_rate",
 ) -> EvalReport:
     """Play every policy x instruction x dataset with ``config``'s agent; the report's
     ``settings`` record what the cells were measured under.
@@ -50,6 +51,8 @@ def evaluate_config(
         progress: a tqdm bar over each cell's episodes.
         origin / overrides: where the config came from and the
             :class:`~inspo.core.config.SettingChange` s put on top (recorded in ``settings``).
+        error_setting: how the stop message names ``rl.max_error_rate`` (a cell whose rollouts
+            fail on errors beyond it stops the evaluation: the report's ``stopped`` says why).
 
     Raises:
         ValueError: a bad ``limit``, no questions named, an empty dataset.
@@ -91,7 +94,8 @@ def evaluate_config(
             from inspo.agent.load import load_engine
 
             policy = load_engine(model, kind=engine, dtype=dtype, vllm=vllm)
-            return make_evaluate(policy, retriever, agent, batch_size=batch_size, progress=progress)
+            return make_evaluate(policy, retriever, agent, batch_size=batch_size, progress=progress,
+                                 max_error_rate=config.rl.max_error_rate, error_setting=error_setting)
         return make
 
     report = run_eval([(label, factory(model)) for label, model in models], named, sets)

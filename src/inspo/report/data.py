@@ -191,10 +191,13 @@ def _steps(metrics, events, state, archive, notes):
     weights_by_step: dict[int, dict[str, float]] = {}
     sampled: dict[int, list[str]] = defaultdict(list)
     attributed: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    errors_by_step: dict[int, int] = {}
     for e in events:
         step = int(e.get("step", 0))
         if e["kind"] == "weights" and isinstance(e.get("weights"), dict):
             weights_by_step[step] = {str(k): float(v) for k, v in e["weights"].items()}
+            if _number(e.get("n_errors")) is not None:
+                errors_by_step[step] = int(e["n_errors"])
         elif e["kind"] == "sampled":
             sampled[step].append(str(e.get("instruction_id", "")))
         elif e["kind"] == "attributed":
@@ -218,6 +221,8 @@ def _steps(metrics, events, state, archive, notes):
             n = sum(k for k, _ in attributed[s])
             reward = sum(k * r for k, r in attributed[s]) / n if n else None
         pop = _number(m.get("inspo/population_size"))
+        errors = _number(m.get("rollout/errors"))
+        errors = int(errors) if errors is not None else errors_by_step.get(s)
         searches = _number(m.get("rollout/search_calls"))
         if searches is None:
             searches = buffer_searches.get(s)
@@ -235,6 +240,7 @@ def _steps(metrics, events, state, archive, notes):
                 completion_tokens=_number(m.get("rollout/completion_tokens")),
                 instruction_chars=sum(len(t) for t in lengths) / len(lengths) if lengths else None,
                 instruction_words=sum(len(t.split()) for t in lengths) / len(lengths) if lengths else None,
+                errors=errors,
             )
         )
     if missing_text:

@@ -110,6 +110,8 @@ def _header(run: RunData) -> str:
         ("optimizer", _e(_optimizer(cfg, summary)) or NOT_RECORDED),
         (f"reward, first {k} → last {k} steps" if k else "reward",
          f"{_num(first)} → {_num(last)}" if rewards else NOT_RECORDED),
+        ("rollouts failed on errors (not scored)", str(sum(s.errors for s in run.steps if s.errors is not None))
+         if any(s.errors is not None for s in run.steps) else NOT_RECORDED),
         ("final population", str(pop) if pop is not None else NOT_RECORDED),
         ("instructions ever", str(len(run.instructions))),
         ("evolution rounds", str(len(run.rounds))),

@@ -18,6 +18,8 @@ class StepRecord:
     ``instruction_chars`` / ``instruction_words`` are the mean length of the instructions
     sampled for the step's question groups (derived from ``sampled`` events).
     ``prompt_tokens`` is the logged mean prompt length in tokens (instruction + question).
+    ``errors``: the step's rollouts that failed on an error (an outage; never scored, so
+    ``reward`` is over the others).
     """
 
     step: int
@@ -30,6 +32,7 @@ class StepRecord:
     completion_tokens: float | None = None
     instruction_chars: float | None = None
     instruction_words: float | None = None
+    errors: int | None = None
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@
   a rebuild (a prebuilt index searched as it is is not copied);
 - ``index`` (:class:`~inspo.retrieval.faiss_index.IndexOptions`: kind, nprobe, ef_search,
   device) applies to ``dense`` only;
-- ``http``: a client for the Search-R1-compatible server at ``url``; ``check()`` is called so a
-  wrong URL fails here, with ``cannot reach retrieval server at URL``.
+- ``http``: a client for the Search-R1-compatible server at ``url`` (``timeout`` seconds per
+  request, ``retries`` retries: :class:`~inspo.retrieval.http_client.HttpRetriever`);
+  ``check()`` is called so a wrong or dead URL fails here, before any work, with
+  ``cannot reach retrieval server at URL``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def load_retriever(
     index_path: str | Path | None = None,
     index: IndexOptions | None = None,
     check: bool = True,
+    timeout: float = 30.0,
+    retries: int = 3,
 ) -> Retriever:
     """A ready retriever of ``kind`` (``bm25``, ``dense`` or ``http``); see the module docstring."""
     if kind == "http":
@@ -47,7 +51,7 @@ def load_retriever(
             raise ValueError("retriever kind 'http' needs url=... (e.g. http://127.0.0.1:8000)")
         from inspo.retrieval.http_client import HttpRetriever
 
-        client = HttpRetriever(url)
+        client = HttpRetriever(url, timeout=timeout, retries=retries)
         if check:
             client.check()
         return client

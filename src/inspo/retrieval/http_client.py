@@ -12,24 +12,36 @@ Rules:
   with ``return_scores: true``, and accepts both answer shapes (``{"document", "score"}`` hits
   or bare document dicts with ``contents``, or ``title`` / ``text``). Empty queries get ``[]``
   without a request.
-- Connection errors, timeouts and 5xx answers are retried ``retries`` times with exponential
-  backoff (``backoff * 2**attempt`` seconds); then :class:`RetrievalError` is raised. A 4xx
-  answer is not retried: :class:`RetrievalError` carries the server's message.
-- :meth:`check` raises ``RetrievalError("cannot reach retrieval server at URL ...")`` when the
+- Connection errors, timeouts (``timeout`` seconds per try) and 5xx answers are retried
+  ``retries`` times with exponential backoff (``backoff * 2**attempt`` seconds); then
+  :class:`RetrievalUnavailable` (a :class:`RetrievalError` and an
+  :class:`~inspo.records.EndpointDown`: the agent fails the whole batch with it, no replay one
+  episode at a time) is raised. So a frozen server costs one call at most
+  ``(retries + 1) * timeout`` seconds plus the backoff. The first failed try of a client logs a
+  warning (once per client), so an outage shows at the default log level. A 4xx answer is not
+  retried: :class:`RetrievalError` carries the server's message.
+- :meth:`check` raises ``RetrievalUnavailable("cannot reach retrieval server at URL ...")`` when the
   server does not answer; it tries ``GET /healthz`` and falls back to a one-query ``/retrieve``
   for servers without a health route.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
-from inspo.records import Passage
+from inspo.records import EndpointDown, Passage
+
+log = logging.getLogger("inspo.retrieval")
 
 
 class RetrievalError(RuntimeError):
     """The retrieval server could not be reached, refused the request, or answered nonsense."""
+
+
+class RetrievalUnavailable(RetrievalError, EndpointDown):
+    """The retrieval server did not answer after every retry (connection, timeout or 5xx)."""
 
 
 def _base_url(url: str) -> str:
@@ -84,10 +96,15 @@ class HttpRetriever:
     ) -> None:
         import httpx
 
+        if timeout <= 0 or retries < 0 or backoff < 0:
+            raise ValueError(f"HttpRetriever: timeout must be > 0, retries and backoff >= 0; got timeout={timeout}, "
+                             f"retries={retries}, backoff={backoff}")
         self.url = _base_url(url)
+        self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.batch_size = batch_size
+        self._warned = False
         self._client = httpx.Client(base_url=self.url, timeout=timeout)
 
     def close(self) -> None:
@@ -110,9 +127,11 @@ class HttpRetriever:
                 response = self._client.request(method, path, **kwargs)
             except httpx.TransportError as e:  # connect / read errors and timeouts
                 last = f"{type(e).__name__}: {e}"
+                self._warn(method, path, last)
                 continue
             if response.status_code >= 500:
                 last = f"HTTP {response.status_code}: {_server_message(response)}"
+                self._warn(method, path, last)
                 continue
             if response.status_code >= 400:
                 raise RetrievalError(
@@ -120,10 +139,17 @@ class HttpRetriever:
                     f"(HTTP {response.status_code}): {_server_message(response)}"
                 )
             return response
-        raise RetrievalError(
+        raise RetrievalUnavailable(
             f"cannot reach retrieval server at {self.url} ({method} {path} failed after "
             f"{self.retries + 1} tries; last error: {last})"
         )
+
+    def _warn(self, method: str, path: str, error: str) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("retrieval server at %s did not answer %s %s (%s); retrying up to %d time(s), %g s timeout "
+                        "each (data.retriever_retries, data.retriever_timeout)", self.url, method, path, error,
+                        self.retries, self.timeout)
 
     def check(self) -> dict[str, Any]:
         """Make sure the server answers; returns its ``/healthz`` body (or ``{}``)."""
@@ -132,7 +158,7 @@ class HttpRetriever:
         try:
             response = self._client.get("/healthz")
         except httpx.TransportError as e:
-            raise RetrievalError(
+            raise RetrievalUnavailable(
                 f"cannot reach retrieval server at {self.url}: {type(e).__name__}: {e}. "
                 "Is it running? Start one with `inspo serve-retriever`."
             ) from e

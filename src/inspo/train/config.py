@@ -122,6 +122,10 @@ class DataConfig:
     """bm25, dense, or http (a Search-R1-compatible server at ``retriever_url``)."""
     retriever_url: str = ""
     """Base URL of the retrieval server when ``retriever`` is http."""
+    retriever_timeout: float = 30.0
+    """Seconds an http retriever request may take before it counts as failed (a frozen server)."""
+    retriever_retries: int = 3
+    """Retries of a failed http retriever request (connection, timeout, 5xx) before the batch fails."""
     retriever_model: str = ""
     """Dense retriever's sentence-transformers model: a folder or a hub name in the local cache ('' : the packaged all-MiniLM-L6-v2)."""
     index_dir: str = ""
@@ -149,6 +153,10 @@ class DataConfig:
                f"data.retriever must be bm25, dense or http; got {self.retriever!r}")
         _check(self.retriever != "http" or bool(self.retriever_url),
                "data.retriever is 'http' but data.retriever_url is empty (e.g. http://127.0.0.1:8000)")
+        _check(isinstance(self.retriever_timeout, (int, float)) and not isinstance(self.retriever_timeout, bool)
+               and self.retriever_timeout > 0, f"data.retriever_timeout must be > 0 seconds; got {self.retriever_timeout!r}")
+        _check(isinstance(self.retriever_retries, int) and not isinstance(self.retriever_retries, bool)
+               and self.retriever_retries >= 0, f"data.retriever_retries must be an integer >= 0; got {self.retriever_retries!r}")
         _check(not self.index_path or self.retriever == "dense",
                f"data.index_path is a prebuilt faiss index: it needs data.retriever=dense; got {self.retriever!r}")
         _check(not self.index_path or Path(self.corpus).suffix.lower() == ".jsonl",
@@ -237,6 +245,9 @@ class RLConfig:
     max_eval_batch: int = 256
     """Most episodes per batched generate call in verification and evaluation (bounds memory: at
     App. B's batch one call would otherwise hold 512 x 5 rows on one device)."""
+    max_error_rate: float = 0.1
+    """Largest share of a step's (or an evaluation's) rollouts that may fail on errors (an endpoint
+    down, an engine crash: never scored) before the run stops with the cause; 1 never stops."""
     logging_steps: int = 1
     """Log every this many optimizer updates."""
     report_to: list[str] = field(default_factory=list)
@@ -276,6 +287,8 @@ class RLConfig:
                f"rl.eval_every must be an integer >= 0 (0: never); got {self.eval_every!r}")
         _check(isinstance(self.max_eval_batch, int) and self.max_eval_batch >= 1,
                f"rl.max_eval_batch must be a positive integer; got {self.max_eval_batch!r}")
+        _check(isinstance(self.max_error_rate, (int, float)) and not isinstance(self.max_error_rate, bool)
+               and 0 <= self.max_error_rate <= 1, f"rl.max_error_rate must be in [0, 1]; got {self.max_error_rate!r}")
         trajectories = self.questions_per_step * self.group_size
         _check(trajectories % self.mini_batches == 0,
                f"rl.questions_per_step x rl.group_size ({trajectories}) must divide into rl.mini_batches ({self.mini_batches})")

@@ -16,7 +16,15 @@ The run directory gets the same files as a training run minus ``model/`` and che
 ``inspo_state.json`` is rewritten after every step, so ``resume=True`` continues after the last
 finished step (log lines after it are dropped). The run directory is checked before anything
 loads (:func:`check_run_dir`): a resume needs a saved state, and a new run does not write over
-another run's.
+another run's. A ``policy_url`` is asked for its models once before any work (a dead endpoint
+or a model it does not serve is refused with a one-line SetupError).
+
+Outages: a step whose rollouts failed on errors (an endpoint down) more than
+``rl.max_error_rate`` of the time stops the run with
+:class:`~inspo.records.TooManyErrors` before the step is credited, as does a verification or
+final evaluation over that rate; every step before it is saved, so ``resume=True`` continues
+once the endpoint is back. Below the rate, error rollouts are counted (``rollout/errors``,
+``inspo/error_rate``) and never scored.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from inspo.agent.evaluate import play_isolated
 from inspo.agent.rollout import Episode
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
-from inspo.records import Question
+from inspo.records import Question, TooManyErrors, check_error_rate
 from inspo.rng import derived_rng
 from inspo.train.config import TrainConfig, dump
 from inspo.train.final import choose_for_run
@@ -133,9 +141,10 @@ def run_evolve(
                            step=int(saved_state["last_step"]), compared_with=where, static=False,
                            fixed=FIXED_ON_EVOLVE_RESUME)
         plan.check()
+    remote = _remote_policy(policy_url, policy_model) if engine is None and policy_url else None
     inputs = prepare(config, need_optimizer=True, need_model=engine is None and not policy_url,
                      need_eval=choose_on_dev)
-    engine, policy = _policy(config, engine, policy_url, policy_model, inputs.model_dir)
+    engine, policy = _policy(config, engine, remote, inputs.model_dir)
     log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
 
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -153,7 +162,8 @@ def run_evolve(
 
     def evaluate_at(step: int, tag: str = "verify"):
         return verification_evaluate(engine, inputs.retriever, inputs.agent, seed=rl.seed, tag=tag, step=step,
-                                     batch_size=batch_size, reward_fn=reward_fn, progress=progress)
+                                     batch_size=batch_size, reward_fn=reward_fn, progress=progress,
+                                     max_error_rate=rl.max_error_rate)
 
     first = 1
     if plan is not None:
@@ -177,7 +187,8 @@ def run_evolve(
 
     bar = tqdm(total=steps, initial=first - 1, desc="inspo evolve", unit="step", disable=not progress)
     metrics = MetricsLog(run_dir / artifacts.METRICS_FILE, steps, progress=progress, read_existing=True)
-    for t in range(first, steps + 1):
+
+    def play_step(t: int) -> None:
         batch = step_questions(inputs.questions, t, rl.questions_per_step, rl.seed)
         rows = [q for q in batch for _ in range(rl.group_size)]
         instructions, _ = choose_groups(coevo, t, rows)
@@ -185,8 +196,19 @@ def run_evolve(
         episodes = [Episode(q, ins) for q, ins in zip(rows, instructions, strict=True)]
         rollouts = rescore([light(r) for r in play_isolated(engine, inputs.retriever, inputs.agent, episodes)],
                            reward_fn)
+        # an outage stops here, before the step is credited: the state saved after step t-1 resumes it
+        check_error_rate(rollouts, max_error_rate=rl.max_error_rate, planned=len(rollouts),
+                         setting="rl.max_error_rate")
         metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t)).metrics)
         save_state(coevo, state_path)
+
+    for t in range(first, steps + 1):
+        try:
+            play_step(t)
+        except TooManyErrors as exc:
+            bar.close()
+            raise TooManyErrors(f"step {t}: {exc} (the run up to step {t - 1} is saved in {run_dir}: continue it "
+                                "with --resume)", exc.rollouts) from None
         bar.update(1)
     bar.close()
 
@@ -194,7 +216,7 @@ def run_evolve(
     final, played = None, 0
     if choose_on_dev:
         evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent, batch_size=batch_size, reward_fn=reward_fn,
-                                   progress=progress)
+                                   progress=progress, max_error_rate=rl.max_error_rate)
         final = choose_for_run(evaluate, coevo, config, inputs, rule="dev", tell=lambda line: say(line, progress))
         played = final.dev_rollouts
         best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
@@ -256,13 +278,24 @@ def _saved_step(state: Path) -> str:
         return ""
 
 
-def _policy(config: TrainConfig, engine, policy_url, policy_model, model_dir) -> tuple[PolicyEngine, str]:
+def _remote_policy(policy_url: str, policy_model: str):
+    """The policy at ``policy_url``, asked for its models once before any work: a dead endpoint,
+    or one that does not serve ``policy_model``, is refused with a one-line SetupError."""
+    from inspo.agent.engines import OpenAIEngine
+
+    remote = OpenAIEngine(policy_model, base_url=policy_url)
+    try:
+        remote.check()
+    except (ValueError, RuntimeError) as exc:
+        raise SetupError(f"--policy-url {policy_url}: {exc}") from exc
+    return remote
+
+
+def _policy(config: TrainConfig, engine, remote, model_dir) -> tuple[PolicyEngine, str]:
     if engine is not None:
         return engine, type(engine).__name__ + " (given)"
-    if policy_url:
-        from inspo.agent.engines import OpenAIEngine
-
-        return OpenAIEngine(policy_model, base_url=policy_url), f"{policy_model} at {policy_url}"
+    if remote is not None:
+        return remote, f"{remote.model} at {remote.endpoint}"
     model = config.model
     if model.engine == "vllm":
         from inspo.agent.load import load_engine

@@ -108,14 +108,17 @@ def final_choice_lines(data: dict[str, Any]) -> list[str]:
 
 
 def _rewards(evaluate: EvaluateFn, instructions: Sequence[Instruction],
-             questions: Sequence[Question]) -> list[list[float]]:
-    """Each instruction's per-question rewards; in shared batches when ``evaluate`` has ``many``."""
+             questions: Sequence[Question]) -> tuple[list[list[float]], list[Question]]:
+    """Each instruction's per-question rewards, in shared batches when ``evaluate`` has ``many``,
+    and the questions they are for: a question on which any instruction's rollout failed on an
+    error (an outage, never scored) is left out for all of them, so the scores stay paired."""
     groups = play_all(evaluate, instructions, questions)
     for rollouts in groups:
         if len(rollouts) != len(questions):
             raise ValueError(f"evaluate returned {len(rollouts)} rollouts for {len(questions)} questions; "
                              "the final choice needs one rollout per question (group_size=1)")
-    return [[r.reward for r in rollouts] for rollouts in groups]
+    keep = [i for i in range(len(questions)) if all(g[i].error is None for g in groups)]
+    return [[g[i].reward for i in keep] for g in groups], [questions[i] for i in keep]
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -154,7 +157,9 @@ def choose_instruction(
     if dev_questions:
         tell(f"final choice: scoring {len(pool)} instruction(s) on {len(dev_questions)} {dev_split} questions "
              f"({len(pool) * len(dev_questions)} greedy episodes)")
-        dev = {ins.id: _mean(rewards) for ins, rewards in zip(pool, _rewards(evaluate, pool, dev_questions), strict=True)}
+        rewards, kept = _rewards(evaluate, pool, dev_questions)
+        dev = {ins.id: _mean(r) for ins, r in zip(pool, rewards, strict=True)}
+        note = _dropped(note, "dev", len(dev_questions) - len(kept))
     returned = by_weight
     if rule == "dev":
         returned = max(pool, key=lambda ins: dev[ins.id])  # max keeps the first of ties: the seed
@@ -167,16 +172,25 @@ def choose_instruction(
         played = [seed] if returned.id == seed.id else [seed, returned]
         tell(f"held-out test: scoring {len(played)} instruction(s) on {len(test_questions)} {test_split} "
              f"questions the choice never saw ({len(played) * len(test_questions)} greedy episodes)")
-        scores = _rewards(evaluate, played, test_questions)
+        scores, kept = _rewards(evaluate, played, test_questions)
         seed_test, returned_test = scores[0], scores[-1]
-        choice.test_split, choice.test_questions = test_split, len(test_questions)
+        choice.note = _dropped(choice.note, "test", len(test_questions) - len(kept))
+        choice.test_split, choice.test_questions = test_split, len(kept)
         choice.test_returned, choice.test_seed = _mean(returned_test), _mean(seed_test)
-        choice.test_vs_seed = paired_difference(returned_test, seed_test)
-        choice.test_question_ids = [q.id for q in test_questions]
+        choice.test_vs_seed = paired_difference(returned_test, seed_test) if kept else None
+        choice.test_question_ids = [q.id for q in kept]
         choice.test_rewards = {"returned": returned_test, "seed": seed_test}
         tell(f"held-out test: returned {choice.test_returned:.3f}, seed {choice.test_seed:.3f}, "
-             f"difference {choice.test_vs_seed.text()}")
+             + (f"difference {choice.test_vs_seed.text()}" if choice.test_vs_seed is not None
+                else "no question left to compare (every one had an error rollout)"))
     return choice
+
+
+def _dropped(note: str, split: str, n: int) -> str:
+    """``note`` saying that ``n`` questions of ``split`` were left out for error rollouts."""
+    if not n:
+        return note
+    return "; ".join(filter(None, [note, f"{n} {split} question(s) left out: a rollout on them failed on an error"]))
 
 
 def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *, rule: str,

@@ -14,6 +14,13 @@ a step and what happens after its rollouts are in :mod:`inspo.train.loop`):
    token ids end to end, ``env_mask`` (0 on retrieved/environment tokens, which are not trained
    on) and the extra keys ``reward``, ``instruction_id``, ``question_id``, ``n_searches``,
    ``turns``, ``finish_reason``.
+   An outage (an :class:`~inspo.records.EndpointDown`: the retriever did not answer after its
+   retries) raises :class:`~inspo.records.TooManyErrors` here and stops training: a batch
+   that could not be played has no honest reward, and TRL has no way to leave rows out of a
+   step (a ``None`` reward from the only reward function becomes NaN in every advantage), so
+   the step fails rather than train on zeros standing in for the policy's answers. The
+   checkpoints already saved are kept; ``inspo train --resume`` continues from the last one.
+   Any other exception propagates as it is.
 3. ``inspo_reward`` returns the precomputed reward (scored on the response only) and records
    the step's rollouts for attribution.
 4. TRL computes group advantages and makes ``mini_batches`` optimizer updates.
@@ -42,7 +49,7 @@ from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
 from inspo.core.coevolution import CoEvolution, is_evolve_step
 from inspo.core.population import Population
 from inspo.core.state import save_state
-from inspo.records import EvaluateFn, Question, Rollout
+from inspo.records import EndpointDown, EvaluateFn, Question, Rollout, TooManyErrors, scored
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 from inspo.train.loop import (
@@ -80,6 +87,8 @@ class RolloutContext:
     progress: bool = False
     """Show bars over the episodes of verification and evaluation (the main process of a run
     with progress on); the phases are announced either way (:mod:`inspo.train.progress`)."""
+    max_error_rate: float | None = None
+    """``rl.max_error_rate``: a verification or evaluation call with more error rollouts stops the run."""
     adapters: Any = None
     """``rl.use_vllm``: the :class:`~inspo.train.vllm_sync.AdapterSync` that plays the policy in vLLM."""
     in_flight: list[Rollout] = field(default_factory=list)
@@ -105,12 +114,13 @@ class RolloutContext:
         the same questions get the same sampling seeds whatever the instruction: paired)."""
         return verification_evaluate(self.policy(model, version), self.retriever, self.agent, seed=self.seed,
                                      tag=tag, step=step, batch_size=self.eval_batch_size, reward_fn=self.reward_fn,
-                                     progress=self.progress)
+                                     progress=self.progress, max_error_rate=self.max_error_rate)
 
     def greedy_evaluate(self, model: Any, *, progress: bool = False, version: int | None = None) -> EvaluateFn:
         """``evaluate(instruction, questions)`` with ``model`` decoding greedily (one rollout per question)."""
         return greedy_evaluate(self.policy(model, version), self.retriever, self.agent,
-                               batch_size=self.eval_batch_size, reward_fn=self.reward_fn, progress=progress)
+                               batch_size=self.eval_batch_size, reward_fn=self.reward_fn, progress=progress,
+                               max_error_rate=self.max_error_rate)
 
     def periodic_eval(self, model: Any, step: int, version: int | None = None) -> dict[str, float]:
         """``rl.eval_every``: the current policy, greedy, with the current I* on the dev questions."""
@@ -118,11 +128,15 @@ class RolloutContext:
             return {}
         best = self.coevo.best()
         say(f"step {step} evaluation: {best.id} on {len(self.eval_questions)} dev question(s), greedy", self.progress)
-        rollouts = self.greedy_evaluate(model, version=version, progress=self.progress)(best, self.eval_questions)
-        metrics = {"eval/reward": sum(r.reward for r in rollouts) / len(rollouts),
-                   "eval/search_calls": sum(len(r.searches) for r in rollouts) / len(rollouts)}
+        played = self.greedy_evaluate(model, version=version, progress=self.progress)(best, self.eval_questions)
+        rollouts = scored(played)
+        n = max(len(rollouts), 1)
+        metrics = {"eval/reward": sum(r.reward for r in rollouts) / n,
+                   "eval/search_calls": sum(len(r.searches) for r in rollouts) / n,
+                   "eval/errors": float(len(played) - len(rollouts))}
         say(f"step {step} evaluation: reward {metrics['eval/reward']:.3f}, "
-            f"searches {metrics['eval/search_calls']:.2f}", self.progress)
+            f"searches {metrics['eval/search_calls']:.2f}, errors {len(played) - len(rollouts)} (not scored)",
+            self.progress)
         return metrics
 
     def trace(self, step: int, groups: list[tuple[str, str]]) -> None:
@@ -215,7 +229,11 @@ def make_rollout_func(ctx: RolloutContext) -> Callable[[list, Any], dict[str, An
         episodes = [Episode(q, ins) for q, ins in zip(questions, instructions, strict=True)]
         with generation_model(trainer) as model:
             engine = ctx.policy(model, trainer.state.global_step, rng=derived_rng(ctx.seed, "rollout", step, ctx.rank))
-            rollouts = run_rollouts(engine, ctx.retriever, ctx.agent, episodes)
+            try:
+                rollouts = run_rollouts(engine, ctx.retriever, ctx.agent, episodes)
+            except EndpointDown as exc:  # no honest reward for this batch: stop (module docstring)
+                raise TooManyErrors(f"the {len(episodes)} training rollouts of step {step} failed ({exc}): "
+                                    "stopping; fix the endpoint, then continue with --resume") from exc
         ctx.in_flight = rescore(rollouts, ctx.reward_fn)
         fallback = ctx.tokenizer.eos_token_id if ctx.tokenizer.eos_token_id is not None else ctx.tokenizer.pad_token_id
         return rollout_batch(ctx.in_flight, int(fallback))

@@ -221,6 +221,7 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         eval_questions=inputs.eval_questions if rl.eval_every else [],
         eval_every=rl.eval_every,
         progress=progress and main,
+        max_error_rate=rl.max_error_rate,
     )
     if rl.use_vllm:
         from inspo.train.vllm_sync import start_adapter_sync

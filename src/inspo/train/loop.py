@@ -30,14 +30,16 @@ write one ``metrics.jsonl`` schema.
 
 Metrics (one line per INSPO step; :func:`step_metrics`):
 
-- ``step``; ``reward/mean``, ``reward/std`` over the step's trajectories;
+- ``step``; ``reward/mean``, ``reward/std`` over the step's trajectories that did not fail on an
+  error (error rollouts, an outage, are never scored); ``rollout/errors`` (how many failed) and
+  ``inspo/error_rate`` (their share of the step's trajectories);
 - ``inspo/population_size`` (after the step), ``inspo/weight/<id>`` and ``inspo/best_weight``
   (after attribution, before pruning), ``inspo/admitted``, ``inspo/rejected``, ``inspo/pruned``
   (this step), ``inspo/optimizer_calls``, ``inspo/verification_rollouts`` (running totals);
 - for agent episodes (not the synthetic environment's rollouts, which have no turns or tokens):
   ``rollout/search_calls`` (mean searches per trajectory), ``rollout/turns``,
   ``rollout/prompt_tokens``, ``rollout/completion_tokens``, ``rollout/answered`` (share that
-  ended with an answer), ``rollout/count``, and ``rollout/finish/<reason>`` for each of
+  ended with an answer; these means too leave error rollouts out), ``rollout/count`` (all), and ``rollout/finish/<reason>`` for each of
   :data:`~inspo.agent.rollout.FINISH_REASONS` (``answer``, ``eos``, ``length``, ``turn_limit``,
   ``error``): the share of trajectories that ended that way. Read these, not TRL's
   ``completions/clipped_ratio``: TRL counts every completion that does not end in EOS as
@@ -65,7 +67,7 @@ from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog, Sampled
 from inspo.core.proposer import LengthCheck, Proposer
 from inspo.llm.base import LLMClient
-from inspo.records import EvaluateFn, Question, Rollout
+from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 from inspo.train.schedule import core_config
@@ -116,10 +118,11 @@ def choose_groups(coevo: CoEvolution, step: int, questions: Sequence[Question]):
 
 
 def rescore(rollouts: list[Rollout], reward_fn: RewardFn | None) -> list[Rollout]:
-    """``rollouts`` with ``reward_fn``'s reward (unchanged when it is None)."""
+    """``rollouts`` with ``reward_fn``'s reward (unchanged when it is None; an error rollout keeps
+    its 0: it is never scored)."""
     if reward_fn is None:
         return rollouts
-    return [replace(r, reward=float(reward_fn(r))) for r in rollouts]
+    return [replace(r, reward=float(reward_fn(r))) if r.error is None else r for r in rollouts]
 
 
 def light(rollout: Rollout) -> Rollout:
@@ -136,7 +139,7 @@ def reseed(engine: Any, seed: int, tag: str, step: int) -> None:
 
 def verification_evaluate(
     engine: Any, retriever: Retriever, agent: AgentConfig, *, seed: int, tag: str, step: int, batch_size: int,
-    reward_fn: RewardFn | None = None, progress: bool = False,
+    reward_fn: RewardFn | None = None, progress: bool = False, max_error_rate: float | None = None,
 ) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` as the current policy, one rollout per
     question, for step ``step``'s verification (``tag`` "verify") or P_0 (``tag`` "init").
@@ -144,21 +147,22 @@ def verification_evaluate(
     An engine with an ``rng`` gets a stream derived from (seed, tag, step), and the same questions
     get the same sampling seeds whatever the instruction (paired: a candidate and its parent are
     compared on common random numbers), so a resumed run samples what the uninterrupted one did.
-    ``progress``: a tqdm bar over the episodes of each call."""
+    ``progress``: a tqdm bar over the episodes of each call. ``max_error_rate``
+    (``rl.max_error_rate``): a call with more error rollouts stops the run."""
     reseed(engine, seed, tag, step)
     evaluate = make_evaluate(engine, retriever, agent, group_size=1, batch_size=batch_size,
-                             paired_seed=(seed, tag, step), progress=progress)
+                             paired_seed=(seed, tag, step), progress=progress, max_error_rate=max_error_rate)
     return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))
 
 
 def greedy_evaluate(
     engine: Any, retriever: Retriever, agent: AgentConfig, *, batch_size: int, reward_fn: RewardFn | None = None,
-    progress: bool = False,
+    progress: bool = False, max_error_rate: float | None = None,
 ) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` decoding greedily, one rollout per
-    question: the periodic evaluation and the final choice."""
+    question: the periodic evaluation and the final choice (``max_error_rate`` as above)."""
     evaluate = make_evaluate(engine, retriever, replace(agent, temperature=0.0), group_size=1,
-                             batch_size=batch_size, progress=progress)
+                             batch_size=batch_size, progress=progress, max_error_rate=max_error_rate)
     return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))
 
 
@@ -222,17 +226,20 @@ def step_metrics(
 ) -> dict[str, float]:
     """The metrics line of one INSPO step (names in the module docstring); ``before`` is the
     cost ledger before the step."""
-    rewards = [r.reward for r in rollouts]
+    ok = scored(rollouts)
+    rewards = [r.reward for r in ok]
     ledger = coevo.ledger
     weights = report.weights
-    out: dict[str, float] = {"step": step, "reward/mean": _mean(rewards), "reward/std": _std(rewards)}
+    errors = len(rollouts) - len(ok)
+    out: dict[str, float] = {"step": step, "reward/mean": _mean(rewards), "reward/std": _std(rewards),
+                             "rollout/errors": float(errors), "inspo/error_rate": errors / len(rollouts) if rollouts else 0.0}
     if episodes:
         out.update({
-            "rollout/search_calls": _mean([float(len(r.searches)) for r in rollouts]),
-            "rollout/turns": _mean([float(r.turns) for r in rollouts]),
-            "rollout/prompt_tokens": _mean([r.metrics.get("n_prompt_tokens", 0.0) for r in rollouts]),
-            "rollout/completion_tokens": _mean([r.metrics.get("n_tokens", 0.0) for r in rollouts]),
-            "rollout/answered": _mean([float(r.finish_reason == "answer") for r in rollouts]),
+            "rollout/search_calls": _mean([float(len(r.searches)) for r in ok]),
+            "rollout/turns": _mean([float(r.turns) for r in ok]),
+            "rollout/prompt_tokens": _mean([r.metrics.get("n_prompt_tokens", 0.0) for r in ok]),
+            "rollout/completion_tokens": _mean([r.metrics.get("n_tokens", 0.0) for r in ok]),
+            "rollout/answered": _mean([float(r.finish_reason == "answer") for r in ok]),
             **{
                 f"rollout/finish/{reason}": _mean([float(r.finish_reason == reason) for r in rollouts])
                 for reason in FINISH_REASONS
@@ -264,6 +271,8 @@ def step_line(metrics: dict[str, float], total: int) -> str:
         f"population {int(metrics['inspo/population_size'])}",
         f"best w {metrics['inspo/best_weight']:.3f}",
     ]
+    if metrics.get("rollout/errors"):
+        parts.append(f"errors {int(metrics['rollout/errors'])} (not scored)")
     if metrics.get("inspo/pruned"):
         parts.append(f"pruned {int(metrics['inspo/pruned'])}")
     if metrics.get("inspo/admitted") or metrics.get("inspo/rejected"):

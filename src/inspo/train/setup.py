@@ -122,6 +122,8 @@ def build_retriever(config: TrainConfig) -> Retriever:
             model=data.retriever_model or None,
             index_path=data.index_path or None,
             index=data.index_options(),
+            timeout=data.retriever_timeout,
+            retries=data.retriever_retries,
         )
     except Exception as exc:  # noqa: BLE001 - any failure here must stop the run with its reason
         where = f"data.retriever_url={data.retriever_url!r}" if data.retriever == "http" else (
