@@ -35,9 +35,11 @@ class ScriptedPolicy:
         self.calls += 1
         out = []
         for x in inputs:
-            question = re.search(r"Question: (.*)", x.text).group(1).strip()
+            # a prefill ("<search>") follows the question on its line: it is not part of the question
+            question = re.search(r"Question: (.*)", x.text).group(1).split("<search>")[0].strip()
             if "<information>" not in x.text:
-                out.append(Generation([], f"<search>{question}</search>", "stop"))
+                opened = x.text.rstrip().endswith("<search>")  # the prefill opened the tag already
+                out.append(Generation([], f"{'' if opened else '<search>'}{question}</search>", "stop"))
                 continue
             seed_prompt = x.text.startswith(SEARCH_R1_INSTRUCTION + "\n\nQuestion:")
             answer = "Beijing" if seed_prompt else self.answers[question]
