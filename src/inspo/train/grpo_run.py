@@ -108,7 +108,7 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
     if config.model.engine != "hf":
         raise SetupError(
             f"model.engine={config.model.engine}: model.engine picks the frozen policy's engine of inspo evolve; "
-            "inspo train plays its rollouts with vLLM through rl.use_vllm=true (with model.lora=true). "
+            "inspo train plays its rollouts with vLLM through rl.use_vllm=true. "
             "Use model.engine=hf"
         )
     try:
@@ -135,18 +135,18 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
 
 
 def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
-    """``rl.use_vllm``: refuse what the adapter sync cannot do, before anything loads."""
+    """``rl.use_vllm``: refuse what cannot run, before anything loads.
+
+    Full weights (``model.lora=false``) and LoRA adapters are synced into an engine in each
+    training process (:mod:`inspo.train.vllm_sync`), so any number of processes works.
+    """
     from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
 
     problems = []
-    if not config.model.lora:
-        problems.append("it syncs the LoRA adapter into vLLM each step, so it needs model.lora=true (full "
-                        "fine-tuning would push every weight into vLLM; vLLM's CPU build cannot take them)")
     if config.rl.vllm_mode != "colocate":
-        problems.append(f"rl.vllm_mode={config.rl.vllm_mode}: only colocate (vLLM in the training process) is "
-                        "built; a separate vLLM server would need its adapter pushed over the network")
-    if world_size > 1:
-        problems.append(f"{world_size} processes: each would start its own vLLM engine; one process only for now")
+        problems.append(f"rl.vllm_mode={config.rl.vllm_mode}: inspo train syncs the policy into a vLLM engine in "
+                        "each training process (colocate); a separate server would need the weights pushed to it "
+                        "over NCCL (TRL's vllm-serve), which needs GPUs and is not built")
     if not vllm_available():
         problems.append(f"no module named 'vllm'; {INSTALL_HINT}")
     if problems:
@@ -214,9 +214,9 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         eval_every=rl.eval_every,
     )
     if rl.use_vllm:
-        from inspo.train.vllm_sync import start_adapter_sync
+        from inspo.train.vllm_sync import start_sync
 
-        ctx.adapters = start_adapter_sync(config, inputs.model_dir, run_dir, rl.seed)
+        ctx.vllm_sync = start_sync(config, inputs.model_dir, run_dir, rl.seed)
     callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main,
                              run_config=config.to_dict())
     trainer = build_trainer(config, start.args, inputs, ctx, callback, progress)
@@ -244,8 +244,9 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
 
     with attention_kernels(trainer.accelerator.device):  # no per-shape cuDNN plans on a GPU
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
-    if ctx.adapters is not None:  # the final choice plays the merged model through transformers
-        ctx.adapters.shutdown()
+    if ctx.vllm_sync is not None:  # the final choice plays the merged model through transformers
+        ctx.vllm_sync.shutdown()
+        ctx.vllm_sync = None
 
     # -- 5. the run directory's final files -----------------------------------------------
     trainer.accelerator.wait_for_everyone()
