@@ -338,11 +338,30 @@ class VLLMEngine(TokenizerText):
         self.llm.reset_prefix_cache()
 
     def shutdown(self) -> None:
-        """Stop vLLM's engine processes now (otherwise they stop when ``llm`` is collected)."""
+        """Stop vLLM's engine now (otherwise it stops when ``llm`` is collected).
+
+        An engine started under torchrun (``external_launcher``, see :meth:`from_pretrained`)
+        shares ``torch.distributed``'s default process group with training, and vLLM's own
+        shutdown of an engine in this process ends by destroying that group
+        (``EngineCore.shutdown`` calls ``cleanup_dist_env_and_memory``), after which training's
+        next barrier fails. Such an engine has only its executor (the model and its KV cache) and
+        scheduler shut down, and vLLM's finalizer, which would run the full shutdown when the
+        ``LLM`` is collected, is detached.
+        """
         engine = getattr(self.llm, "llm_engine", None)
         core = getattr(engine, "engine_core", None)
-        if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
+        if core is None or not hasattr(core, "shutdown"):
+            return
+        parallel = getattr(getattr(engine, "vllm_config", None), "parallel_config", None)
+        if getattr(parallel, "distributed_executor_backend", None) == "external_launcher" and self.in_process:
+            finalizer = getattr(core, "_finalizer", None)
+            if finalizer is not None and finalizer.detach() is None:
+                return  # shut down already
+            inner = core.engine_core
+            inner.model_executor.shutdown()
+            inner.scheduler.shutdown()
+            return
+        core.shutdown()
 
 
 def checkpoint_weights(model: Any) -> Iterator[tuple[str, Any]]:
