@@ -39,6 +39,7 @@ from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
 from inspo.train.config import TrainConfig, dump
 from inspo.train.loop import RewardFn, build_coevolution, say, warmup_questions
+from inspo.train.plan import rollout_engine
 from inspo.train.setup import RunInputs, SetupError, prepare
 from inspo.train.summary import RunSummary, summarize
 from inspo.train.trainer import build_trainer, final_model, grpo_args, grpo_settings
@@ -76,6 +77,8 @@ class GrpoStart:
     args: Any
     """TRL's ``GRPOConfig``."""
     started: float
+    vllm: bool = False
+    """Whether vLLM plays the rollouts (``rl.use_vllm``, ``auto`` resolved: :func:`~inspo.train.plan.rollout_engine`)."""
 
     @property
     def is_main(self) -> bool:
@@ -103,7 +106,9 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
     started = time.time()
     rank, world_size = world()
     run_dir = Path(config.output_dir)
-    if config.rl.use_vllm:
+    engine = rollout_engine(config)
+    log.info("rollout engine: %s (%s)", "vLLM" if engine.vllm else "transformers", engine.why)
+    if engine.vllm:
         _check_vllm_training(config, world_size)
     if config.model.engine != "hf":
         raise SetupError(
@@ -131,7 +136,8 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
                     "1/256 of a weight) is lost; for small learning rates use model.dtype=float32 (float32 master "
                     "weights, bf16 compute through rl.bf16) or model.lora=true")
     return GrpoStart(config=config, static=static, rank=rank, world_size=world_size, checkpoint=checkpoint,
-                     plan=plan, saved_state=saved_state, inputs=inputs, args=grpo_args(settings), started=started)
+                     plan=plan, saved_state=saved_state, inputs=inputs, args=grpo_args(settings), started=started,
+                     vllm=engine.vllm)
 
 
 def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
@@ -213,7 +219,7 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         eval_questions=inputs.eval_questions if rl.eval_every else [],
         eval_every=rl.eval_every,
     )
-    if rl.use_vllm:
+    if start.vllm:
         from inspo.train.vllm_sync import start_sync
 
         ctx.vllm_sync = start_sync(config, inputs.model_dir, run_dir, rl.seed)
