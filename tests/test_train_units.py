@@ -323,7 +323,7 @@ def test_missing_model_and_vllm_fail_before_training(tmp_path):
         message, _ = _fast_fail(tmp_path, "rl.use_vllm=true", "model.lora=false")
         assert "rl.use_vllm=true" in message and "no module named 'vllm'" in message and "model.lora" not in message
     message, _ = _fast_fail(tmp_path, "rl.use_vllm=true", "model.lora=false", "rl.vllm_mode=server")
-    assert "rl.vllm_mode=server" in message and "NCCL" in message and "model.lora" not in message
+    assert "rl.vllm_mode=server" in message and "NCCL" in message and "rl.vllm_server_url" in message
     message, _ = _fast_fail(tmp_path, "model.engine=vllm")  # the frozen policy's engine, not training's
     assert "model.engine=vllm" in message and "inspo evolve" in message
 

@@ -17,6 +17,7 @@ import random
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -181,3 +182,38 @@ def test_an_adapter_pushed_between_steps_generates_what_the_trained_model_genera
 
     with pytest.raises(TypeError, match="NCCL"):  # full weights cannot be pushed over HTTP
         pusher.sync(torch.nn.Linear(2, 2), version=3)
+
+
+def test_training_with_the_vllm_server_plays_every_rollout_there(vllm_server, tmp_path):
+    """inspo train with rl.vllm_mode=server: the LoRA adapter pushed to the server once per optimizer step."""
+    from inspo import artifacts
+
+    base_url, path = vllm_server
+    out = tmp_path / "run"
+    script = Path(__file__).with_name("train_run_script.py")
+    sets = [f"model.name_or_path={path}", "model.lora=true", "model.lora_r=8", "rl.use_vllm=true",
+            "rl.vllm_mode=server", f"rl.vllm_server_url={base_url}", "rl.steps=3", "rl.save_steps=0"]
+    cmd = [sys.executable, str(script), str(out), "--record-vllm"] + [a for s in sets for a in ("--set", s)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1, 2, 3]
+    records = artifacts.read_jsonl(out / "vllm_calls.rank0.jsonl")
+    # P_0, the rollouts of steps 1-3 and step 2's verification, all played by the server; the
+    # adapter pushed once per optimizer step
+    assert [r["version"] for r in records if r["event"] == "play"] == [0, 0, 1, 2, 2]
+    assert [r["version"] for r in records if r["event"] == "sync"] == [0, 1, 2]
+    served = {m["id"] for m in httpx.get(f"{base_url}/models", timeout=10).json()["data"]}
+    assert not any(name.startswith("inspo-r0-adapter") for name in served)  # unloaded at the end
+
+
+def test_server_mode_refuses_full_weights_and_a_missing_url(tmp_path):
+    from inspo.train.config import resolve
+    from inspo.train.run import SetupError, run_training
+
+    for sets, expected in ((["model.lora=false", "rl.vllm_server_url=http://127.0.0.1:9"], "NCCL"),
+                           (["model.lora=true"], "rl.vllm_server_url")):
+        config = resolve("cpu-tiny", overrides=[f"output_dir={tmp_path / 'r'}", f"model.name_or_path={MODEL}",
+                                                "rl.use_vllm=true", "rl.vllm_mode=server", *sets])
+        with pytest.raises(SetupError, match=expected):
+            run_training(config, progress=False)

@@ -40,10 +40,11 @@ def record_vllm_calls(out: str) -> None:
     from pathlib import Path
 
     from inspo import artifacts
+    from inspo.agent import vllm_server
     from inspo.train import vllm_sync
 
     path = Path(out) / f"vllm_calls.rank{os.environ.get('RANK', '0')}.jsonl"
-    for cls in (vllm_sync.WeightSync, vllm_sync.AdapterSync):
+    for cls in (vllm_sync.WeightSync, vllm_sync.AdapterSync, vllm_server.AdapterPusher):
         def wrap(method, event):
             def recorded(self, model, version, *rest):
                 path.parent.mkdir(parents=True, exist_ok=True)

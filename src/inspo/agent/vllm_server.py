@@ -116,9 +116,10 @@ class AdapterPusher:
     served name); ``version`` is what was pushed last (the trainer's global step).
     """
 
-    def __init__(self, engine: VLLMServerEngine, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, engine: VLLMServerEngine, directory: str | os.PathLike[str], prefix: str = "inspo-adapter") -> None:
         self.engine = engine
         self.directory = os.fspath(directory)
+        self.prefix = prefix
         self.version: int | None = None
         self.pushes = 0
         self.loaded: str | None = None
@@ -138,7 +139,7 @@ class AdapterPusher:
             raise TypeError("a vLLM server gets the LoRA adapter at run time: the trained model has none "
                             "(set model.lora=true; full weights reach a server only over NCCL, on GPUs)")
         self.pushes += 1
-        name = f"inspo-adapter-{self.pushes}"
+        name = f"{self.prefix}-{self.pushes}"
         path = os.path.join(self.directory, name)
         model.save_pretrained(path)
         self.engine.post("/v1/load_lora_adapter", {"lora_name": name, "lora_path": os.path.abspath(path)})
@@ -149,3 +150,9 @@ class AdapterPusher:
             self.engine.post("/v1/unload_lora_adapter", {"lora_name": old})
             shutil.rmtree(os.path.join(self.directory, old), ignore_errors=True)
         return name
+
+    def shutdown(self) -> None:
+        """Unload the adapter last pushed (the server keeps running)."""
+        if self.loaded is not None:
+            self.engine.post("/v1/unload_lora_adapter", {"lora_name": self.loaded})
+            self.loaded = None

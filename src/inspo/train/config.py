@@ -228,8 +228,13 @@ class RLConfig:
     step (inspo.train.vllm_sync); model.vllm_* size the engine. auto: vLLM when the vllm module
     is installed and a CUDA GPU is visible, else transformers (the paper presets)."""
     vllm_mode: str = "colocate"
-    """colocate (vLLM in each training process; the only one built) or server (refused: pushing
-    full weights to a vLLM server needs NCCL between GPUs, TRL's vllm-serve)."""
+    """colocate (a vLLM engine in each training process) or server (a running vLLM OpenAI server at
+    rl.vllm_server_url plays the rollouts; model.lora=true: the adapter is loaded into it each step,
+    so the server needs --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; full weights would
+    need NCCL between GPUs, TRL's vllm-serve, which is not built)."""
+    vllm_server_url: str = ""
+    """rl.vllm_mode=server: the vLLM server's root URL (http://host:port); it must serve model.name_or_path
+    and read the run directory (adapters are loaded by path)."""
     save_steps: int = 50
     """Checkpoint every this many steps (0: only at the end)."""
     eval_every: int = 0

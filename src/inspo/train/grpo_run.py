@@ -149,15 +149,36 @@ def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
     from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
 
     problems = []
-    if config.rl.vllm_mode != "colocate":
-        problems.append(f"rl.vllm_mode={config.rl.vllm_mode}: inspo train syncs the policy into a vLLM engine in "
-                        "each training process (colocate); a separate server would need the weights pushed to it "
-                        "over NCCL (TRL's vllm-serve), which needs GPUs and is not built")
+    if config.rl.vllm_mode == "server":
+        if not config.model.lora:
+            problems.append("rl.vllm_mode=server gets the LoRA adapter each step, so it needs model.lora=true (full "
+                            "weights reach a vLLM server only over NCCL between GPUs, TRL's vllm-serve, which inspo "
+                            "does not build; use rl.vllm_mode=colocate for full fine-tuning)")
+        if not config.rl.vllm_server_url:
+            problems.append("rl.vllm_mode=server needs rl.vllm_server_url (the server's http://host:port)")
+        if problems:
+            raise SetupError("rl.use_vllm=true: " + "; ".join(problems))
+        _check_vllm_server(config.rl.vllm_server_url)
+        return
     if not vllm_available():
         problems.append(f"no module named 'vllm'; {INSTALL_HINT}")
     if problems:
         raise SetupError("rl.use_vllm=true: " + "; ".join(problems) + ". Or set rl.use_vllm=false "
                          "(rollouts then generate with the training model through transformers)")
+
+
+def _check_vllm_server(url: str) -> None:
+    """rl.vllm_mode=server: the server answers ``/v1/models`` (else a SetupError naming the URL)."""
+    import httpx
+
+    root = url.rstrip("/").removesuffix("/v1")
+    try:
+        response = httpx.get(f"{root}/v1/models", timeout=10)
+    except httpx.HTTPError as exc:
+        raise SetupError(f"rl.vllm_server_url={url}: cannot reach the vLLM server ({type(exc).__name__}: {exc}); "
+                         "start it with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True") from exc
+    if response.status_code != 200:
+        raise SetupError(f"rl.vllm_server_url={url}: {root}/v1/models answered {response.status_code}")
 
 
 def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
@@ -222,7 +243,7 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     if start.vllm:
         from inspo.train.vllm_sync import start_sync
 
-        ctx.vllm_sync = start_sync(config, inputs.model_dir, run_dir, rl.seed)
+        ctx.vllm_sync = start_sync(config, inputs.model_dir, run_dir, rl.seed, rank=start.rank)
     callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main,
                              run_config=config.to_dict())
     trainer = build_trainer(config, start.args, inputs, ctx, callback, progress)

@@ -123,11 +123,32 @@ class AdapterSync:
         self.engine.shutdown()
 
 
-def start_sync(config: Any, model_dir: str | Path, run_dir: Path, seed: int) -> WeightSync | AdapterSync:
-    """The engine sync of ``config`` (a TrainConfig): the adapter's with ``model.lora``, else full weights."""
+def start_sync(config: Any, model_dir: str | Path, run_dir: Path, seed: int, rank: int = 0) -> Any:
+    """The engine sync of ``config`` (a TrainConfig): a vLLM server's adapter pusher with
+    ``rl.vllm_mode=server``; else an engine in this process, synced with the LoRA adapter
+    (``model.lora``) or with all weights."""
+    if config.rl.vllm_mode == "server":
+        return start_server_sync(config, model_dir, run_dir, rank)
     if config.model.lora:
         return start_adapter_sync(config, model_dir, run_dir, seed)
     return start_weight_sync(config, model_dir, seed)
+
+
+def start_server_sync(config: Any, model_dir: str | Path, run_dir: Path, rank: int) -> Any:
+    """An :class:`~inspo.agent.vllm_server.AdapterPusher` to the server at ``rl.vllm_server_url``;
+    each training process pushes its own adapter (names carry the rank)."""
+    from transformers import AutoTokenizer
+
+    from inspo.agent.vllm_engine import eos_ids_of
+    from inspo.agent.vllm_server import AdapterPusher, VLLMServerEngine
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    engine = VLLMServerEngine(config.rl.vllm_server_url, str(model_dir), tokenizer,
+                              eos_ids=eos_ids_of(model_dir, tokenizer))
+    directory = Path(run_dir) / ADAPTER_DIR / f"rank{rank}"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return AdapterPusher(engine, directory, prefix=f"inspo-r{rank}-adapter")
 
 
 def _options(config: Any) -> Any:
