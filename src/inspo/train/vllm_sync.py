@@ -16,7 +16,13 @@ picked by ``model.lora``:
 - **the LoRA adapter** (``model.lora=true``; :class:`AdapterSync`): vLLM holds the base
   weights and is started once per run with ``enable_lora``; the adapter is saved with peft's
   ``save_pretrained`` (a few MB) into a new folder under the run directory and handed to vLLM
-  under a new adapter id (:meth:`VLLMEngine.use_adapter`); older folders are removed.
+  under a new adapter id (:meth:`VLLMEngine.use_adapter`); older folders are removed;
+- **a running vLLM server** (``rl.vllm_mode=server``, LoRA only;
+  :class:`~inspo.agent.vllm_server.AdapterPusher`): the adapter is loaded into the server at
+  ``rl.vllm_server_url`` through its ``/v1/load_lora_adapter`` under a new name each step, and
+  the rollouts are played over HTTP with token ids (:class:`~inspo.agent.vllm_server.VLLMServerEngine`).
+  Full weights reach a server only over NCCL (TRL's ``vllm-serve``), which needs GPUs and is
+  not built.
 
 Either way the synced engine is the training policy: greedy ids from vLLM equal transformers'
 on the trained model (``tests/test_train_vllm.py``), up to the two engines' numerics.
