@@ -18,6 +18,7 @@ Usage::
 
     .venv-vllm/bin/python benchmarks/step_vllm.py --threads 2 --steps 4 --pairs 3
     .venv-vllm/bin/python benchmarks/step_vllm.py --quick        # tiny model, 2 steps, 1 pair
+    .venv-vllm/bin/python benchmarks/step_vllm.py --quick --pairs 3 --steps 3
 """
 
 from __future__ import annotations
@@ -96,15 +97,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--preset", default="cpu-tiny")
     p.add_argument("--set", action="append", default=[], help="config override for both arms")
     p.add_argument("--threads", type=int, default=0, help="torch threads of the training process")
-    p.add_argument("--steps", type=int, default=4, help="steps per run (the first is not measured)")
-    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--steps", type=int, default=None, help="steps per run (the first is not measured; default 4)")
+    p.add_argument("--pairs", type=int, default=None, help="alternating pairs (default 3)")
     p.add_argument("--lora", action="store_true", help="keep the preset's LoRA (vLLM gets the adapter each step)")
-    p.add_argument("--quick", action="store_true", help="tiny model, 2 steps, 1 pair")
+    p.add_argument("--quick", action="store_true", help="tiny model; 2 steps and 1 pair unless given")
     p.add_argument("--quiet", action="store_true", help="hide each run's own output")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    if args.quick:
-        args.steps, args.pairs = 2, 1
+    args.steps = args.steps or (2 if args.quick else 4)
+    args.pairs = args.pairs or (1 if args.quick else 3)
     from inspo.eval.provenance import provenance
 
     info = provenance(["benchmarks/step_vllm.py", *(sys.argv[1:] if argv is None else argv)])
