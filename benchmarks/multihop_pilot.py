@@ -69,6 +69,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--hops", default="1,2", help="hop counts to play, of 1 and 2 (comma-separated)")
     p.add_argument("--group-size", type=int, default=0, help="G samples per question (0: the preset's rl.group_size)")
     p.add_argument("--seed", type=int, default=0, help="picks the questions and the sampling seeds")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="decoding temperature (default: the preset's rl.temperature); 0 decodes greedily, "
+                        "one rollout a question (a cheap probe where sampling G a question is too slow)")
     p.add_argument("--batch", type=int, default=64, help="episodes per generate call")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--engine", default="hf", choices=["hf", "vllm"],
@@ -159,9 +162,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
         torch.set_num_threads(args.threads)
     config = resolve(args.preset, None, ["mode=static", *args.set])
     group_size = args.group_size or config.rl.group_size
+    if args.temperature is not None and args.temperature <= 0:
+        group_size = 1  # greedy: every sample of a question would be the same
     info = provenance(["benchmarks/multihop_pilot.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
     inputs = prepare(config, need_optimizer=False)
+    if args.temperature is not None:
+        from dataclasses import replace
+
+        inputs.agent = replace(inputs.agent, temperature=max(args.temperature, 0.0))
     by_hop = pick_questions(inputs.questions, args.questions, args.seed, args.hops)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     vllm = None

@@ -14,6 +14,8 @@ from its parent):
 - ``co-evolution update``: :meth:`CoEvolution.update` minus its rollouts (attribution, pruning,
   the optimizer LLM's calls, bookkeeping);
 - ``generation (verification)``: rollouts played inside the update (D_B, the parent);
+- ``vllm sync``: with ``rl.use_vllm``, handing the new weights (or LoRA adapter) to vLLM before
+  it generates with them (:mod:`inspo.train.vllm_sync`; once per optimizer step);
 - ``other``: the rest of the training loop (callbacks, logging, checkpoints, data loading).
 
 Printed: seconds per step for each part and its share, over the steps after the first (which
@@ -83,8 +85,19 @@ def install(prof: Profiler):
     import inspo.train.grpo as grpo
     import inspo.train.grpo_run as run_mod
     from inspo.core.coevolution import CoEvolution
+    from inspo.train import vllm_sync
 
     saved = (grpo.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update)
+    syncs = {cls: cls.sync for cls in (vllm_sync.WeightSync, vllm_sync.AdapterSync)}
+
+    def timed_sync(original):
+        def sync(self, *args, **kwargs):
+            with prof.part("vllm sync"):
+                return original(self, *args, **kwargs)
+        return sync
+
+    for cls, original in syncs.items():
+        cls.sync = timed_sync(original)
     final_choice = run_mod._final_choice
     on_step_end = grpo.InspoHooks.on_step_end
 
@@ -145,12 +158,14 @@ def install(prof: Profiler):
         grpo.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update = saved
         run_mod._final_choice = final_choice
         grpo.InspoHooks.on_step_end = on_step_end
+        for cls, original in syncs.items():
+            cls.sync = original
 
     return undo
 
 
 PARTS = ("generation (training rollouts)", "trl scoring", "log-probs (forward)", "loss + backward + optimizer",
-         "co-evolution update", "generation (verification)", "other")
+         "co-evolution update", "generation (verification)", "vllm sync", "other")
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

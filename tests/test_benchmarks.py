@@ -399,7 +399,9 @@ def test_step_vllm_alternates_arms_and_pairs_the_ratios():
     assert summary["ratios"] == [2.0, 2.5]  # per pair, never across pairs
     assert summary["arms"]["hf"]["step_wall_s"] == pytest.approx(31 / 3)
     assert summary["arms"]["vllm"]["per_step"] == {"gen": 1.5, "sync": 0.25}
-    assert bench.arm_overrides("vllm") == ["rl.use_vllm=true"] and bench.arm_overrides("hf") == ["rl.use_vllm=false"]
+    assert bench.arm_overrides("vllm") == ["model.lora=false", "rl.use_vllm=true"]  # full weights, both arms
+    assert bench.arm_overrides("hf") == ["model.lora=false", "rl.use_vllm=false"]
+    assert bench.arm_overrides("vllm", lora=True) == ["rl.use_vllm=true"]
 
 
 @pytest.mark.slow
@@ -412,6 +414,8 @@ def test_step_vllm_quick(tmp_path, capsys):
     for run in result["runs"]:
         assert run["steps_measured"] == [2] and run["step_wall_s"] > 0
         assert run["per_step"]["generation (training rollouts)"] > 0
+        # the weights of step 1's optimizer update were handed to vLLM before step 2's rollouts
+        assert (run["per_step"]["vllm sync"] > 0) == (run["arm"] == "vllm")
     assert len(result["ratios"]) == 1 and result["ratios"][0] > 0
     assert "step time HF / vLLM per pair" in capsys.readouterr().out
 

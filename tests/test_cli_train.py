@@ -18,6 +18,29 @@ def test_dry_run_prints_config_and_plan(capsys):
     assert "name_or_path: qwen2.5-coder-0.5b" in out and "training rollouts:" in out and "step    4: prune evolve" in out
 
 
+def test_dry_run_says_which_engine_plays_the_rollouts_and_why(capsys):
+    from inspo.train.config import resolve
+    from inspo.train.plan import rollout_engine
+
+    assert main(["train", "--dry-run", "--set", "rl.use_vllm=true", "--set", "model.lora=false"]) == 0
+    assert "rollout engine:         vLLM (rl.use_vllm=true; all weights synced" in capsys.readouterr().out
+    assert main(["train", "--dry-run"]) == 0
+    assert "rollout engine:         transformers (rl.use_vllm=false" in capsys.readouterr().out
+    assert main(["train", "--dry-run", "--set", "rl.use_vllm=maybe"]) == 2
+    assert "rl.use_vllm must be true or false; got 'maybe' (or auto" in capsys.readouterr().err
+
+    paper = resolve("paper")
+    assert paper.rl.use_vllm == "auto" and not paper.model.lora  # full fine-tuning, as App. B
+    yes, no = (lambda: True), (lambda: False)
+    gpu = rollout_engine(paper, vllm=yes, cuda=yes)
+    assert gpu.vllm and "all weights synced into vLLM" in gpu.why
+    assert not rollout_engine(paper, vllm=no, cuda=yes).vllm
+    assert "no 'vllm' module" in rollout_engine(paper, vllm=no, cuda=yes).why
+    cpu = rollout_engine(paper, vllm=yes, cuda=no)
+    assert not cpu.vllm and "no CUDA GPU" in cpu.why and "rl.use_vllm=true" in cpu.why
+    assert rollout_engine(resolve("cpu-tiny", overrides=["rl.use_vllm=true"]), vllm=no, cuda=no).vllm  # as set
+
+
 def test_bad_override_is_a_clear_error(capsys):
     assert main(["train", "--set", "rl.group_size=1"]) == 2
     assert "group_size must be an integer >= 2" in capsys.readouterr().err

@@ -1,6 +1,9 @@
 """A small training run for the subprocess tests of inspo.train (kill/resume, torchrun).
 
-Usage: python tests/train_run_script.py OUT_DIR [--resume] [--set section.key=value ...]
+Usage: python tests/train_run_script.py OUT_DIR [--resume] [--record-vllm] [--set section.key=value ...]
+
+``--record-vllm`` (with ``rl.use_vllm=true``) appends one line per vLLM sync and per engine handed
+out (``{"event": "sync"|"play", "version"}``) to ``OUT_DIR/vllm_calls.rank<r>.jsonl``.
 
 The tiny random Qwen2 writes noise, so the reward is scripted: a deterministic function of the
 sampled completion ids and the instruction id (it moves when the policy or the instruction
@@ -32,6 +35,27 @@ def scripted_reward(rollout) -> float:
     return ((sum(sampled) + 7 * int(rollout.instruction_id.split("-")[-1])) % 3) / 2.0
 
 
+def record_vllm_calls(out: str) -> None:
+    """Wrap both vLLM syncs so every sync and every engine handed out is written down."""
+    from pathlib import Path
+
+    from inspo import artifacts
+    from inspo.agent import vllm_server
+    from inspo.train import vllm_sync
+
+    path = Path(out) / f"vllm_calls.rank{os.environ.get('RANK', '0')}.jsonl"
+    for cls in (vllm_sync.WeightSync, vllm_sync.AdapterSync, vllm_server.AdapterPusher):
+        def wrap(method, event):
+            def recorded(self, model, version, *rest):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                artifacts.append_jsonl(path, {"event": event, "version": version})
+                return method(self, model, version, *rest)
+            return recorded
+
+        cls.sync = wrap(cls.sync, "sync")
+        cls.engine_for = wrap(cls.engine_for, "play")
+
+
 def main(argv: list[str]) -> int:
     import torch
 
@@ -42,8 +66,11 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--record-vllm", action="store_true")
     parser.add_argument("--set", action="append", default=[])
     args = parser.parse_args(argv)
+    if args.record_vllm:
+        record_vllm_calls(args.out)
     config = resolve("cpu-tiny", overrides=[*TINY, f"output_dir={args.out}", *args.set])
     summary = run_training(config, resume=args.resume, progress=False, reward_fn=scripted_reward)
     rank = int(os.environ.get("RANK", "0"))

@@ -69,12 +69,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from inspo.train.config import dump
     from inspo.train.paper import paper_lines
-    from inspo.train.plan import plan_run
+    from inspo.train.plan import plan_run, rollout_engine
 
     config = resolve_config(args)
     if args.dry_run:  # no work: print what a run would use and cost, refuse nothing
         print(dump(config))
-        print("\n".join(plan_run(config).lines() + paper_lines(config)))
+        print("\n".join(plan_run(config).lines() + [rollout_engine(config).line()] + paper_lines(config)))
         return 0
     from inspo.train.run import SetupError, run_training
 

@@ -26,6 +26,9 @@ it unchanged:
 - :meth:`~VLLMEngine.use_adapter` makes every later call generate with a LoRA adapter saved by
   peft (a new id per adapter: vLLM caches adapters by id); the engine must be started with
   ``enable_lora=True`` (training with ``rl.use_vllm``, :mod:`inspo.train.vllm_sync`);
+- :meth:`~VLLMEngine.load_weights` replaces every weight in place (full fine-tuning with
+  ``rl.use_vllm``) through vLLM's own in-place reload (the worker's ``reload_weights``), which
+  needs the engine in this process: :meth:`~VLLMEngine.from_pretrained` with ``in_process=True``;
 - prefix caching is on in :meth:`~VLLMEngine.from_pretrained`: each turn's context starts with
   the previous turn's, and a group's G rows share their prompt, so those tokens are not
   recomputed.
@@ -45,7 +48,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,6 +149,35 @@ class VLLMEngine(TokenizerText):
             raise ValueError(f"VLLMEngine.use_adapter: adapter_id must be >= 1; got {adapter_id!r}")
         self.lora_request = LoRARequest(f"adapter-{adapter_id}", adapter_id, str(path))
 
+    @property
+    def in_process(self) -> bool:
+        """Whether vLLM's engine core (and its model) lives in this process."""
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        return type(core).__name__ == "InprocClient"
+
+    def load_weights(self, weights: Iterable[tuple[str, Any]]) -> None:
+        """Replace the model's weights in place with ``weights``: (name, tensor) pairs under the
+        Hugging Face checkpoint's names (``model.layers.0.self_attn.q_proj.weight``), every weight
+        of the model, including ``lm_head.weight`` when it is tied to the embeddings
+        (:func:`checkpoint_weights` yields them from a transformers model).
+
+        This is vLLM's in-place reload (the worker's ``reload_weights``, reached through
+        ``LLM.collective_rpc``): it puts the layers back in their loading format, runs the model's
+        own ``load_weights`` and repeats the post-load processing. Calling the model's
+        ``load_weights`` directly (TRL's colocate sync) fails on vLLM's CPU build, whose layers
+        repack their weights after loading (``'Parameter' object has no attribute
+        'weight_loader'``). The weights are handed over as tensors, so the engine must run in
+        this process (``in_process=True``). The prefix cache is reset: cached keys and values
+        were computed with the old weights.
+        """
+        if not self.in_process:
+            raise RuntimeError(
+                "VLLMEngine.load_weights: vLLM's engine core runs in another process, so tensors cannot be "
+                "handed to it; start the engine with VLLMEngine.from_pretrained(..., in_process=True)"
+            )
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(weights)})
+        self.llm.reset_prefix_cache()
+
     @classmethod
     def from_pretrained(
         cls,
@@ -155,6 +187,7 @@ class VLLMEngine(TokenizerText):
         rng: random.Random | None = None,
         options: VLLMOptions = VLLMOptions(),
         seed: int = 0,
+        in_process: bool = False,
         **llm_kwargs: Any,
     ) -> VLLMEngine:
         """Start a ``vllm.LLM`` on a registered model name or a Hugging Face folder.
@@ -163,6 +196,15 @@ class VLLMEngine(TokenizerText):
         as ``qwen2.5-coder-0.5b`` work, and nothing is downloaded). ``options`` sizes the KV cache
         and the context; ``seed`` is vLLM's global seed (rows sampled without a seed of their own
         follow it); ``llm_kwargs`` go to ``vllm.LLM`` as they are and win over everything here.
+
+        ``in_process=True`` runs vLLM's engine core in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
+        set in ``os.environ`` for the rest of the process: vLLM caches its settings once an engine
+        runs), as :meth:`load_weights` needs. When ``torch.distributed`` already runs with several
+        processes (torchrun), each process gets its own engine the way TRL's colocate mode starts
+        them (``distributed_executor_backend="external_launcher"``, one tensor-parallel rank per
+        process): the engines generate independently, each process its own rows. vLLM's CPU worker
+        then also replaces ``torch.set_num_threads`` with a no-op in this process (it binds its
+        threads once), so set the thread count before starting it.
         """
         from transformers import AutoTokenizer
 
@@ -183,8 +225,15 @@ class VLLMEngine(TokenizerText):
             kwargs["max_model_len"] = options.max_model_len
         if options.kv_cache_gib:
             kwargs["kv_cache_memory_bytes"] = int(options.kv_cache_gib * 2**30)
+        starting: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        if in_process:
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+            if _distributed_world() > 1:
+                kwargs["distributed_executor_backend"] = "external_launcher"
+            starting = _llvmlite_answers_vars()
         kwargs.update(llm_kwargs)
-        llm = vllm.LLM(**kwargs)
+        with starting:
+            llm = vllm.LLM(**kwargs)
         tokenizer = AutoTokenizer.from_pretrained(path)
         return cls(llm, tokenizer, eos_ids=eos_ids_of(path, tokenizer), rng=rng)
 
@@ -289,11 +338,85 @@ class VLLMEngine(TokenizerText):
         self.llm.reset_prefix_cache()
 
     def shutdown(self) -> None:
-        """Stop vLLM's engine processes now (otherwise they stop when ``llm`` is collected)."""
+        """Stop vLLM's engine now (otherwise it stops when ``llm`` is collected).
+
+        An engine started under torchrun (``external_launcher``, see :meth:`from_pretrained`)
+        shares ``torch.distributed``'s default process group with training, and vLLM's own
+        shutdown of an engine in this process ends by destroying that group
+        (``EngineCore.shutdown`` calls ``cleanup_dist_env_and_memory``), after which training's
+        next barrier fails. Such an engine has only its executor (the model and its KV cache) and
+        scheduler shut down, and vLLM's finalizer, which would run the full shutdown when the
+        ``LLM`` is collected, is detached.
+        """
         engine = getattr(self.llm, "llm_engine", None)
         core = getattr(engine, "engine_core", None)
-        if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
+        if core is None or not hasattr(core, "shutdown"):
+            return
+        parallel = getattr(getattr(engine, "vllm_config", None), "parallel_config", None)
+        if getattr(parallel, "distributed_executor_backend", None) == "external_launcher" and self.in_process:
+            finalizer = getattr(core, "_finalizer", None)
+            if finalizer is not None and finalizer.detach() is None:
+                return  # shut down already
+            inner = core.engine_core
+            inner.model_executor.shutdown()
+            inner.scheduler.shutdown()
+            return
+        core.shutdown()
+
+
+def checkpoint_weights(model: Any) -> Iterator[tuple[str, Any]]:
+    """Every weight of a transformers causal LM as (checkpoint name, tensor), for
+    :meth:`VLLMEngine.load_weights`.
+
+    ``named_parameters`` lists a tied output embedding once (as the input embedding), and
+    ``save_pretrained`` leaves it out too, but vLLM's in-place reload treats ``lm_head`` as a layer
+    of its own: given no ``lm_head.weight`` it puts the *old* head back (logging "ParallelLMHead:
+    Failed to load weights"), and greedy tokens then differ from transformers'. So a tied head is
+    yielded explicitly under ``lm_head.weight``. Buffers (rotary tables) are not weights and are
+    not yielded. A peft model is refused: its names are not the checkpoint's.
+    """
+    if hasattr(model, "peft_config"):
+        raise TypeError("checkpoint_weights: a peft model's parameter names are not the checkpoint's; merge the "
+                        "adapter (merge_and_unload) or sync the adapter itself (VLLMEngine.use_adapter)")
+    names = set()
+    for name, param in model.named_parameters():
+        names.add(name)
+        yield name, param.detach()
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if getattr(model.config, "tie_word_embeddings", False) and head is not None and "lm_head.weight" not in names:
+        yield "lm_head.weight", head.weight.detach()
+
+
+@contextlib.contextmanager
+def _llvmlite_answers_vars() -> Iterator[None]:
+    """Let vLLM's CPU start-up scan this process's modules while llvmlite is loaded.
+
+    An engine in this process registers its CPU kernels by scanning every loaded module's
+    attributes with ``vars(value).get("kernel")`` (``vllm.triton_utils.dispatcher``). llvmlite's
+    ``binding.ffi.lib`` (loaded through numba, which bm25s imports) answers any unknown attribute,
+    ``__dict__`` included, with a wrapped C function, and the start-up fails with
+    ``'_lib_fn_wrapper' object has no attribute 'get'``. While the engine starts, that object's
+    function table answers ``__dict__`` with an empty dict; the entry is removed afterwards.
+    """
+    import sys
+
+    ffi = sys.modules.get("llvmlite.binding.ffi")
+    table = getattr(getattr(ffi, "lib", None), "_fntab", None)
+    added = isinstance(table, dict) and "__dict__" not in table
+    if added:
+        table["__dict__"] = {}
+    try:
+        yield
+    finally:
+        if added:
+            table.pop("__dict__", None)
+
+
+def _distributed_world() -> int:
+    """The number of processes of ``torch.distributed`` (1 when it is not running)."""
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
 def eos_ids_of(path: str | os.PathLike[str], tokenizer: Any) -> set[int]:

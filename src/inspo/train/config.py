@@ -232,11 +232,19 @@ class RLConfig:
     """Tell the policy to answer now, in the text before the final turn (Search-R1 has no such text)."""
     bf16: bool = True
     """Mixed precision bf16."""
-    use_vllm: bool = False
-    """Play the training rollouts with vLLM (needs model.lora=true and the vllm module): the LoRA
-    adapter is synced into vLLM each step (inspo.train.vllm_sync); model.vllm_* size the engine."""
+    use_vllm: bool | str = False
+    """Play the training rollouts with vLLM (needs the vllm module): the weights (or, with
+    model.lora=true, the LoRA adapter) are synced into a vLLM engine in each training process every
+    step (inspo.train.vllm_sync); model.vllm_* size the engine. auto: vLLM when the vllm module
+    is installed and a CUDA GPU is visible, else transformers (the paper presets)."""
     vllm_mode: str = "colocate"
-    """colocate (vLLM in the training process; the only one built) or server (refused for now)."""
+    """colocate (a vLLM engine in each training process) or server (a running vLLM OpenAI server at
+    rl.vllm_server_url plays the rollouts; model.lora=true: the adapter is loaded into it each step,
+    so the server needs --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; full weights would
+    need NCCL between GPUs, TRL's vllm-serve, which is not built)."""
+    vllm_server_url: str = ""
+    """rl.vllm_mode=server: the vLLM server's root URL (http://host:port); it must serve model.name_or_path
+    and read the run directory (adapters are loaded by path)."""
     save_steps: int = 50
     """Checkpoint every this many steps (0: only at the end)."""
     eval_every: int = 0
@@ -259,6 +267,9 @@ class RLConfig:
 
     def __post_init__(self) -> None:
         _check_bools(RLConfig, vars(self), "rl.")
+        _check(isinstance(self.use_vllm, bool) or self.use_vllm == "auto",
+               f"rl.use_vllm must be true or false; got {self.use_vllm!r} (or auto: vLLM when it is installed on a "
+               "CUDA machine)")
         for name in ("steps", "questions_per_step", "mini_batches", "micro_batch_size", "max_turns",
                      "max_response_tokens", "max_prompt_tokens", "topk"):
             value = getattr(self, name)

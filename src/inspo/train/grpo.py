@@ -89,8 +89,9 @@ class RolloutContext:
     with progress on); the phases are announced either way (:mod:`inspo.train.progress`)."""
     max_error_rate: float | None = None
     """``rl.max_error_rate``: a verification or evaluation call with more error rollouts stops the run."""
-    adapters: Any = None
-    """``rl.use_vllm``: the :class:`~inspo.train.vllm_sync.AdapterSync` that plays the policy in vLLM."""
+    vllm_sync: Any = None
+    """``rl.use_vllm``: the :class:`~inspo.train.vllm_sync.WeightSync` (full weights) or
+    :class:`~inspo.train.vllm_sync.AdapterSync` (LoRA) that plays the policy in vLLM."""
     in_flight: list[Rollout] = field(default_factory=list)
     pending: list[Rollout] = field(default_factory=list)
     sampled: set[str] = field(default_factory=set)
@@ -103,10 +104,11 @@ class RolloutContext:
         return global_step // self.mini_batches + 1
 
     def policy(self, model: Any, version: int | None = None, rng: Any = None) -> Any:
-        """The engine that plays ``model``: with ``rl.use_vllm``, vLLM on ``model``'s LoRA adapter
-        as of ``version`` (the trainer's global step; synced when newer); else transformers."""
-        if self.adapters is not None and version is not None:
-            return self.adapters.engine_for(model, version, rng)
+        """The engine that plays ``model``: with ``rl.use_vllm``, vLLM on ``model``'s weights (or
+        LoRA adapter) as of ``version`` (the trainer's global step; synced when newer); else
+        transformers."""
+        if self.vllm_sync is not None and version is not None:
+            return self.vllm_sync.engine_for(model, version, rng)
         return HFEngine(model, self.tokenizer, rng=rng)
 
     def make_evaluate(self, model: Any, step: int, tag: str = "verify", version: int | None = None) -> EvaluateFn:

@@ -39,6 +39,7 @@ from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
 from inspo.train.config import TrainConfig, dump
 from inspo.train.loop import RewardFn, build_coevolution, warmup_questions
+from inspo.train.plan import rollout_engine
 from inspo.train.progress import announce_events, say
 from inspo.train.setup import RunInputs, SetupError, prepare
 from inspo.train.summary import RunSummary, summarize
@@ -78,6 +79,8 @@ class GrpoStart:
     args: Any
     """TRL's ``GRPOConfig``."""
     started: float
+    vllm: bool = False
+    """Whether vLLM plays the rollouts (``rl.use_vllm``, ``auto`` resolved: :func:`~inspo.train.plan.rollout_engine`)."""
 
     @property
     def is_main(self) -> bool:
@@ -109,12 +112,14 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
     missing = missing_tracker_message(config.rl.report_to)
     if missing:
         raise SetupError(missing)
-    if config.rl.use_vllm:
+    engine = rollout_engine(config)
+    log.info("rollout engine: %s (%s)", "vLLM" if engine.vllm else "transformers", engine.why)
+    if engine.vllm:
         _check_vllm_training(config, world_size)
     if config.model.engine != "hf":
         raise SetupError(
             f"model.engine={config.model.engine}: model.engine picks the frozen policy's engine of inspo evolve; "
-            "inspo train plays its rollouts with vLLM through rl.use_vllm=true (with model.lora=true). "
+            "inspo train plays its rollouts with vLLM through rl.use_vllm=true. "
             "Use model.engine=hf"
         )
     try:
@@ -137,27 +142,49 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
                     "1/256 of a weight) is lost; for small learning rates use model.dtype=float32 (float32 master "
                     "weights, bf16 compute through rl.bf16) or model.lora=true")
     return GrpoStart(config=config, static=static, rank=rank, world_size=world_size, checkpoint=checkpoint,
-                     plan=plan, saved_state=saved_state, inputs=inputs, args=grpo_args(settings), started=started)
+                     plan=plan, saved_state=saved_state, inputs=inputs, args=grpo_args(settings), started=started,
+                     vllm=engine.vllm)
 
 
 def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
-    """``rl.use_vllm``: refuse what the adapter sync cannot do, before anything loads."""
+    """``rl.use_vllm``: refuse what cannot run, before anything loads.
+
+    Full weights (``model.lora=false``) and LoRA adapters are synced into an engine in each
+    training process (:mod:`inspo.train.vllm_sync`), so any number of processes works.
+    """
     from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
 
     problems = []
-    if not config.model.lora:
-        problems.append("it syncs the LoRA adapter into vLLM each step, so it needs model.lora=true (full "
-                        "fine-tuning would push every weight into vLLM; vLLM's CPU build cannot take them)")
-    if config.rl.vllm_mode != "colocate":
-        problems.append(f"rl.vllm_mode={config.rl.vllm_mode}: only colocate (vLLM in the training process) is "
-                        "built; a separate vLLM server would need its adapter pushed over the network")
-    if world_size > 1:
-        problems.append(f"{world_size} processes: each would start its own vLLM engine; one process only for now")
+    if config.rl.vllm_mode == "server":
+        if not config.model.lora:
+            problems.append("rl.vllm_mode=server gets the LoRA adapter each step, so it needs model.lora=true (full "
+                            "weights reach a vLLM server only over NCCL between GPUs, TRL's vllm-serve, which inspo "
+                            "does not build; use rl.vllm_mode=colocate for full fine-tuning)")
+        if not config.rl.vllm_server_url:
+            problems.append("rl.vllm_mode=server needs rl.vllm_server_url (the server's http://host:port)")
+        if problems:
+            raise SetupError("rl.use_vllm=true: " + "; ".join(problems))
+        _check_vllm_server(config.rl.vllm_server_url)
+        return
     if not vllm_available():
         problems.append(f"no module named 'vllm'; {INSTALL_HINT}")
     if problems:
         raise SetupError("rl.use_vllm=true: " + "; ".join(problems) + ". Or set rl.use_vllm=false "
                          "(rollouts then generate with the training model through transformers)")
+
+
+def _check_vllm_server(url: str) -> None:
+    """rl.vllm_mode=server: the server answers ``/v1/models`` (else a SetupError naming the URL)."""
+    import httpx
+
+    root = url.rstrip("/").removesuffix("/v1")
+    try:
+        response = httpx.get(f"{root}/v1/models", timeout=10)
+    except httpx.HTTPError as exc:
+        raise SetupError(f"rl.vllm_server_url={url}: cannot reach the vLLM server ({type(exc).__name__}: {exc}); "
+                         "start it with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True") from exc
+    if response.status_code != 200:
+        raise SetupError(f"rl.vllm_server_url={url}: {root}/v1/models answered {response.status_code}")
 
 
 def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
@@ -223,10 +250,10 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         progress=progress and main,
         max_error_rate=rl.max_error_rate,
     )
-    if rl.use_vllm:
-        from inspo.train.vllm_sync import start_adapter_sync
+    if start.vllm:
+        from inspo.train.vllm_sync import start_sync
 
-        ctx.adapters = start_adapter_sync(config, inputs.model_dir, run_dir, rl.seed)
+        ctx.vllm_sync = start_sync(config, inputs.model_dir, run_dir, rl.seed, rank=start.rank)
     callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main,
                              run_config=config.to_dict())
     trainer = build_trainer(config, start.args, inputs, ctx, callback, progress)
@@ -254,8 +281,9 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
 
     with attention_kernels(trainer.accelerator.device):  # no per-shape cuDNN plans on a GPU
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
-    if ctx.adapters is not None:  # the final choice plays the merged model through transformers
-        ctx.adapters.shutdown()
+    if ctx.vllm_sync is not None:  # the final choice plays the merged model through transformers
+        ctx.vllm_sync.shutdown()
+        ctx.vllm_sync = None
 
     # -- 5. the run directory's final files -----------------------------------------------
     trainer.accelerator.wait_for_everyone()

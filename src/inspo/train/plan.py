@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from inspo.core.coevolution import PlannedStep, planned_schedule
@@ -43,6 +44,54 @@ class RunPlan:
             f"extra inference:        at most {100 * self.extra_share_max:.1f}% of training rollouts",
         ]
         return out
+
+
+@dataclass(frozen=True)
+class RolloutEngine:
+    """Which engine plays a run's training rollouts, and why."""
+
+    vllm: bool
+    why: str
+
+    def line(self) -> str:
+        return f"rollout engine:         {'vLLM' if self.vllm else 'transformers'} ({self.why})"
+
+
+def _vllm_importable() -> bool:
+    from inspo.agent.vllm_engine import vllm_available
+
+    return vllm_available()
+
+
+def _cuda_visible() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def rollout_engine(config: TrainConfig, *, vllm: Callable[[], bool] = _vllm_importable,
+                   cuda: Callable[[], bool] = _cuda_visible) -> RolloutEngine:
+    """The engine of ``config``'s training rollouts: ``rl.use_vllm`` true or false as set; ``auto``
+    (the paper presets) picks vLLM when the vllm module is installed (``vllm``) and a CUDA GPU is
+    visible (``cuda``), else transformers. On CPU vLLM can run too (``rl.use_vllm=true``), but
+    is not picked by ``auto``: BENCHMARKS.md section 5 measures whether it pays there."""
+    rl = config.rl
+    sync = "the LoRA adapter" if config.model.lora else "all weights"
+    if rl.use_vllm is True:
+        return RolloutEngine(True, f"rl.use_vllm=true; {sync} synced into vLLM in each training process every step")
+    if rl.use_vllm is False:
+        return RolloutEngine(False, "rl.use_vllm=false: the training model generates through transformers")
+    if not vllm():
+        return RolloutEngine(False, "rl.use_vllm=auto and no 'vllm' module is installed")
+    if not cuda():
+        return RolloutEngine(False, "rl.use_vllm=auto and no CUDA GPU is visible (vLLM's CPU build is not picked "
+                                    "by auto; set rl.use_vllm=true to use it)")
+    return RolloutEngine(True, f"rl.use_vllm=auto, the vllm module and a CUDA GPU are here; {sync} synced into "
+                               "vLLM in each training process every step")
 
 
 def _steps(schedule: list[PlannedStep]) -> list[str]:

@@ -38,7 +38,8 @@ def _paper(model: str, **rl: Any) -> dict[str, Any]:
         "model": {"name_or_path": model, "dtype": "float32"},
         "data": {"train": "", "eval": "", "corpus": "", "retriever": "dense",
                  "retriever_model": "intfloat/e5-base-v2"},
-        "rl": dict(rl),
+        # rollouts from vLLM where it runs best (Search-R1 trains on verl's vLLM rollouts)
+        "rl": {"use_vllm": "auto", **rl},
         "optimizer": {"kind": "openai", "model": "gemini-2.5-pro"},
     }
 
