@@ -65,3 +65,22 @@ def test_reliability_quick(tmp_path, capsys):
     for row in result["cli"]:
         assert row["ok"], row
         assert row["exit_code"] == 2 and not row["traceback"] and row["message"]
+
+
+def test_outages_quick_run_counts_errors_apart_and_stops_within_the_budget(tmp_path):
+    """benchmarks/outages.py (issue 21, item 1): an outage never lowers the scored EM, is counted
+    apart, and max_error_rate 0.1 stops the call after fewer requests to a frozen server."""
+    spec = importlib.util.spec_from_file_location("inspo_benchmark_outages", SCRIPT.parent / "outages.py")
+    outages = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(outages)
+    out = tmp_path / "outages.json"
+    result = outages.main(["--quick", "--json", str(out)])
+    assert json.loads(out.read_text())["rows"] == result["rows"] and result["provenance"]["command"]
+    rows = {(r["fault"].split()[0], r["max_error_rate"]): r for r in result["rows"]}
+    frozen_all, frozen_budget = rows[("frozen", 1.0)], rows[("frozen", 0.1)]
+    assert frozen_all["errors"] == frozen_all["played"] == result["questions"] and not frozen_all["stopped"]
+    assert frozen_budget["stopped"] and frozen_budget["requests"] < frozen_all["requests"]
+    killed_all, killed_budget = rows[("killed", 1.0)], rows[("killed", 0.1)]
+    for row in (killed_all, killed_budget):
+        assert row["errors"] > 0 and row["scored"] > 0 and row["em_scored"] == 1.0  # never scored as 0
+    assert killed_budget["stopped"] and not killed_all["stopped"]
