@@ -82,6 +82,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 questions a hop: a smoke run")
     p.add_argument("--show", metavar="JSON", help="print a stored result (its --json) again, and exit")
+    p.add_argument("--against", metavar="JSON",
+                   help="with --show: also the paired per-question difference of --show minus this stored "
+                        "result, per instruction and hop (same questions and seed: e.g. two models)")
     args = p.parse_args(argv)
     args.instructions = [n for n in args.instructions.split(",") if n]
     args.hops = sorted({int(h) for h in args.hops.split(",") if h})
@@ -146,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.show:
         result = json.loads(Path(args.show).read_text())
         print_result(result)
+        if args.against:
+            result["against"] = print_against(result, json.loads(Path(args.against).read_text()))
         return result
     import torch
 
@@ -223,6 +228,28 @@ def main(argv: Sequence[str] | None = None) -> dict:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=2))
     return result
+
+
+def print_against(result: dict, other: dict) -> dict:
+    """Per instruction and hop, the paired per-question difference ``result`` minus ``other``
+    (two stored pilots on the same questions, e.g. two models); refuses results on other questions."""
+    from inspo.eval.stats import paired_difference
+
+    if result["question_ids"] != other["question_ids"]:
+        raise SystemExit("--against: the two results were played on different questions (question_ids differ)")
+    names = f"{result.get('model', '?')} - {other.get('model', '?')}"
+    out = {}
+    for ins, cell in result["instructions"].items():
+        for hop, c in cell["hops"].items():
+            o = other["instructions"].get(ins, {}).get("hops", {}).get(hop)
+            if o is None or "question_means" not in c or "question_means" not in o:
+                continue
+            pairs = [(x, y) for x, y in zip(c["question_means"], o["question_means"], strict=True)
+                     if x is not None and y is not None]
+            d = paired_difference([x for x, _ in pairs], [y for _, y in pairs])
+            out[f"{ins} ({hop}-hop)"] = d.to_dict()
+            print(f"  {names}, {ins} ({hop}-hop): {d.mean:+.3f} [95% CI {d.low:+.3f}, {d.high:+.3f}] over {d.n} questions")
+    return out
 
 
 def print_result(result: dict) -> None:

@@ -278,3 +278,20 @@ def test_pilot_show_reprints_a_stored_result_with_its_counts(capsys):
     out = capsys.readouterr().out
     assert result["instructions"]["weak"]["hops"]["2"]["mean"] == 0.0
     assert "24/128" in out and "0/128" in out  # the counts BENCHMARKS.md quotes
+
+
+def test_pilot_show_against_pairs_two_stored_models_question_by_question(tmp_path, capsys):
+    pilot = load_script("multihop_pilot")
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "multihop"
+    big, small = results / "pilot-greedy-2hop-q8-1.5b-s0.json", results / "pilot-greedy-2hop-q8-0.5b-s0.json"
+    result = pilot.main(["--show", str(big), "--against", str(small)])
+    out = capsys.readouterr().out
+    assert "4/8" in out  # the 1.5B's greedy two-hop wins under @weak, as BENCHMARKS.md quotes
+    weak = result["against"]["weak (2-hop)"]
+    assert weak["n"] == 8 and abs(weak["mean"] - 0.5) < 1e-9 and weak["low"] > 0
+    other = json.loads(small.read_text())
+    other["question_ids"] = {"2": list(reversed(other["question_ids"]["2"]))}
+    moved = tmp_path / "moved.json"
+    moved.write_text(json.dumps(other))
+    with pytest.raises(SystemExit, match="different questions"):
+        pilot.main(["--show", str(big), "--against", str(moved)])
