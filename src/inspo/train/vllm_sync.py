@@ -58,8 +58,23 @@ def max_lora_rank(rank: int) -> int:
     raise ValueError(f"model.lora_r={rank} is larger than vLLM's largest LoRA rank {VLLM_LORA_RANKS[-1]}")
 
 
+class _SyncedEngine:
+    """What both syncs share: an ``engine`` kept on the policy as of ``version``, synced by the
+    subclass's ``sync(model, version)`` when a newer version is asked for."""
+
+    engine: VLLMEngine
+    version: int | None
+
+    def engine_for(self, model: Any, version: int, rng: random.Random | None = None) -> VLLMEngine:
+        """The engine, generating with ``model`` as of ``version`` (synced first if newer)."""
+        if version != self.version:
+            self.sync(model, version)
+        self.engine.rng = rng
+        return self.engine
+
+
 @dataclass
-class WeightSync:
+class WeightSync(_SyncedEngine):
     """A vLLM engine in this process kept on the training model's current weights (full fine-tuning).
 
     ``version`` is what the weights were last synced at (the trainer's global step).
@@ -68,13 +83,6 @@ class WeightSync:
     engine: VLLMEngine
     version: int | None = None
     syncs: int = 0
-
-    def engine_for(self, model: Any, version: int, rng: random.Random | None = None) -> VLLMEngine:
-        """The engine, generating with ``model``'s weights as of ``version`` (synced if newer)."""
-        if version != self.version:
-            self.sync(model, version)
-        self.engine.rng = rng
-        return self.engine
 
     def sync(self, model: Any, version: int) -> None:
         """Hand every weight of ``model`` (a transformers model, unwrapped) to the engine."""
@@ -92,7 +100,7 @@ class WeightSync:
 
 
 @dataclass
-class AdapterSync:
+class AdapterSync(_SyncedEngine):
     """A vLLM engine kept on the training policy's current LoRA adapter.
 
     ``directory`` receives one ``adapter-<n>`` folder per sync (``keep`` of them are kept);
@@ -104,13 +112,6 @@ class AdapterSync:
     keep: int = 2
     version: int | None = None
     syncs: int = 0
-
-    def engine_for(self, model: Any, version: int, rng: random.Random | None = None) -> VLLMEngine:
-        """The engine, generating with ``model``'s adapter as of ``version`` (synced if newer)."""
-        if version != self.version:
-            self.sync(model, version)
-        self.engine.rng = rng
-        return self.engine
 
     def sync(self, model: Any, version: int) -> Path:
         """Save ``model``'s LoRA adapter and make the engine generate with it."""
