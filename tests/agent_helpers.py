@@ -109,3 +109,20 @@ class TurnScript:
             text, finish = self.script(question, turn)
             out.append(Generation([], text, finish))
         return out
+
+
+def greedy_ids(engine, prompt_ids, tokens):
+    """The token ids ``engine`` decodes greedily after ``prompt_ids`` (no stop strings): the
+    vLLM sync tests compare vLLM's with transformers' on the same weights."""
+    from inspo.agent.engines import GenerationInput
+
+    out = engine.generate([GenerationInput(prompt_ids, [], "")], max_new_tokens=tokens, temperature=0.0, top_p=1.0,
+                          stop=[])
+    return out[0].token_ids
+
+
+def hf_greedy_ids(model, tokenizer, prompt_ids, tokens):
+    """:func:`greedy_ids` of a transformers model through inspo's HF engine."""
+    from inspo.agent.engines import HFEngine
+
+    return greedy_ids(HFEngine(model, tokenizer), prompt_ids, tokens)

@@ -14,10 +14,13 @@ import pytest
 pytest.importorskip("vllm")
 pytest.importorskip("peft")
 
+from agent_helpers import greedy_ids, hf_greedy_ids  # noqa: E402
 from inspo import artifacts  # noqa: E402
 from inspo.agent.protocol import SEARCH_R1_INSTRUCTION  # noqa: E402
 from inspo.train.config import resolve  # noqa: E402
 from train_run_script import TINY, scripted_reward  # noqa: E402
+
+TOKENS = 10  # greedy tokens compared between vLLM and transformers
 
 MODEL = "tiny-qwen2-hd32"
 VLLM = ("model.vllm_kv_cache_gib=0.05", "model.vllm_max_model_len=2048", "model.vllm_enforce_eager=true")
@@ -42,20 +45,6 @@ def adapter_sync(tmp_path_factory):
     sync.shutdown()
 
 
-def _greedy(engine, prompt_ids, tokens=10):
-    from inspo.agent.engines import GenerationInput
-
-    out = engine.generate([GenerationInput(prompt_ids, [], "")], max_new_tokens=tokens, temperature=0.0, top_p=1.0,
-                          stop=[])
-    return out[0].token_ids
-
-
-def _hf_greedy(model, tokenizer, prompt_ids, tokens=10):
-    from inspo.agent.engines import HFEngine
-
-    return _greedy(HFEngine(model, tokenizer), prompt_ids, tokens)
-
-
 def test_synced_adapter_generates_what_the_trained_model_generates(adapter_sync):
     import torch
 
@@ -64,8 +53,8 @@ def test_synced_adapter_generates_what_the_trained_model_generates(adapter_sync)
     model.eval()
 
     engine = sync.engine_for(model, version=1)
-    first = _greedy(engine, prompt)
-    assert first == _hf_greedy(model, tokenizer, prompt)
+    first = greedy_ids(engine, prompt, TOKENS)
+    assert first == hf_greedy_ids(model, tokenizer, prompt, TOKENS)
     assert sync.syncs == 1
     assert sync.engine_for(model, version=1) is engine and sync.syncs == 1  # nothing new: no reload
 
@@ -73,9 +62,9 @@ def test_synced_adapter_generates_what_the_trained_model_generates(adapter_sync)
         for name, param in model.named_parameters():
             if "lora_B" in name:
                 param.add_(torch.randn_like(param) * 2.0)
-    second = _greedy(sync.engine_for(model, version=2), prompt)
+    second = greedy_ids(sync.engine_for(model, version=2), prompt, TOKENS)
     assert sync.syncs == 2
-    assert second == _hf_greedy(model, tokenizer, prompt)
+    assert second == hf_greedy_ids(model, tokenizer, prompt, TOKENS)
     assert second != first  # the new adapter is really in use
 
     sync.engine_for(model, version=3)

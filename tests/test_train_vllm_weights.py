@@ -24,10 +24,13 @@ import pytest
 
 pytest.importorskip("vllm")
 
+from agent_helpers import greedy_ids, hf_greedy_ids  # noqa: E402
 from inspo import artifacts  # noqa: E402
 from inspo.agent.protocol import SEARCH_R1_INSTRUCTION  # noqa: E402
 from inspo.train.config import resolve  # noqa: E402
 from openai_compat_server import free_port  # noqa: E402
+
+TOKENS = 12  # greedy tokens compared between vLLM and transformers
 
 MODEL = "tiny-qwen2-hd32"
 VLLM = ("model.vllm_kv_cache_gib=0.05", "model.vllm_max_model_len=2048", "model.vllm_enforce_eager=true")
@@ -60,20 +63,6 @@ def weight_sync():
         vllm.envs.disable_envs_cache()
 
 
-def _greedy(engine, prompt_ids, tokens=12):
-    from inspo.agent.engines import GenerationInput
-
-    out = engine.generate([GenerationInput(prompt_ids, [], "")], max_new_tokens=tokens, temperature=0.0, top_p=1.0,
-                          stop=[])
-    return out[0].token_ids
-
-
-def _hf_greedy(model, tokenizer, prompt_ids, tokens=12):
-    from inspo.agent.engines import HFEngine
-
-    return _greedy(HFEngine(model, tokenizer), prompt_ids, tokens)
-
-
 def _optimizer_step(model, prompt_ids):
     """One real training step: the LM loss on ``prompt_ids``, backward, AdamW (a large rate)."""
     import torch
@@ -95,21 +84,21 @@ def test_synced_weights_generate_what_the_trained_model_generates(weight_sync):
     prompts = [tokenizer(SEARCH_R1_INSTRUCTION + f" Where is {city}?")["input_ids"][:40] for city in ("Zarn", "Quell")]
 
     engine = sync.engine_for(model, version=0)
-    before = [_greedy(engine, p) for p in prompts]
-    assert before == [_hf_greedy(model, tokenizer, p) for p in prompts]
+    before = [greedy_ids(engine, p, TOKENS) for p in prompts]
+    assert before == [hf_greedy_ids(model, tokenizer, p, TOKENS) for p in prompts]
     assert sync.syncs == 1 and sync.engine_for(model, version=0) is engine and sync.syncs == 1  # no new step: no sync
 
     embed = model.get_input_embeddings().weight.detach().clone()
     _optimizer_step(model, prompts[0])
     assert not torch.equal(embed, model.get_input_embeddings().weight)  # the (tied) head moved too
-    after = [_greedy(sync.engine_for(model, version=1), p) for p in prompts]
+    after = [greedy_ids(sync.engine_for(model, version=1), p, TOKENS) for p in prompts]
     assert sync.syncs == 2
-    assert after == [_hf_greedy(model, tokenizer, p) for p in prompts]
+    assert after == [hf_greedy_ids(model, tokenizer, p, TOKENS) for p in prompts]
     assert after != before  # the new weights are really in use
 
     _optimizer_step(model, prompts[1])  # a second sync replaces the first one's weights
-    again = [_greedy(sync.engine_for(model, version=2), p) for p in prompts]
-    assert again == [_hf_greedy(model, tokenizer, p) for p in prompts]
+    again = [greedy_ids(sync.engine_for(model, version=2), p, TOKENS) for p in prompts]
+    assert again == [hf_greedy_ids(model, tokenizer, p, TOKENS) for p in prompts]
 
 
 def test_a_tied_head_is_handed_over_by_name(weight_sync):
