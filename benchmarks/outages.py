@@ -43,17 +43,17 @@ def _fixtures():
 
 def play(evaluate, instruction, questions) -> dict:
     """Run one evaluation; a stop (TooManyErrors) is a result, with the rollouts played before it."""
-    from inspo.records import TooManyErrors
+    from inspo.records import TooManyErrors, scored
 
     started = time.perf_counter()
     try:
         rollouts, stopped = evaluate(instruction, questions), ""
     except TooManyErrors as exc:
         rollouts, stopped = list(exc.rollouts), str(exc).split(":")[0]
-    scored = [r for r in rollouts if r.error is None]
+    kept = scored(rollouts)
     return {"seconds": round(time.perf_counter() - started, 2), "played": len(rollouts),
-            "errors": len(rollouts) - len(scored), "scored": len(scored),
-            "em_scored": round(sum(r.reward for r in scored) / len(scored), 3) if scored else None,
+            "errors": len(rollouts) - len(kept), "scored": len(kept),
+            "em_scored": round(sum(r.reward for r in kept) / len(kept), 3) if kept else None,
             "stopped": stopped}
 
 
