@@ -67,3 +67,31 @@ def test_multihop_preset_lets_the_instruction_change_tool_use():
     assert c.coevolution.evolve_until >= 0.75 * c.rl.steps and c.coevolution.validation_size >= 16
     for mode in ("static", "pre-policy", "inspo"):
         resolve("multihop", None, [f"mode={mode}"])  # every arm of the benchmark is a valid config
+
+
+def test_world_chain_has_world_multihops_questions_and_each_hop_needs_its_own_search():
+    from inspo.data.world import WORLDS, build_world
+    from inspo.retrieval.bm25 import BM25Retriever
+
+    chain, multihop = build_world(0, WORLDS["world-chain"]), build_world(0, WORLDS["world-multihop"])
+    same = [(a.question, a.answers, a.meta["passage_ids"]) for a in multihop.splits["test"]]
+    assert [(q.question, q.answers, q.meta["passage_ids"]) for q in chain.splits["test"]] == same
+    assert all(q.id.startswith("world-chain0-test-") for q in chain.splits["test"])
+    # the passages no longer name what points at them ...
+    texts = " ".join(p.contents for p in chain.corpus)
+    assert " founded the " not in texts.replace("was founded", "") and "It is the capital of" not in texts
+    assert "It is the capital of" in " ".join(p.contents for p in multihop.corpus)
+    # ... yet every hop still names the next one, and the last states the gold answer
+    passages = chain.passages_by_id
+    for q in chain.splits["train"][:600]:
+        for here, nxt in zip(q.meta["passage_ids"], q.meta["entity_ids"][1:], strict=False):
+            assert chain.entities[nxt].name.lower() in passages[here].contents.lower()
+        assert any(a.lower() in passages[q.meta["passage_ids"][-1]].contents.lower() for a in q.answers)
+
+    def reached_in_one_search(world):
+        two_hop = [q for q in world.splits["train"] if q.meta["hops"] == 2][:400]
+        found = BM25Retriever(world.corpus).search([q.question for q in two_hop], k=3)
+        return sum(q.meta["passage_ids"][-1] in {p.id for p in r} for q, r in zip(two_hop, found, strict=True))
+
+    # measured (seed 0, top 3): 147 of 400 two-hop questions in world-multihop, 74 in world-chain
+    assert reached_in_one_search(chain) < 0.6 * reached_in_one_search(multihop)

@@ -325,9 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("data", help="write a built-in dataset (and its BM25 index) in Search-R1 formats")
-    p.add_argument("dataset", choices=["world", "world-multihop", "wiki-lite"],
+    p.add_argument("dataset", choices=["world", "world-multihop", "world-chain", "wiki-lite"],
                    help="world: the generated fictional multi-hop world; world-multihop: the same world with 4k "
-                        "questions, half of them two-hop; wiki-lite: ~10k Wikipedia leads")
+                        "questions, half of them two-hop; world-chain: world-multihop's questions over passages "
+                        "that never name what points at them (each hop needs its own search); "
+                        "wiki-lite: ~10k Wikipedia leads")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--seed", type=int, default=0, help="world generator seed (default: 0)")
     p.add_argument("--no-index", action="store_true", help="do not build the BM25 index")

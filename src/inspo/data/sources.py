@@ -4,7 +4,8 @@ QA sources (:func:`load_qa_source`) and corpus sources (:func:`load_corpus_sourc
 
 - ``world`` or ``world:SEED`` - the built-in generated world (:mod:`inspo.data.world`);
   ``world-multihop[:SEED]`` is the same world (same corpus) with 4k questions, half of them
-  two-hop (:data:`inspo.data.world.WORLDS`);
+  two-hop; ``world-chain[:SEED]`` has world-multihop's questions over passages that never name
+  what points at them, so each hop needs its own search (:data:`inspo.data.world.WORLDS`);
 - ``wiki-lite`` - the built-in Wikipedia leads corpus (:mod:`inspo.data.wiki_lite`; corpus only);
 - ``hf:NAME`` or ``hf:NAME:CONFIG`` - a Hugging Face dataset (``datasets.load_dataset``);
 - a file ``.jsonl`` / ``.json`` / ``.parquet`` (formats in :mod:`inspo.data.loaders`);
@@ -21,7 +22,7 @@ from inspo.records import Passage, Question
 
 CORPUS_NAMES = ("corpus", "passages")
 HELP = ("expected a file (.jsonl/.json/.parquet), a directory of such files, 'world[:SEED]', 'world-multihop[:SEED]', "
-        "'wiki-lite' (corpus) or 'hf:NAME[:CONFIG]'")
+        "'world-chain[:SEED]', 'wiki-lite' (corpus) or 'hf:NAME[:CONFIG]'")
 
 
 def _world(source: str):

@@ -26,6 +26,10 @@ class WorldConfig:
     hop_mix: tuple[float, float, float] = (0.4, 0.4, 0.2)  # share of 1-, 2- and 3-hop questions
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)  # train / dev / test
     name: str = "world"  # the questions' source and id prefix (ids NAME{seed}-{split}-{j}): worlds differ
+    # A passage also names what points at it ("Rot founded the Kel Museum", "It is the capital of
+    # Vela"), as Wikipedia does. Then one search on a two-hop question often returns both of its
+    # passages; False leaves those sentences out, so each hop needs its own search.
+    reverse_mentions: bool = True
 
     def __post_init__(self) -> None:
         for name in ("countries", "cities", "rivers", "mountains", "organisations", "people"):

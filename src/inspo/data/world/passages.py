@@ -33,6 +33,8 @@ def _person_text(e: Entity, ents: dict[str, Entity], founded: list[Entity], led:
 
 
 def _passage_text(e: Entity, ents: dict[str, Entity], reverse: dict[tuple[str, str], list[Entity]]) -> str:
+    """``e``'s passage; ``reverse`` (relation, target id) -> the entities pointing at a target
+    (empty: the passage names only what ``e`` points at)."""
     rel = {k: ents[v].name for k, v in e.relations.items()}
     if e.kind == "person":
         return _person_text(e, ents, reverse.get(("founder", e.id), []), reverse.get(("leader", e.id), []))
@@ -57,9 +59,10 @@ def _passage_text(e: Entity, ents: dict[str, Entity], reverse: dict[tuple[str, s
     raise ValueError(f"unknown entity kind {e.kind!r}")
 
 
-def entity_passages(ents: dict[str, Entity]) -> list[Passage]:
+def entity_passages(ents: dict[str, Entity], *, reverse_mentions: bool = True) -> list[Passage]:
+    """One passage per entity; ``reverse_mentions`` (WorldConfig's) also names what points at it."""
     reverse: dict[tuple[str, str], list[Entity]] = {}
-    for e in ents.values():
+    for e in ents.values() if reverse_mentions else ():
         for rel, target in e.relations.items():
             reverse.setdefault((rel, target), []).append(e)
     return [Passage(id=e.passage_id, title=_title(e), text=_passage_text(e, ents, reverse))
