@@ -295,3 +295,23 @@ def test_pilot_show_against_pairs_two_stored_models_question_by_question(tmp_pat
     moved.write_text(json.dumps(other))
     with pytest.raises(SystemExit, match="different questions"):
         pilot.main(["--show", str(big), "--against", str(moved)])
+
+
+# ------------------------------------------------------------------------------ world reach
+
+
+def test_world_reach_counts_what_one_search_returns_and_writes_its_provenance(tmp_path, capsys):
+    reach = load_script("world_reach")
+    out = tmp_path / "reach.json"
+    assert reach.main(["--questions", "60", "--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["provenance"]["command"].startswith("python benchmarks/world_reach.py --questions 60")
+    for name in ("world-multihop", "world-chain"):
+        by_hops = record["worlds"][name]
+        assert set(by_hops) == {"1", "2", "3"}
+        assert all(r["questions"] == 60 and r["last_by_name"] >= 55 for r in by_hops.values())
+        assert by_hops["1"]["last"] == by_hops["1"]["first"]  # one passage: first is last
+    # a two-hop question's second passage is reached by its own text less often without the
+    # reverse mentions
+    assert record["worlds"]["world-chain"]["2"]["last"] < record["worlds"]["world-multihop"]["2"]["last"]
+    assert "world-chain" in capsys.readouterr().out

@@ -1,0 +1,72 @@
+"""How often one BM25 search on a question's own text reaches each passage of its chain.
+
+The question behind ``world-chain`` (issue 23): in ``world-multihop`` a passage also names what
+points at it ("Rot founded the Kel Museum"), so a search for a two-hop question's text often
+returns its second passage too, and a policy needs no second search. For each named world and
+hop count, over the first ``--questions`` training questions of that hop count: how many have
+their first passage, and their last, in the top ``--k`` of a search for the question's text;
+and how many reach the last passage when searched by the last entity's name (the second
+search a policy would write).
+
+Usage::
+
+    python benchmarks/world_reach.py --json benchmarks/results/multihop/world-reach.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def reach(world_name: str, *, seed: int, k: int, questions: int) -> dict[int, dict[str, int]]:
+    """Per hop count: ``{"questions", "first", "last", "last_by_name"}`` counts (see module doc)."""
+    from inspo.data.world import build_world, world_config
+    from inspo.retrieval.bm25 import BM25Retriever
+
+    world = build_world(seed, world_config(world_name))
+    retriever = BM25Retriever(world.corpus)
+    out: dict[int, dict[str, int]] = {}
+    for hops in sorted({q.meta["hops"] for q in world.splits["train"]}):
+        qs = [q for q in world.splits["train"] if q.meta["hops"] == hops][:questions]
+        by_text = retriever.search([q.question for q in qs], k=k)
+        by_name = retriever.search([world.entities[q.meta["entity_ids"][-1]].name for q in qs], k=k)
+
+        def found(position: int, results: list) -> int:
+            return sum(q.meta["passage_ids"][position] in {p.id for p in r}
+                       for q, r in zip(qs, results, strict=True))
+
+        out[hops] = {"questions": len(qs), "first": found(0, by_text), "last": found(-1, by_text),
+                     "last_by_name": found(-1, by_name)}
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--worlds", default="world-multihop,world-chain", help="comma-separated built-in worlds")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--k", type=int, default=3, help="passages per search (rl.topk)")
+    p.add_argument("--questions", type=int, default=400, help="training questions per hop count")
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    from inspo.eval.provenance import provenance
+
+    results = {name: reach(name, seed=args.seed, k=args.k, questions=args.questions)
+               for name in args.worlds.split(",")}
+    print(f"one BM25 search (top {args.k}) on the question's text, seed {args.seed}:")
+    print(f"{'world':16} hops  questions  first  last  last by the last entity's name")
+    for name, by_hops in results.items():
+        for hops, r in by_hops.items():
+            print(f"{name:16} {hops:4}  {r['questions']:9}  {r['first']:5}  {r['last']:4}  {r['last_by_name']:5}")
+    if args.json:
+        record = {"provenance": provenance(["benchmarks/world_reach.py", *(argv if argv is not None else sys.argv[1:])]),
+                  "seed": args.seed, "k": args.k, "worlds": results}
+        Path(args.json).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
