@@ -22,6 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+def _found(questions: list, position: int, results: list) -> int:
+    """How many ``questions`` have the passage at ``position`` of their chain among ``results``."""
+    return sum(q.meta["passage_ids"][position] in {p.id for p in r}
+               for q, r in zip(questions, results, strict=True))
+
+
 def reach(world_name: str, *, seed: int, k: int, questions: int) -> dict[int, dict[str, int]]:
     """Per hop count: ``{"questions", "first", "last", "last_by_name"}`` counts (see module doc)."""
     from inspo.data.world import build_world, world_config
@@ -35,12 +41,8 @@ def reach(world_name: str, *, seed: int, k: int, questions: int) -> dict[int, di
         by_text = retriever.search([q.question for q in qs], k=k)
         by_name = retriever.search([world.entities[q.meta["entity_ids"][-1]].name for q in qs], k=k)
 
-        def found(position: int, results: list) -> int:
-            return sum(q.meta["passage_ids"][position] in {p.id for p in r}
-                       for q, r in zip(qs, results, strict=True))
-
-        out[hops] = {"questions": len(qs), "first": found(0, by_text), "last": found(-1, by_text),
-                     "last_by_name": found(-1, by_name)}
+        out[hops] = {"questions": len(qs), "first": _found(qs, 0, by_text), "last": _found(qs, -1, by_text),
+                     "last_by_name": _found(qs, -1, by_name)}
     return out
 
 
