@@ -80,6 +80,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--vllm-kv-cache-gib", type=float, default=2.0, help="vLLM's KV cache (RAM on CPU), GiB")
     p.add_argument("--set", action="append", default=[], help="extra config override")
     p.add_argument("--json", default=None, help="also write the results here")
+    p.add_argument("--episodes", metavar="JSONL", default=None,
+                   help="also write every rollout (response with its observations, reward, searches) here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 questions a hop: a smoke run")
     p.add_argument("--show", metavar="JSON", help="print a stored result (its --json) again, and exit")
     p.add_argument("--against", metavar="JSON",
@@ -223,11 +225,23 @@ def main(argv: Sequence[str] | None = None) -> dict:
             result["differences"][f"{ins.id} - {ref} ({hop}-hop)"] = d.to_dict()
     if hasattr(engine, "shutdown"):
         engine.shutdown()
+    if args.episodes:
+        write_episodes(args.episodes, played)
     print_result(result)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(result, indent=2))
     return result
+
+
+def write_episodes(path: str, played: Sequence[Sequence]) -> None:
+    """Every rollout (question, instruction, response with its observations, reward, searches),
+    one JSON line each, to read what the policy did."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with Path(path).open("w", encoding="utf-8") as f:
+        for rollouts in played:
+            for r in rollouts:
+                f.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
 
 
 def print_against(result: dict, other: dict) -> dict:

@@ -62,8 +62,13 @@ def test_pilot_scores_groups_and_counts_errors_apart():
 def test_pilot_quick_plays_every_instruction_on_both_hop_counts(tmp_path, capsys):
     pilot = load_script("multihop_pilot")
     out = tmp_path / "pilot.json"
-    result = pilot.main(["--quick", "--threads", "1", "--json", str(out)])
+    episodes = tmp_path / "episodes.jsonl"
+    result = pilot.main(["--quick", "--threads", "1", "--json", str(out), "--episodes", str(episodes)])
     assert json.loads(out.read_text())["provenance"]["commit"] == result["provenance"]["commit"]
+    lines = [json.loads(line) for line in episodes.read_text().splitlines()]
+    assert len(lines) == 3 * 2 * 2 * 2  # instructions x hop counts x questions x G
+    assert {e["instruction_id"] for e in lines} == {"weak", "search-r1", "weak+hops"}
+    assert all(e["response"].startswith("<search>") and "question" in e["question"] for e in lines)
     assert set(result["instructions"]) == {"weak", "search-r1", "weak+hops"}
     for cell in result["instructions"].values():
         assert set(cell["hops"]) == {"1", "2"} and cell["hops"]["2"]["rollouts"] == 2 * 2
