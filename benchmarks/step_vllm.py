@@ -120,10 +120,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
             for arm in order(pair):
                 out = Path(tmp) / f"pair{pair}"
                 out.mkdir(exist_ok=True)
-                result = profile(arm, args, out)
+                try:
+                    result = profile(arm, args, out)
+                except subprocess.CalledProcessError as e:
+                    # keep what ran: a failed arm (an engine that did not start) must not cost the others
+                    if args.json:
+                        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+                        Path(args.json).write_text(json.dumps({"provenance": info, "runs": runs,
+                                                               "failed": {"pair": pair, "arm": arm}}, indent=2))
+                    raise SystemExit(f"step_vllm: the {arm} run of pair {pair} failed (exit {e.returncode}; its "
+                                     f"output is above); {len(runs)} finished run(s) kept"
+                                     + (f" in {args.json}" if args.json else "")) from e
                 runs.append({"pair": pair, "arm": arm, "step_wall_s": result["step_wall_s"],
                              "per_step": result["per_step"], "init_s": sum(result["init"].values()),
                              "total_s": result["total_s"], "steps_measured": result["steps_measured"]})
+                print(f"step_vllm: pair {pair} {arm}: {result['step_wall_s']:.1f} s a measured step", flush=True)
     summary = summarize(runs)
     print(f"\ncommand: {info['command']} (commit {info['commit']})")
     print(f"python {info['python']}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}; "
