@@ -404,6 +404,27 @@ def test_step_vllm_alternates_arms_and_pairs_the_ratios():
     assert bench.arm_overrides("vllm", lora=True) == ["rl.use_vllm=true"]
 
 
+def test_step_vllm_keeps_the_finished_runs_when_an_arm_fails(tmp_path, monkeypatch):
+    import subprocess
+
+    bench = load_script("step_vllm")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "vllm" else None)
+
+    def profile(arm, args, out):
+        if arm == "vllm":  # e.g. vLLM refusing a KV cache too small for max_model_len
+            raise subprocess.CalledProcessError(1, ["step_profile.py"])
+        return {"step_wall_s": 9.0, "per_step": {"gen": 5.0}, "init": {"population": 1.0}, "total_s": 20.0,
+                "steps_measured": [2]}
+
+    monkeypatch.setattr(bench, "profile", profile)
+    out = tmp_path / "r.json"
+    with pytest.raises(SystemExit, match="the vllm run of pair 0 failed .*1 finished run.* kept"):
+        bench.main(["--pairs", "2", "--json", str(out)])
+    kept = json.loads(out.read_text())
+    assert kept["failed"] == {"pair": 0, "arm": "vllm"}
+    assert [(r["arm"], r["step_wall_s"]) for r in kept["runs"]] == [("hf", 9.0)]
+
+
 @pytest.mark.slow
 def test_step_vllm_quick(tmp_path, capsys):
     pytest.importorskip("vllm")
