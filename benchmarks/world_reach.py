@@ -6,7 +6,8 @@ returns its second passage too, and a policy needs no second search. For each na
 hop count, over the first ``--questions`` training questions of that hop count: how many have
 their first passage, and their last, in the top ``--k`` of a search for the question's text;
 and how many reach the last passage when searched by the last entity's name (the second
-search a policy would write).
+search a policy would write); and, of the chains whose last passage one search reached, how
+many start with each relation (a symmetric one, spouse, names the first entity in both passages).
 
 Usage::
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -41,8 +43,11 @@ def reach(world_name: str, *, seed: int, k: int, questions: int) -> dict[int, di
         by_text = retriever.search([q.question for q in qs], k=k)
         by_name = retriever.search([world.entities[q.meta["entity_ids"][-1]].name for q in qs], k=k)
 
+        reached = [q for q, r in zip(qs, by_text, strict=True) if q.meta["passage_ids"][-1] in {p.id for p in r}]
         out[hops] = {"questions": len(qs), "first": _found(qs, 0, by_text), "last": _found(qs, -1, by_text),
-                     "last_by_name": _found(qs, -1, by_name)}
+                     "last_by_name": _found(qs, -1, by_name),
+                     # why the last passage came back: the first relation of those chains
+                     "last_by_first_relation": dict(Counter(q.meta["relations"][0] for q in reached).most_common())}
     return out
 
 
@@ -63,6 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, by_hops in results.items():
         for hops, r in by_hops.items():
             print(f"{name:16} {hops:4}  {r['questions']:9}  {r['first']:5}  {r['last']:4}  {r['last_by_name']:5}")
+    for name, by_hops in results.items():
+        two = by_hops.get(2)
+        if two:
+            print(f"{name}: two-hop chains whose last passage one search reached, by their first relation: "
+                  + ", ".join(f"{rel} {n}" for rel, n in two["last_by_first_relation"].items()))
     if args.json:
         record = {"provenance": provenance(["benchmarks/world_reach.py", *(argv if argv is not None else sys.argv[1:])]),
                   "seed": args.seed, "k": args.k, "worlds": results}

@@ -319,4 +319,8 @@ def test_world_reach_counts_what_one_search_returns_and_writes_its_provenance(tm
     # a two-hop question's second passage is reached by its own text less often without the
     # reverse mentions
     assert record["worlds"]["world-chain"]["2"]["last"] < record["worlds"]["world-multihop"]["2"]["last"]
+    # what still reaches it in world-chain is never a reverse mention (founder, leader)
+    assert not {"founder", "leader"} & set(record["worlds"]["world-chain"]["2"]["last_by_first_relation"])
+    assert sum(record["worlds"]["world-chain"]["2"]["last_by_first_relation"].values()) == \
+        record["worlds"]["world-chain"]["2"]["last"]
     assert "world-chain" in capsys.readouterr().out
