@@ -138,14 +138,16 @@ class Precision:
         setting, or a checkpoint's weights, get there: ``"auto"`` never picks it)."""
         if self.support.fast:
             return []
+        advice = "set {key}=auto (here: {instead}) unless bf16 is what you want"
         slow = []
         if self.dtype == "bfloat16":
-            slow.append((self.dtype_key, "bfloat16", "float32"))
+            slow.append((self.dtype_key, "bfloat16", f"{self.note}: a new run with {{key}}=auto would use float32 here"
+                         if self.note else advice.replace("{instead}", "float32")))
         if self.bf16:
-            slow.append((self.bf16_key, "true", "false"))
+            slow.append((self.bf16_key, "true", advice.replace("{instead}", "false")))
         return [f"{key}={value} on a device without fast bf16 ({self.support.why}): its matmuls may run tens of "
-                f"times slower than in float32 (benchmarks/precision.py measures it); set {key}=auto (here: "
-                f"{instead}) unless bf16 is what you want" for key, value, instead in slow]
+                f"times slower than in float32 (benchmarks/precision.py measures it); " + how.format(key=key)
+                for key, value, how in slow]
 
 
 def resolve_precision(
