@@ -55,7 +55,7 @@ def test_auto_picks_bf16_only_where_it_is_fast():
     assert fast_bf16("cuda", probe=cuda_probe) and not fast_bf16("cpu", probe=cuda_probe)
     # inference entries have no rl.bf16: the compute is the weights dtype
     assert resolve_precision("auto", device="cpu", probe=fast).compute == "bfloat16"
-    with pytest.raises(ValueError, match="dtype must be one of auto, bfloat16, float32, float16; got 'bf16'"):
+    with pytest.raises(ValueError, match="dtype='bf16' is not supported; use one of auto, bfloat16, float32, float16"):
         resolve_precision("bf16", device="cpu", probe=fast)
     with pytest.raises(ValueError, match="bf16 must be true, false or auto; got 'maybe'"):
         resolve_precision("auto", "maybe", device="cpu", probe=fast)

@@ -82,7 +82,7 @@ def fast_bf16(device: str, *, probe: Probe | None = None) -> bool:
 def resolve_dtype_setting(dtype: str, fast: bool) -> str:
     """``"auto"`` -> ``"bfloat16"`` where bf16 is ``fast``, else ``"float32"``; any other name as it is."""
     if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+        raise ValueError(f"dtype={dtype!r} is not supported; use one of {', '.join(DTYPES)}")
     if dtype == "auto":
         return "bfloat16" if fast else "float32"
     return dtype
