@@ -13,7 +13,7 @@ says for the CPU (the rule ``auto`` follows). ``--json`` writes the result with 
 Usage::
 
     python benchmarks/precision.py --threads 1            # the 0.5B-sized matmul, 3 pairs, tiny-qwen2 forward
-    python benchmarks/precision.py --quick                # small shapes, 1 pair (a smoke test)
+    python benchmarks/precision.py --quick                # small shapes, 2 pairs (a smoke test)
 """
 
 from __future__ import annotations
@@ -150,12 +150,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tokens", type=int, default=128, help="forward: tokens a row")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--quick", action="store_true",
-                   help="smoke run: a 256x128 @ 128x512 matmul, 1 pair, 0.05 s measurements, forward of 2 x 16")
+                   help="smoke run: a 256x128 @ 128x512 matmul, 2 pairs, 0.05 s measurements, forward of 2 x 16")
     p.add_argument("--json", default=None, help="also write the result as JSON to this path")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
-        args.shape, args.reps, args.min_seconds, args.batch, args.tokens = [256, 128, 512], 1, 0.05, 2, 16
+        args.shape, args.reps, args.min_seconds, args.batch, args.tokens = [256, 128, 512], 2, 0.05, 2, 16
     if min(args.shape) < 1 or args.reps < 1 or args.batch < 1 or args.tokens < 1 or args.min_seconds < 0:
         p.error("--shape, --reps, --batch and --tokens must be >= 1 and --min-seconds >= 0")
     return args

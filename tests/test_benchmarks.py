@@ -645,7 +645,7 @@ def test_precision_quick_times_both_dtypes_side_by_side(tmp_path, capsys):
     from inspo.models.precision import bf16_support
 
     bench = load_script("precision")
-    result = bench.main(["--quick", "--reps", "2", "--json", str(tmp_path / "r.json")])
+    result = bench.main(["--quick", "--forward", "tiny-qwen2", "--json", str(tmp_path / "r.json")])
     mm = result["matmul"]
     assert mm["shape"] == [256, 128, 512] and set(mm["gflops"]) == {"float32", "bfloat16"}
     assert all(len(v) == 2 and all(positive(g) for g in v) for v in mm["gflops"].values())
@@ -657,4 +657,4 @@ def test_precision_quick_times_both_dtypes_side_by_side(tmp_path, capsys):
     assert result["auto"] == {"model.dtype": "bfloat16" if support.fast else "float32", "rl.bf16": support.fast}
     printed = capsys.readouterr().out
     assert f"fast_bf16('cpu'): {support.fast} ({support.why})" in printed and "float32 / bfloat16 speed:" in printed
-    assert_provenance(tmp_path / "r.json", "precision", "--quick", "--reps")
+    assert_provenance(tmp_path / "r.json", "precision", "--quick", "--forward")
