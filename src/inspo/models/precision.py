@@ -3,7 +3,7 @@
 bf16 halves memory everywhere, but it is only *fast* where the hardware multiplies in bf16:
 CUDA GPUs from Ampere on, and CPUs whose oneDNN has a bf16 kernel (AVX512 cores, AVX512-BF16,
 AMX). On a CPU with AVX2 alone torch falls back to a scalar bf16 GEMM: on an AMD EPYC (AVX2)
-one thread ran a 2048x896 @ 896x4864 matmul at about 1 GFLOP/s in bf16 against 82 in float32
+one thread ran a 2048x896 @ 896x4864 matmul at 0.8 GFLOP/s in bf16 against 78 in float32
 (``benchmarks/precision.py``, BENCHMARKS.md). So ``"auto"`` picks bf16 only where it is fast:
 
 - ``model.dtype`` (weights) ``"auto"`` -> ``"bfloat16"`` where bf16 is fast, else ``"float32"``;

@@ -243,7 +243,7 @@ def load_model(
     ``dtype``: ``"auto"`` (default: bfloat16 where ``device`` multiplies bf16 fast, else float32;
     :mod:`inspo.models.precision`), ``"bfloat16"``, ``"float32"``, ``"float16"`` or a
     ``torch.dtype``. bf16 is not faster everywhere: on a CPU with AVX2 alone its matmuls ran
-    about 80x slower than float32. ``device``: anything ``model.to`` accepts.
+    67-99x slower than float32 (BENCHMARKS.md). ``device``: anything ``model.to`` accepts.
     The model is returned in eval mode; the tokenizer has a pad token.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -66,7 +66,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "final_choice": "dev",
         "offline_steps": 20,  # pre-policy: the instruction evolved with the frozen policy first
         # precision: model.dtype and rl.bf16 stay auto (bf16 on a GPU with bf16; float32 on a CPU
-        # without fast bf16, where bf16 matmuls ran ~80x slower: BENCHMARKS.md, "bf16 or float32")
+        # without fast bf16, where bf16 matmuls ran 67-99x slower: BENCHMARKS.md, "bf16 or float32 on this CPU")
         "model": {"lora": True, "lora_r": 16, "lora_alpha": 32},
         "data": {"train": "world-multihop", "eval": "world-multihop", "corpus": "world-multihop",
                  "max_hops": 2, "max_eval_questions": 48, "max_test_questions": 1000,
@@ -90,11 +90,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
     },
     "cpu-tiny": {
-        # Measured on 2 CPU cores (fresh clone, 2026-11-23): 1,004 s, 10.7 GiB peak RSS, on a CPU with
-        # fast bf16 (weights and compute in bf16, what auto picks there). Precision is auto: on a CPU
-        # without fast bf16 (AVX2 alone) bf16 matmuls ran ~80x slower than float32 and a step did not
-        # finish in 18 min, so auto picks float32 weights and compute there (BENCHMARKS.md, "bf16 or
-        # float32"; the 1,004 s is not measured in float32).
+        # Measured on 2 CPU cores (fresh clone, 2026-11-23): 1,004 s, 10.7 GiB peak RSS, in bf16 (weights
+        # and compute, the default then) on another machine. Precision is auto (bf16 where the CPU has
+        # fast bf16): on a CPU with AVX2 alone bf16 matmuls ran 67-99x slower than float32 and a bf16
+        # step did not finish in 18 min, so auto picks float32 weights and compute there (BENCHMARKS.md,
+        # "bf16 or float32 on this CPU").
         # Qwen2.5-Coder-0.5B with LoRA, 2 single-hop questions x G 4 per step, F1
         # reward, two turns of 32 tokens: one search turn (max_turns 1) and the final answer turn,
         # with the last-turn nudge before it (the shape that was measured; one search is enough
