@@ -103,7 +103,7 @@ def test_the_machine_probe_reads_onednn_and_is_false_without_the_op(monkeypatch)
 def test_a_trained_agent_plays_its_dtype_unless_bf16_is_slow_here():
     upcast = play_precision("bfloat16", None, device="cpu", probe=slow)
     assert upcast.dtype == "float32" and upcast.warnings() == []
-    assert "agent.json dtype=bfloat16" in upcast.line() and "--dtype bfloat16 keeps bf16" in upcast.line()
+    assert "agent's dtype=bfloat16" in upcast.line() and "--dtype bfloat16 keeps bf16" in upcast.line()
     assert play_precision("bfloat16", None, device="cpu", probe=fast).dtype == "bfloat16"
     assert play_precision("float32", None, device="cpu", probe=fast).dtype == "float32"
     asked = play_precision("float32", "bfloat16", device="cpu", probe=slow)

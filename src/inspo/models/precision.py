@@ -180,9 +180,9 @@ def play_precision(recorded: str, asked: str | None, *, device: str, probe: Prob
         return resolve_precision(asked, device=device, probe=probe, dtype_key=asked_key)
     support = bf16_support(device, probe=probe)
     if recorded == "bfloat16" and not support.fast:
-        return Precision("float32", False, support, asked_dtype=recorded, dtype_key="agent.json dtype",
+        return Precision("float32", False, support, asked_dtype=recorded, dtype_key="agent's dtype",
                          note=f"its bf16 weights upcast to float32 here ({asked_key} bfloat16 keeps bf16)")
-    return resolve_precision(recorded, device=device, probe=probe, dtype_key="agent.json dtype")
+    return resolve_precision(recorded, device=device, probe=probe, dtype_key="agent's dtype")
 
 
 def concrete_dtype(dtype: str, device: str, *, probe: Probe | None = None) -> str:
