@@ -138,16 +138,15 @@ class Precision:
         setting, or a checkpoint's weights, get there: ``"auto"`` never picks it)."""
         if self.support.fast:
             return []
-        advice = "set {key}=auto (here: {instead}) unless bf16 is what you want"
-        slow = []
+        slow = []  # (setting, how to change it)
         if self.dtype == "bfloat16":
-            slow.append((self.dtype_key, "bfloat16", f"{self.note}: a new run with {{key}}=auto would use float32 here"
-                         if self.note else advice.replace("{instead}", "float32")))
+            slow.append((f"{self.dtype_key}=bfloat16",
+                         f"{self.note}: a new run with {self.dtype_key}=auto would use float32 here" if self.note
+                         else f"set {self.dtype_key}=auto (here: float32) unless bf16 is what you want"))
         if self.bf16:
-            slow.append((self.bf16_key, "true", advice.replace("{instead}", "false")))
-        return [f"{key}={value} on a device without fast bf16 ({self.support.why}): its matmuls may run tens of "
-                f"times slower than in float32 (benchmarks/precision.py measures it); " + how.format(key=key)
-                for key, value, how in slow]
+            slow.append((f"{self.bf16_key}=true", f"set {self.bf16_key}=auto (here: false) unless bf16 is what you want"))
+        return [f"{setting} on a device without fast bf16 ({self.support.why}): its matmuls may run tens of times "
+                f"slower than in float32 (benchmarks/precision.py measures it); {how}" for setting, how in slow]
 
 
 def resolve_precision(
