@@ -160,17 +160,18 @@ def test_dry_run_prints_the_resolved_precision(monkeypatch, capsys):
     monkeypatch.setattr(precision_module, "probe_bf16", slow)
     assert main(["train", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert ("precision: weights float32, compute float32 (model.dtype=auto, rl.bf16=auto; "
+    assert ("precision:              weights float32, compute float32 (model.dtype=auto, rl.bf16=auto; "
             "CPU AVX2: no fast bf16 matmul)") in out.splitlines()
     assert "warning:" not in out
     assert main(["train", "--dry-run", "--set", "model.dtype=bfloat16", "--set", "rl.bf16=true"]) == 0
     out = capsys.readouterr().out
-    assert "precision: weights bfloat16, compute bfloat16 (model.dtype=bfloat16, rl.bf16=true;" in out
+    assert "precision:              weights bfloat16, compute bfloat16 (model.dtype=bfloat16, rl.bf16=true;" in out
     assert "warning: model.dtype=bfloat16 on a device without fast bf16" in out
     assert "warning: rl.bf16=true on a device without fast bf16" in out
     monkeypatch.setattr(precision_module, "probe_bf16", fast)
     assert main(["train", "--dry-run"]) == 0
-    assert "precision: weights bfloat16, compute bfloat16 (model.dtype=auto, rl.bf16=auto;" in capsys.readouterr().out
+    assert "precision:              weights bfloat16, compute bfloat16 (model.dtype=auto, rl.bf16=auto;" \
+        in capsys.readouterr().out
 
 
 def test_resume_under_auto_keeps_the_checkpoints_dtype_instead_of_refusing(tmp_path, monkeypatch, caplog):

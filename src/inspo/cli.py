@@ -76,7 +76,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.dry_run:  # no work: print what a run would use and cost, refuse nothing
         print(dump(config))
         precision = run_precision(config)[1]
-        print("\n".join(plan_run(config).lines() + [rollout_engine(config).line(), precision.line()]
+        print("\n".join(plan_run(config).lines() + [rollout_engine(config).line(),
+                                                     f"{'precision:':<24}{precision.describe()}"]
                         + [f"warning: {w}" for w in precision.warnings()] + paper_lines(config)))
         return 0
     from inspo.train.run import SetupError, run_training
