@@ -186,6 +186,23 @@ class FakeRetriever:
 
 
 @pytest.mark.slow
+def test_auto_hands_vllm_the_dtype_inspo_picks_not_the_checkpoints(engines):
+    """vLLM's own "auto" means the checkpoint's dtype (bf16 for the tiny model); inspo's auto is
+    bf16 only where this machine multiplies it fast, and vLLM gets it resolved."""
+    import torch
+
+    from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
+    from inspo.models.precision import concrete_dtype, default_device
+
+    engine = VLLMEngine.from_pretrained(MODEL, options=VLLMOptions(kv_cache_gib=KV_GIB, max_model_len=2048,
+                                                                   enforce_eager=True))
+    try:
+        expected = getattr(torch, concrete_dtype("auto", default_device()))
+        assert engine.llm.llm_engine.model_config.dtype == expected
+    finally:
+        engine.shutdown()
+
+
 def test_evolve_with_the_vllm_engine(tmp_path, engines):
     from inspo.train.config import resolve
     from inspo.train.evolve import run_evolve
@@ -199,7 +216,11 @@ def test_evolve_with_the_vllm_engine(tmp_path, engines):
         "optimizer.kind=rule-based",
     ])
     summary = run_evolve(config, steps=2, progress=False)
-    assert "vLLM" in summary.policy
+    from inspo.models.precision import concrete_dtype, default_device
+
+    # model.dtype=auto, resolved once for the machine: the frozen policy plays in what it names
+    assert summary.policy == f"{MODEL} (vLLM, {concrete_dtype('auto', default_device())})"
+    assert summary.precision.startswith(f"weights {concrete_dtype('auto', default_device())}, ")
     metrics = [json.loads(line) for line in (tmp_path / "evo" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
     assert summary.ledger["training_rollouts"] == 2 * 2 * 2

@@ -654,3 +654,28 @@ def test_evidence_rules_synthetic_quick_pairs_arms_by_seed(tmp_path, capsys):
     assert all(r["saved_by_floor"] == 0 for r in result["runs"]["0.0"]["paper"])
     printed = capsys.readouterr().out
     assert "harmful candidates with probability 1.0" in printed and "top-n - cpu-tiny: returned" in printed
+
+
+# ------------------------------------------------------------------------------------ precision
+
+
+def test_precision_quick_times_both_dtypes_side_by_side(tmp_path, capsys):
+    """float32 and bfloat16 alternate in one run; the result says what auto picks on this CPU
+    (the machine's own answer, whatever it is) and where the numbers came from."""
+    pytest.importorskip("torch")
+    from inspo.models.precision import bf16_support
+
+    bench = load_script("precision")
+    result = bench.main(["--quick", "--forward", "tiny-qwen2", "--json", str(tmp_path / "r.json")])
+    mm = result["matmul"]
+    assert mm["shape"] == [256, 128, 512] and set(mm["gflops"]) == {"float32", "bfloat16"}
+    assert all(len(v) == 2 and all(positive(g) for g in v) for v in mm["gflops"].values())
+    assert len(mm["pair_ratios"]) == 2 and all(positive(r) for r in mm["pair_ratios"])
+    forward = result["forward"]
+    assert forward["model"] == "tiny-qwen2" and all(len(v) == 2 for v in forward["seconds"].values())
+    support = bf16_support("cpu")
+    assert result["bf16_support"] == {"fast": support.fast, "why": support.why}
+    assert result["auto"] == {"model.dtype": "bfloat16" if support.fast else "float32", "rl.bf16": support.fast}
+    printed = capsys.readouterr().out
+    assert f"fast_bf16('cpu'): {support.fast} ({support.why})" in printed and "float32 / bfloat16 speed:" in printed
+    assert_provenance(tmp_path / "r.json", "precision", "--quick", "--forward")

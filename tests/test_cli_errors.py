@@ -204,10 +204,13 @@ def _bool_keys() -> list[str]:
 
 def test_every_boolean_setting_refuses_a_value_that_is_not_true_or_false(capsys):
     keys = _bool_keys()
-    assert {"model.lora", "rl.bf16", "coevolution.verify", "require_paper_parts"} <= set(keys)
+    assert {"model.lora", "coevolution.verify", "require_paper_parts"} <= set(keys)
     for key in keys:
         message = refused(capsys, ["train", "--dry-run", "--set", f"{key}=maybe"])
         assert message == f"inspo: error: {key} must be true or false; got 'maybe'"
+    # rl.bf16 is a boolean that also takes auto: the message names the three
+    assert refused(capsys, ["train", "--dry-run", "--set", "rl.bf16=maybe"]).startswith(
+        "inspo: error: rl.bf16 must be true, false or auto; got 'maybe'")
     assert "model.lora must be true or false; got 1" in refused(capsys, ["train", "--dry-run", "--set", "model.lora=1"])
     assert main(["train", "--dry-run", "--set", "model.lora=yes"]) == 0  # YAML's yes is true
 

@@ -188,11 +188,22 @@ def test_eval_overrides_go_on_top_of_the_run_config_and_are_listed(tmp_path, eng
     assert "`rl.max_turns`: 1 -> 2; `rl.max_response_tokens`: 7 -> 9; `rl.prefill`: '<search>' -> ''" in md
 
 
-def test_eval_without_a_run_uses_the_preset_and_refuses_preset_with_grid(tmp_path, engines, capsys):
+def test_eval_without_a_run_uses_the_preset_and_refuses_preset_with_grid(tmp_path, engines, capsys, monkeypatch):
+    from types import SimpleNamespace
+
+    import inspo.models.precision as precision
+
+    loads = []
+    monkeypatch.setattr("inspo.models.load_model",
+                        lambda name, **kwargs: loads.append(kwargs) or SimpleNamespace(name=str(name)))
+    monkeypatch.setattr(precision, "probe_bf16", lambda device: precision.Bf16Support(False, "CPU AVX2: no fast bf16"))
     out = tmp_path / "eval"
     assert main(["eval", "--policy", "m", "--dataset", "world@dev", "--limit", "2", "--out", str(out),
                  "--no-progress"]) == 0
     settings = json.loads((out / "eval.json").read_text())["settings"]
     assert settings["config"] == "preset cpu-tiny" and settings["agent"]["prefill"] == "<search>"  # what train trains
+    # --dtype auto (the default) is resolved once, recorded, and the model loads in what it names
+    assert settings["precision"] == "weights float32, compute float32 (--dtype=auto; CPU AVX2: no fast bf16)"
+    assert [load["dtype"] for load in loads] == ["float32"]
     assert main(["eval", "--grid", str(_trained_run(tmp_path)), "--preset", "paper", "--out", str(out)]) == 2
     assert "--grid evaluates with the run's config.yaml" in capsys.readouterr().err

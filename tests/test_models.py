@@ -25,6 +25,7 @@ from inspo.models import (
     model_path,
 )
 from inspo.models.cache import MARKER, build_once, cache_root, read_marker
+from inspo.models.precision import Bf16Support, fast_bf16
 from inspo.models.sources import installed_chunks, qwen_coder_chunks, smollm2_gguf
 
 REPO = Path(__file__).resolve().parents[1]
@@ -370,6 +371,18 @@ def test_tiny_qwen2_tokenizer_round_trips_and_has_a_chat_template(tiny):
     assert rendered.index("SYSTEM-RULES-42") < rendered.index("USER-QUESTION-7")
 
 
+def test_load_model_resolves_auto_for_its_device(monkeypatch, tiny):
+    import inspo.models.precision as precision
+    from inspo.models import load_model
+
+    slow, fast = Bf16Support(False, "CPU AVX2: no fast bf16 matmul"), Bf16Support(True, "CPU AMX: oneDNN bf16")
+    monkeypatch.setattr(precision, "probe_bf16", lambda device: slow)
+    assert str(load_model("tiny-qwen2", cache_dir=tiny.path.parent).model.dtype) == "torch.float32"
+    assert str(load_model("tiny-qwen2", cache_dir=tiny.path.parent, dtype="bfloat16").model.dtype) == "torch.bfloat16"
+    monkeypatch.setattr(precision, "probe_bf16", lambda device: fast)
+    assert str(load_model("tiny-qwen2", cache_dir=tiny.path.parent).model.dtype) == "torch.bfloat16"
+
+
 def test_tiny_qwen2_is_reused_from_the_cache_and_loads_by_path(tiny):
     from inspo.models import load_model
 
@@ -377,7 +390,8 @@ def test_tiny_qwen2_is_reused_from_the_cache_and_loads_by_path(tiny):
     before = marker.stat().st_mtime_ns
     again = load_model("tiny-qwen2", cache_dir=tiny.path.parent)
     assert again.path == tiny.path and marker.stat().st_mtime_ns == before
-    assert str(again.model.dtype) == "torch.bfloat16"  # the default dtype
+    # the default dtype is auto: bf16 only where this CPU multiplies it fast
+    assert str(again.model.dtype) == ("torch.bfloat16" if fast_bf16("cpu") else "torch.float32")
     by_path = load_model(tiny.path)
     assert by_path.name == "tiny-qwen2" and by_path.path == tiny.path
     assert [i.name for i in list_models(tiny.path.parent) if i.cached] == ["tiny-qwen2"]

@@ -229,6 +229,9 @@ def test_ask_prints_each_turn_of_the_run(run, capsys):
     assert lines[1].startswith("instruction: ins-") and lines[1].endswith(str(run / "best_instruction.txt"))
     assert any(line.startswith("retriever:   bm25 over world, top 3") for line in lines)
     assert any(line == "decoding:    greedy" for line in lines)
+    # the run trained in float32 (TINY): it plays in that, and the header says so
+    assert any(line.startswith("precision:   weights float32, compute float32 (agent's dtype=float32; ")
+               for line in lines)
     start = lines.index(f"question: {QUESTION}")
     titles = [p.title for p in load_retriever("bm25", corpus="world").search(["Venven Miselgol"], 3)[0]]
     assert titles
@@ -251,6 +254,10 @@ def test_ask_reads_questions_from_stdin_and_plays_any_model(exported, tmp_path, 
     assert main(["ask", "tiny-qwen2", QUESTION, "--max-turns", "1", "--max-response-tokens", "4"]) == 0
     out = capsys.readouterr().out
     assert "instruction: the seed (Search-R1's instruction, App. F)" in out and "bm25 over world" in out
+    from inspo.models.precision import concrete_dtype, default_device
+
+    auto = concrete_dtype("auto", default_device())  # a plain model has no recorded dtype: auto, resolved here
+    assert f"precision:   weights {auto}, compute {auto} (agent's dtype=auto; " in out
     assert "Answer the given question." in out and "\nfinal answer: " in out
     assert main(["ask", "tiny-qwen2", QUESTION, "--instruction", "@weak", "--max-turns", "1",
                  "--max-response-tokens", "4", "--temperature", "-1"]) == 2

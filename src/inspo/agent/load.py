@@ -20,7 +20,7 @@ def load_engine(
     name_or_path: str | os.PathLike[str],
     *,
     kind: str = "hf",
-    dtype: str = "bfloat16",
+    dtype: str = "auto",
     device: str = "cpu",
     rng: random.Random | None = None,
     vllm: Any = None,
@@ -31,7 +31,10 @@ def load_engine(
     wraps it in :class:`HFEngine`; ``"vllm"`` starts a
     :class:`~inspo.agent.vllm_engine.VLLMEngine` with ``vllm`` (a
     :class:`~inspo.agent.vllm_engine.VLLMOptions`; None: its defaults) and raises ImportError
-    with the install command when the ``vllm`` module is missing or broken.
+    with the install command when the ``vllm`` module is missing or broken. ``dtype``: the
+    weights dtype; ``"auto"`` (bfloat16 where the device multiplies it fast, else float32) is
+    resolved by the loader (:func:`inspo.models.precision.concrete_dtype`); the entries resolve
+    and log it first (:func:`inspo.models.precision.resolve_precision`) and pass a concrete one.
     """
     if kind == "vllm":
         from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions

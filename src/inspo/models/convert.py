@@ -16,18 +16,19 @@ from typing import Any
 
 log = logging.getLogger("inspo.models")
 
-DTYPES = ("bfloat16", "float16", "float32", "auto")
+DTYPES = ("bfloat16", "float16", "float32")
 
 
 def resolve_dtype(dtype: Any) -> Any:
-    """``"bfloat16" | "float16" | "float32" | "auto"`` or a ``torch.dtype`` -> what HF accepts."""
+    """``"bfloat16" | "float16" | "float32"`` or a ``torch.dtype`` -> the ``torch.dtype``
+    (``"auto"`` is resolved before, for the device: :func:`inspo.models.precision.concrete_dtype`)."""
     import torch
 
-    if isinstance(dtype, torch.dtype) or dtype == "auto":
+    if isinstance(dtype, torch.dtype):
         return dtype
     if dtype in DTYPES:
         return getattr(torch, dtype)
-    raise ValueError(f"dtype={dtype!r} is not supported; use one of {', '.join(DTYPES)} "
+    raise ValueError(f"dtype={dtype!r} is not supported; use one of auto, {', '.join(DTYPES)} "
                      "or a torch.dtype")
 
 

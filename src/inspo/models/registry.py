@@ -234,19 +234,23 @@ def model_problem(name_or_path: PathLike) -> str:
 def load_model(
     name_or_path: PathLike,
     *,
-    dtype: Any = "bfloat16",
+    dtype: Any = "auto",
     device: str = "cpu",
     cache_dir: PathLike | None = None,
 ) -> LoadedModel:
     """Load ``(model, tokenizer)`` for a registered name, HF directory or .gguf file.
 
-    ``dtype``: ``"bfloat16"`` (default; ~2x faster than float32 on CPU), ``"float32"``,
-    ``"float16"``, ``"auto"`` or a ``torch.dtype``. ``device``: anything ``model.to`` accepts.
+    ``dtype``: ``"auto"`` (default: bfloat16 where ``device`` multiplies bf16 fast, else float32;
+    :mod:`inspo.models.precision`), ``"bfloat16"``, ``"float32"``, ``"float16"`` or a
+    ``torch.dtype``. bf16 is not faster everywhere: on a CPU with AVX2 alone its matmuls ran
+    67-99x slower than float32 (BENCHMARKS.md). ``device``: anything ``model.to`` accepts.
     The model is returned in eval mode; the tokenizer has a pad token.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    torch_dtype = resolve_dtype(dtype)
+    from inspo.models.precision import concrete_dtype
+
+    torch_dtype = resolve_dtype(concrete_dtype(dtype, device) if isinstance(dtype, str) else dtype)
     path = model_path(name_or_path, cache_dir=cache_dir)
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype)
     model.to(device)

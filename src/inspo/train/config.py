@@ -23,6 +23,7 @@ from typing import Any
 from inspo.agent.protocol import resolve_instruction
 from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
 from inspo.llm.factory import OptimizerLLMConfig
+from inspo.models.precision import DTYPES
 from inspo.train.config_files import merge, parse_override, read_config_file
 from inspo.train.final import FINAL_CHOICES
 from inspo.train.presets import PRESETS
@@ -54,8 +55,9 @@ class ModelConfig:
     name_or_path: str = "qwen2.5-coder-0.5b"
     """A registered name (``inspo.models.list_models()``: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b
     (opt-in), smollm2-135m, tiny-qwen2, tiny-qwen2-hd32), a Hugging Face hub name in the local hub cache, a Hugging Face folder or a .gguf file."""
-    dtype: str = "bfloat16"
-    """Weights dtype: bfloat16 (fast on CPU and GPU), float32 or float16."""
+    dtype: str = "auto"
+    """Weights dtype: auto (bfloat16 where the device multiplies bf16 fast: CUDA GPUs with bf16, CPUs
+    with oneDNN bf16 such as AVX512-BF16/AMX; else float32), bfloat16, float32 or float16."""
     lora: bool = False
     """Train LoRA adapters (PEFT) instead of all weights."""
     lora_r: int = 16
@@ -88,8 +90,8 @@ class ModelConfig:
                f"model.vllm_kv_cache_gib must be >= 0 (0: vLLM's own rule); got {self.vllm_kv_cache_gib!r}")
         _check(isinstance(self.vllm_max_model_len, int) and self.vllm_max_model_len >= 0,
                f"model.vllm_max_model_len must be an integer >= 0 (0: the model's); got {self.vllm_max_model_len!r}")
-        _check(self.dtype in ("bfloat16", "float32", "float16"),
-               f"model.dtype must be bfloat16, float32 or float16; got {self.dtype!r}")
+        _check(self.dtype in DTYPES,
+               f"model.dtype must be auto, bfloat16, float32 or float16; got {self.dtype!r}")
         _check(self.lora_r >= 1, f"model.lora_r must be >= 1; got {self.lora_r!r}")
         _check(0 <= self.lora_dropout < 1, f"model.lora_dropout must be in [0, 1); got {self.lora_dropout!r}")
 
@@ -230,8 +232,10 @@ class RLConfig:
     """Text forced at the start of each response (its first turn only), not trained on (e.g. '<search>')."""
     last_turn_nudge: bool = False
     """Tell the policy to answer now, in the text before the final turn (Search-R1 has no such text)."""
-    bf16: bool = True
-    """Mixed precision bf16."""
+    bf16: bool | str = "auto"
+    """Mixed precision: TRL's bf16 autocast of the training compute (the weights stay model.dtype).
+    auto: on where the device multiplies bf16 fast (as model.dtype=auto), else off; true on a CPU
+    without fast bf16 (AVX2 only) may run tens of times slower."""
     use_vllm: bool | str = False
     """Play the training rollouts with vLLM (needs the vllm module): the weights (or, with
     model.lora=true, the LoRA adapter) are synced into a vLLM engine in each training process every
@@ -267,6 +271,9 @@ class RLConfig:
 
     def __post_init__(self) -> None:
         _check_bools(RLConfig, vars(self), "rl.")
+        _check(isinstance(self.bf16, bool) or self.bf16 == "auto",
+               f"rl.bf16 must be true, false or auto; got {self.bf16!r} (auto: bf16 where the device multiplies "
+               "it fast)")
         _check(isinstance(self.use_vllm, bool) or self.use_vllm == "auto",
                f"rl.use_vllm must be true or false; got {self.use_vllm!r} (or auto: vLLM when it is installed on a "
                "CUDA machine)")

@@ -56,6 +56,7 @@ from inspo.train.loop import (
     verification_evaluate,
     warmup_questions,
 )
+from inspo.train.precision import announce, run_precision
 from inspo.train.progress import announce_events, say
 from inspo.train.setup import SetupError, prepare
 from inspo.train.summary import RunSummary, summarize
@@ -120,6 +121,9 @@ def run_evolve(
         raise SetupError("run_evolve: policy_url needs policy_model (the served model's name)")
     choose_on_dev = config.final_choice == "dev"
     owned = engine is None and not policy_url
+    if owned:  # the frozen policy loads here: its dtype resolved once (given engines and endpoints have theirs)
+        config, precision = run_precision(config, training=False)
+        announce(precision)
     if owned and config.model.engine == "vllm":
         from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
 
@@ -224,7 +228,8 @@ def run_evolve(
     summary = summarize(run_dir=run_dir, mode="evolve", steps=steps, history=metrics.history, coevo=coevo,
                         returned=best, optimizer=inputs.optimizer_note, started=started, policy=policy,
                         evaluation=final.to_dict() if final else None, selection_rollouts=played,
-                        resume_changes=[str(c) for c in plan.applied] if plan else [])
+                        resume_changes=[str(c) for c in plan.applied] if plan else [],
+                        precision=precision.describe() if owned else "")
     summary.write()
     if owned and hasattr(engine, "shutdown"):
         engine.shutdown()

@@ -34,12 +34,14 @@ def _paper(model: str, **rl: Any) -> dict[str, Any]:
     return {
         "require_paper_parts": True,
         # Weights stay float32 (master weights; compute is bf16 through rl.bf16): at lr 5e-7 most
-        # updates are below bf16's resolution and would be lost.
+        # updates are below bf16's resolution and would be lost. rl.bf16=auto turns the bf16
+        # compute on where the GPU has bf16 (A100, H100), as Search-R1's runs had, and off on one
+        # without it (V100, T4) or on a CPU without fast bf16, where it would be slower.
         "model": {"name_or_path": model, "dtype": "float32"},
         "data": {"train": "", "eval": "", "corpus": "", "retriever": "dense",
                  "retriever_model": "intfloat/e5-base-v2"},
         # rollouts from vLLM where it runs best (Search-R1 trains on verl's vLLM rollouts)
-        "rl": {"use_vllm": "auto", **rl},
+        "rl": {"use_vllm": "auto", "bf16": "auto", **rl},
         "optimizer": {"kind": "openai", "model": "gemini-2.5-pro"},
     }
 
@@ -63,6 +65,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "seed_instruction": "@weak",  # never says a question may need several searches
         "final_choice": "dev",
         "offline_steps": 20,  # pre-policy: the instruction evolved with the frozen policy first
+        # precision: model.dtype and rl.bf16 stay auto (bf16 on a GPU with bf16; float32 on a CPU
+        # without fast bf16, where bf16 matmuls ran 67-99x slower: BENCHMARKS.md, "bf16 or float32 on this CPU")
         "model": {"lora": True, "lora_r": 16, "lora_alpha": 32},
         "data": {"train": "world-multihop", "eval": "world-multihop", "corpus": "world-multihop",
                  "max_hops": 2, "max_eval_questions": 48, "max_test_questions": 1000,
@@ -86,8 +90,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
     },
     "cpu-tiny": {
-        # Measured on 2 CPU cores (fresh clone, 2026-11-23): 1,004 s, 10.7 GiB peak RSS.
-        # Qwen2.5-Coder-0.5B with LoRA on a bf16 base, 2 single-hop questions x G 4 per step, F1
+        # Measured on 2 CPU cores (fresh clone, 2026-11-23): 1,004 s, 10.7 GiB peak RSS, in bf16 (weights
+        # and compute, the default then) on another machine. Precision is auto (bf16 where the CPU has
+        # fast bf16): on a CPU with AVX2 alone bf16 matmuls ran 67-99x slower than float32 and a bf16
+        # step did not finish in 18 min, so auto picks float32 weights and compute there (BENCHMARKS.md,
+        # "bf16 or float32 on this CPU").
+        # Qwen2.5-Coder-0.5B with LoRA, 2 single-hop questions x G 4 per step, F1
         # reward, two turns of 32 tokens: one search turn (max_turns 1) and the final answer turn,
         # with the last-turn nudge before it (the shape that was measured; one search is enough
         # for single-hop questions).
@@ -101,14 +109,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "output_dir": "runs/cpu-tiny",
         "final_choice": "dev",
         "offline_steps": 10,  # pre-/post-policy: one compressed evolution round (K_e' 5), as online
-        "model": {"lora": True, "lora_r": 16, "lora_alpha": 32},
+        "model": {"lora": True, "lora_r": 16, "lora_alpha": 32, "dtype": "auto"},
         "data": {"max_eval_questions": 16, "max_test_questions": 50, "warmup_questions": 4, "max_hops": 1},
         "rl": {
             "steps": 8, "questions_per_step": 2, "group_size": 4, "mini_batches": 1, "micro_batch_size": 8,
             "learning_rate": 2e-5, "warmup_ratio": 0.0, "beta": 0.0, "max_turns": 1,
             "max_response_tokens": 32, "max_obs_tokens": 100, "max_prompt_tokens": 1024,
             "temperature": 0.7, "prefill": "<search>", "last_turn_nudge": True, "reward": "f1",
-            "save_steps": 4,
+            "save_steps": 4, "bf16": "auto",
         },
         "coevolution": {
             "population_size": 3, "prune_every": 2, "evolve_every": 4, "evolve_until": 8,

@@ -44,10 +44,12 @@ from typing import Any, Protocol
 
 from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
+from inspo.models.precision import Precision
 from inspo.rng import derived_rng
 from inspo.train.config import TrainConfig
 from inspo.train.grpo_run import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
 from inspo.train.loop import RewardFn
+from inspo.train.precision import announce, run_precision
 from inspo.train.progress import say
 from inspo.train.schedule import offline_config
 from inspo.train.setup import SetupError
@@ -69,6 +71,8 @@ class Run:
     reward_fn: RewardFn | None = None
     rank: int = 0
     world_size: int = 1
+    precision: Precision | None = None
+    """How ``config``'s ``model.dtype`` and ``rl.bf16`` were resolved (:func:`run_precision`)."""
 
     @property
     def is_main(self) -> bool:
@@ -138,8 +142,26 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
         ConfigError: an invalid config value.
     """
     rank, world_size = world()
-    run = Run(config, resume=resume, progress=progress, reward_fn=reward_fn, rank=rank, world_size=world_size)
+    config, precision = run_precision(config, saved=_resumed_config(config, resume))
+    if rank == 0:
+        announce(precision)
+    run = Run(config, resume=resume, progress=progress, reward_fn=reward_fn, rank=rank, world_size=world_size,
+              precision=precision)
     return run_stages(run, mode_stages(config.mode))
+
+
+def _resumed_config(config: TrainConfig, resume: bool | str) -> dict[str, Any] | None:
+    """The config the checkpoint a resume continues from was written with (None: a fresh run, or
+    no checkpoint: pre-flight says so)."""
+    if not resume:
+        return None
+    from inspo.train.resume import read_old_config
+
+    run_dir = Path(config.output_dir)
+    try:
+        return read_old_config(run_dir, artifacts.find_checkpoint(run_dir, resume))[0]
+    except (OSError, ValueError):  # no checkpoint, or a damaged one: pre-flight names it
+        return None
 
 
 def run_stages(run: Run, stages: Sequence[Stage]) -> RunSummary:
@@ -223,6 +245,8 @@ class GrpoStage:
             return replace(handoff, summary=self.finished, policy=_trained_model(run) if run.is_main else None)
         summary, policy = run_grpo(self.start, instruction=handoff.instruction, progress=run.progress,
                                    reward_fn=run.reward_fn)
+        if run.precision is not None:
+            summary = replace(summary, precision=run.precision.describe())
         if run.is_main and not self.last:
             artifacts.write_json(run.run_dir / artifacts.TRAINING_SUMMARY_FILE, summary.to_dict())
         return replace(handoff, summary=summary, policy=policy)

@@ -45,6 +45,9 @@ class RunSummary:
     peak_memory_gb: float = 0.0
     policy: str = ""
     """``inspo evolve``: the frozen policy."""
+    precision: str = ""
+    """The policy's weights and compute dtypes as they ran, ``auto`` resolved, and why
+    (:meth:`inspo.models.precision.Precision.describe`); '' in summaries written before it."""
     resumed_from: str | None = None
     evaluation: dict[str, Any] | None = None
     """The final choice (``final_choice``) and held-out test, as :class:`inspo.train.final.FinalChoice`."""
@@ -74,6 +77,8 @@ class RunSummary:
         ]
         if self.policy:
             out.append(f"policy (frozen):      {self.policy}")
+        if self.precision:
+            out.append(f"precision:            {self.precision}")
         out += [
             f"steps:                {self.steps}",
             f"reward:               {self.reward_start:.3f} -> {self.reward_end:.3f} "

@@ -30,8 +30,15 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
     ``max_turns`` observations (corrective messages and the nudge are assumed to fit an
     observation's budget; the prefill is not counted). With a ``rollout_func`` TRL truncates
     nothing by it; it is ``dr_grpo``'s normaliser and the cap of TRL's own generators.
+    ``run_training`` hands a config whose ``model.dtype`` and ``rl.bf16`` are resolved
+    (:mod:`inspo.train.precision`); an ``auto`` left here is resolved by the same rule for
+    ``cuda`` or the CPU.
     """
+    from inspo.models.precision import concrete_dtype, fast_bf16, resolve_bf16_setting
+
     rl = config.rl
+    device = "cuda" if cuda else "cpu"
+    bf16 = rl.bf16 if isinstance(rl.bf16, bool) else resolve_bf16_setting(rl.bf16, fast_bf16(device))
     rows = rl.trajectories_per_step
     if rows % (world_size * rl.mini_batches):
         raise SetupError(
@@ -59,7 +66,7 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
         "top_p": rl.top_p,
         # max_turns search turns, each followed by an observation, then the final turn
         "max_completion_length": (rl.max_turns + 1) * rl.max_response_tokens + rl.max_turns * rl.max_obs_tokens,
-        "bf16": rl.bf16,
+        "bf16": bf16,
         "use_cpu": not cuda,
         "report_to": list(rl.report_to) or "none",
         "logging_steps": rl.logging_steps,
@@ -71,7 +78,7 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
         "gradient_checkpointing": config.model.gradient_checkpointing,
         "remove_unused_columns": False,
         "shuffle_dataset": True,
-        "model_init_kwargs": {"dtype": config.model.dtype},
+        "model_init_kwargs": {"dtype": concrete_dtype(config.model.dtype, device)},
         "disable_tqdm": not progress,
         "ddp_timeout": 7200,  # verification (and an offline stage) on the main process can take a while
         # TRL calls a completion that does not end in EOS "truncated"; an episode that ends at

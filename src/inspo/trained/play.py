@@ -21,6 +21,7 @@ draw their seeds from the agent's ``rng`` (``seed``), so a session replays.
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +31,8 @@ from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
 from inspo.agent.transcript import RecordingRetriever, Turn, transcript_lines, turns_of
 from inspo.records import Instruction, Question, Rollout
 from inspo.trained.settings import AGENT_FILE, INSTRUCTION_FILE, AgentSettings, RetrieverSettings
+
+log = logging.getLogger("inspo.trained")
 
 
 @dataclass
@@ -129,7 +132,10 @@ def load_agent(
     ``instruction``: ``@NAME`` (``@search-r1``, ``@weak``), a text file, a run directory or
     exported folder (its instruction), or the instruction's text. ``prefill``: text forced at the
     start of the first turn ('' for none). ``device``: None picks cuda
-    when there is one, else cpu. Raises FileNotFoundError / ValueError with what is wrong.
+    when there is one, else cpu. ``dtype``: None plays in the agent's dtype (``agent.json``), in
+    float32 where that is bfloat16 and the device has no fast bf16 (``describe()`` says which:
+    :func:`inspo.models.precision.play_precision`); ``"auto"`` or a dtype name as given.
+    Raises FileNotFoundError / ValueError with what is wrong.
     """
     found = resolve_source(source)
     settings = found.settings
@@ -142,8 +148,14 @@ def load_agent(
     if retriever is not None or corpus is not None or retriever_url is not None or index_dir is not None:
         ret = replace(ret, kind=retriever or ("http" if retriever_url else ret.kind), corpus=corpus or ret.corpus,
                       url=retriever_url or ret.url, index_dir=index_dir if index_dir is not None else ret.index_dir)
-    settings = replace(settings, agent=agent, retriever=ret, dtype=dtype or settings.dtype)
-    chosen, notes = found.instruction, list(found.notes)
+    from inspo.models.precision import default_device, play_precision
+
+    device = device or default_device()
+    precision = play_precision(settings.dtype, dtype, device=device, asked_key="dtype")
+    for warning in precision.warnings():
+        log.warning("%s", warning)
+    settings = replace(settings, agent=agent, retriever=ret, dtype=precision.dtype)
+    chosen, notes = found.instruction, [*found.notes, f"precision:   {precision.describe()}"]
     if instruction is not None:
         chosen = parse_instruction(instruction)
         notes = [n for n in notes if not n.startswith("instruction:")] + [f"instruction: {instruction_origin(instruction)}"]
@@ -155,7 +167,7 @@ def load_agent(
         raise ValueError(f"retriever {settings.retriever.describe()} is not usable: {exc} (choose another: --corpus, "
                          "--retriever, --retriever-url; in Python corpus=, retriever=, retriever_url=)") from exc
     rng = random.Random(seed)
-    engine = load_engine(found.model, kind="hf", dtype=settings.dtype, device=device or _device(),
+    engine = load_engine(found.model, kind="hf", dtype=settings.dtype, device=device,
                          rng=random.Random(rng.randrange(2**31)))
     return Agent(engine, search, chosen, settings, rng=rng, notes=notes)
 
@@ -267,12 +279,6 @@ def _hub_name(name: str) -> bool:
     from inspo.models.registry import is_hub_name
 
     return is_hub_name(name)
-
-
-def _device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 __all__ = ["Agent", "AgentSource", "Answer", "RetrieverSettings", "load_agent", "parse_instruction", "resolve_source"]

@@ -80,8 +80,10 @@ class AgentSettings:
     agent: AgentConfig
     """Turns, tokens per turn and per observation, top-k, decoding, reward, prefill, nudge."""
     retriever: RetrieverSettings = field(default_factory=RetrieverSettings)
-    dtype: str = "bfloat16"
-    """The dtype the policy trained and plays in."""
+    dtype: str = "auto"
+    """The weights dtype the policy trained in and plays in: concrete in an exported run (its
+    config.yaml records ``model.dtype`` resolved); ``auto`` only from a hand-written config
+    (resolved where it plays, :func:`inspo.models.precision.play_precision`)."""
     base_model: str = ""
     """The ``model.name_or_path`` training started from."""
     training_temperature: float | None = None
@@ -119,7 +121,7 @@ class AgentSettings:
             retriever = RetrieverSettings(**_known(RetrieverSettings, data.get("retriever", {})))
         except (KeyError, TypeError) as exc:
             raise ValueError(f"{where}: {exc}") from exc
-        return cls(agent=agent, retriever=retriever, dtype=data.get("dtype", "bfloat16"),
+        return cls(agent=agent, retriever=retriever, dtype=data.get("dtype", "auto"),
                    base_model=data.get("base_model", ""), training_temperature=data.get("training_temperature"))
 
     def write(self, folder: Path) -> Path:
