@@ -15,6 +15,7 @@ training runs go to subprocesses (``tests/train_run_script.py``).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -163,3 +164,20 @@ def test_two_processes_each_play_their_shard_in_their_own_vllm(tmp_path):
     choices = {rank: artifacts.read_jsonl(out / f"choices.rank{rank}.jsonl") for rank in (0, 1)}
     assert all(len({c["question_id"] for c in choices[r] if c["step"] == 1}) == 2 for r in (0, 1))  # its own shard
     assert (out / "model" / "config.json").is_file()
+
+
+@pytest.mark.slow
+def test_the_sync_check_script_compares_vllm_with_transformers_after_each_step(tmp_path):
+    """benchmarks/vllm_sync_check.py (run on the 0.5B for BENCHMARKS §5) on the tiny model, in its
+    own process (it starts its own engine)."""
+    out = tmp_path / "check.json"
+    script = Path(__file__).parents[1] / "benchmarks" / "vllm_sync_check.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(script), "--quick", "--json", str(out)], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["ok"] and [c["step"] for c in result["checks"]] == [0, 1, 2]
+    assert all(c["equal"] and c["touched"] == [] for c in result["checks"])
+    assert result["checks"][1]["vllm"] != result["checks"][0]["vllm"]  # the steps really moved the policy
+    assert "vLLM equals transformers" in done.stdout
