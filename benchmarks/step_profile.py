@@ -239,9 +239,11 @@ def split(config, contexts: list[int], reps: int, info: dict, json_path: str | N
     import torch
 
     from inspo.models import load_model
+    from inspo.models.precision import concrete_dtype
 
+    dtype = concrete_dtype(config.model.dtype, "cpu")  # "auto" is resolved as a run resolves it
     loaded = load_model(config.model.name_or_path)
-    model = loaded.model.to(getattr(torch, config.model.dtype)).eval()
+    model = loaded.model.to(getattr(torch, dtype)).eval()
     batch = config.rl.questions_per_step * config.rl.group_size
     steps = config.rl.max_response_tokens
     gen = torch.Generator().manual_seed(0)
@@ -261,7 +263,7 @@ def split(config, contexts: list[int], reps: int, info: dict, json_path: str | N
             rows.append({"context": context, "rep": rep, "prefill_s": prefill, "decode_s": decode})
     print(f"command: {info['command']} (commit {info['commit']})")
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.2f}; "
-          f"{config.model.name_or_path} {config.model.dtype}, batch {batch}, {steps} decoding steps per turn")
+          f"{config.model.name_or_path} {dtype}, batch {batch}, {steps} decoding steps per turn")
     print(f"{'context':>8s} {'prefill s':>10s} {'decode s':>9s} {'prefill share':>14s}")
     for context in contexts:
         mine = [r for r in rows if r["context"] == context]
