@@ -44,7 +44,7 @@ def reach(world_name: str, *, seed: int, k: int, questions: int) -> dict[int, di
         by_name = retriever.search([world.entities[q.meta["entity_ids"][-1]].name for q in qs], k=k)
 
         reached = [q for q, r in zip(qs, by_text, strict=True) if q.meta["passage_ids"][-1] in {p.id for p in r}]
-        out[hops] = {"questions": len(qs), "first": _found(qs, 0, by_text), "last": _found(qs, -1, by_text),
+        out[hops] = {"questions": len(qs), "first": _found(qs, 0, by_text), "last": len(reached),
                      "last_by_name": _found(qs, -1, by_name),
                      # why the last passage came back: the first relation of those chains
                      "last_by_first_relation": dict(Counter(q.meta["relations"][0] for q in reached).most_common())}

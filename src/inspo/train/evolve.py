@@ -313,12 +313,11 @@ def _policy(config: TrainConfig, engine, remote, model_dir) -> tuple[PolicyEngin
         except ImportError as exc:
             raise SetupError(f"model.engine=vllm: {exc}") from exc
         return engine, f"{model.name_or_path} (vLLM, {model.dtype})"
-    import torch
-
     from inspo.agent.engines import HFEngine
     from inspo.models import load_model
+    from inspo.models.precision import default_device
 
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = default_device()  # the device run_precision resolved model.dtype for
     loaded = load_model(model_dir, dtype=model.dtype, device=device)
     return HFEngine(loaded.model, loaded.tokenizer), f"{model.name_or_path} ({model.dtype}, {device})"
 
