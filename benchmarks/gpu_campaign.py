@@ -17,6 +17,13 @@ and a campaign is a few commands:
    ``multihop_coevolution.py --seed S --arms A``; jobs whose result exists are skipped, a job
    still running at ``--deadline-s`` is stopped and resumes from its last checkpoint at the next
    ``launch``. Prints a table of done / running / failed jobs.
+   Before the arms, ``pilot`` (there) runs issue 23's first check the same way, as parallel jobs
+   under the deadline: the carried policy sampled G 8 on single- and two-hop training questions
+   of each world (``world-multihop``, where one search often returns both passages of a chain, and
+   ``world-chain``, where each hop needs its own search) under ``@weak`` and the worked two-search
+   example, with every episode kept. Its pass@8 says whether two-hop questions give GRPO a signal
+   before any seed is spent. A pilot job has no checkpoint: one stopped at the deadline starts
+   over at the next ``pilot``.
 4. ``collect`` (there): the result JSONs and each job's log, plus each run's metrics and events,
    into one tar under ``$OUT`` (split into 15 MiB parts if larger) to bring back and commit.
 
@@ -25,6 +32,7 @@ Usage (the device tool's ``run`` calls, in order; ``.device`` is ignored by git 
     python benchmarks/gpu_campaign.py pack --dir .device            # here
     # run: carry [.device/whl, .device/model/manifest.json, .device/model/piece-00 ...]:
     python benchmarks/gpu_campaign.py receive --dir .device
+    python benchmarks/gpu_campaign.py pilot --model qwen2.5-coder-1.5b --out /root/mh
     python benchmarks/gpu_campaign.py launch --seeds 0-4 --parallel 10 --deadline-s 540 --out /root/mh
     python benchmarks/gpu_campaign.py collect --out /root/mh --to "$OUT"
 """
@@ -158,12 +166,60 @@ def receive(directory: Path, keep: Path = KEEP, *, build: bool = True) -> list[s
 # ---------------------------------------------------------------------------------- launch
 @dataclass
 class Job:
+    """One arm of one seed: ``multihop_coevolution.py --seed S --arms A``."""
+
     seed: int
     arm: str
 
     @property
     def name(self) -> str:
         return f"{self.arm}-s{self.seed}"
+
+    def result(self, out: Path) -> Path:
+        return _arms_benchmark().result_path(out, self.arm, self.seed)
+
+    def argv(self, out: Path, extra: Sequence[str]) -> list[str]:
+        return [sys.executable, str(HERE / "multihop_coevolution.py"), "--seed", str(self.seed), "--arms", self.arm,
+                "--out", str(out), *extra]
+
+
+WORKED_EXAMPLE = HERE / "results" / "multihop" / "worked-example-instruction.txt"
+
+
+@dataclass
+class PilotJob:
+    """The frozen-policy pilot on one world: ``multihop_pilot.py`` sampled, both hop counts, the
+    weak seed against the worked two-search example, every episode kept beside the result."""
+
+    world: str
+    seed: int
+    model: str
+    questions: int = 32
+    batch: int = 256
+
+    @property
+    def name(self) -> str:
+        return f"pilot-{self.world}-s{self.seed}"
+
+    def result(self, out: Path) -> Path:
+        return out / "results" / f"{self.name}.json"
+
+    def argv(self, out: Path, extra: Sequence[str]) -> list[str]:
+        world = [x for key in ("train", "eval", "corpus") for x in ("--set", f"data.{key}={self.world}")]
+        return [sys.executable, str(HERE / "multihop_pilot.py"), "--hops", "1,2", "--seed", str(self.seed),
+                "--questions", str(self.questions), "--batch", str(self.batch),
+                "--instructions", f"weak,file:{WORKED_EXAMPLE}", "--set", f"model.name_or_path={self.model}",
+                *world, "--json", str(self.result(out)),
+                "--episodes", str(self.result(out).with_suffix(".episodes.jsonl")), *extra]
+
+
+def _arms_benchmark():
+    from importlib import util
+
+    spec = util.spec_from_file_location("inspo_benchmark_multihop_coevolution", HERE / "multihop_coevolution.py")
+    bench = util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
 
 
 def jobs_for(seeds: Sequence[int], arms: Sequence[str]) -> list[Job]:
@@ -179,11 +235,6 @@ def parse_seeds(text: str) -> list[int]:
     return [int(s) for s in text.split(",") if s]
 
 
-def job_command(job: Job, out: Path, extra: Sequence[str]) -> list[str]:
-    return [sys.executable, str(HERE / "multihop_coevolution.py"), "--seed", str(job.seed), "--arms", job.arm,
-            "--out", str(out), *extra]
-
-
 def job_env() -> dict[str, str]:
     """The jobs' environment: this checkout's ``src`` first on the path (inspo is not installed on
     the device) and ``INSPO_COMMIT`` from git when git can tell it (the copy there has no .git)."""
@@ -197,22 +248,20 @@ def job_env() -> dict[str, str]:
     return env
 
 
-def launch(jobs: Sequence[Job], out: Path, *, parallel: int, deadline_s: float, extra: Sequence[str] = (),
-           command: Callable[[Job, Path, Sequence[str]], list[str]] = job_command, poll_s: float = 1.0) -> dict[str, str]:
+def launch(jobs: Sequence[Job | PilotJob], out: Path, *, parallel: int, deadline_s: float, extra: Sequence[str] = (),
+           command: Callable[[Job | PilotJob, Path, Sequence[str]], list[str]] | None = None,
+           poll_s: float = 1.0) -> dict[str, str]:
     """Run ``jobs`` at most ``parallel`` at a time until done or ``deadline_s``; a job whose result
-    file exists is skipped. Returns each job's state: done, skipped, failed (rc N), stopped
-    (deadline) or waiting (never started)."""
-    from importlib import util
-
-    spec = util.spec_from_file_location("inspo_benchmark_multihop_coevolution", HERE / "multihop_coevolution.py")
-    bench = util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    file exists is skipped. ``command`` replaces each job's own ``argv`` (tests). Returns each job's
+    state: done, skipped, failed (rc N), stopped (deadline) or waiting (never started)."""
+    command = command or (lambda job, out_dir, more: job.argv(out_dir, more))
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
+    (out / "results").mkdir(parents=True, exist_ok=True)
     state = {j.name: "waiting" for j in jobs}
     queue = []
     for j in jobs:
-        if bench.result_path(out, j.arm, j.seed).is_file():
+        if j.result(out).is_file():
             state[j.name] = "skipped"
         else:
             queue.append(j)
@@ -291,6 +340,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     a.add_argument("--deadline-s", type=float, default=540)
     a.add_argument("--out", default=str(KEEP / "mh"))
     a.add_argument("--set", action="append", default=[], help="passed to every job")
+    a = sub.add_parser("pilot", help="there: the sampled frozen-policy pilot on each world, as parallel jobs")
+    a.add_argument("--model", default=MODELS[1], choices=MODELS, help="the carried policy")
+    a.add_argument("--worlds", default="world-multihop,world-chain")
+    a.add_argument("--seeds", default="0")
+    a.add_argument("--questions", type=int, default=32, help="training questions per hop count")
+    a.add_argument("--parallel", type=int, default=2)
+    a.add_argument("--deadline-s", type=float, default=540)
+    a.add_argument("--out", default=str(KEEP / "mh"))
+    a.add_argument("--set", action="append", default=[], help="passed to every job")
     a = sub.add_parser("collect", help="there: results, logs and run files into a tar under --to")
     a.add_argument("--out", default=str(KEEP / "mh"))
     a.add_argument("--to", default=os.environ.get("OUT", "campaign-out"))
@@ -301,10 +359,14 @@ def main(argv: Sequence[str] | None = None) -> None:
               f"{args.dir}/model/manifest.json, then run `receive` in each")
     elif args.cmd == "receive":
         receive(Path(args.dir), Path(args.keep))
-    elif args.cmd == "launch":
+    elif args.cmd in ("launch", "pilot"):
         extra = [x for s in args.set for x in ("--set", s)]
-        launch(jobs_for(parse_seeds(args.seeds), args.arms.split(",")), Path(args.out), parallel=args.parallel,
-               deadline_s=args.deadline_s, extra=extra)
+        if args.cmd == "launch":
+            jobs = jobs_for(parse_seeds(args.seeds), args.arms.split(","))
+        else:
+            jobs = [PilotJob(w, seed, args.model, args.questions) for seed in parse_seeds(args.seeds)
+                    for w in args.worlds.split(",")]
+        launch(jobs, Path(args.out), parallel=args.parallel, deadline_s=args.deadline_s, extra=extra)
     else:
         for path in collect(Path(args.out), Path(args.to)):
             print(path)

@@ -257,6 +257,28 @@ def test_launch_runs_jobs_in_parallel_skips_done_ones_and_stops_at_the_deadline(
     assert campaign.parse_seeds("0-3") == [0, 1, 2, 3] and campaign.parse_seeds("1,5") == [1, 5]
 
 
+def test_pilot_jobs_run_the_real_pilot_on_each_world_and_are_skipped_once_done(tmp_path, capsys):
+    campaign = load_script("gpu_campaign")
+    out = tmp_path / "mh"
+    jobs = [campaign.PilotJob(world, 0, "tiny-qwen2", questions=2, batch=8) for world in ("world-multihop", "world-chain")]
+    argv = jobs[1].argv(out, ["--quick"])
+    assert argv[argv.index("--instructions") + 1] == f"weak,file:{campaign.WORKED_EXAMPLE}"
+    assert {"data.train=world-chain", "data.eval=world-chain", "data.corpus=world-chain"} <= set(argv)
+    assert campaign.WORKED_EXAMPLE.is_file()
+
+    state = campaign.launch(jobs, out, parallel=2, deadline_s=600, extra=["--quick", "--threads", "1"], poll_s=0.2)
+    assert state == {"pilot-world-multihop-s0": "done", "pilot-world-chain-s0": "done"}, \
+        [(out / "logs" / f"{j.name}.log").read_text()[-2000:] for j in jobs]
+    for job in jobs:
+        result = json.loads(job.result(out).read_text())
+        assert f"data.corpus={job.world}" in result["set"] and result["errors"] == 0
+        assert set(result["instructions"]) == {"weak", f"file:{campaign.WORKED_EXAMPLE}"}
+        episodes = job.result(out).with_suffix(".episodes.jsonl").read_text().splitlines()
+        assert len(episodes) == 2 * 2 * 2 * 2  # instructions x hop counts x questions x G
+    again = campaign.launch(jobs, out, parallel=2, deadline_s=60, poll_s=0.1)
+    assert set(again.values()) == {"skipped"}
+
+
 def test_collect_bundles_results_logs_and_run_files_in_parts(tmp_path):
     import tarfile
 
