@@ -257,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.baselines.gepa_adapter import SearchAgentAdapter, optimize_instruction
     from inspo.eval.stats import paired_difference
     from inspo.models import load_model
+    from inspo.models.precision import default_device
     from inspo.records import Instruction
     from inspo.train.config import resolve
     from inspo.train.evolve import run_evolve
@@ -288,9 +289,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     inputs = prepare(config, need_optimizer=False, need_eval=True)
     test_questions = load_questions(config.data.eval or config.data.train, "test", args.test_questions,
                                     field_name="--test-questions", max_hops=config.data.max_hops)
-    loaded = load_model(inputs.model_dir, dtype=config.model.dtype, device="cpu")
+    loaded = load_model(inputs.model_dir, dtype=config.model.dtype, device=default_device())
     engine = HFEngine(loaded.model, loaded.tokenizer)
-    policy = f"{config.model.name_or_path} ({config.model.dtype}, frozen)"
+    weights = str(next(loaded.model.parameters()).dtype).removeprefix("torch.")
+    policy = f"{config.model.name_or_path} ({weights} on {loaded.model.device}, frozen)"
 
     # ---- INSPO: run_evolve on the preset's schedule; its rollouts set the budget
     started = time.perf_counter()

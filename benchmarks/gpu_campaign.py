@@ -9,8 +9,9 @@ and a campaign is a few commands:
    chunk packages) re-split into pieces of at most ``--piece-mib`` MiB, with a manifest of each
    piece's size and SHA-256 and the whole file's; and the wheels the device lacks (trl,
    datasets, bm25s, gguf and their missing needs). It prints which pieces go in which call.
-2. ``receive`` (there, once per call that carries pieces): checks each carried piece against the
-   manifest and keeps it outside the work tree; when every piece is there, joins them, checks
+2. ``receive`` (there, once per call that carries pieces): installs the carried wheels, checks
+   each carried piece against the manifest and keeps it outside the work tree; when every piece
+   is there, joins them, checks
    the whole file's size and SHA-256 (``inspo.models.sources.join_verified``) and converts it into
    inspo's model cache, so the model (``qwen2.5-coder-0.5b`` or ``-1.5b``) loads there as it does here.
 3. ``launch`` (there): the arm x seed jobs as parallel processes on the one GPU, each
@@ -24,6 +25,10 @@ and a campaign is a few commands:
    example, with every episode kept. Its pass@8 says whether two-hop questions give GRPO a signal
    before any seed is spent. A pilot job has no checkpoint: one stopped at the deadline starts
    over at the next ``pilot``.
+   ``rematch`` (there) runs issue 23's GEPA rematch (``evolve_vs_gepa.py``, instruction-only, the
+   0.5B policy frozen and the 0.5B as both optimizers' reflector, so carry the default model) for
+   each seed with the tag check on and off, as the same kind of parallel jobs; on this CPU one such
+   run takes about 2 hours. Pool them with ``evolve_vs_gepa.py --combine`` per tag setting.
 4. ``collect`` (there): the result JSONs and each job's log, plus each run's metrics and events,
    into one tar under ``$OUT`` (split into 15 MiB parts if larger) to bring back and commit.
 
@@ -33,6 +38,7 @@ Usage (the device tool's ``run`` calls, in order; ``.device`` is ignored by git 
     # run: carry [.device/whl, .device/model/manifest.json, .device/model/piece-00 ...]:
     python benchmarks/gpu_campaign.py receive --dir .device
     python benchmarks/gpu_campaign.py pilot --model qwen2.5-coder-1.5b --out /root/mh
+    python benchmarks/gpu_campaign.py rematch --seeds 0-4 --out /root/mh   # with the 0.5B carried
     python benchmarks/gpu_campaign.py launch --seeds 0-4 --parallel 10 --deadline-s 540 --out /root/mh
     python benchmarks/gpu_campaign.py collect --out /root/mh --to "$OUT"
 """
@@ -56,7 +62,7 @@ MIB = 1 << 20
 # What the device image lacks for `inspo train` (its torch, transformers, accelerate, peft, numpy,
 # pyarrow, xxhash, tqdm ... are there: /work/.library/device/KINDS.md): carried as wheels.
 DEVICE_WHEELS = ("trl==1.16.0", "datasets==5.2.0", "bm25s==0.3.16", "gguf==0.19.0", "dill==0.4.1",
-                 "multiprocess==0.70.19")
+                 "multiprocess==0.70.19", "gepa==0.1.4")  # gepa: the rematch only
 KEEP = Path("/root/inspo-device")  # outside the work tree: kept while the machine is held
 HERE = Path(__file__).resolve().parent
 MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
@@ -137,8 +143,12 @@ def pack(directory: Path, piece_mib: int, *, chunk_source: Callable[[], Sequence
 
 # --------------------------------------------------------------------------------- receive
 def receive(directory: Path, keep: Path = KEEP, *, build: bool = True) -> list[str]:
-    """Keep the carried pieces that match the manifest; join and convert once all are kept.
-    Returns the names of the pieces still missing."""
+    """Install the carried wheels (once per machine); keep the carried pieces that match the
+    manifest; join and convert once all are kept. Returns the names of the pieces still missing."""
+    wheels = sorted((directory / "whl").glob("*.whl"))
+    if wheels:  # no network there: these wheels are all it gets (--no-deps: the rest is installed)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+                        *map(str, wheels)], check=True)
     manifest = json.loads((directory / "model" / "manifest.json").read_text())
     keep.mkdir(parents=True, exist_ok=True)
     for piece in manifest["pieces"]:
@@ -211,6 +221,34 @@ class PilotJob:
                 "--instructions", f"weak,file:{WORKED_EXAMPLE}", "--set", f"model.name_or_path={self.model}",
                 *world, "--json", str(self.result(out)),
                 "--episodes", str(self.result(out).with_suffix(".episodes.jsonl")), *extra]
+
+
+# The rematch's arms B (BENCHMARKS.md §4): GEPA with its own reflection prompt, both optimizers the
+# same local LLM at temperature 0.7 and 400 tokens a call; evolve_vs_gepa's defaults are the rest.
+REMATCH_SETTINGS = ("optimizer.kind=local", "coevolution.optimizer_max_tokens=400",
+                    "coevolution.optimizer_temperature=0.7")
+
+
+@dataclass
+class RematchJob:
+    """One seed of the GEPA rematch, with INSPO's tag check on or off (the evidence rules stay on)."""
+
+    seed: int
+    tag_check: bool
+    reflector: str = MODELS[0]
+
+    @property
+    def name(self) -> str:
+        return f"rematch-{'tags' if self.tag_check else 'no-tags'}-s{self.seed}"
+
+    def result(self, out: Path) -> Path:
+        return out / "results" / f"{self.name}.json"
+
+    def argv(self, out: Path, extra: Sequence[str]) -> list[str]:
+        settings = [x for s in (*REMATCH_SETTINGS, f"optimizer.local_model_path={self.reflector}") for x in ("--set", s)]
+        return [sys.executable, str(HERE / "evolve_vs_gepa.py"), "--gepa-prompt", "gepa", "--seed", str(self.seed),
+                *([] if self.tag_check else ["--no-tag-check"]), *settings,
+                "--out", str(out / "rematch" / self.name), "--json", str(self.result(out)), *extra]
 
 
 def _arms_benchmark():
@@ -349,6 +387,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     a.add_argument("--deadline-s", type=float, default=540)
     a.add_argument("--out", default=str(KEEP / "mh"))
     a.add_argument("--set", action="append", default=[], help="passed to every job")
+    a = sub.add_parser("rematch", help="there: the GEPA rematch per seed, tag check on and off, as parallel jobs")
+    a.add_argument("--seeds", default="0-4")
+    a.add_argument("--tag-check", default="on,off", help="on, off or on,off")
+    a.add_argument("--reflector", default=MODELS[0], choices=MODELS)
+    a.add_argument("--parallel", type=int, default=10)
+    a.add_argument("--deadline-s", type=float, default=540)
+    a.add_argument("--out", default=str(KEEP / "mh"))
+    a.add_argument("--set", action="append", default=[], help="passed to every job")
     a = sub.add_parser("collect", help="there: results, logs and run files into a tar under --to")
     a.add_argument("--out", default=str(KEEP / "mh"))
     a.add_argument("--to", default=os.environ.get("OUT", "campaign-out"))
@@ -359,10 +405,16 @@ def main(argv: Sequence[str] | None = None) -> None:
               f"{args.dir}/model/manifest.json, then run `receive` in each")
     elif args.cmd == "receive":
         receive(Path(args.dir), Path(args.keep))
-    elif args.cmd in ("launch", "pilot"):
+    elif args.cmd in ("launch", "pilot", "rematch"):
         extra = [x for s in args.set for x in ("--set", s)]
         if args.cmd == "launch":
             jobs = jobs_for(parse_seeds(args.seeds), args.arms.split(","))
+        elif args.cmd == "rematch":
+            checks = {"on": True, "off": False}
+            if not set(args.tag_check.split(",")) <= set(checks):
+                raise SystemExit(f"--tag-check: on, off or on,off, not {args.tag_check!r}")
+            jobs = [RematchJob(seed, checks[c], args.reflector) for seed in parse_seeds(args.seeds)
+                    for c in args.tag_check.split(",")]
         else:
             jobs = [PilotJob(w, seed, args.model, args.questions) for seed in parse_seeds(args.seeds)
                     for w in args.worlds.split(",")]

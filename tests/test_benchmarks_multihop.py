@@ -182,8 +182,10 @@ def _chunks(tmp_path: Path) -> tuple[list[Path], _Spec]:
     return paths, _Spec("m.gguf", len(data), hashlib.sha256(data).hexdigest())
 
 
-def test_pack_recuts_the_model_and_receive_keeps_only_pieces_that_match(tmp_path):
+def test_pack_recuts_the_model_and_receive_keeps_only_pieces_that_match(tmp_path, monkeypatch):
     campaign = load_script("gpu_campaign")
+    installed = []
+    monkeypatch.setattr(campaign.subprocess, "run", lambda argv, check: installed.append(argv))
     chunks, spec = _chunks(tmp_path)
     pieces = campaign.split_file(chunks, tmp_path / "cut", 4096)
     assert [p["bytes"] for p in pieces] == [4096, 4096, 2304]
@@ -200,6 +202,13 @@ def test_pack_recuts_the_model_and_receive_keeps_only_pieces_that_match(tmp_path
     (first / "model" / "manifest.json").write_bytes((tmp_path / "dev" / "model" / "manifest.json").read_bytes())
     (first / "model" / "piece-00").write_bytes((tmp_path / "dev" / "model" / "piece-00").read_bytes())
     assert campaign.receive(first, keep, build=False) == []  # one piece of 1 MiB holds it all
+    assert installed == []  # no wheels carried in this call
+    (first / "whl").mkdir()
+    (first / "whl" / "gepa-0.1.4-py3-none-any.whl").write_bytes(b"zip")
+    campaign.receive(first, keep, build=False)
+    (pip,) = installed  # the carried wheels, from nowhere else (the device has no network)
+    assert pip[1:5] == ["-m", "pip", "install", "--quiet"] and "--no-index" in pip
+    assert pip[-1] == str(first / "whl" / "gepa-0.1.4-py3-none-any.whl")
     # a piece that is not what the manifest says is refused, not kept
     (keep / "piece-00").unlink()
     (first / "model" / "piece-00").write_bytes(b"x" * spec.size)
@@ -277,6 +286,20 @@ def test_pilot_jobs_run_the_real_pilot_on_each_world_and_are_skipped_once_done(t
         assert len(episodes) == 2 * 2 * 2 * 2  # instructions x hop counts x questions x G
     again = campaign.launch(jobs, out, parallel=2, deadline_s=60, poll_s=0.1)
     assert set(again.values()) == {"skipped"}
+
+
+def test_rematch_jobs_are_one_per_seed_and_tag_setting_with_arm_bs_settings(tmp_path):
+    campaign = load_script("gpu_campaign")
+    gepa = load_script("evolve_vs_gepa")
+    on, off = campaign.RematchJob(3, True), campaign.RematchJob(3, False)
+    assert (on.name, off.name) == ("rematch-tags-s3", "rematch-no-tags-s3")
+    argv_on, argv_off = on.argv(tmp_path, ["--quick"]), off.argv(tmp_path, [])
+    assert "--no-tag-check" in argv_off and "--no-tag-check" not in argv_on
+    args = gepa.parse_args(argv_on[2:])  # what evolve_vs_gepa makes of it
+    assert args.seed == 3 and args.gepa_prompt == "gepa" and args.json == str(on.result(tmp_path))
+    assert {"optimizer.kind=local", "optimizer.local_model_path=qwen2.5-coder-0.5b",
+            "coevolution.optimizer_max_tokens=400", "coevolution.optimizer_temperature=0.7"} <= set(args.set)
+    assert gepa.parse_args(argv_off[2:]).no_tag_check and on.result(tmp_path) != off.result(tmp_path)
 
 
 def test_collect_bundles_results_logs_and_run_files_in_parts(tmp_path):

@@ -146,9 +146,11 @@ def make_optimizer_llm(
         if not spec.local_model_path:
             raise LLMError("optimizer kind 'local' needs local_model_path")
         from inspo.llm.local import LocalTransformersClient
+        from inspo.models.precision import default_device
 
-        logger.info("optimizer LLM: local transformers model %s (because %s)", spec.local_model_path, why)
-        return LocalTransformersClient(spec.local_model_path, rng=child)
+        device = default_device()  # a GPU when one is visible, as for the policy: decoding 400 tokens on CPU takes minutes
+        logger.info("optimizer LLM: local transformers model %s on %s (because %s)", spec.local_model_path, device, why)
+        return LocalTransformersClient(spec.local_model_path, rng=child, device=device)
     from inspo.core.reflector import RuleBasedReflector
 
     logger.info("optimizer LLM: rule-based offline reflector (because %s)", why)
