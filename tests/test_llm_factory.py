@@ -92,3 +92,23 @@ def test_api_key_value_never_echoed_by_validation():
     with pytest.raises(ValueError) as info:
         OptimizerLLMConfig(api_key_env=KEY)
     assert KEY not in str(info.value)
+
+
+@pytest.mark.parametrize(("visible", "env", "device"), [("cpu", {}, "cpu"), ("cuda", {}, "cuda"),
+                                                          ("cuda", {"LOCAL_RANK": "1"}, "cuda:1"),
+                                                          ("cpu", {"LOCAL_RANK": "1"}, "cpu")])
+def test_a_local_optimizer_loads_where_the_policy_would(monkeypatch, visible, env, device):
+    import inspo.llm.local
+    import inspo.models.precision
+
+    built = {}
+
+    class Local:
+        def __init__(self, path, *, rng, device):
+            built.update(path=path, device=device)
+
+    monkeypatch.setattr(inspo.llm.local, "LocalTransformersClient", Local)
+    monkeypatch.setattr(inspo.models.precision, "default_device", lambda: visible)
+    spec = OptimizerLLMConfig(kind="local", local_model_path="qwen2.5-coder-0.5b")
+    make_optimizer_llm(spec, random.Random(0), env=env)
+    assert built == {"path": "qwen2.5-coder-0.5b", "device": device}

@@ -149,6 +149,8 @@ def make_optimizer_llm(
         from inspo.models.precision import default_device
 
         device = default_device()  # a GPU when one is visible, as for the policy: decoding 400 tokens on CPU takes minutes
+        if device == "cuda" and env.get("LOCAL_RANK", "").isdigit():  # under torchrun: this process's GPU, not GPU 0
+            device = f"cuda:{env['LOCAL_RANK']}"
         logger.info("optimizer LLM: local transformers model %s on %s (because %s)", spec.local_model_path, device, why)
         return LocalTransformersClient(spec.local_model_path, rng=child, device=device)
     from inspo.core.reflector import RuleBasedReflector
