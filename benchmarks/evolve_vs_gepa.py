@@ -40,9 +40,9 @@ Usage::
         --seed S --out runs/gepa-R-sS --json runs/gepa-R-sS.json
     OMP_NUM_THREADS=1 python benchmarks/evolve_vs_gepa.py ... --no-tag-check --seed S \
         --out runs/gepa-R-notag-sS --json runs/gepa-R-notag-sS.json
-    # a seed whose GEPA arm was stopped: the same command + --resume-inspo continues INSPO's saved
-    # arm (only its final choice is played again) and runs GEPA's arm and the test anew
-    python benchmarks/evolve_vs_gepa.py ... --seed S --out runs/gepa-R-sS --resume-inspo
+    # a stopped seed: the same command + --resume continues INSPO's saved arm (only its final
+    # choice is played again) and GEPA's from its last iteration, then runs the test
+    python benchmarks/evolve_vs_gepa.py ... --seed S --out runs/gepa-R-sS --resume
     python benchmarks/evolve_vs_gepa.py --threads 2                  # the rule-based reflector
     python benchmarks/evolve_vs_gepa.py --quick      # a smoke run (tiny random model)
     python benchmarks/evolve_vs_gepa.py --combine runs/gepa-R-s0.json runs/gepa-R-s1.json runs/gepa-R-s2.json
@@ -107,9 +107,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default="runs/bench-gepa")
     p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
-    p.add_argument("--resume-inspo", action="store_true",
-                   help="continue INSPO's arm from the run saved in OUT/inspo instead of starting it over (its "
-                        "finished steps are not replayed; its final choice is); the wall-time ratio is then not measured")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the arms saved in OUT instead of starting them over: INSPO's from its state (its "
+                        "finished steps are not replayed; its final choice is), GEPA's from the state it saves each "
+                        "iteration (started when none was saved); the wall-time ratio is then not measured")
     args = p.parse_args(argv)
     for name in ("evolutions", "max_rounds", "candidates", "db_size", "val_size", "minibatch", "test_questions"):
         if getattr(args, name) < 1:
@@ -302,9 +303,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     # ---- INSPO: run_evolve on the preset's schedule; its rollouts set the budget
     started = time.perf_counter()
-    # --out is scratch: a rerun replaces it, unless --resume-inspo continues the arm saved there
-    evo = run_evolve(config, engine=engine, out_dir=out / "inspo", progress=False, resume=args.resume_inspo,
-                     overwrite=not args.resume_inspo)
+    # --out is scratch: a rerun replaces it, unless --resume continues the arms saved there
+    evo = run_evolve(config, engine=engine, out_dir=out / "inspo", progress=False, resume=args.resume,
+                     overwrite=not args.resume)
     inspo_wall = time.perf_counter() - started
     led = evo.ledger
     # every policy rollout INSPO played, its final choice on val_size dev questions included
@@ -313,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     inspo = {"best_instruction": evo.best_instruction, "rollouts": budget, "optimizer_calls": led["optimizer_calls"],
              "selection_score": (choice.get("dev_scores") or {}).get(evo.best_instruction_id, evo.best_weight),
              "final_choice": choice.get("rule", config.final_choice), "seed_returned": choice.get("seed_returned"),
-             "selection_rollouts": evo.selection_rollouts, "wall_s": inspo_wall, "resumed": args.resume_inspo,
+             "selection_rollouts": evo.selection_rollouts, "wall_s": inspo_wall, "resumed": args.resume,
              "ledger": led,
              "outcomes": optimizer_outcomes(out / "inspo" / "events.jsonl")}
     print(json.dumps({"arm": "inspo", **{k: v for k, v in inspo.items() if k not in ("best_instruction", "ledger")}}))
@@ -329,13 +330,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
         reflection=args.gepa_prompt, minibatch_size=args.minibatch,
         n_candidates=config.coevolution.candidates_per_call, temperature=config.coevolution.optimizer_temperature,
         max_tokens=config.coevolution.optimizer_max_tokens, guard_tags=config.coevolution.guard_tags,
-        seed=args.seed, run_dir=str(out / "gepa"),
+        seed=args.seed, run_dir=str(out / "gepa"), resume=args.resume,
     )
     gepa_wall = time.perf_counter() - started
     stats = outcome.proposer
     gepa = {"best_instruction": outcome.best_instruction, "rollouts": outcome.rollouts,
-            "optimizer_calls": stats.calls if stats else llm.usage.calls, "selection_score": outcome.best_val_score,
+            "optimizer_calls": outcome.reflection_calls, "selection_score": outcome.best_val_score,
             "candidates": outcome.candidates, "full_val_evals": outcome.full_val_evals, "wall_s": gepa_wall,
+            "resumed": outcome.resumed, "replayed_rollouts": outcome.replayed_rollouts,
             "proposals_accepted_by_guard": stats.accepted if stats else None,
             "proposer_rejections": list(stats.rejected) if stats else None,
             "proposer_rejections_by_kind": reason_kinds(stats.rejected) if stats else None,
@@ -367,7 +369,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "test_mean": {k: statistics.fmean(v) for k, v in test.items()},
         "vs_seed": {k: paired_difference(test[k], test["seed"]).to_dict() for k in ("inspo", "gepa")},
         "gepa_minus_inspo": paired_difference(test["gepa"], test["inspo"]).to_dict(),
-        "wall_ratio_gepa_over_inspo": None if args.resume_inspo else gepa_wall / inspo_wall,
+        "wall_ratio_gepa_over_inspo": None if args.resume else gepa_wall / inspo_wall,
         "test_answers_named": named,
         "inspo": inspo,
         "gepa": gepa,
@@ -377,8 +379,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"policy {policy}; optimizer LLM: {optimizer_note}; GEPA reflects with the {args.gepa_prompt} prompt")
     print(f"rollouts (budget {budget}): INSPO {inspo['rollouts']}, GEPA {gepa['rollouts']}")
     print(f"optimizer calls:           INSPO {inspo['optimizer_calls']}, GEPA {gepa['optimizer_calls']}")
-    if args.resume_inspo:
-        print(f"wall time GEPA / INSPO:    not measured (INSPO's arm resumed: {inspo_wall:.0f} s in this run; GEPA {gepa_wall:.0f} s)")
+    if args.resume:
+        print(f"wall time GEPA / INSPO:    not measured (resumed: INSPO {inspo_wall:.0f} s, GEPA {gepa_wall:.0f} s in this "
+              f"run; GEPA {'continued its saved run, replaying ' + str(outcome.replayed_rollouts) + ' rollouts' if outcome.resumed else 'started anew'})")
     else:
         print(f"wall time GEPA / INSPO:    {result['wall_ratio_gepa_over_inspo']:.2f} ({gepa_wall:.0f} s / {inspo_wall:.0f} s)")
     oc = inspo["outcomes"]

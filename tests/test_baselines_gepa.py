@@ -131,3 +131,37 @@ def test_optimize_instruction_rejects_bad_arguments(world):
                              llm=FunctionLLM(str), reflection="other")
     with pytest.raises(ValueError, match="cannot even cover one pass"):
         optimize_instruction(_adapter(retriever), SEED, trainset, valset, max_rollouts=2, llm=FunctionLLM(str))
+
+
+def test_a_stopped_gepa_run_resumes_from_its_saved_state(world, tmp_path):
+    """GEPA saves its state in run_dir before every iteration; resume=True continues it (the budget
+    used, the candidates, the adapter's counters and sampling stream), a new run starts over."""
+    valset, trainset, retriever = world
+    rewrites = iter(f"{SEED} Search for the key entity first ({i})." for i in range(100))
+    llm = FunctionLLM(lambda prompt: f"```\n{next(rewrites)}\n```")
+    run = str(tmp_path / "gepa")
+
+    def optimize(budget, resume=False, adapter=None):
+        return optimize_instruction(adapter or _adapter(retriever), SEARCH_R1_INSTRUCTION, trainset, valset,
+                                    max_rollouts=budget, llm=llm, reflection="gepa", minibatch_size=2,
+                                    run_dir=run, resume=resume)
+
+    first = optimize(12)  # stands for a run stopped after its 12-rollout budget
+    assert not first.resumed and first.replayed_rollouts == 0 and first.reflection_calls == len(llm.prompts) >= 1
+    adapter = _adapter(retriever)
+    later = optimize(28, resume=True, adapter=adapter)
+    assert later.resumed and "Loading gepa state" in (tmp_path / "gepa" / "gepa.log").read_text()
+    # the budget used goes on from the saved run's, and the seed's re-scoring is counted apart
+    assert later.metric_calls == later.rollouts > first.metric_calls and later.rollouts <= 28 + 2 * 2 + len(valset)
+    assert later.replayed_rollouts == len(valset)
+    # the saved candidates came back: the perfect one found before is still the best, with no new
+    # reflection (GEPA skips minibatches it already solves), and the saved call count is carried
+    assert later.best_instruction == first.best_instruction and later.best_val_score == 1.0
+    assert later.candidates == first.candidates and later.reflection_calls == first.reflection_calls == len(llm.prompts)
+    assert adapter.calls > first.metric_calls // len(valset)  # the call counter (sampling stream) went on
+    # without resume the same folder starts over
+    again = optimize(12)
+    assert not again.resumed and again.metric_calls == first.metric_calls and again.replayed_rollouts == 0
+    with pytest.raises(ValueError, match="needs the run_dir"):
+        optimize_instruction(_adapter(retriever), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),
+                             resume=True)

@@ -360,25 +360,27 @@ def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
                                                 "ins_0_revision"}
     assert set(saved["test_answers_named"]) == {"inspo", "gepa"}
     assert isinstance(saved["gepa"]["proposer_rejections_by_kind"], dict)
-    assert saved["inspo"]["resumed"] is False
+    assert saved["inspo"]["resumed"] is False and saved["gepa"]["resumed"] is False
 
-    # --resume-inspo: INSPO's finished arm is continued, not replayed: no new step, optimizer call
-    # or verification, the same budget for GEPA; only the wall-time ratio is no longer measured
+    # --resume: INSPO's finished arm is continued, not replayed (no new step, optimizer call or
+    # verification, the same budget for GEPA), and so is GEPA's; the wall-time ratio is not measured
     def work_events():
         lines = (tmp_path / "inspo" / "events.jsonl").read_text().splitlines()
         return [e for e in map(json.loads, lines) if e["kind"] in ("proposed", "verified", "sampled", "weights")]
 
     before = work_events()
-    again = bench.main(["--quick", "--resume-inspo", "--out", str(tmp_path)])
+    again = bench.main(["--quick", "--resume", "--out", str(tmp_path)])
     assert again["budget_rollouts"] == budget and again["inspo"]["resumed"] is True
     assert again["inspo"]["ledger"] == result["inspo"]["ledger"]
     assert again["inspo"]["best_instruction"] == result["inspo"]["best_instruction"]
-    assert again["wall_ratio_gepa_over_inspo"] is None
+    assert again["wall_ratio_gepa_over_inspo"] is None and again["gepa"]["resumed"] is True
+    assert again["gepa"]["rollouts"] >= result["gepa"]["rollouts"] and again["gepa"]["replayed_rollouts"] == 2
+    assert again["gepa"]["optimizer_calls"] >= result["gepa"]["optimizer_calls"]
     assert work_events() == before
     from inspo.train.setup import SetupError
 
     with pytest.raises(SetupError, match="nothing to resume"):
-        bench.main(["--quick", "--resume-inspo", "--out", str(tmp_path / "fresh")])
+        bench.main(["--quick", "--resume", "--out", str(tmp_path / "fresh")])
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,22 @@ class SearchAgentAdapter:
         self.seed = seed
         self.calls = 0
         self.rollouts = 0
+        self.replayed = 0  # rollouts a resumed run played again before its saved state was restored
+        self.reflection_calls: Callable[[], int] = lambda: 0  # set by optimize_instruction; saved with the state
         self._evaluate = make_evaluate(engine, retriever, agent, group_size=1, batch_size=batch_size)
+
+    def get_adapter_state(self) -> dict[str, int]:
+        """What GEPA saves with its state in ``run_dir`` each iteration (GEPA's adapter-state hook)."""
+        return {"calls": self.calls, "rollouts": self.rollouts, "reflection_calls": self.reflection_calls()}
+
+    def set_adapter_state(self, state: Mapping[str, int]) -> None:
+        """Restore the counters a resumed GEPA run saved: the sampling stream goes on from the saved
+        call number, and the rollouts played since the restart (GEPA re-scores its seed on the
+        validation set before it loads the state) are counted apart as ``replayed``."""
+        if not state:  # a new run: GEPA restores an empty state
+            return
+        self.replayed += self.rollouts
+        self.calls, self.rollouts = int(state["calls"]), int(state["rollouts"])
 
     def evaluate(self, batch: list[Question], candidate: dict[str, str], capture_traces: bool = False):
         from gepa import EvaluationBatch
@@ -201,6 +217,9 @@ class GEPAOutcome:
     metric_calls: int
     full_val_evals: int
     proposer: ProposerStats | None
+    reflection_calls: int = 0  # optimizer LLM calls, over every run of a resumed optimisation
+    resumed: bool = False  # continued from the state saved in run_dir
+    replayed_rollouts: int = 0  # played again on resuming, outside GEPA's budget (``rollouts`` excludes them)
 
 
 def optimize_instruction(
@@ -219,6 +238,7 @@ def optimize_instruction(
     guard_tags: Sequence[str] = REQUIRED_TAGS,
     seed: int = 0,
     run_dir: str | None = None,
+    resume: bool = False,
 ) -> GEPAOutcome:
     """Run ``gepa.optimize`` on the instruction with a budget of ``max_rollouts`` policy rollouts.
 
@@ -228,6 +248,13 @@ def optimize_instruction(
     pair plus one validation pass; ``rollouts`` is what was actually played. ``temperature`` and
     ``max_tokens`` apply to every reflection call and ``guard_tags`` to the ``inspo`` proposer's
     guard (give both optimizers the same).
+
+    ``run_dir`` is GEPA's own folder: its log (``gepa.log``) and the state GEPA saves before every
+    iteration (``gepa_state.bin``, with the adapter's counters). A new run empties it first;
+    ``resume=True`` continues the run saved there instead (starting one when none was saved).
+    A resumed run keeps its candidates, Pareto front, budget used and the adapter's sampling
+    stream, but GEPA draws its minibatches and parents from a generator restarted from ``seed``,
+    so it is not the run an unbroken one would have been.
     """
     import gepa
 
@@ -243,7 +270,18 @@ def optimize_instruction(
             guard_tags=guard_tags, stats=stats)}
     else:
         kwargs = {"reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)}
-    logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None)
+    if resume and not run_dir:
+        raise ValueError("resume=True needs the run_dir the run was saved in")
+    state_file = Path(run_dir) / "gepa_state.bin" if run_dir else None
+    resumed = bool(resume and state_file and state_file.is_file())
+    if run_dir and not resume and Path(run_dir).exists():
+        shutil.rmtree(run_dir)  # a new run: an earlier run's saved state would be resumed by GEPA
+    prior_calls = _saved_adapter_state(run_dir).get("reflection_calls", 0) if resumed else 0
+    calls_before = llm.usage.calls
+    adapter.reflection_calls = lambda: prior_calls + llm.usage.calls - calls_before
+    logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
+    if resumed:
+        log.info("GEPA: resuming the run saved in %s", run_dir)
     result = gepa.optimize(
         seed_candidate={COMPONENT: seed_instruction},
         trainset=trainset,
@@ -253,6 +291,7 @@ def optimize_instruction(
         reflection_minibatch_size=minibatch_size,
         seed=seed,
         logger=logger,
+        run_dir=run_dir,
         display_progress_bar=False,
         **kwargs,
     )
@@ -265,17 +304,28 @@ def optimize_instruction(
         metric_calls=int(result.total_metric_calls or adapter.rollouts),
         full_val_evals=int(result.num_full_val_evals or 0),
         proposer=stats,
+        reflection_calls=adapter.reflection_calls(),
+        resumed=resumed,
+        replayed_rollouts=adapter.replayed,
     )
+
+
+def _saved_adapter_state(run_dir: str) -> dict:
+    """The adapter counters saved with GEPA's state in ``run_dir``."""
+    from gepa.core.state import GEPAState
+
+    return dict(GEPAState.load(run_dir).adapter_state or {})
 
 
 class _LogLines:
     """GEPA's logger: its messages go to a file (one per line) or to the debug log."""
 
-    def __init__(self, path: Path | None):
+    def __init__(self, path: Path | None, *, append: bool = False):
         self.path = path
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("", encoding="utf-8")
+            if not append:
+                path.write_text("", encoding="utf-8")
 
     def log(self, message: str) -> None:
         if self.path is None:
