@@ -28,7 +28,9 @@ and a campaign is a few commands:
    ``rematch`` (there) runs issue 23's GEPA rematch (``evolve_vs_gepa.py``, instruction-only, the
    0.5B policy frozen and the 0.5B as both optimizers' reflector, so carry the default model) for
    each seed with the tag check on and off, as the same kind of parallel jobs; on this CPU one such
-   run takes about 2 hours. Pool them with ``evolve_vs_gepa.py --combine`` per tag setting.
+   run takes about 3 hours. A job stopped at the deadline goes on at the next ``rematch`` from
+   INSPO's saved state and GEPA's last iteration (``evolve_vs_gepa.py --resume``). Pool them with
+   ``evolve_vs_gepa.py --combine`` per tag setting.
 4. ``collect`` (there): the result JSONs and each job's log, plus each run's metrics and events,
    into one tar under ``$OUT`` (split into 15 MiB parts if larger) to bring back and commit.
 
@@ -246,9 +248,12 @@ class RematchJob:
 
     def argv(self, out: Path, extra: Sequence[str]) -> list[str]:
         settings = [x for s in (*REMATCH_SETTINGS, f"optimizer.local_model_path={self.reflector}") for x in ("--set", s)]
+        run = out / "rematch" / self.name
+        # a job stopped at the deadline goes on from INSPO's saved state and GEPA's last iteration
+        resume = ["--resume"] if (run / "inspo" / "inspo_state.json").is_file() else []
         return [sys.executable, str(HERE / "evolve_vs_gepa.py"), "--gepa-prompt", "gepa", "--seed", str(self.seed),
                 *([] if self.tag_check else ["--no-tag-check"]), *settings,
-                "--out", str(out / "rematch" / self.name), "--json", str(self.result(out)), *extra]
+                "--out", str(run), "--json", str(self.result(out)), *resume, *extra]
 
 
 def _arms_benchmark():

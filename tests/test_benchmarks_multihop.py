@@ -300,6 +300,12 @@ def test_rematch_jobs_are_one_per_seed_and_tag_setting_with_arm_bs_settings(tmp_
     assert {"optimizer.kind=local", "optimizer.local_model_path=qwen2.5-coder-0.5b",
             "coevolution.optimizer_max_tokens=400", "coevolution.optimizer_temperature=0.7"} <= set(args.set)
     assert gepa.parse_args(argv_off[2:]).no_tag_check and on.result(tmp_path) != off.result(tmp_path)
+    # a job stopped at the deadline resumes at the next launch, once INSPO's arm has saved a state
+    assert not args.resume
+    state = tmp_path / "rematch" / on.name / "inspo" / "inspo_state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text("{}")
+    assert gepa.parse_args(on.argv(tmp_path, [])[2:]).resume and not gepa.parse_args(off.argv(tmp_path, [])[2:]).resume
 
 
 def test_collect_bundles_results_logs_and_run_files_in_parts(tmp_path):
