@@ -159,8 +159,10 @@ def test_a_stopped_gepa_run_resumes_from_its_saved_state(world, tmp_path):
     assert later.best_instruction == first.best_instruction and later.best_val_score == 1.0
     assert later.candidates == first.candidates and later.reflection_calls == first.reflection_calls == len(llm.prompts)
     assert adapter.calls > first.metric_calls // len(valset)  # the call counter (sampling stream) went on
-    # without resume the same folder starts over
+    # without resume the same folder starts over, and what else is there stays
+    (tmp_path / "gepa" / "notes.txt").write_text("mine")
     again = optimize(12)
+    assert (tmp_path / "gepa" / "notes.txt").read_text() == "mine"
     assert not again.resumed and again.metric_calls == first.metric_calls and again.replayed_rollouts == 0
     with pytest.raises(ValueError, match="needs the run_dir"):
         optimize_instruction(_adapter(retriever), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),

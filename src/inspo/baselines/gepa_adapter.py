@@ -250,8 +250,9 @@ def optimize_instruction(
     guard (give both optimizers the same).
 
     ``run_dir`` is GEPA's own folder: its log (``gepa.log``) and the state GEPA saves before every
-    iteration (``gepa_state.bin``, with the adapter's counters). A new run empties it first;
-    ``resume=True`` continues the run saved there instead (starting one when none was saved).
+    iteration (``gepa_state.bin``, with the adapter's counters). A new run removes an earlier
+    run's state and outputs there first; ``resume=True`` continues the run saved there instead
+    (starting one when none was saved).
     A resumed run keeps its candidates, Pareto front, budget used and the adapter's sampling
     stream, but GEPA draws its minibatches and parents from a generator restarted from ``seed``,
     so it is not the run an unbroken one would have been.
@@ -274,8 +275,9 @@ def optimize_instruction(
         raise ValueError("resume=True needs the run_dir the run was saved in")
     state_file = Path(run_dir) / "gepa_state.bin" if run_dir else None
     resumed = bool(resume and state_file and state_file.is_file())
-    if run_dir and not resume and Path(run_dir).exists():
-        shutil.rmtree(run_dir)  # a new run: an earlier run's saved state would be resumed by GEPA
+    if run_dir and not resume:  # a new run: GEPA would resume an earlier run's state, so remove it
+        Path(run_dir, "gepa_state.bin").unlink(missing_ok=True)
+        shutil.rmtree(Path(run_dir, "generated_best_outputs_valset"), ignore_errors=True)
     prior_calls = _saved_adapter_state(run_dir).get("reflection_calls", 0) if resumed else 0
     calls_before = llm.usage.calls
     adapter.reflection_calls = lambda: prior_calls + llm.usage.calls - calls_before
