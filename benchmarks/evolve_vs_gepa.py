@@ -380,8 +380,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"rollouts (budget {budget}): INSPO {inspo['rollouts']}, GEPA {gepa['rollouts']}")
     print(f"optimizer calls:           INSPO {inspo['optimizer_calls']}, GEPA {gepa['optimizer_calls']}")
     if args.resume:
+        how = (f"continued its saved run, replaying {outcome.replayed_rollouts} rollouts" if outcome.resumed
+               else "started anew")
         print(f"wall time GEPA / INSPO:    not measured (resumed: INSPO {inspo_wall:.0f} s, GEPA {gepa_wall:.0f} s in this "
-              f"run; GEPA {'continued its saved run, replaying ' + str(outcome.replayed_rollouts) + ' rollouts' if outcome.resumed else 'started anew'})")
+              f"run; GEPA {how})")
     else:
         print(f"wall time GEPA / INSPO:    {result['wall_ratio_gepa_over_inspo']:.2f} ({gepa_wall:.0f} s / {inspo_wall:.0f} s)")
     oc = inspo["outcomes"]

@@ -167,3 +167,19 @@ def test_a_stopped_gepa_run_resumes_from_its_saved_state(world, tmp_path):
     with pytest.raises(ValueError, match="needs the run_dir"):
         optimize_instruction(_adapter(retriever), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),
                              resume=True)
+
+
+def test_a_resumed_run_keeps_the_inspo_proposers_stats(world, tmp_path):
+    valset, trainset, retriever = world
+    llm = RuleBasedReflector(random.Random(0))
+
+    def optimize(budget, resume=False):
+        return optimize_instruction(_adapter(retriever), SEARCH_R1_INSTRUCTION, trainset, valset, max_rollouts=budget,
+                                    llm=llm, reflection="inspo", minibatch_size=2, run_dir=str(tmp_path), resume=resume)
+
+    first = optimize(12)
+    assert first.proposer.calls == first.reflection_calls >= 1
+    later = optimize(28, resume=True)
+    # the saved stats go on in the new process (a fresh ProposerStats would have lost the first run's calls)
+    assert later.resumed and later.proposer.calls == later.reflection_calls >= first.proposer.calls
+    assert later.proposer.rejected[:len(first.proposer.rejected)] == first.proposer.rejected

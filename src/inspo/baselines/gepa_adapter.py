@@ -26,7 +26,7 @@ import itertools
 import logging
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,21 +97,34 @@ class SearchAgentAdapter:
         self.calls = 0
         self.rollouts = 0
         self.replayed = 0  # rollouts a resumed run played again before its saved state was restored
-        self.reflection_calls: Callable[[], int] = lambda: 0  # set by optimize_instruction; saved with the state
+        # set by optimize_instruction: the optimizer calls this process made, and the inspo proposer's stats
+        self.calls_now: Callable[[], int] = lambda: 0
+        self.proposer: ProposerStats | None = None
+        self.calls_before = 0  # optimizer calls of the runs before a resume (restored with the state)
         self._evaluate = make_evaluate(engine, retriever, agent, group_size=1, batch_size=batch_size)
 
-    def get_adapter_state(self) -> dict[str, int]:
-        """What GEPA saves with its state in ``run_dir`` each iteration (GEPA's adapter-state hook)."""
-        return {"calls": self.calls, "rollouts": self.rollouts, "reflection_calls": self.reflection_calls()}
+    def reflection_calls(self) -> int:
+        """Optimizer LLM calls over every run of this optimisation."""
+        return self.calls_before + self.calls_now()
 
-    def set_adapter_state(self, state: Mapping[str, int]) -> None:
+    def get_adapter_state(self) -> dict[str, Any]:
+        """What GEPA saves with its state in ``run_dir`` each iteration (GEPA's adapter-state hook)."""
+        return {"calls": self.calls, "rollouts": self.rollouts, "reflection_calls": self.reflection_calls(),
+                "proposer": asdict(self.proposer) if self.proposer else None}
+
+    def set_adapter_state(self, state: Mapping[str, Any]) -> None:
         """Restore the counters a resumed GEPA run saved: the sampling stream goes on from the saved
-        call number, and the rollouts played since the restart (GEPA re-scores its seed on the
-        validation set before it loads the state) are counted apart as ``replayed``."""
+        call number, the optimizer calls and the proposer's stats go on from the saved ones, and the
+        rollouts played since the restart (GEPA re-scores its seed on the validation set before it
+        loads the state) are counted apart as ``replayed``."""
         if not state:  # a new run: GEPA restores an empty state
             return
         self.replayed += self.rollouts
         self.calls, self.rollouts = int(state["calls"]), int(state["rollouts"])
+        self.calls_before = int(state.get("reflection_calls", 0))  # GEPA restores before its first reflection
+        if self.proposer is not None and state.get("proposer"):
+            for name, value in state["proposer"].items():  # in place: the proposer holds this object
+                setattr(self.proposer, name, value)
 
     def evaluate(self, batch: list[Question], candidate: dict[str, str], capture_traces: bool = False):
         from gepa import EvaluationBatch
@@ -275,12 +288,11 @@ def optimize_instruction(
         raise ValueError("resume=True needs the run_dir the run was saved in")
     state_file = Path(run_dir) / "gepa_state.bin" if run_dir else None
     resumed = bool(resume and state_file and state_file.is_file())
-    if run_dir and not resume:  # a new run: GEPA would resume an earlier run's state, so remove it
-        Path(run_dir, "gepa_state.bin").unlink(missing_ok=True)
-        shutil.rmtree(Path(run_dir, "generated_best_outputs_valset"), ignore_errors=True)
-    prior_calls = _saved_adapter_state(run_dir).get("reflection_calls", 0) if resumed else 0
-    calls_before = llm.usage.calls
-    adapter.reflection_calls = lambda: prior_calls + llm.usage.calls - calls_before
+    if state_file and not resume:  # a new run: GEPA would resume an earlier run's state, so remove it
+        state_file.unlink(missing_ok=True)
+        shutil.rmtree(state_file.parent / "generated_best_outputs_valset", ignore_errors=True)
+    started_at = llm.usage.calls
+    adapter.calls_now, adapter.proposer, adapter.calls_before = (lambda: llm.usage.calls - started_at), stats, 0
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
     if resumed:
         log.info("GEPA: resuming the run saved in %s", run_dir)
@@ -310,13 +322,6 @@ def optimize_instruction(
         resumed=resumed,
         replayed_rollouts=adapter.replayed,
     )
-
-
-def _saved_adapter_state(run_dir: str) -> dict:
-    """The adapter counters saved with GEPA's state in ``run_dir``."""
-    from gepa.core.state import GEPAState
-
-    return dict(GEPAState.load(run_dir).adapter_state or {})
 
 
 class _LogLines:
