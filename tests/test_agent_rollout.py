@@ -11,7 +11,6 @@ the rollout's ids with what the model really saw and generated.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import replace
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from agent_helpers import Scripted  # noqa: E402
 from inspo.agent.engines import HFEngine, trim_generation  # noqa: E402
 from inspo.agent.evaluate import make_evaluate  # noqa: E402
 from inspo.agent.protocol import (  # noqa: E402
@@ -59,74 +59,6 @@ class CountingRetriever:
     def search(self, queries: list[str], k: int = 3) -> list[list[Passage]]:
         self.calls.append(list(queries))
         return [self.results(q, k) for q in queries]
-
-
-class Scripted:
-    """Wraps ``model.generate``: forces scripted text per row and records inputs and outputs.
-
-    ``script(qid, turn)`` returns the text row ``qid`` must write on ``turn`` (0-based), or None
-    to let the model sample freely. ``eos=True`` appends the EOS token after the text.
-    ``keep_stop_strings=False`` drops the engine's stopping criteria, so the model runs on past
-    a tag and the engine's trimming must cut it.
-    """
-
-    def __init__(self, loaded, script, *, eos=False, keep_stop_strings=True):
-        self.model = loaded.model
-        self.tok = loaded.tokenizer
-        self.script = script
-        self.eos = eos
-        self.keep_stop_strings = keep_stop_strings
-        self.calls: list[dict] = []  # {"inputs": [ids...], "raw": [ids...]} per generate call
-        self.original = self.model.generate
-
-    def _row_context(self, ids, mask) -> tuple[str, int]:
-        text = self.tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
-        qid = re.search(r"Question: (q\d+)", text).group(1)
-        after = text.split("Question:", 1)[1]
-        turn = after.count("</information>") + after.count("Let me try again.")
-        return qid, turn
-
-    def __call__(self, input_ids, attention_mask, generation_config, **kwargs):
-        import torch
-        from transformers import LogitsProcessor, LogitsProcessorList
-
-        start = input_ids.shape[1]
-        forced = []
-        for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True):
-            text = self.script(*self._row_context(ids, mask))
-            row = None if text is None else self.tok(text, add_special_tokens=False)["input_ids"]
-            if row is not None and self.eos:
-                row = row + [self.tok.eos_token_id]
-            forced.append(row)
-
-        class Force(LogitsProcessor):
-            def __call__(self, seq, scores):
-                step = seq.shape[1] - start
-                for r, row in enumerate(forced):
-                    if row is not None and step < len(row):
-                        scores[r] = -torch.inf
-                        scores[r, row[step]] = 0.0
-                return scores
-
-        if not self.keep_stop_strings:
-            kwargs.pop("stopping_criteria")
-        out = self.original(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            generation_config=generation_config,
-            logits_processor=LogitsProcessorList([Force()]),
-            **kwargs,
-        )
-        self.calls.append(
-            {
-                "inputs": [
-                    [t for t, m in zip(ids, mask, strict=True) if m]
-                    for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True)
-                ],
-                "raw": [row[start:] for row in out.tolist()],
-            }
-        )
-        return out
 
 
 @pytest.fixture
