@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
         fractions = (round(0.9 - args.test_fraction, 6), 0.1, args.test_fraction)
         write_world(build_world(seed=0, config=WorldConfig(split_fractions=fractions)), out / "world", bm25_index=False)
-        data = [f"data.train={out / 'world'}", f"data.eval={out / 'world'}", f"data.corpus={out / 'world'}"]
+        data = [f"data.train={out / 'world'}", f"data.eval={out / 'world'}", f"env.corpus={out / 'world'}"]
     config = resolve(args.preset, None, [*data, *rematch_settings(args), *args.set])
     evolutions = evolution_steps(args.steps, config.coevolution)
     if args.derived_steps and len(evolutions) != args.evolutions:

@@ -5,7 +5,7 @@ each with the error budget off (``max_error_rate`` 1: play everything) and at th
 
 - **frozen**: a retrieval server that accepts connections and never answers (a SIGSTOPped
   server). Reported: connections it received, rollouts played, seconds; and the worst case at the
-  default ``data.retriever_timeout`` (30 s) and ``data.retriever_retries`` (3), computed from the
+  default ``env.retriever_timeout`` (30 s) and ``env.retriever_retries`` (3), computed from the
   connections seen (each attempt waits one timeout).
 - **killed**: a real retrieval server (inspo's FastAPI app under uvicorn) that stops after
   ``--alive`` searches, mid-evaluation. Reported: rollouts scored, error rollouts, and the EM over
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_TIMEOUT_S, DEFAULT_RETRIES = 30.0, 3  # data.retriever_timeout / data.retriever_retries
+DEFAULT_TIMEOUT_S, DEFAULT_RETRIES = 30.0, 3  # env.retriever_timeout / env.retriever_retries
 
 
 def _fixtures():

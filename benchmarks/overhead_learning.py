@@ -60,7 +60,7 @@ def run_arm(mode: str, args: argparse.Namespace, rep: int) -> dict:
         "optimizer_calls": led.get("optimizer_calls", 0),
         "reward_start": summary.reward_start,
         "reward_end": summary.reward_end,
-        "searches_end": summary.searches_end,
+        "tool_calls_end": summary.tool_calls_end,
         "test_metric": ev.get("metric"),
         "test_questions": ev.get("test_questions"),
         "test_seed_instruction": ev.get("test_seed"),

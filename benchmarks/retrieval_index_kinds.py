@@ -1,7 +1,7 @@
 """Benchmark: recall versus memory versus latency of the dense index kinds, over the same vectors.
 
 Every kind is built by :func:`inspo.retrieval.faiss_index.build_index` (what ``DenseRetriever``
-and ``data.faiss_index`` use) over the same embeddings, and compared with the exact ``flat``
+and ``env.faiss_index`` use) over the same embeddings, and compared with the exact ``flat``
 index on the same queries:
 
 - ``recall@k``: the share of flat's top-k passages that the kind's top-k contains, averaged over

@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 import re
 
-from inspo.agent.engines import Generation
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, build_prompt
+from inspo.agent.engines import Generation, render_messages
 from inspo.data.sources import load_qa_source
+from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
 
 
 class ScriptedPolicy:
@@ -22,8 +22,8 @@ class ScriptedPolicy:
                         for q in load_qa_source("world", split=split)}
         self.calls = 0
 
-    def prompt_text(self, instruction, question):
-        return build_prompt(instruction, question)
+    def prompt_text(self, messages):
+        return render_messages(None, messages)
 
     def encode(self, text):
         return None
@@ -88,9 +88,9 @@ class TurnScript:
         self.turns: dict[str, int] = {}
         self.contexts: list[list[str]] = []
 
-    def prompt_text(self, instruction, question):
-        text = build_prompt(instruction, question)
-        self.prompts[text] = question
+    def prompt_text(self, messages):
+        text = render_messages(None, messages)
+        self.prompts[text] = text.rsplit("Question: ", 1)[-1].strip()
         return text
 
     def encode(self, text):
@@ -150,7 +150,7 @@ class Scripted:
         text = self.tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
         qid = re.search(r"Question: (q\d+)", text).group(1)
         after = text.split("Question:", 1)[1]
-        turn = after.count("</information>") + after.count("Let me try again.")
+        turn = len(re.findall(r"</(?:information|result)>", after)) + after.count("Let me try again.")
         return qid, turn
 
     def __call__(self, input_ids, attention_mask, generation_config, **kwargs):

@@ -272,7 +272,7 @@ def test_pilot_jobs_run_the_real_pilot_on_each_world_and_are_skipped_once_done(t
     jobs = [campaign.PilotJob(world, 0, "tiny-qwen2", questions=2, batch=8) for world in ("world-multihop", "world-chain")]
     argv = jobs[1].argv(out, ["--quick"])
     assert argv[argv.index("--instructions") + 1] == f"weak,file:{campaign.WORKED_EXAMPLE}"
-    assert {"data.train=world-chain", "data.eval=world-chain", "data.corpus=world-chain"} <= set(argv)
+    assert {"data.train=world-chain", "data.eval=world-chain", "env.corpus=world-chain"} <= set(argv)
     assert campaign.WORKED_EXAMPLE.is_file()
 
     state = campaign.launch(jobs, out, parallel=2, deadline_s=600, extra=["--quick", "--threads", "1"], poll_s=0.2)
@@ -280,7 +280,7 @@ def test_pilot_jobs_run_the_real_pilot_on_each_world_and_are_skipped_once_done(t
         [(out / "logs" / f"{j.name}.log").read_text()[-2000:] for j in jobs]
     for job in jobs:
         result = json.loads(job.result(out).read_text())
-        assert f"data.corpus={job.world}" in result["set"] and result["errors"] == 0
+        assert f"env.corpus={job.world}" in result["set"] and result["errors"] == 0
         assert set(result["instructions"]) == {"weak", f"file:{campaign.WORKED_EXAMPLE}"}
         episodes = job.result(out).with_suffix(".episodes.jsonl").read_text().splitlines()
         assert len(episodes) == 2 * 2 * 2 * 2  # instructions x hop counts x questions x G

@@ -256,10 +256,10 @@ def inspo_commands(block: Block) -> list[list[str]]:
 def test_inspo_commands_are_read_from_shell_blocks():
     block = Block(REPO / "x.md", 1, "inspo train --dry-run   # a comment\n"
                   "accelerate launch --config_file c.yaml $(which inspo) train --preset paper ...\n"
-                  "inspo eval --set rl.topk=2 \\\n    --limit 5\ncurl -s localhost\n"
+                  "inspo eval --set env.topk=2 \\\n    --limit 5\ncurl -s localhost\n"
                   "inspo ask runs/x < questions.txt\n", None, "bash")
     assert inspo_commands(block) == [["train", "--dry-run"], ["train", "--preset", "paper"],
-                                     ["eval", "--set", "rl.topk=2", "--limit", "5"], ["ask", "runs/x"]]
+                                     ["eval", "--set", "env.topk=2", "--limit", "5"], ["ask", "runs/x"]]
 
 
 def test_every_inspo_command_in_the_docs_parses_and_its_settings_exist(capsys):

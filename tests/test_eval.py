@@ -144,7 +144,7 @@ def _trained_run(tmp_path):
     (run / "model").mkdir(parents=True)
     (run / "best_instruction.txt").write_text("Search with <search> q </search>, answer with <answer> a </answer>.\n")
     config = resolve("cpu-tiny", overrides=["model.name_or_path=base-model", "rl.max_turns=1", "rl.max_response_tokens=7",
-                                            "rl.prefill=<search>", "rl.last_turn_nudge=true", "rl.topk=2"])
+                                            "rl.prefill=<search>", "rl.last_turn_nudge=true", "env.topk=2"])
     (run / "config.yaml").write_text(dump(config))
     return run
 

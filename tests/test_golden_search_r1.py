@@ -62,7 +62,7 @@ def _world_questions():
 
 def _episode_record(r) -> dict:
     return {"question": r.question.id, "prompt_ids": list(r.prompt_ids), "completion_ids": list(r.completion_ids),
-            "env_mask": list(r.env_mask), "reward": r.reward, "searches": list(r.searches), "turns": r.turns,
+            "env_mask": list(r.env_mask), "reward": r.reward, "searches": r.calls_of("search"), "turns": r.turns,
             "finish_reason": r.finish_reason, "answer": r.answer}
 
 
@@ -78,9 +78,9 @@ def _tiny():
 def _episodes() -> dict:
     """The scripted and the sampled episodes (the module docstring)."""
     from inspo.agent.engines import HFEngine
-    from inspo.agent.evaluate import make_evaluate
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
-    from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
+    from inspo.envs.evaluate import make_evaluate
+    from inspo.envs.loop import AgentConfig, Episode, run_rollouts
+    from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION, SearchR1Env
     from inspo.retrieval.factory import load_retriever
 
     tiny = _tiny()
@@ -90,15 +90,16 @@ def _episodes() -> dict:
     original = tiny.model.generate
     try:
         tiny.model.generate = Scripted(tiny, lambda qid, turn: SCRIPT.get((qid, turn)))
-        config = AgentConfig(max_turns=2, max_response_tokens=24, max_obs_tokens=48, topk=3, temperature=0.0,
-                             reward="f1", last_turn_nudge=True)
-        scripted = run_rollouts(HFEngine(tiny.model, tiny.tokenizer), retriever, config,
-                                [Episode(q, seed) for q in questions])
+        config = AgentConfig(max_turns=2, max_response_tokens=24, max_obs_tokens=48, temperature=0.0,
+                             last_turn_nudge=True)
+        scripted = run_rollouts(HFEngine(tiny.model, tiny.tokenizer), SearchR1Env(retriever, topk=3, reward="f1"),
+                                config, [Episode(q, seed) for q in questions])
     finally:
         tiny.model.generate = original
-    sampled_config = AgentConfig(max_turns=1, max_response_tokens=10, max_obs_tokens=40, topk=2, temperature=1.0,
-                                 reward="em", prefill="<search>")
-    evaluate = make_evaluate(HFEngine(tiny.model, tiny.tokenizer, rng=random.Random(0)), retriever, sampled_config,
+    sampled_config = AgentConfig(max_turns=1, max_response_tokens=10, max_obs_tokens=40, temperature=1.0,
+                                 prefill="<search>")
+    evaluate = make_evaluate(HFEngine(tiny.model, tiny.tokenizer, rng=random.Random(0)),
+                             SearchR1Env(retriever, topk=2, reward="em"), sampled_config,
                              group_size=2, batch_size=8, paired_seed=(0, "golden"))
     sampled = evaluate(seed, questions[:2])
     return {"scripted": [_episode_record(r) for r in scripted], "sampled": [_episode_record(r) for r in sampled]}
@@ -146,7 +147,7 @@ def _evolve(tmp: Path) -> dict:
     tiny = _tiny()
     config = resolve("cpu-tiny", overrides=[
         f"output_dir={out}", "model.name_or_path=tiny-qwen2", "offline_steps=2", "rl.questions_per_step=2",
-        "rl.group_size=2", "rl.max_turns=1", "rl.max_response_tokens=8", "rl.max_obs_tokens=32", "rl.reward=em",
+        "rl.group_size=2", "rl.max_turns=1", "rl.max_response_tokens=8", "rl.max_obs_tokens=32", "env.reward=em",
         "data.warmup_questions=2", "data.max_hops=0", "data.eval=", "coevolution.population_size=3",
         "coevolution.prune_every=1", "coevolution.evolve_every=2", "coevolution.evolve_until=3",
         "coevolution.validation_size=2", "coevolution.candidates_per_call=2", "coevolution.max_rounds=1",

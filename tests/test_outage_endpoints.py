@@ -243,8 +243,8 @@ def test_inspo_evolve_stops_on_a_killed_retriever_with_every_step_before_it_save
     with dying_server(alive=8) as (url, served):
         config = resolve("cpu-tiny", overrides=[
             f"output_dir={out}", "model.name_or_path=tiny-qwen2", "offline_steps=6", "rl.questions_per_step=2",
-            "rl.group_size=2", "rl.prefill=", "data.warmup_questions=2", "data.retriever=http",
-            f"data.retriever_url={url}", "coevolution.population_size=3",
+            "rl.group_size=2", "rl.prefill=", "data.warmup_questions=2", "env.retriever=http",
+            f"env.retriever_url={url}", "coevolution.population_size=3",
             "coevolution.evolve_every=2", "coevolution.evolve_until=4", "coevolution.validation_size=2",
             "coevolution.candidates_per_call=2", "coevolution.max_rounds=1",
         ])

@@ -198,9 +198,9 @@ def test_config_keys_are_validated_and_become_index_options():
     data = DataConfig(retriever="dense", corpus="/data/wiki-18.jsonl", index_path="/data/e5_Flat.index",
                       faiss_index="ivf4096,pq64", faiss_nprobe=32, faiss_device="cuda:1")
     assert data.index_options() == IndexOptions(kind="ivf4096,pq64", nprobe=32, ef_search=0, device="cuda:1")
-    with pytest.raises(ConfigError, match="data.index_path is a prebuilt faiss index: it needs data.retriever=dense"):
+    with pytest.raises(ConfigError, match="env.index_path is a prebuilt faiss index: it needs env.retriever=dense"):
         DataConfig(index_path="/data/e5_Flat.index", corpus="/data/wiki-18.jsonl")
-    with pytest.raises(ConfigError, match="data.index_path needs data.corpus=PATH.jsonl"):
+    with pytest.raises(ConfigError, match="env.index_path needs env.corpus=PATH.jsonl"):
         DataConfig(retriever="dense", index_path="/data/e5_Flat.index")  # corpus is still 'world'
     with pytest.raises(ConfigError, match=r"data.faiss_\*: faiss index kind 'ivf-pq' is not one of"):
         DataConfig(retriever="dense", faiss_index="ivf-pq")
@@ -213,8 +213,8 @@ def test_train_setup_builds_the_prebuilt_retriever_from_config(pair):
     from inspo.train.setup import build_retriever
 
     index_path, corpus = pair
-    config = resolve("cpu-tiny", overrides=["data.retriever=dense", f"data.corpus={corpus}",
-                                            f"data.index_path={index_path}", "data.faiss_index=hnsw8"])
+    config = resolve("cpu-tiny", overrides=["env.retriever=dense", f"env.corpus={corpus}",
+                                            f"env.index_path={index_path}", "env.faiss_index=hnsw8"])
     retriever = build_retriever(config)
     assert isinstance(retriever, DenseRetriever) and retriever.index_kind == "hnsw8"
     assert retriever.search(["find 42"], k=1)[0][0].id == "doc-42"

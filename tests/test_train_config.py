@@ -52,7 +52,7 @@ def test_file_then_overrides(tmp_path):
         ("rl.group_size=1", "group_size must be an integer >= 2"),
         ("coevolution.tau_s=0", "tau_s must be > 0"),
         ("mode=magic", "mode must be one of"),
-        ("data.retriever=http", "retriever_url is empty"),
+        ("env.retriever=http", "retriever_url is empty"),
         ("rl=3", "rl must be a table"),
         ("optimizer.kind=gpt", "optimizer kind 'gpt'"),
         ("model.engine=sglang", "model.engine must be hf or vllm"),

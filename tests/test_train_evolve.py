@@ -22,7 +22,7 @@ from inspo.train.setup import SetupError
 def _config(out, steps=4):
     return resolve("cpu-tiny", overrides=[
         f"output_dir={out}", "model.name_or_path=tiny-qwen2", "offline_steps=" + str(steps),
-        "rl.questions_per_step=2", "rl.group_size=2", "rl.prefill=", "rl.reward=em",
+        "rl.questions_per_step=2", "rl.group_size=2", "rl.prefill=", "env.reward=em",
         "data.warmup_questions=2", "coevolution.population_size=3", "coevolution.prune_every=1",
         "coevolution.evolve_every=2", "coevolution.evolve_until=4", "coevolution.validation_size=2",
         "coevolution.candidates_per_call=2", "coevolution.max_rounds=1",
@@ -89,7 +89,7 @@ def _offline_config(out, mode):
     """App. B's schedule (K_p 5, K_e 15, T_e 150: 9 evolution rounds online) on tiny batches."""
     return resolve("cpu-tiny", overrides=[
         f"output_dir={out}", f"mode={mode}", "model.name_or_path=tiny-qwen2", "offline_steps=30",
-        "rl.questions_per_step=2", "rl.group_size=2", "rl.prefill=", "rl.reward=em", "rl.steps=300",
+        "rl.questions_per_step=2", "rl.group_size=2", "rl.prefill=", "env.reward=em", "rl.steps=300",
         "data.warmup_questions=2", "coevolution.population_size=3", "coevolution.validation_size=2",
         "coevolution.candidates_per_call=2", "coevolution.max_rounds=1", *PAPER_SCHEDULE,
     ])
@@ -132,7 +132,7 @@ class StubGrpo:
         config = run.config
         summary = RunSummary(
             run_dir=str(config.output_dir), mode=config.mode, steps=config.rl.steps, reward_start=0.0,
-            reward_end=0.0, searches_start=0.0, searches_end=0.0, window=0, best_instruction_id="ins-0001",
+            reward_end=0.0, tool_calls_start=0.0, tool_calls_end=0.0, window=0, best_instruction_id="ins-0001",
             best_instruction=handoff.instruction or SEARCH_R1_INSTRUCTION, best_weight=0.0, population=["ins-0001"],
             optimizer="none", ledger={}, wall_seconds=0.0, peak_memory_gb=0.0)
         return replace(handoff, summary=summary, policy=Policy(None, None))

@@ -60,9 +60,9 @@ def no_work(monkeypatch):
 def test_paper_presets_name_the_papers_parts():
     c = preset("paper")
     assert c.require_paper_parts
-    assert (c.model.name_or_path, c.data.retriever, c.data.retriever_model) == (
+    assert (c.model.name_or_path, c.env.retriever, c.env.retriever_model) == (
         "Qwen/Qwen2.5-3B", "dense", "intfloat/e5-base-v2")
-    assert (c.data.train, c.data.corpus, c.data.eval) == ("", "", "")  # the user's paths: asked for, never "world"
+    assert (c.data.train, c.env.corpus, c.data.eval) == ("", "", "")  # the user's paths: asked for, never "world"
     assert (c.optimizer.kind, c.optimizer.model) == ("openai", "gemini-2.5-pro")  # never the rule-based reflector
     big = preset("paper-7b")
     assert (big.model.name_or_path, big.rl.learning_rate, big.rl.max_turns) == ("Qwen/Qwen2.5-7B", 3e-7, 6)
@@ -80,8 +80,8 @@ def test_paper_preset_refuses_before_any_work_and_lists_every_missing_part(comma
     assert "missing 4 part(s)" in err
     for hint in ("huggingface-cli download Qwen/Qwen2.5-3B", "--set model.name_or_path=",  # policy
                  "--set data.train=", "nq_hotpotqa_train",                                  # NQ+HotpotQA
-                 "huggingface-cli download intfloat/e5-base-v2", "--set data.corpus=",      # E5 over wiki-18
-                 "wiki-18", "data.retriever_url=",
+                 "huggingface-cli download intfloat/e5-base-v2", "--set env.corpus=",      # E5 over wiki-18
+                 "wiki-18", "env.retriever_url=",
                  "INSPO_OPTIMIZER_BASE_URL=", "generativelanguage.googleapis.com",           # optimizer endpoint
                  "--set optimizer.base_url="):
         assert hint in err, hint
@@ -89,8 +89,8 @@ def test_paper_preset_refuses_before_any_work_and_lists_every_missing_part(comma
 
 
 def test_static_paper_run_needs_no_optimizer_and_an_http_retriever_needs_no_corpus(tmp_path, hub_cache):
-    config = resolve("paper", overrides=["mode=static", "data.retriever=http",
-                                         "data.retriever_url=http://127.0.0.1:8000"])
+    config = resolve("paper", overrides=["mode=static", "env.retriever=http",
+                                         "env.retriever_url=http://127.0.0.1:8000"])
     parts = {p.name: p for p in paper_parts(config, env={})}
     assert "optimizer" not in parts and not parts["retrieval"].missing
     assert parts["policy"].missing and parts["training data"].missing
@@ -104,7 +104,7 @@ def test_supplied_parts_pass_and_the_hub_model_resolves_from_the_cache(tmp_path,
     train, corpus = tmp_path / "train.parquet", tmp_path / "wiki-18.jsonl"
     train.write_bytes(b"")
     corpus.write_text(json.dumps({"id": "0", "contents": '"T"\ntext'}) + "\n")
-    config = resolve("paper", overrides=[f"data.train={train}", f"data.corpus={corpus}"])
+    config = resolve("paper", overrides=[f"data.train={train}", f"env.corpus={corpus}"])
     env = {"INSPO_OPTIMIZER_BASE_URL": "http://127.0.0.1:9/v1"}
     assert [p.missing for p in paper_parts(config, env=env)] == ["", "", "", ""]
     assert model_path("Qwen/Qwen2.5-3B") == snapshot
@@ -114,9 +114,9 @@ def test_search_r1_prebuilt_index_counts_as_the_retrieval_part(tmp_path, hub_cac
     _cache_model(hub_cache, "intfloat/e5-base-v2")
     corpus, index = tmp_path / "wiki-18.jsonl", tmp_path / "e5_Flat.index"
     corpus.write_text(json.dumps({"id": "0", "contents": '"T"\ntext'}) + "\n")
-    config = resolve("paper", overrides=[f"data.corpus={corpus}", f"data.index_path={index}"])
+    config = resolve("paper", overrides=[f"env.corpus={corpus}", f"env.index_path={index}"])
     part = {p.name: p for p in paper_parts(config, env={})}["retrieval"]
-    assert f"data.index_path={index} does not exist" in part.missing  # nothing is read, only looked for
+    assert f"env.index_path={index} does not exist" in part.missing  # nothing is read, only looked for
     index.write_bytes(b"")
     part = {p.name: p for p in paper_parts(config, env={})}["retrieval"]
     assert not part.missing and f"prebuilt index {index}" in part.value

@@ -117,7 +117,7 @@ def test_train_falls_back_to_the_run_config_for_old_checkpoints(tmp_path, monkey
 def _evolve_config(out, *extra):
     return resolve("cpu-tiny", overrides=[
         f"output_dir={out}", "model.name_or_path=tiny-qwen2", "offline_steps=2", "rl.questions_per_step=2",
-        "rl.group_size=2", "rl.prefill=", "rl.reward=em", "data.warmup_questions=2", "data.max_test_questions=4",
+        "rl.group_size=2", "rl.prefill=", "env.reward=em", "data.warmup_questions=2", "data.max_test_questions=4",
         "data.max_eval_questions=4", "coevolution.population_size=3", "coevolution.prune_every=1",
         "coevolution.evolve_every=2", "coevolution.evolve_until=3", "coevolution.validation_size=2",
         "coevolution.candidates_per_call=2", "coevolution.max_rounds=1", *extra,

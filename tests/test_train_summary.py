@@ -5,8 +5,8 @@ from __future__ import annotations
 from inspo import artifacts
 from inspo.train.summary import RunSummary
 
-BASE = dict(run_dir="runs/x", mode="demo", steps=3, reward_start=0.1, reward_end=0.4, searches_start=None,
-            searches_end=None, window=1, best_instruction_id="ins-0002", best_instruction="Search first.",
+BASE = dict(run_dir="runs/x", mode="demo", steps=3, reward_start=0.1, reward_end=0.4, tool_calls_start=None,
+            tool_calls_end=None, window=1, best_instruction_id="ins-0002", best_instruction="Search first.",
             best_weight=0.5, population=["ins-0002"], optimizer="rule-based",
             ledger={"training_rollouts": 40, "verification_rollouts": 10}, wall_seconds=1.0)
 
@@ -30,9 +30,9 @@ def test_an_evolve_summary_written_before_the_merge_reads_back():
 def test_printed_lines_name_how_the_instruction_was_returned():
     text = str(RunSummary(**BASE, extra={"best_quality": 0.75}))
     assert "best instruction:     ins-0002 (I* = argmax w, weight 0.500)" in text
-    assert "best quality:         0.750" in text and "searches / question" not in text
-    chosen = str(RunSummary(**{**BASE, "searches_start": 1.0, "searches_end": 2.0},
+    assert "best quality:         0.750" in text and "tool calls / episode" not in text
+    chosen = str(RunSummary(**{**BASE, "tool_calls_start": 1.0, "tool_calls_end": 2.0},
                             evaluation={"rule": "dev", "metric": "f1", "returned_id": "ins-0002",
                                         "returned_text": "Search first.", "seed_id": "ins-0001",
                                         "by_weight_id": "ins-0002"}))
-    assert "returned instruction: ins-0002 (weight 0.500)" in chosen and "searches / question:  1.00 -> 2.00" in chosen
+    assert "returned instruction: ins-0002 (weight 0.500)" in chosen and "tool calls / episode: 1.00 -> 2.00" in chosen

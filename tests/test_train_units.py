@@ -83,7 +83,7 @@ def test_trl_never_masks_completions_that_end_without_eos(tmp_path):
 
 
 def test_agent_config_carries_the_rl_sampling_and_prefill():
-    cfg = resolve("cpu-tiny", overrides=["rl.prefill=<search>", "rl.temperature=0.5", "rl.reward=f1"])
+    cfg = resolve("cpu-tiny", overrides=["rl.prefill=<search>", "rl.temperature=0.5", "env.reward=f1"])
     agent = agent_config(cfg.rl)
     assert (agent.prefill, agent.temperature, agent.reward) == ("<search>", 0.5, "f1")
     assert agent.max_turns == cfg.rl.max_turns and agent.max_obs_tokens == cfg.rl.max_obs_tokens
@@ -226,7 +226,7 @@ def test_the_driver_checks_every_stage_first_then_hands_each_stage_on(tmp_path):
     from inspo.train.summary import RunSummary
 
     summary = RunSummary(run_dir=str(tmp_path), mode="pre-policy", steps=1, reward_start=0.0, reward_end=0.0,
-                         searches_start=None, searches_end=None, window=1, best_instruction_id="ins-0001",
+                         tool_calls_start=None, tool_calls_end=None, window=1, best_instruction_id="ins-0001",
                          best_instruction="Evolved.", best_weight=None, population=["ins-0001"], optimizer="none",
                          ledger={}, wall_seconds=0.0)
     log = []
@@ -252,7 +252,7 @@ def test_a_finished_grpo_stage_is_picked_up_on_resume_only_before_another_stage(
     (tmp_path / "model" / "config.json").write_text("{}")
     artifacts.write_json(tmp_path / "training_summary.json", {
         "run_dir": str(tmp_path), "mode": "post-policy", "steps": 1, "reward_start": 0.0, "reward_end": 0.5,
-        "searches_start": 1.0, "searches_end": 1.0, "window": 1, "best_instruction_id": "ins-0001",
+        "tool_calls_start": 1.0, "tool_calls_end": 1.0, "window": 1, "best_instruction_id": "ins-0001",
         "best_instruction": "Search.", "best_weight": 0.5, "population": ["ins-0001"], "optimizer": "none",
         "ledger": {}, "wall_seconds": 1.0})
     picked = GrpoStage(static=True)
@@ -295,7 +295,7 @@ def test_too_few_questions_fails_before_training(tmp_path):
 @pytest.mark.integration
 def test_unreachable_retrieval_server_fails_before_training(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
-    message, _ = _fast_fail(tmp_path, "data.retriever=http", f"data.retriever_url={url}")
+    message, _ = _fast_fail(tmp_path, "env.retriever=http", f"env.retriever_url={url}")
     assert "cannot reach retrieval server" in message and url in message
 
 
@@ -338,8 +338,8 @@ def test_existing_checkpoints_need_resume_and_resume_needs_a_checkpoint(tmp_path
 
 
 def test_bad_values_are_config_errors():
-    with pytest.raises(ConfigError, match="rl.format_weight"):
-        resolve("cpu-tiny", overrides=["rl.format_weight=-1"])
+    with pytest.raises(ConfigError, match="env.format_weight"):
+        resolve("cpu-tiny", overrides=["env.format_weight=-1"])
 
 
 # ------------------------------------------------------------ CPU log-probs equal TRL's kernel

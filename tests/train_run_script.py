@@ -19,7 +19,7 @@ import sys
 
 TINY = [
     "model.name_or_path=tiny-qwen2", "model.dtype=float32", "model.lora=false", "rl.bf16=false",
-    "rl.reward=em", "data.max_hops=0",
+    "env.reward=em", "data.max_hops=0",
     "rl.steps=4", "rl.questions_per_step=2", "rl.group_size=2", "rl.micro_batch_size=4", "rl.max_turns=1",
     "rl.max_response_tokens=6", "rl.max_obs_tokens=32", "rl.learning_rate=0.01", "rl.save_steps=2",
     "rl.prefill=<search>", "data.warmup_questions=2", "data.eval=", "data.max_train_questions=64",

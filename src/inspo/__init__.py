@@ -10,19 +10,25 @@ From Python (:mod:`inspo.api`)::
     config = inspo.load_config("cpu-tiny", overrides={"rl.steps": 2, "output_dir": "runs/mine"})
     summary = inspo.train(config)          # or inspo.evolve(config), inspo.evaluate(config, ...)
     agent = inspo.load_agent(summary.run_dir)   # the trained agent: agent.ask("...")
+
+Your own agent is an environment (:mod:`inspo.envs`): ``inspo.TaggedToolEnv`` with your tools as
+typed functions (``inspo.tool``), given as ``inspo.train(config, env=...)`` or named
+``env.name=module:attr``; docs/your-own-agent.md.
 """
 
 from inspo.records import Candidate, Instruction, Passage, Question, Rollout
 
-__all__ = ["Candidate", "Instruction", "Passage", "Question", "Rollout", "__version__",
-           "evaluate", "evolve", "export_agent", "load_agent", "load_config", "push_agent", "train"]
+__all__ = ["Candidate", "Instruction", "Passage", "Question", "Rollout", "TaggedToolEnv", "__version__",
+           "evaluate", "evolve", "export_agent", "load_agent", "load_config", "make_env", "push_agent", "tool",
+           "train"]
 __version__ = "0.1.0"
 
 #: Names of ``inspo`` imported from their module when first used (``inspo.evolve``,
 #: ``inspo.load_agent``). ``train`` is not here: ``inspo.train`` is the training subpackage, and
 #: calling it runs :func:`inspo.api.train` (see inspo/train/__init__.py).
 _LAZY = {"evaluate": "inspo.api", "evolve": "inspo.api", "load_config": "inspo.api",
-         "export_agent": "inspo.trained", "load_agent": "inspo.trained", "push_agent": "inspo.trained"}
+         "export_agent": "inspo.trained", "load_agent": "inspo.trained", "push_agent": "inspo.trained",
+         "TaggedToolEnv": "inspo.envs", "tool": "inspo.envs", "make_env": "inspo.envs"}
 
 
 def __getattr__(name: str):

@@ -56,8 +56,7 @@ def load_config(
         ConfigError: an unknown preset or key, or a value out of range (the message names it).
         FileNotFoundError: ``file`` does not exist.
     """
-    from inspo.train.config import from_dict, resolve
-    from inspo.train.config_files import merge
+    from inspo.train.config import from_dict, merge_layer, resolve
 
     if isinstance(overrides, Mapping):
         config = resolve(preset, file)
@@ -69,7 +68,7 @@ def load_config(
             for part in parts[:-1]:
                 cursor = cursor.setdefault(part, {})
             cursor[parts[-1]] = value
-            data = merge(data, node)
+            data = merge_layer(data, node)
         return from_dict(data)
     return resolve(preset, file, [overrides] if isinstance(overrides, str) else list(overrides))
 
@@ -80,6 +79,7 @@ def train(
     resume: bool | str = False,
     progress: bool = True,
     reward_fn: RewardFn | None = None,
+    env: Any = None,
 ) -> RunSummary:
     """``inspo train``: GRPO on TRL while the instruction population co-evolves (``config.mode``:
     ``inspo``, ``static``, ``pre-policy`` or ``post-policy``), into ``config.output_dir``.
@@ -90,8 +90,11 @@ def train(
             that checkpoint.
         progress: bars and one line per phase and step on stdout; False logs the lines at INFO
             on the ``inspo.train`` logger instead.
-        reward_fn: replaces the response-only EM/F1 reward of every rollout
+        reward_fn: replaces the environment's response-only reward of every rollout
             (``reward_fn(rollout) -> float``; it must read the response, never the prompt).
+        env: the agent's environment as an object (:class:`~inspo.envs.base.Environment`, e.g.
+            an :class:`~inspo.envs.TaggedToolEnv` of your own tools), instead of the one
+            ``config.env.name`` names; see docs/your-own-agent.md.
 
     Returns:
         The run's :class:`~inspo.train.summary.RunSummary` (also ``summary.json``):
@@ -104,7 +107,7 @@ def train(
     from inspo.train.run import run_training
 
     return run_training(config if config is not None else load_config(), resume=resume, progress=progress,
-                        reward_fn=reward_fn)
+                        reward_fn=reward_fn, env=env)
 
 
 def evolve(
@@ -118,6 +121,7 @@ def evolve(
     resume: bool = False,
     progress: bool = True,
     reward_fn: RewardFn | None = None,
+    env: Any = None,
 ) -> RunSummary:
     """``inspo evolve``: evolve the instruction population with a frozen policy (no weight
     updates), into ``out_dir`` (default ``config.output_dir``).
@@ -129,7 +133,7 @@ def evolve(
             (vLLM, llama.cpp, Ollama ...); default: ``config.model`` loaded locally.
         engine: a ready policy engine (:class:`~inspo.agent.engines.PolicyEngine`), instead.
         resume: continue after the last step saved in the run directory.
-        progress / reward_fn: as in :func:`train`.
+        progress / reward_fn / env: as in :func:`train`.
 
     Returns:
         The run's summary (also ``summary.json``), as :func:`train`'s without a trained model.
@@ -138,7 +142,7 @@ def evolve(
 
     return run_evolve(config if config is not None else load_config(), steps=steps, policy_url=policy_url,
                       policy_model=policy_model, engine=engine, out_dir=out_dir, resume=resume, progress=progress,
-                      reward_fn=reward_fn)
+                      reward_fn=reward_fn, env=env)
 
 
 def evaluate(
@@ -153,24 +157,29 @@ def evaluate(
     dtype: str = "auto",
     progress: bool = True,
     out: str | Path | None = None,
+    env: Any = None,
 ) -> EvalReport:
-    """``inspo eval``: every policy x instruction x dataset, played with ``config``'s agent and
-    retriever (greedy by default), scored by EM, F1, searches and turns.
+    """``inspo eval``: every policy x instruction x dataset, played with ``config``'s agent in its
+    environment (greedy by default), scored by the environment's reward and metrics, tool calls
+    and turns.
 
     Args:
         config: from :func:`load_config` (None: ``cpu-tiny``); a run's own agent is
             ``load_config(file="RUN/config.yaml")``.
         policies: model names or folders, or run directories (their trained ``model/``);
             default: ``config.model.name_or_path``.
-        instructions: ``"seed"`` (the config's seed instruction), ``"@weak"``/``"@search-r1"``, a
-            run directory (its ``best_instruction.txt``) or a text file; default ``["seed"]``.
-        datasets: ``SOURCE[@SPLIT]`` (``"world@test"``, a JSONL/parquet file, ``"hf:NAME@SPLIT"``);
-            default: ``config.data.eval`` at ``config.data.test_split``.
+        instructions: ``"seed"`` (the config's seed instruction), ``"@NAME"`` (one of the
+            environment's: ``"@weak"``, ``"@search-r1"``), a run directory (its
+            ``best_instruction.txt``) or a text file; default ``["seed"]``.
+        datasets: ``SOURCE[@SPLIT]`` (``"env@test"``: the environment's own questions;
+            ``"world@test"``, a JSONL/parquet file, ``"hf:NAME@SPLIT"``); default:
+            ``config.data.eval`` at ``config.data.test_split``.
         limit: at most this many questions per dataset (0: all).
         temperature: 0 decodes greedily.
         dtype: the policies' weights dtype: auto (bfloat16 where the device multiplies it fast,
             else float32), bfloat16, float32 or float16.
         out: a folder to write ``eval.json`` and ``eval.md`` into (None: write nothing).
+        env: an environment object instead of the one ``config.env.name`` names (as in :func:`train`).
 
     Returns:
         The :class:`~inspo.eval.EvalReport`: ``cells`` (one per policy x instruction x dataset),
@@ -184,7 +193,8 @@ def evaluate(
 
     report = evaluate_config(config if config is not None else load_config(), policies=policies,
                              instructions=instructions, datasets=datasets, limit=limit, temperature=temperature,
-                             dtype=dtype, batch_size=batch_size, progress=progress, origin="inspo.evaluate")
+                             dtype=dtype, batch_size=batch_size, progress=progress, origin="inspo.evaluate",
+                             env=env)
     if out is not None:
         report.write(out)
     if report.stopped:  # an outage: never a score; what was played is in the report (and in out)

@@ -41,7 +41,9 @@ def _optimizer_from_args(args: argparse.Namespace, seed: int):
     )
     import random
 
-    return make_optimizer_llm(cfg, random.Random(seed))
+    from inspo.synthetic import reflector_rules
+
+    return make_optimizer_llm(cfg, random.Random(seed), rules=reflector_rules())  # the demo's synthetic agent
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -80,7 +82,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                                                      f"{'precision:':<24}{precision.describe()}"]
                         + [f"warning: {w}" for w in precision.warnings()] + paper_lines(config)))
         return 0
-    from inspo.train.run import SetupError, run_training
+    from inspo.records import SetupError
+    from inspo.train.run import run_training
 
     try:
         summary = run_training(config, resume=args.resume or False, progress=not args.no_progress)
@@ -117,8 +120,8 @@ def _write_report_quietly(run_dir: str) -> None:
 
 
 def cmd_evolve(args: argparse.Namespace) -> int:
+    from inspo.records import SetupError
     from inspo.train.evolve import run_evolve
-    from inspo.train.run import SetupError
 
     config = resolve_config(args)
     try:
@@ -276,8 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="largest request body in MiB, refused with 413 before it is read or parsed (default: 8)")
     p.set_defaults(func=cmd_serve_retriever)
 
-    p = sub.add_parser("eval", help="evaluate policies x instructions x datasets (EM, F1, searches, turns)",
-                       description="The agent (turns, tokens per turn, prefill, last-turn nudge, retriever, seed "
+    p = sub.add_parser("eval", help="evaluate policies x instructions x datasets (reward, the environment's "
+                                    "metrics, tool calls, turns)",
+                       description="The agent (its environment, turns, tokens per turn, prefill, last-turn nudge, seed "
                                    "instruction, question filter) comes from a config resolved as for 'inspo train': "
                                    "--grid's recorded config.yaml, else --preset (default cpu-tiny), then --config, "
                                    "--set and the shortcut flags. Overrides are listed in eval.md and eval.json.")
@@ -286,23 +290,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model name or folder, or a run directory (its trained model/); repeatable "
                         "(default: the config's model.name_or_path)")
     p.add_argument("--instruction", action="append",
-                   help="'seed' (the config's seed_instruction), a named one (@weak, @search-r1), a run directory "
+                   help="'seed' (the config's seed_instruction), one of the environment's named ones (@weak, "
+                        "@search-r1), a run directory "
                         "(its best_instruction.txt), an exported agent (its instruction.txt) or a text file; repeatable")
     p.add_argument("--grid", metavar="RUN_DIR",
                    help="the paper's 2x2 for a run: {base, trained} x {seed, evolved instruction}, with the "
                         "agent settings of the run's config.yaml")
     p.add_argument("--dataset", action="append",
-                   help="SOURCE[@SPLIT]: a QA file or folder, world@test, hf:NAME@SPLIT; repeatable "
+                   help="SOURCE[@SPLIT]: env@test (the environment's own questions), a QA file or folder (JSONL rows "
+                        "of id, question, answers), world@test, hf:NAME@SPLIT; repeatable "
                         "(default: the config's data.eval at data.test_split); data.max_hops filters them")
     p.add_argument("--limit", type=int, default=0, help="at most this many questions per dataset (0: all)")
     g = p.add_argument_group("shortcuts for --set (default: the config's value)")
-    g.add_argument("--corpus", default=None, help="data.corpus: corpus to search")
-    g.add_argument("--retriever", default=None, choices=["bm25", "dense", "http"], help="data.retriever")
-    g.add_argument("--retriever-url", default=None, help="data.retriever_url, for --retriever http")
-    g.add_argument("--index-dir", default=None, help="data.index_dir: load/save the retrieval index here")
-    g.add_argument("--topk", type=int, default=None, help="rl.topk")
+    g.add_argument("--corpus", default=None, help="env.corpus (search-r1): corpus to search")
+    g.add_argument("--retriever", default=None, choices=["bm25", "dense", "http"], help="env.retriever (search-r1)")
+    g.add_argument("--retriever-url", default=None, help="env.retriever_url (search-r1), for --retriever http")
+    g.add_argument("--index-dir", default=None, help="env.index_dir (search-r1): load/save the retrieval index here")
+    g.add_argument("--topk", type=int, default=None, help="env.topk (search-r1): passages per search")
     g.add_argument("--max-turns", type=int, default=None,
-                   help="rl.max_turns: search turns per episode; one final answer turn follows (Search-R1's count)")
+                   help="rl.max_turns: tool turns per episode; one final answer turn follows (Search-R1's count)")
     g.add_argument("--max-response-tokens", type=int, default=None, help="rl.max_response_tokens")
     g.add_argument("--max-obs-tokens", type=int, default=None, help="rl.max_obs_tokens")
     g.add_argument("--max-error-rate", type=float, default=None,

@@ -41,12 +41,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if value is not None and value < 1:
             raise CLIError(f"{flag} must be >= 1, got {value}")
     try:
-        agent = load_agent(args.agent, instruction=args.instruction, corpus=args.corpus, retriever=args.retriever,
-                           retriever_url=args.retriever_url, index_dir=args.index_dir, topk=args.topk,
+        agent = load_agent(args.agent, instruction=args.instruction, env_options=_env_options(args),
                            max_turns=args.max_turns, max_response_tokens=args.max_response_tokens,
                            temperature=args.temperature, prefill=args.prefill, dtype=args.dtype, seed=args.seed)
     except (FileNotFoundError, ValueError, ModelError) as exc:
-        raise CLIError(str(exc) if str(args.agent) in str(exc) or "retriever" in str(exc)[:10]
+        said = str(exc)
+        raise CLIError(said if str(args.agent) in said or said.startswith(("environment", "env.", "unknown"))
                        else f"{args.agent}: {exc}") from exc
     print("\n".join(agent.describe()), flush=True)
     questions = [args.question] if args.question is not None else None
@@ -55,10 +55,32 @@ def cmd_ask(args: argparse.Namespace) -> int:
     for question in questions if questions is not None else sys.stdin:
         if not question.strip():
             continue
-        answer = agent.ask(question, passage_chars=args.passage_chars)
+        answer = agent.ask(question, detail=args.detail)
         print("")
         print("\n".join(answer.lines()), flush=True)
     return 0
+
+
+#: ``inspo ask`` flags that are shortcuts for settings of the search-r1 environment (flag dest -> setting).
+ASK_SHORTCUTS = {"corpus": "corpus", "retriever": "retriever", "retriever_url": "retriever_url",
+                 "index_dir": "index_dir", "topk": "topk"}
+
+
+def _env_options(args: argparse.Namespace) -> dict:
+    """The environment settings ``--env``, ``--set env.KEY=VALUE`` and the search shortcuts ask for."""
+    from inspo.train.config_files import parse_override
+
+    options: dict = {"name": args.env} if args.env else {}
+    for text in args.overrides:
+        parsed = parse_override(text)
+        if set(parsed) != {"env"}:
+            raise CLIError(f"--set {text}: inspo ask takes only the environment's settings (--set env.KEY=VALUE); "
+                           "the agent's own flags are --max-turns, --temperature ...")
+        options.update(parsed["env"])
+    options.update({key: getattr(args, dest) for dest, key in ASK_SHORTCUTS.items() if getattr(args, dest) is not None})
+    if args.retriever_url and args.retriever is None:
+        options["retriever"] = "http"
+    return options
 
 
 def add_agent_parsers(sub) -> None:
@@ -66,8 +88,8 @@ def add_agent_parsers(sub) -> None:
     p = sub.add_parser("export", help="write a run's trained agent as one folder transformers loads "
                                       "(weights, instruction, settings, model card)",
                        description="The folder holds the trained weights and tokenizer, instruction.txt (the returned "
-                                   "instruction), population.json, agent.json (turns, tokens, prefill, retriever, "
-                                   "reward) and README.md, inspo's model card. inspo train writes it into RUN/agent "
+                                   "instruction), population.json, agent.json (the environment and its settings, "
+                                   "turns, tokens, prefill) and README.md, inspo's model card. inspo train writes it into RUN/agent "
                                    "at the end of every run.")
     p.add_argument("run_dir", metavar="RUN", help="an 'inspo train' run directory that finished")
     p.add_argument("--out", required=True, metavar="DIR", help="folder to write (must not exist, or be empty)")
@@ -82,25 +104,32 @@ def add_agent_parsers(sub) -> None:
 
     p = sub.add_parser("ask", help="play a trained agent (a run, an exported folder or any model) on a question, "
                                    "turn by turn",
-                       description="Prints each turn: the reasoning, each search query, the titles retrieved, and "
-                                   "the answer. A run directory plays its trained model/ with best_instruction.txt "
-                                   "and the agent and retriever of its config.yaml; an exported folder plays with "
-                                   "its agent.json; any other model plays with the cpu-tiny preset's agent (BM25 "
-                                   "over the built-in world corpus) and Search-R1's instruction. Flags change "
+                       description="Prints each turn: the reasoning, each tool call and its result (for "
+                                   "Search-R1 the titles retrieved), and the answer. A run directory plays its "
+                                   "trained model/ with best_instruction.txt and the agent and environment of its "
+                                   "config.yaml; an exported folder plays with its agent.json; any other model plays "
+                                   "with the cpu-tiny preset's agent (Search-R1's, BM25 over the built-in world "
+                                   "corpus) and the environment's seed instruction (--env names another). Flags change "
                                    "single settings. Without QUESTION, questions are read from stdin, one a line.")
     p.add_argument("agent", metavar="RUN_OR_MODEL",
                    help="a run directory, an exported agent folder (or its hub id), a registered model name, "
                         "a Hugging Face folder or a .gguf file")
     p.add_argument("question", nargs="?", default=None, help="the question (default: read questions from stdin)")
     p.add_argument("--instruction", default=None,
-                   help="@search-r1, @weak, a text file, a run directory / exported folder, or the text itself "
-                        "(default: the run's or folder's instruction; for a model, Search-R1's)")
-    p.add_argument("--corpus", default=None, help="corpus to search: a file/folder, world[:SEED], wiki-lite, hf:NAME")
-    p.add_argument("--retriever", default=None, choices=["bm25", "dense", "http"], help="retriever kind")
-    p.add_argument("--retriever-url", default=None, help="a Search-R1 POST /retrieve server (implies --retriever http)")
-    p.add_argument("--index-dir", default=None, help="load the index from here, or save the built one here")
-    p.add_argument("--topk", type=int, default=None, help="passages per search")
-    p.add_argument("--max-turns", type=int, default=None, help="search turns; one final answer turn follows")
+                   help="one of the environment's named instructions (@search-r1, @weak ...), a text file, a run "
+                        "directory / exported folder, or the text itself (default: the run's or folder's "
+                        "instruction; for a model, the environment's seed)")
+    p.add_argument("--env", default=None, metavar="NAME",
+                   help="play in this environment instead of the agent's (search-r1, calculator, module:attr)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="env.KEY=VALUE",
+                   help="change one of the environment's settings, e.g. --set env.topk=5")
+    g = p.add_argument_group("search-r1 shortcuts for --set env.KEY=VALUE")
+    g.add_argument("--corpus", default=None, help="corpus to search: a file/folder, world[:SEED], wiki-lite, hf:NAME")
+    g.add_argument("--retriever", default=None, choices=["bm25", "dense", "http"], help="retriever kind")
+    g.add_argument("--retriever-url", default=None, help="a Search-R1 POST /retrieve server (implies --retriever http)")
+    g.add_argument("--index-dir", default=None, help="load the index from here, or save the built one here")
+    g.add_argument("--topk", type=int, default=None, help="passages per search")
+    p.add_argument("--max-turns", type=int, default=None, help="tool turns; one final answer turn follows")
     p.add_argument("--max-response-tokens", type=int, default=None, help="new tokens per turn")
     p.add_argument("--temperature", type=float, default=None, help="0: greedy (the default); > 0 samples")
     p.add_argument("--prefill", default=None,
@@ -109,6 +138,7 @@ def add_agent_parsers(sub) -> None:
     p.add_argument("--dtype", default=None, choices=["auto", "bfloat16", "float32", "float16"],
                    help="weights dtype (default: the agent's, float32 where it is bfloat16 and this device has no "
                         "fast bf16; auto: bfloat16 where the device multiplies it fast, else float32)")
-    p.add_argument("--passage-chars", type=int, default=0,
-                   help="print this many characters of each retrieved passage after its title (default: titles only)")
+    p.add_argument("--detail", "--passage-chars", dest="detail", type=int, default=0,
+                   help="print this many characters of each tool result item beyond its summary (Search-R1: of "
+                        "each retrieved passage after its title; default: the summary only)")
     p.set_defaults(func=cmd_ask)

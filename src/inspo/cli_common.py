@@ -1,5 +1,5 @@
 """What the ``inspo`` subcommands share: the user-facing error and the config flags
-(``--preset``, ``--config``, ``--set``, ``--output-dir``) with their resolution."""
+(``--preset``, ``--env``, ``--config``, ``--set``, ``--output-dir``) with their resolution."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ def add_config_args(p: argparse.ArgumentParser, default_preset: str | None = "cp
     p.add_argument("--preset", default=default_preset, choices=list(PRESETS),
                    help="starting point (default: cpu-tiny, the embedded CPU default; paper and "
                         "paper-7b are the paper's setup and ask for the parts you must supply)")
+    p.add_argument("--env", default=None, metavar="NAME",
+                   help="env.name: the agent's environment: search-r1 (the paper's search agent, the default), "
+                        "calculator, or module:attr for your own (docs/your-own-agent.md); its settings are "
+                        "--set env.KEY=VALUE")
     p.add_argument("--config", default=None, help="YAML or TOML file applied over the preset")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override one setting, e.g. --set rl.steps=20 --set coevolution.template=history")
@@ -24,11 +28,13 @@ def add_config_args(p: argparse.ArgumentParser, default_preset: str | None = "cp
         p.add_argument("--output-dir", default=None, help="run directory (default: the preset's)")
 
 
-def resolve_config(args: argparse.Namespace, base: dict | None = None):
-    """``--preset`` (or ``base``), then ``--config``, then ``--set`` (and ``--output-dir``)."""
+def resolve_config(args: argparse.Namespace, base: dict | None = None, extra: list[str] = ()):
+    """``--preset`` (or ``base``), then ``--config``, then ``--env``, ``--set`` and ``extra`` (a
+    command's shortcut flags as ``--set`` strings), and ``--output-dir``."""
     from inspo.train.config import resolve
 
-    overrides = list(args.overrides)
+    env = [f"env.name={args.env}"] if getattr(args, "env", None) else []
+    overrides = [*env, *args.overrides, *extra]
     if getattr(args, "output_dir", None):
         overrides.append(f"output_dir={args.output_dir}")
     return resolve(args.preset or "cpu-tiny", args.config, overrides, base=base)

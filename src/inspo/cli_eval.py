@@ -8,11 +8,12 @@ import argparse
 from inspo.cli_common import CLIError, resolve_config
 from inspo.eval import parse_policy
 
-#: ``inspo eval`` flags that are shortcuts for a config setting (flag dest -> section, field).
+#: ``inspo eval`` flags that are shortcuts for a config setting (flag dest -> section, field); the
+#: ``env`` ones are the search-r1 environment's settings.
 EVAL_SHORTCUTS: dict[str, tuple[str, str]] = {
     "max_turns": ("rl", "max_turns"), "max_response_tokens": ("rl", "max_response_tokens"),
-    "max_obs_tokens": ("rl", "max_obs_tokens"), "topk": ("rl", "topk"), "corpus": ("data", "corpus"),
-    "retriever": ("data", "retriever"), "retriever_url": ("data", "retriever_url"), "index_dir": ("data", "index_dir"),
+    "max_obs_tokens": ("rl", "max_obs_tokens"), "topk": ("env", "topk"), "corpus": ("env", "corpus"),
+    "retriever": ("env", "retriever"), "retriever_url": ("env", "retriever_url"), "index_dir": ("env", "index_dir"),
     "max_error_rate": ("rl", "max_error_rate"),
 }
 
@@ -39,8 +40,6 @@ def _eval_config(args: argparse.Namespace):
     shortcut flags (``--max-turns`` ...) go on top, as in ``inspo train``. Returns the config,
     where it started, and the settings changed on top of the start.
     """
-    from dataclasses import replace
-
     from inspo.train.config import resolve, setting_changes
 
     if args.grid and args.preset:
@@ -49,13 +48,11 @@ def _eval_config(args: argparse.Namespace):
     base = _run_config(args.grid) if args.grid else None
     origin = f"{args.grid}/config.yaml (the run's resolved config)" if args.grid else f"preset {args.preset or 'cpu-tiny'}"
     start = resolve(args.preset or "cpu-tiny", base=base)
-    config = resolve_config(args, base=base)
-    sections: dict[str, dict] = {}
-    for dest, (section, name) in EVAL_SHORTCUTS.items():
-        if getattr(args, dest) is not None:
-            sections.setdefault(section, {})[name] = getattr(args, dest)
-    for section, values in sections.items():
-        config = replace(config, **{section: replace(getattr(config, section), **values)})
+    shortcuts = [f"{section}.{name}={getattr(args, dest)}" for dest, (section, name) in EVAL_SHORTCUTS.items()
+                 if getattr(args, dest) is not None]
+    if args.retriever_url and args.retriever is None:
+        shortcuts.append("env.retriever=http")
+    config = resolve_config(args, base=base, extra=shortcuts)
     changes = [c for c in setting_changes(start, config) if c.key != "output_dir"]
     return config, origin, changes
 
@@ -75,7 +72,8 @@ def _grid_from_run(run_dir: str, base_model: str) -> tuple[list[str], list[str]]
 def _policy_dir(spec: str, model: str) -> str:
     """The model folder of ``--policy spec``, found before any work (a registered name is built
     into the cache once); CLIError saying what is accepted when there is none."""
-    from inspo.train.setup import SetupError, resolve_model_dir
+    from inspo.envs.build import resolve_model_dir
+    from inspo.records import SetupError
 
     try:
         return str(resolve_model_dir(model))
@@ -85,7 +83,7 @@ def _policy_dir(spec: str, model: str) -> str:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from inspo.eval.runner import evaluate_config
-    from inspo.train.setup import SetupError
+    from inspo.records import SetupError
 
     if args.limit < 0:
         raise CLIError(f"--limit must be >= 0 (at most this many questions per dataset; 0: all), got {args.limit}")

@@ -15,14 +15,13 @@ import time
 from pathlib import Path
 
 from inspo import artifacts
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog
 from inspo.core.proposer import Proposer
 from inspo.core.state import save_state
 from inspo.llm.base import LLMClient
-from inspo.synthetic import SyntheticEnv, make_questions, run_synthetic
+from inspo.synthetic import GUARD_TAGS, SEED_INSTRUCTION, SyntheticEnv, make_questions, run_synthetic
 from inspo.train.loop import MetricsLog, finish_step
 from inspo.train.summary import RunSummary, summarize
 
@@ -58,8 +57,8 @@ def run_demo(
         )
     )
     events = EventLog(out / artifacts.EVENTS_FILE)
-    proposer = Proposer.from_config(llm, config)
-    coevo = CoEvolution(config, SEARCH_R1_INSTRUCTION, proposer, events=events)
+    proposer = Proposer.from_config(llm, config, required_tags=GUARD_TAGS)
+    coevo = CoEvolution(config, SEED_INSTRUCTION, proposer, events=events)
     env = SyntheticEnv(seed=config.rng_seed)
     metrics = MetricsLog(out / artifacts.METRICS_FILE, steps, progress=progress)
 
@@ -83,6 +82,6 @@ def run_demo(
     artifacts.write_best_instruction(out, best.text)
     summary = summarize(run_dir=out, mode="demo", steps=steps, history=metrics.history, coevo=coevo, returned=best,
                         optimizer=llm.name, started=started, episodes=False,
-                        extra={"seed_quality": env.quality(SEARCH_R1_INSTRUCTION), "best_quality": env.quality(best.text)})
+                        extra={"seed_quality": env.quality(SEED_INSTRUCTION), "best_quality": env.quality(best.text)})
     summary.write()
     return summary

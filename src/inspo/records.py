@@ -65,13 +65,21 @@ class Passage:
         return cls(id=id, title="", text=contents, score=score)
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """A turn that calls ``tool`` with ``args`` (the text the policy wrote for it, stripped)."""
+
+    tool: str
+    args: str
+
+
 @dataclass
 class Rollout:
     """One trajectory of the agent on one question under one instruction.
 
     ``response`` is everything generated after the prompt: the policy's actions interleaved with
-    the environment's ``<information>`` observations. Rewards are computed on it alone, never on
-    the prompt. An example that raised (an endpoint down, an engine crash) is still a Rollout,
+    the environment's observations (tool results). ``tool_calls`` are the calls the environment
+    ran, in order. Rewards are computed on the response alone, never on the prompt. An example that raised (an endpoint down, an engine crash) is still a Rollout,
     with ``error`` set, ``finish_reason="error"`` and reward 0; but it is not the policy's answer,
     so it is never scored: :func:`scored` leaves it out of every mean, weight, verification score
     and the replay buffer, and it is counted apart (see :func:`check_error_rate`).
@@ -86,7 +94,7 @@ class Rollout:
     response: str
     reward: float = 0.0
     answer: str | None = None
-    searches: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     turns: int = 0
     finish_reason: str = ""
     error: str | None = None
@@ -104,10 +112,18 @@ class Rollout:
                 d.pop(key)
         return d
 
+    def calls_of(self, tool: str) -> list[str]:
+        """The arguments of every call of ``tool``, in order."""
+        return [c.args for c in self.tool_calls if c.tool == tool]
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rollout:
         data = dict(data)
         data["question"] = Question.from_dict(data["question"])
+        calls = data.get("tool_calls")
+        if calls is None and "searches" in data:  # written before the environment seam: Search-R1's searches
+            calls = [{"tool": "search", "args": q} for q in data["searches"]]
+        data["tool_calls"] = [ToolCall(**c) if isinstance(c, dict) else ToolCall(*c) for c in calls or []]
         return _from_dict(cls, data)
 
 
@@ -174,11 +190,15 @@ class Candidate:
 #: G per question, question-major), higher reward better; it never raises for one bad example
 #: (that example is a Rollout with ``error`` set, which no score counts: :func:`scored`), and
 #: raises :class:`TooManyErrors` when more of them failed than its error budget allows. See
-#: :mod:`inspo.core.verifier` and :mod:`inspo.agent.evaluate`.
+#: :mod:`inspo.core.verifier` and :mod:`inspo.envs.evaluate`.
 EvaluateFn = Callable[[Instruction, Sequence[Question]], list[Rollout]]
 
 
 # ---------------------------------------------------------------------------- errors, counted apart
+
+
+class SetupError(RuntimeError):
+    """A run cannot start; the message says which setting is wrong and how to fix it."""
 
 
 class EndpointDown(RuntimeError):

@@ -7,7 +7,9 @@ piece of guidance the instruction lacks — never searching, searching for the w
 long-winded answer, ignoring the retrieved answer, running out of turns — written in the
 Search-R1 tag protocol, so a reflector that reads trajectories can find out what is missing.
 
-It drives the offline demo (``inspo demo``) and the core's end-to-end tests.
+It drives the offline demo (``inspo demo``) and the core's end-to-end tests. Being written in
+Search-R1's tags, it borrows that environment's seed (:data:`SEED_INSTRUCTION`), guard tags
+(:data:`GUARD_TAGS`) and rules for the offline reflector (:func:`reflector_rules`).
 """
 
 from __future__ import annotations
@@ -17,9 +19,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inspo.core.population import derived_rng
-from inspo.records import Instruction, Question, Rollout
+from inspo.envs.search_r1.protocol import SEARCH_R1_INSTRUCTION
+from inspo.records import Instruction, Question, Rollout, ToolCall
 
 REQUIRED_TAGS = ("<search>", "</search>", "<answer>", "</answer>")
+#: The tags an evolved instruction must keep (the guard), as in Search-R1's environment.
+GUARD_TAGS = ("search", "answer")
+#: The population's seed: Search-R1's instruction (App. F).
+SEED_INSTRUCTION = SEARCH_R1_INSTRUCTION
+
+
+def reflector_rules():
+    """The rule-based reflector's rules for this environment: Search-R1's (its failures are
+    written in Search-R1's tags)."""
+    from inspo.envs.search_r1.reflector_rules import RULES
+
+    return RULES
 
 
 @dataclass(frozen=True)
@@ -125,7 +140,8 @@ class SyntheticEnv:
         answer = re.findall(r"<answer>(.*?)</answer>", response, re.DOTALL)
         return Rollout(
             question, instruction.id, response, reward=0.0, answer=answer[-1] if answer else None,
-            searches=re.findall(r"<search>(.*?)</search>", response), finish_reason="answer",
+            tool_calls=[ToolCall("search", q) for q in re.findall(r"<search>(.*?)</search>", response)],
+            finish_reason="answer",
         )
 
     def group(self, instruction: Instruction, question: Question, size: int, step: int) -> list[Rollout]:

@@ -16,8 +16,9 @@ Rules of :class:`PolicyEngine`:
 - ``temperature == 0`` means greedy decoding.
 - ``encode``/``decode`` are the engine's tokenizer (no special tokens added on encode);
   ``encode`` returns ``None`` when the engine has no tokenizer (text-only engines).
-- ``prompt_text(instruction, question)`` renders the prompt the way this policy expects it
-  (chat template when the tokenizer has one).
+- ``prompt_text(messages)`` renders an episode's chat messages (``env.messages(...)``) the way this
+  policy expects them: the tokenizer's chat template with the generation prompt added, or the
+  messages' contents joined by blank lines when there is no template (base models).
 
 Engines: :class:`HFEngine` (a transformers model, CPU or GPU; accepts a live model object so
 TRL can hand over its unwrapped training model), :class:`~inspo.agent.vllm_engine.VLLMEngine`
@@ -36,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from inspo.agent.endpoint import PolicyUnavailable, check_models, is_outage
-from inspo.agent.protocol import build_chat, build_prompt
 from inspo.llm.base import redact
 
 log = logging.getLogger("inspo.agent")
@@ -72,7 +72,7 @@ class PolicyEngine(Protocol):
 
     keeps_token_ids: bool
 
-    def prompt_text(self, instruction: str, question: str) -> str: ...
+    def prompt_text(self, messages: Sequence[dict[str, str]]) -> str: ...
 
     def encode(self, text: str) -> list[int] | None: ...
 
@@ -139,6 +139,18 @@ def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
     return found
 
 
+def render_messages(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
+    """The prompt text of ``messages``: the tokenizer's chat template with the generation prompt
+    added (the text ends where the assistant's answer starts); without a template (or without a
+    tokenizer), the messages' contents joined by blank lines, as Search-R1's base template."""
+    messages = list(messages)
+    if not messages:
+        raise ValueError("the environment gave no prompt messages")
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return "\n\n".join(m["content"] for m in messages)
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
 def encode_text(tokenizer: Any, text: str) -> list[int]:
     """Token ids of environment or prompt text, with no special tokens added."""
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -155,8 +167,8 @@ class TokenizerText:
 
     tokenizer: Any
 
-    def prompt_text(self, instruction: str, question: str) -> str:
-        return build_chat(self.tokenizer, instruction, question)
+    def prompt_text(self, messages: Sequence[dict[str, str]]) -> str:
+        return render_messages(self.tokenizer, messages)
 
     def encode(self, text: str) -> list[int]:
         return encode_text(self.tokenizer, text)
@@ -365,7 +377,7 @@ class OpenAIEngine:
     Text only: ``keeps_token_ids = False`` and rollouts from it have empty ``prompt_ids``,
     ``completion_ids`` and ``env_mask`` (the endpoint's tokenisation is not ours to copy; use it
     for evaluation, not for training). Each turn sends the whole context text as ``prompt`` to
-    the completions API with ``stop=["</search>", "</answer>"]``.
+    the completions API with the environment's stop strings (Search-R1: ``</search>``, ``</answer>``).
 
     The API strips the matched stop string from the text; the engine puts it back: from
     ``choice.stop_reason`` when the server reports that field (vLLM does; ``None`` there means
@@ -373,9 +385,8 @@ class OpenAIEngine:
     any other stop -> ``"eos"``.
 
     ``tokenizer`` (optional, a transformers tokenizer of the served model) renders the chat
-    template and counts observation tokens exactly; without it prompts are plain
-    :func:`~inspo.agent.protocol.build_prompt` text and observations are capped at ~4
-    characters per token. The API key comes from ``api_key`` or ``$OPENAI_API_KEY`` ("EMPTY"
+    template and counts observation tokens exactly; without it prompts are the messages' plain
+    text and observations are capped at ~4 characters per token. The API key comes from ``api_key`` or ``$OPENAI_API_KEY`` ("EMPTY"
     for local servers) and is never logged.
 
     Outages: the client waits ``timeout`` seconds per request and retries ``max_retries`` times
@@ -426,10 +437,8 @@ class OpenAIEngine:
         """The base URL requests go to (for messages)."""
         return str(getattr(self.client, "base_url", "") or "(unknown URL)")
 
-    def prompt_text(self, instruction: str, question: str) -> str:
-        if self.tokenizer is None:
-            return build_prompt(instruction, question)
-        return build_chat(self.tokenizer, instruction, question)
+    def prompt_text(self, messages: Sequence[dict[str, str]]) -> str:
+        return render_messages(self.tokenizer, messages)
 
     def encode(self, text: str) -> list[int] | None:
         if self.tokenizer is None:

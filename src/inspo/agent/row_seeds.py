@@ -5,9 +5,9 @@ common random numbers: question q's rollout under instruction A and under instru
 the same random numbers. With one seed per ``generate`` call that holds only when the two are
 played in separate calls of the same shape, one instruction at a time. With a seed per row it
 holds whatever the batch, so every candidate of a round can be played in one batch
-(:meth:`inspo.agent.evaluate.Evaluate.many`), which on a GPU costs about as much as one of them.
+(:meth:`inspo.envs.evaluate.Evaluate.many`), which on a GPU costs about as much as one of them.
 
-- an :class:`~inspo.agent.rollout.Episode` may carry a ``seed``;
+- an :class:`~inspo.envs.loop.Episode` may carry a ``seed``;
 - :func:`turn_seed` gives its seed for one turn (``GenerationInput.seed``);
 - :func:`step_seed` gives that row's seed for one decoding step;
 - :func:`gumbel_sample_processor` is a transformers ``LogitsProcessor`` that samples each row

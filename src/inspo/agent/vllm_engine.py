@@ -1,7 +1,7 @@
 """A vLLM engine behind :class:`~inspo.agent.engines.PolicyEngine`, keeping token ids end to end.
 
 :class:`VLLMEngine` follows the rules of :mod:`inspo.agent.engines` exactly as
-:class:`~inspo.agent.engines.HFEngine` does, so :func:`~inspo.agent.rollout.run_rollouts` drives
+:class:`~inspo.agent.engines.HFEngine` does, so :func:`~inspo.envs.loop.run_rollouts` drives
 it unchanged:
 
 - each row is sent as the token prompt ``prompt_ids + completion_ids`` (never re-tokenised);
@@ -14,7 +14,7 @@ it unchanged:
 - the returned ids go through :func:`~inspo.agent.engines.trim_generation`, the same cut HFEngine
   uses (after the first stop string or at the first EOS, EOS kept), and ``text`` is their decode;
 - ``temperature == 0`` is greedy; otherwise each row gets its own sampling seed: the input's
-  ``seed`` when it has one (:mod:`inspo.agent.row_seeds`; :func:`~inspo.agent.evaluate.make_evaluate`'s
+  ``seed`` when it has one (:mod:`inspo.agent.row_seeds`; :func:`~inspo.envs.evaluate.make_evaluate`'s
   ``paired_seed`` gives every episode one, so two instructions are paired question by question),
   else drawn from ``rng`` (a ``random.Random``) in input order, so the same ``rng`` state samples
   the same tokens (whatever else shares the batch). ``rng=None`` leaves such rows unseeded;

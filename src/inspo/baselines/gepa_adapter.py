@@ -1,15 +1,17 @@
-"""GEPA on inspo's search agent: the `gepa` package's optimizer evolving the same instruction,
-with the same frozen policy, retriever and reward that ``inspo evolve`` uses.
+"""GEPA on any inspo agent: the `gepa` package's optimizer evolving the same instruction, with the
+same frozen policy, environment (tools, protocol, reward) that ``inspo evolve`` uses.
 
 GEPA (Agrawal et al., 2025) keeps a Pareto front of candidates over a validation set, mutates
 one candidate per iteration by reflecting on a minibatch, and accepts the child only when it
 beats its parent on that minibatch. This module plugs inspo's agent into it:
 
-- :class:`SearchAgentAdapter` is a ``gepa.GEPAAdapter``: ``evaluate`` plays one rollout per
-  question under ``candidate["instruction"]`` (the score is the rollout's reward; an empty proposal
-  is not raised, as GEPA's contract asks, but scores 0 with the agent's error recorded) and counts the rollouts
-  it played; ``make_reflective_dataset`` turns them into GEPA's reflective records
-  (question, response, correct answers, reward, and a line of feedback).
+- :class:`AgentAdapter` is a ``gepa.GEPAAdapter``: ``evaluate`` plays one rollout per
+  question under ``candidate["instruction"]`` in the environment (the score is the rollout's
+  reward; an empty proposal is not raised, as GEPA's contract asks, but scores 0 with the agent's
+  error recorded) and counts the rollouts it played; ``make_reflective_dataset`` turns them into
+  GEPA's reflective records (question, response, correct answers, reward, and the environment's
+  line of feedback, ``env.feedback``: the seam mirrors GEPA's adapter for this reason).
+  ``SearchAgentAdapter`` is its old name.
 - :func:`inspo_reflection_proposer` is a GEPA ``custom_candidate_proposer`` that writes INSPO's
   App. E reflection prompt from those records, calls an inspo :class:`~inspo.llm.base.LLMClient`
   once, and keeps the first candidate that passes INSPO's guard. With it both optimizers share
@@ -31,37 +33,23 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import PolicyEngine
-from inspo.agent.evaluate import make_evaluate
-from inspo.agent.rollout import AgentConfig
 from inspo.core.proposer import Proposer
-from inspo.core.templates import REQUIRED_TAGS
+from inspo.envs.evaluate import make_evaluate
+from inspo.envs.loop import AgentConfig
 from inspo.llm.base import LLMClient
 from inspo.records import Instruction, Question, Rollout
-from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 
 COMPONENT = "instruction"
 log = logging.getLogger("inspo.gepa")
 
 
-def feedback_of(rollout: Rollout) -> str:
-    """One line saying how a rollout went, for GEPA's reflective records."""
-    gold = " | ".join(rollout.question.answers)
-    if rollout.error:
-        return f"The episode failed with an error ({rollout.error}). The correct answer is {gold}."
-    searched = f"searched {len(rollout.searches)} time(s)" if rollout.searches else "never searched"
-    if rollout.answer is None:
-        return f"No <answer>...</answer> was given ({searched}, stopped: {rollout.finish_reason}). The correct answer is {gold}."
-    verdict = "Correct." if rollout.reward >= 1.0 else f"Wrong or partly wrong (reward {rollout.reward:.2f})."
-    return f"{verdict} The agent {searched} and answered {rollout.answer!r}; the correct answer is {gold}."
-
-
-def reflective_record(rollout: Rollout) -> dict[str, Any]:
-    """GEPA's reflective record of one rollout (JSON-serialisable)."""
+def reflective_record(rollout: Rollout, env: Any) -> dict[str, Any]:
+    """GEPA's reflective record of one rollout (JSON-serialisable); the feedback is ``env``'s."""
     return {
         "Inputs": rollout.question.question,
         "Generated Outputs": rollout.response,
-        "Feedback": feedback_of(rollout),
+        "Feedback": env.feedback(rollout),
         "Correct answers": list(rollout.question.answers),
         "Reward": float(rollout.reward),
     }
@@ -75,13 +63,14 @@ def rollout_of(record: Mapping[str, Any], index: int) -> Rollout:
                    response=str(record["Generated Outputs"]), reward=float(record["Reward"]))
 
 
-class SearchAgentAdapter:
-    """A ``gepa.GEPAAdapter`` over inspo's multi-turn search agent.
+class AgentAdapter:
+    """A ``gepa.GEPAAdapter`` over an inspo agent: a multi-turn policy in an environment.
 
     Args:
         engine: the frozen policy.
-        retriever: the search tool.
-        agent: how episodes are played (turns, tokens, sampling, reward).
+        env: the agent's environment (:class:`~inspo.envs.base.Environment`): tools, protocol,
+            reward, feedback.
+        agent: how episodes are played (turns, tokens, sampling).
         batch_size: episodes per batched ``generate`` call.
         seed: each ``evaluate`` call samples from a stream derived from (seed, call number), so
             a run is reproducible.
@@ -89,9 +78,10 @@ class SearchAgentAdapter:
 
     propose_new_texts = None  # GEPA checks this attribute: reflection is done elsewhere
 
-    def __init__(self, engine: PolicyEngine, retriever: Retriever, agent: AgentConfig, *, batch_size: int = 16,
+    def __init__(self, engine: PolicyEngine, env: Any, agent: AgentConfig, *, batch_size: int = 16,
                  seed: int = 0):
         self.engine = engine
+        self.env = env
         self.agent = agent
         self.seed = seed
         self.calls = 0
@@ -101,7 +91,7 @@ class SearchAgentAdapter:
         self.calls_now: Callable[[], int] = lambda: 0
         self.proposer: ProposerStats | None = None
         self.calls_before = 0  # optimizer calls of the runs before a resume (restored with the state)
-        self._evaluate = make_evaluate(engine, retriever, agent, group_size=1, batch_size=batch_size)
+        self._evaluate = make_evaluate(engine, env, agent, group_size=1, batch_size=batch_size)
 
     def reflection_calls(self) -> int:
         """Optimizer LLM calls over every run of this optimisation."""
@@ -131,7 +121,7 @@ class SearchAgentAdapter:
 
         text = candidate.get(COMPONENT)
         if not isinstance(text, str):  # a wiring error; an empty proposal scores 0 in the agent
-            raise ValueError(f"SearchAgentAdapter: the candidate has no {COMPONENT!r} text: {candidate!r}")
+            raise ValueError(f"AgentAdapter: the candidate has no {COMPONENT!r} text: {candidate!r}")
         self.calls += 1
         if hasattr(self.engine, "rng"):
             self.engine.rng = derived_rng(self.seed, "gepa-evaluate", self.calls)
@@ -144,8 +134,12 @@ class SearchAgentAdapter:
         )
 
     def make_reflective_dataset(self, candidate: dict[str, str], eval_batch, components_to_update: list[str]):
-        records = [reflective_record(r) for r in eval_batch.trajectories or []]
+        records = [reflective_record(r, self.env) for r in eval_batch.trajectories or []]
         return {name: records for name in components_to_update}
+
+
+#: The adapter's name before the environment seam (it served the search agent only).
+SearchAgentAdapter = AgentAdapter
 
 
 @dataclass
@@ -167,14 +161,15 @@ def inspo_reflection_proposer(
     max_chars: int = 6000,
     temperature: float = 1.0,
     max_tokens: int = 2048,
-    guard_tags: Sequence[str] = REQUIRED_TAGS,
+    guard_tags: Sequence[str] = (),
     stats: ProposerStats | None = None,
 ) -> Callable[[dict[str, str], Mapping[str, Sequence[Mapping[str, Any]]], list[str]], dict[str, str]]:
     """A GEPA ``custom_candidate_proposer`` that reflects through INSPO's own :class:`Proposer`.
 
     Per component to update: the failing records (reward < 1, at most ``max_failures``) become
     App. E's reflection prompt over the current text; one ``llm`` call asks for
-    ``n_candidates``, which go through :func:`inspo.core.proposer.guard` (with ``guard_tags``);
+    ``n_candidates``, which go through :func:`inspo.core.proposer.guard` (with ``guard_tags``, the
+    environment's required tags in :func:`optimize_instruction`);
     the first that passes is returned. When no record failed, the call fails, or every
     candidate is rejected, the component is left out of the result, and GEPA then skips the
     iteration without spending rollouts on a copy.
@@ -236,7 +231,7 @@ class GEPAOutcome:
 
 
 def optimize_instruction(
-    adapter: SearchAgentAdapter,
+    adapter: AgentAdapter,
     seed_instruction: str,
     trainset: list[Question],
     valset: list[Question],
@@ -248,7 +243,7 @@ def optimize_instruction(
     n_candidates: int = 3,
     temperature: float = 1.0,
     max_tokens: int = 2048,
-    guard_tags: Sequence[str] = REQUIRED_TAGS,
+    guard_tags: Sequence[str] | None = None,
     seed: int = 0,
     run_dir: str | None = None,
     resume: bool = False,
@@ -260,7 +255,7 @@ def optimize_instruction(
     the budget between iterations, so the last iteration may overshoot it by up to one minibatch
     pair plus one validation pass; ``rollouts`` is what was actually played. ``temperature`` and
     ``max_tokens`` apply to every reflection call and ``guard_tags`` to the ``inspo`` proposer's
-    guard (give both optimizers the same).
+    guard (give both optimizers the same; None: the environment's required tags).
 
     ``run_dir`` is GEPA's own folder: its log (``gepa.log``) and the state GEPA saves before every
     iteration (``gepa_state.bin``, with the adapter's counters). A new run removes an earlier
@@ -277,6 +272,8 @@ def optimize_instruction(
     if max_rollouts < len(valset):
         raise ValueError(f"max_rollouts={max_rollouts} cannot even cover one pass over the {len(valset)} validation questions")
     stats: ProposerStats | None = None
+    if guard_tags is None:
+        guard_tags = tuple(adapter.env.required_tags)
     if reflection == "inspo":
         stats = ProposerStats()
         kwargs: dict[str, Any] = {"custom_candidate_proposer": inspo_reflection_proposer(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,7 +114,10 @@ class StepReport:
 
 
 class CoEvolution:
-    """The population, the replay buffer and the optimizer, on Algorithm 1's schedule."""
+    """The population, the replay buffer and the optimizer, on Algorithm 1's schedule.
+
+    ``leak_terms(question)`` gives the texts a candidate must not contain once its optimizer call
+    has seen ``question`` (the environment's; default: the gold answers)."""
 
     SCHEMA_VERSION = 2  # 2: observations carry their step and rollout count; members a prior
 
@@ -126,9 +129,11 @@ class CoEvolution:
         *,
         events: EventLog | None = None,
         rng: random.Random | None = None,
+        leak_terms: Callable[[Question], Sequence[str]] | None = None,
     ):
         self.config = config
         self.proposer = proposer
+        self.leak_terms = leak_terms if leak_terms is not None else (lambda q: q.answers)
         self.events = events if events is not None else EventLog()
         self.rng = rng if rng is not None else random.Random(config.rng_seed)
         self.population = Population(config.population_size, config.weight_window, config.tau_s,
@@ -323,7 +328,7 @@ class CoEvolution:
         prompt and the D_B questions); each other one is refused with stage ``leak``. Answers the
         parent already holds do not count (see :func:`~inspo.core.proposer.leaked_answer`)."""
         parent = self.population.archive.get(parent_id)
-        answers = [a for q in shown for a in q.answers]
+        answers = [a for q in shown for a in self.leak_terms(q)]
         clean = []
         for cand in candidates:
             answer = leaked_answer(cand.text, answers, parent.text if parent is not None else "")

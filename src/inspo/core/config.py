@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from inspo.core.templates import PROTOCOL_TAGS, REQUIRED_TAGS, TEMPLATES
+from inspo.core.templates import TEMPLATES
 
 ADMISSIONS = ("top-n", "beat-parent")
 #: The most candidates one optimizer call may be asked for (App. E's prompts ask the paper's 6).
@@ -112,10 +113,15 @@ class CoEvolutionConfig:
     leak_guard: bool = True
     """Refuse (stage ``leak``) a candidate that contains a gold answer of the failures its optimizer
     call was shown or of the D_B questions it would be verified on (inspo.core.proposer.leaked_answer)."""
-    guard_tags: list[str] = field(default_factory=lambda: list(REQUIRED_TAGS))
-    """Protocol tags a candidate must keep (open and close) when its parent has them. Default: the
-    tags the policy must write (search, answer); add information/think to keep those too; []
-    turns the check off (the paper has none; a weak optimizer LLM often drops tags)."""
+    guard_tags: list[str] | None = None
+    """Tags a candidate must keep (open and close) when its parent has them. None: the
+    environment's required tags (those the policy must write: Search-R1's search and answer);
+    a list names them (add information/think to keep those too); [] turns the check off (the paper
+    has none; a weak optimizer LLM often drops tags)."""
+    feedback: bool = False
+    """Show each failure's feedback line (the environment's one-line account of the episode, GEPA's
+    Feedback) in the reflection prompt, under its correct answer. False: App. E's examples as they
+    are (question, response, correct answer)."""
     replay_capacity: int = 20000
     """The replay buffer keeps at most this many trajectories (oldest dropped first)."""
     optimizer_temperature: float = 1.0
@@ -153,12 +159,14 @@ class CoEvolutionConfig:
             raise ConfigError(f"tau_s must be > 0 (softmax temperature), got {self.tau_s!r}")
         if self.template not in TEMPLATES:
             raise ConfigError(f"template must be one of {', '.join(TEMPLATES)}; got {self.template!r}")
-        if not isinstance(self.guard_tags, (list, tuple)) or not set(self.guard_tags) <= set(PROTOCOL_TAGS):
-            raise ConfigError(
-                f"guard_tags must be a list drawn from {', '.join(PROTOCOL_TAGS)} (or [] for no tag check); "
-                f"got {self.guard_tags!r}"
-            )
-        self.guard_tags = list(self.guard_tags)
+        if self.guard_tags is not None:
+            if not isinstance(self.guard_tags, (list, tuple)) or not all(
+                    isinstance(t, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", t) for t in self.guard_tags):
+                raise ConfigError("guard_tags must be a list of tag names such as [search, answer] (null: the "
+                                  f"environment's required tags; [] for no tag check); got {self.guard_tags!r}")
+            self.guard_tags = list(self.guard_tags)
+        if not isinstance(self.feedback, bool):
+            raise ConfigError(f"feedback must be true or false, got {self.feedback!r}")
         if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
             raise ConfigError(f"seed must be an integer (or null to follow rl.seed), got {self.seed!r}")
         if self.admission not in ADMISSIONS:

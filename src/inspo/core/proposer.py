@@ -22,8 +22,6 @@ from inspo.answers import normalize_answer
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.templates import (
     PARSE_FALLBACKS,
-    PROTOCOL_TAGS,
-    REQUIRED_TAGS,
     ScoredInstruction,
     critique_of,
     parse_answer,
@@ -41,18 +39,17 @@ def _normalise(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def tags_in(text: str, tags: Sequence[str] = PROTOCOL_TAGS) -> set[str]:
-    """Protocol tags of which ``text`` has both the opening and the closing form."""
+def tags_in(text: str, tags: Sequence[str]) -> set[str]:
+    """Those of ``tags`` of which ``text`` has both the opening and the closing form."""
     return {t for t in tags if f"<{t}>" in text and f"</{t}>" in text}
 
 
-def guard(
-    text: str, parent: str, existing: Sequence[str], max_chars: int, tags: Sequence[str] = PROTOCOL_TAGS
-) -> str | None:
+def guard(text: str, parent: str, existing: Sequence[str], max_chars: int, tags: Sequence[str] = ()) -> str | None:
     """Why a candidate must be rejected, or None when it may go on to verification.
 
     Rejected: empty (no letter or digit, such as App. E's ``<ins_1>...</ins_1>`` echoed back);
-    longer than ``max_chars``; missing (opening or closing) one of ``tags`` that the parent has;
+    longer than ``max_chars``; missing (opening or closing) one of ``tags`` (the environment's
+    required tags, unless the run names others) that the parent has;
     a duplicate of the parent, of a population member or of an earlier candidate (compared case-
     and whitespace-insensitively).
     """
@@ -138,7 +135,10 @@ class Proposer:
     """Renders a template, calls the optimizer once, parses and guards the candidates.
 
     ``new_id`` hands out candidate ids (the core's counter) so admitted candidates keep them.
-    ``fits`` is the trainer's length check, run after :func:`guard` on every candidate. A
+    ``fits`` is the trainer's length check, run after :func:`guard` on every candidate.
+    ``guard_tags`` are the tags a candidate must keep (the environment's required ones, or the
+    run's ``coevolution.guard_tags``); ``feedback`` (``coevolution.feedback``) adds each failure's
+    feedback line to the reflection prompt. A
     candidate cut off by the optimizer's completion limit (an ``<ins_i>`` still open when the
     completion stopped at ``max_tokens``, see :meth:`hit_limit`) is recorded as rejected
     ("truncated"), never silently dropped; a block left open in an answer that ended by itself
@@ -154,11 +154,13 @@ class Proposer:
         max_chars: int = 6000,
         temperature: float = 1.0,
         max_tokens: int = 4096,
-        guard_tags: Sequence[str] = REQUIRED_TAGS,
+        guard_tags: Sequence[str] = (),
         fits: LengthCheck | None = None,
+        feedback: Callable[[Rollout], str] | None = None,
     ):
         self.llm = llm
         self.fits = fits
+        self.feedback = feedback
         self.template = template
         self.n_candidates = n_candidates
         self.max_chars = max_chars
@@ -167,8 +169,11 @@ class Proposer:
         self.guard_tags = tuple(guard_tags)
 
     @classmethod
-    def from_config(cls, llm: LLMClient, config: CoEvolutionConfig, fits: LengthCheck | None = None) -> Proposer:
-        """The proposer a co-evolution config describes (template, N, guard, sampling)."""
+    def from_config(cls, llm: LLMClient, config: CoEvolutionConfig, fits: LengthCheck | None = None, *,
+                    required_tags: Sequence[str] = (), feedback: Callable[[Rollout], str] | None = None) -> Proposer:
+        """The proposer a co-evolution config describes (template, N, guard, sampling);
+        ``required_tags`` (the environment's) are guarded unless ``config.guard_tags`` names others,
+        and ``feedback`` (the environment's) is shown only under ``config.feedback``."""
         return cls(
             llm,
             fits=fits,
@@ -177,14 +182,15 @@ class Proposer:
             max_chars=config.max_instruction_chars,
             temperature=config.optimizer_temperature,
             max_tokens=config.optimizer_max_tokens,
-            guard_tags=config.guard_tags,
+            guard_tags=config.guard_tags if config.guard_tags is not None else required_tags,
+            feedback=feedback if config.feedback else None,
         )
 
     def render(
         self, parent: Instruction, failures: Sequence[Rollout], history: Sequence[ScoredInstruction]
     ) -> str:
         if self.template == "reflection":
-            return render_reflection(parent.text, failures, self.n_candidates)
+            return render_reflection(parent.text, failures, self.n_candidates, self.feedback)
         if self.template == "paraphrase":
             return render_paraphrase(parent.text, self.n_candidates)
         entries = list(history) or [ScoredInstruction(parent.text, 0.0)]

@@ -12,25 +12,20 @@ forms it accepts and the fallbacks it counts), :func:`parse_candidates` gives ju
 
 The rendered shapes are a contract other code reads (the rule-based reflector parses them):
 the parent sits in ``<ins_0>\\n…\\n</ins_0>``; each failure is one ``<example>`` block with
-``Question:``, ``Response:`` and ``Correct answer:`` lines (answers joined by `` | ``); each
-history entry is ``<ins_i>…</ins_i>`` followed by ``<score_i>…</score_i>``.
+``Question:``, ``Response:`` and ``Correct answer:`` lines (answers joined by `` | ``), and a
+``Feedback:`` line when the run shows the environment's feedback (``coevolution.feedback``; App. E
+has none); each history entry is ``<ins_i>…</ins_i>`` followed by ``<score_i>…</score_i>``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from inspo.records import Rollout
 
 TEMPLATES = ("reflection", "paraphrase", "history")
-# The Search-R1 tags an instruction may teach; the guard keeps those a parent has (see proposer).
-PROTOCOL_TAGS = ("search", "information", "answer", "think")
-# The tags the policy itself must write for the protocol to work (the default guard): a search
-# call and a final answer. <information> is written by the environment, and <think> is optional
-# for the protocol; BENCHMARKS.md §4 saw instructions without <think> help the default policy.
-REQUIRED_TAGS = ("search", "answer")
 #: Ends a failure response that :func:`render_example` cut to its ``max_chars``.
 TRUNCATION_MARK = " …[truncated]"
 
@@ -49,24 +44,28 @@ class ScoredInstruction:
     score: float
 
 
-def render_example(rollout: Rollout, max_chars: int = 3000) -> str:
-    """One failure trajectory as an ``<example>`` block (the response is cut to ``max_chars``)."""
+def render_example(rollout: Rollout, max_chars: int = 3000, feedback: str = "") -> str:
+    """One failure trajectory as an ``<example>`` block (the response is cut to ``max_chars``;
+    ``feedback``, when given, is one more line: how the episode went, in the environment's words)."""
     response = rollout.response
     if len(response) > max_chars:
         response = response[:max_chars] + TRUNCATION_MARK
     answers = " | ".join(rollout.question.answers)
+    note = f"Feedback: {' '.join(feedback.split())}\n" if feedback.strip() else ""
     return (
         "<example>\n"
         f"Question: {rollout.question.question}\n"
         f"Response: {response}\n"
         f"Correct answer: {answers}\n"
+        f"{note}"
         "</example>"
     )
 
 
-def render_reflection(parent: str, failures: Sequence[Rollout], n: int) -> str:
-    """App. E's reflection-based template (INSPO)."""
-    examples = "\n".join(render_example(r) for r in failures)
+def render_reflection(parent: str, failures: Sequence[Rollout], n: int,
+                      feedback: Callable[[Rollout], str] | None = None) -> str:
+    """App. E's reflection-based template (INSPO); ``feedback`` adds each failure's feedback line."""
+    examples = "\n".join(render_example(r, feedback=feedback(r) if feedback else "") for r in failures)
     return (
         "The initial prompt is:\n"
         f"<ins_0>\n{parent}\n</ins_0>\n"

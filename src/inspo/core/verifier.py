@@ -12,7 +12,7 @@ example is a Rollout with ``error`` set). A score is the mean over the rollouts 
 all of whose rollouts failed is rejected with the error. If the evaluate function raises, the
 candidate is rejected with the error as its reason and the round goes on, except for
 :class:`~inspo.records.TooManyErrors` (its error budget is spent), which stops the run. An evaluate function that also has
-``many(instructions, questions) -> list[list[Rollout]]`` (:class:`inspo.agent.evaluate.Evaluate`)
+``many(instructions, questions) -> list[list[Rollout]]`` (:class:`inspo.envs.evaluate.Evaluate`)
 gets all of a round's candidates in one call.
 """
 

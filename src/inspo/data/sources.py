@@ -41,6 +41,15 @@ def _world(source: str):
         raise ValueError(f"data source {source!r}: the seed after '{name}:' must be an integer") from e
 
 
+def is_world(source: str) -> bool:
+    """Whether ``source`` names a built-in world (``world``, ``world-multihop``, ``world-chain``,
+    with or without ``:SEED``): one that has questions as well as a corpus."""
+    try:
+        return _world(source) is not None
+    except ValueError:
+        return False
+
+
 def is_named_source(source: str) -> bool:
     """Whether ``source`` names a built-in or hub source (no file to check): a built-in world,
     ``wiki-lite`` or ``hf:NAME``."""

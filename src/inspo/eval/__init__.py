@@ -1,22 +1,24 @@
-"""Evaluation: policies x instructions x datasets -> EM, F1, searches, turns, format failures.
+"""Evaluation: policies x instructions x datasets -> the environment's reward and metrics, tool
+calls, turns (Search-R1: EM, F1, searches, format failures).
 
 - :func:`summarize` turns the rollouts of one (policy, instruction, dataset) cell into an
   :class:`EvalCell` (pure), and :func:`question_scores` into its per-question rows, which
   ``eval.json`` keeps under ``questions`` so that two evaluations can be paired question by question;
-- error rollouts (an episode that raised: the retriever or the policy endpoint down, an engine
-  crash) are not the policy's answers: a cell counts them in ``errors`` and every mean (EM, F1,
-  searches, turns, format failures, no answer) is over the other ``n - errors`` rollouts; they
-  get no per-question row;
+- error rollouts (an episode that raised: the retriever or the policy endpoint down, a tool that
+  raised or hung, an engine crash) are not the policy's answers: a cell counts them in ``errors``
+  and every mean (reward, metrics, tool calls, turns, no answer) is over the other
+  ``n - errors`` rollouts; they get no per-question row;
 - :func:`run_eval` plays every cell through the agent's ``evaluate`` seam, batched, with a
   progress bar, and returns an :class:`EvalReport`. When the evaluate function stops on
   :class:`~inspo.records.TooManyErrors` (its ``max_error_rate`` spent), the cells done so far and
   the partial cell (marked ``stopped``) are kept and ``EvalReport.stopped`` holds the message;
 - :meth:`EvalReport.markdown` / ``to_dict`` give the Markdown table and the JSON, each with the
   ``settings`` the cells were measured under (where the config came from, the overrides put on
-  top of it, the agent, the retriever, the question filter), so two evaluations can be compared.
+  top of it, the agent, the environment, the question filter), so two evaluations can be compared.
 
-Dataset specs are ``SOURCE[@SPLIT]`` (``world@test``, ``data/nq.jsonl``, ``hf:nq_open@validation``);
-instruction specs are ``seed`` (Search-R1's instruction), a run directory (its
+Dataset specs are ``SOURCE[@SPLIT]`` (``env@test``: the environment's own; ``world@test``,
+``data/nq.jsonl``, ``hf:nq_open@validation``); instruction specs are ``seed`` (the run's seed
+instruction), ``@NAME`` (one of the environment's), a run directory (its
 ``best_instruction.txt``) or a text file; policy specs are a model name or folder, or a run
 directory (its ``model/``).
 """
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -49,24 +51,47 @@ class Dataset:
 class EvalCell:
     """Scores of one policy under one instruction on one dataset: ``n`` rollouts played, ``errors``
     of them failed on an error (never scored); the means are over the ``n - errors`` others.
-    ``stopped``: the run stopped during this cell (``n`` is what was played)."""
+    ``stopped``: the run stopped during this cell (``n`` is what was played).
+
+    ``reward`` is the environment's reward; ``metrics`` are the means of its per-episode numbers
+    (``env.metrics``: Search-R1's ``em``, ``f1``, ``format_failures``; the calculator's ``correct``,
+    ``calc_errors``), readable as attributes (``cell.em``); ``tool_calls`` the mean calls of each
+    tool (``{"search": 1.2}``)."""
 
     policy: str
     instruction: str
     dataset: str
     n: int
-    em: float
-    f1: float
-    searches: float
+    reward: float
     turns: float
-    format_failures: float
     no_answer: float
     errors: int
+    metrics: dict[str, float] = field(default_factory=dict)
+    tool_calls: dict[str, float] = field(default_factory=dict)
     stopped: bool = False
 
     @property
     def scored(self) -> int:
         return self.n - self.errors
+
+    @property
+    def calls(self) -> float:
+        """Mean tool calls per episode, all tools."""
+        return sum(self.tool_calls.values())
+
+    def __getattr__(self, name: str) -> float:  # cell.em: one of the environment's metrics
+        metrics = self.__dict__.get("metrics") or {}
+        if name in metrics:
+            return metrics[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute or metric {name!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalCell:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass(frozen=True)
@@ -77,9 +102,13 @@ class QuestionScore:
     instruction: str
     dataset: str
     question_id: str
-    em: float
-    f1: float
-    searches: int
+    reward: float
+    metrics: dict[str, float] = field(default_factory=dict)
+    tool_calls: int = 0
+
+    def value(self, metric: str) -> float:
+        """``reward``, or one of the environment's metrics."""
+        return self.reward if metric == "reward" else self.metrics[metric]
 
 
 @dataclass
@@ -88,7 +117,7 @@ class EvalReport:
     questions: list[QuestionScore] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     """What the cells were measured under: ``config`` (where it came from), ``overrides`` (a list
-    of ``{"key", "old", "new"}`` put on top of it), ``agent``, ``retriever``, ``questions``."""
+    of ``{"key", "old", "new"}`` put on top of it), ``agent``, ``env``, ``questions``."""
     stopped: str = ""
     """Why the evaluation stopped before its end ('' : it finished)."""
 
@@ -99,10 +128,18 @@ class EvalReport:
         for policy, instruction in keys:
             group = [c for c in self.cells if (c.policy, c.instruction) == (policy, instruction)]
             k = len(group)
+
+            def mean(get: Callable[[EvalCell], float], g=group, k=k) -> float:
+                return sum(get(c) for c in g) / k
+
+            metric_names = list(dict.fromkeys(m for c in group for m in c.metrics))
+            tools = list(dict.fromkeys(t for c in group for t in c.tool_calls))
             out.append(EvalCell(
-                policy, instruction, "average", sum(c.n for c in group),
-                *(sum(getattr(c, f) for c in group) / k for f in ("em", "f1", "searches", "turns", "format_failures", "no_answer")),
-                sum(c.errors for c in group), any(c.stopped for c in group),
+                policy, instruction, "average", sum(c.n for c in group), mean(lambda c: c.reward),
+                mean(lambda c: c.turns), mean(lambda c: c.no_answer), sum(c.errors for c in group),
+                metrics={m: mean(lambda c, m=m: c.metrics.get(m, 0.0)) for m in metric_names},
+                tool_calls={t: mean(lambda c, t=t: c.tool_calls.get(t, 0.0)) for t in tools},
+                stopped=any(c.stopped for c in group),
             ))
         return out
 
@@ -111,31 +148,37 @@ class EvalReport:
         return sum(c.errors for c in self.cells)
 
     def to_dict(self) -> dict:
-        return {"cells": [asdict(c) for c in self.cells], "average": [asdict(c) for c in self.averages()],
+        return {"cells": [c.to_dict() for c in self.cells], "average": [c.to_dict() for c in self.averages()],
                 "settings": self.settings, "questions": [asdict(q) for q in self.questions],
                 "errors": self.errors, "stopped": self.stopped}
 
-    def scores(self, policy: str, instruction: str, dataset: str, metric: str = "em") -> list[float]:
-        """One cell's per-question ``metric`` (em or f1), in the dataset's question order."""
-        return [getattr(q, metric) for q in self.questions
+    def scores(self, policy: str, instruction: str, dataset: str, metric: str = "reward") -> list[float]:
+        """One cell's per-question ``metric`` (``reward`` or one of the environment's metrics, e.g.
+        ``em``), in the dataset's question order."""
+        return [q.value(metric) for q in self.questions
                 if (q.policy, q.instruction, q.dataset) == (policy, instruction, dataset)]
 
     def markdown(self) -> str:
-        head = ("| policy | instruction | dataset | n | errors | EM | F1 | searches | turns | format failures "
-                "| no answer |")
-        rule = "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-        rows = [
-            f"| {c.policy} | {c.instruction} | {c.dataset}{' (stopped)' if c.stopped else ''} | {c.n} | {c.errors} | "
-            f"{c.em:.3f} | {c.f1:.3f} | {c.searches:.2f} | {c.turns:.2f} | {c.format_failures:.1%} | {c.no_answer:.1%} |"
-            for c in self.cells + (self.averages() if len({c.dataset for c in self.cells}) > 1 else [])
-        ]
+        shown = self.cells + (self.averages() if len({c.dataset for c in self.cells}) > 1 else [])
+        metric_names = list(dict.fromkeys(m for c in shown for m in c.metrics))
+        tools = list(dict.fromkeys(t for c in shown for t in c.tool_calls))
+        names = ["reward", *metric_names, *(f"{t} calls" for t in tools), "turns", "no answer"]
+        head = "| policy | instruction | dataset | n | errors | " + " | ".join(names) + " |"
+        rule = "|---|---|---|---:|---:|" + "---:|" * len(names)
+
+        def row(c: EvalCell) -> str:
+            values = [f"{c.reward:.3f}", *(_number(m, c.metrics.get(m)) for m in metric_names),
+                      *(f"{c.tool_calls.get(t, 0.0):.2f}" for t in tools), f"{c.turns:.2f}", f"{c.no_answer:.1%}"]
+            return (f"| {c.policy} | {c.instruction} | {c.dataset}{' (stopped)' if c.stopped else ''} | {c.n} | "
+                    f"{c.errors} | " + " | ".join(values) + " |")
+
         notes = []
         if self.errors:
-            notes = ["", f"{self.errors} rollout(s) failed on an error (an endpoint down, an engine crash) and are "
-                     "not scored: each row's means are over its n - errors other rollouts."]
+            notes = ["", f"{self.errors} rollout(s) failed on an error (an endpoint down, a tool that raised, an "
+                     "engine crash) and are not scored: each row's means are over its n - errors other rollouts."]
         if self.stopped:
             notes += ["", f"Stopped before the end: {self.stopped}"]
-        return "\n".join([head, rule, *rows, *notes, *settings_lines(self.settings)]) + "\n"
+        return "\n".join([head, rule, *map(row, shown), *notes, *settings_lines(self.settings)]) + "\n"
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         out = Path(out_dir)
@@ -165,46 +208,52 @@ def settings_lines(settings: dict[str, Any]) -> list[str]:
     return out
 
 
-def question_scores(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout]) -> list[QuestionScore]:
-    """Each rollout's EM, F1 and searches (one rollout per question; error rollouts get no row)."""
-    from inspo.agent.rewards import exact_match, f1_score
+def _number(name: str, value: float | None) -> str:
+    """A metric for the table: a share (``*_failures``, ``*_rate``) as a percentage, else 3 decimals."""
+    if value is None:
+        return "-"
+    return f"{value:.1%}" if name.endswith(("failures", "_rate")) else f"{value:.3f}"
 
-    return [QuestionScore(policy, instruction, dataset, r.question.id,
-                          exact_match(r.answer, r.question.answers) if r.answer is not None else 0.0,
-                          f1_score(r.answer, r.question.answers) if r.answer is not None else 0.0,
-                          len(r.searches)) for r in scored(rollouts)]
+
+def question_scores(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout],
+                    env: Any = None) -> list[QuestionScore]:
+    """Each rollout's reward, ``env.metrics`` and tool calls (one rollout per question; error
+    rollouts get no row)."""
+    return [QuestionScore(policy, instruction, dataset, r.question.id, float(r.reward),
+                          dict(env.metrics(r)) if env is not None else {}, len(r.tool_calls))
+            for r in scored(rollouts)]
 
 
 def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout],
-              rows: Sequence[QuestionScore] | None = None) -> EvalCell:
-    """Means over the rollouts (one per question) that did not fail on an error, of EM and F1 of
-    the extracted answer, searches, turns, the share that fails the format check and the share
-    with no answer; ``errors`` counts the others. EM, F1 and searches are the means of
-    :func:`question_scores` (``rows``, when already computed)."""
-    from inspo.agent.rewards import format_ok
-
+              rows: Sequence[QuestionScore] | None = None, env: Any = None) -> EvalCell:
+    """Means over the rollouts (one per question) that did not fail on an error: the reward, each
+    of ``env``'s metrics, each tool's calls, turns and the share with no answer; ``errors`` counts
+    the others. The reward and metrics are the means of :func:`question_scores` (``rows``, when
+    already computed)."""
     ok = scored(rollouts)
     errors = len(rollouts) - len(ok)
+    tools = list(getattr(env, "tools", None) or dict.fromkeys(c.tool for r in ok for c in r.tool_calls))
     if not ok:
-        return EvalCell(policy, instruction, dataset, len(rollouts), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, errors)
+        return EvalCell(policy, instruction, dataset, len(rollouts), 0.0, 0.0, 0.0, errors,
+                        tool_calls=dict.fromkeys(tools, 0.0))
     if rows is None:
-        rows = question_scores(policy, instruction, dataset, ok)
+        rows = question_scores(policy, instruction, dataset, ok, env)
 
     def mean(values) -> float:
         return sum(values) / len(ok)
 
+    names = list(dict.fromkeys(m for q in rows for m in q.metrics))
     return EvalCell(
         policy=policy,
         instruction=instruction,
         dataset=dataset,
         n=len(rollouts),
-        em=mean(q.em for q in rows),
-        f1=mean(q.f1 for q in rows),
-        searches=mean(q.searches for q in rows),
+        reward=mean(q.reward for q in rows),
         turns=mean(r.turns for r in ok),
-        format_failures=mean(not format_ok(r.response) for r in ok),
         no_answer=mean(r.answer is None for r in ok),
         errors=errors,
+        metrics={m: mean(q.metrics.get(m, 0.0) for q in rows) for m in names},
+        tool_calls={t: mean(len(r.calls_of(t)) for r in ok) for t in tools},
     )
 
 
@@ -212,9 +261,11 @@ def run_eval(
     policies: Sequence[tuple[str, Callable[[], EvaluateFn]]],
     instructions: Sequence[NamedInstruction],
     datasets: Sequence[Dataset],
+    env: Any = None,
 ) -> EvalReport:
     """Every policy x instruction x dataset. ``policies`` are (label, factory of an evaluate
-    function); each factory is called once, so one model is loaded at a time. An evaluate
+    function); each factory is called once, so one model is loaded at a time; ``env`` (the agent's
+    environment) gives the metrics and tools each cell reports. An evaluate
     function that raises :class:`~inspo.records.TooManyErrors` ends the evaluation: the report
     keeps every cell done, the partial one (``stopped``) and the message (``report.stopped``)."""
     report = EvalReport()
@@ -226,8 +277,8 @@ def run_eval(
                     rollouts, stopped = evaluate(named.instruction, list(data.questions)), ""
                 except TooManyErrors as exc:
                     rollouts, stopped = exc.rollouts, str(exc)
-                rows = question_scores(label, named.label, data.label, rollouts)
-                report.cells.append(summarize(label, named.label, data.label, rollouts, rows))
+                rows = question_scores(label, named.label, data.label, rollouts, env)
+                report.cells.append(summarize(label, named.label, data.label, rollouts, rows, env))
                 report.questions += rows
                 if stopped:
                     report.cells[-1].stopped = True
@@ -238,32 +289,46 @@ def run_eval(
 
 
 # ------------------------------------------------------------------------------ spec parsing
-def parse_dataset(spec: str, *, limit: int | None = None, max_hops: int = 0) -> Dataset:
+def parse_dataset(spec: str, *, limit: int | None = None, max_hops: int = 0, env: Any = None) -> Dataset:
     """``SOURCE[@SPLIT]`` (split defaults to test) -> a labelled question set; ``max_hops > 0``
-    keeps the questions of at most that many hops (those without hop metadata too), then ``limit``."""
+    keeps the questions of at most that many hops (those without hop metadata too), then ``limit``.
+    SOURCE ``env`` (or the environment's own name, ``calculator@test``) is ``env``'s own questions;
+    anything else a file, a built-in world or ``hf:NAME`` (:func:`inspo.data.sources.load_qa_source`)."""
     from inspo.data.sources import load_qa_source, within_hops
 
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 (0 or None: every question), got {limit}")
     source, _, split = spec.partition("@")
     split = split or "test"
-    questions = load_qa_source(source, split=split, limit=None if max_hops else (limit or None))
+    own = env is not None and source in ("env", getattr(env, "name", None)) and not Path(source).exists()
+    if own:
+        questions = list(env.questions(split))
+        source = env.name
+    else:
+        questions = load_qa_source(source, split=split, limit=None if max_hops else (limit or None))
     questions = within_hops(questions, max_hops)[: limit or None]
     if not questions:
         raise ValueError(f"dataset {spec!r} has no questions" + (f" with at most {max_hops} hop(s)" if max_hops else ""))
     return Dataset(label=f"{source}@{split}", questions=tuple(questions))
 
 
-def parse_instruction(spec: str, *, seed_text: str = "") -> NamedInstruction:
-    """``seed`` (``seed_text``, a run's seed instruction as its config writes it: '' for
-    Search-R1's, ``@NAME`` for a named one), ``@NAME`` (a named instruction, e.g. ``@weak``), a run
-    directory (its best_instruction.txt), an exported agent folder (its instruction.txt) or a text file."""
-    from inspo.agent.protocol import NAMED_INSTRUCTIONS, resolve_instruction
+def parse_instruction(spec: str, *, seed_text: str = "", env: Any = None) -> NamedInstruction:
+    """``seed`` (``seed_text``, a run's seed instruction as its config writes it: '' for the
+    environment's own, ``@NAME`` for a named one), ``@NAME`` (one of the environment's named
+    instructions, e.g. ``@weak``), a run directory (its best_instruction.txt), an exported agent
+    folder (its instruction.txt) or a text file. ``env``: the agent's environment (None: Search-R1's
+    instructions)."""
+    from inspo.envs.registry import named_instructions, resolve_seed
 
+    named = dict(env.instructions) if env is not None else dict(named_instructions("search-r1"))
     if spec == "seed":
-        return NamedInstruction("seed", Instruction(id="seed", text=resolve_instruction(seed_text)))
-    if spec.startswith("@") and spec[1:] in NAMED_INSTRUCTIONS:
-        return NamedInstruction(spec[1:], Instruction(id=spec[1:], text=NAMED_INSTRUCTIONS[spec[1:]]))
+        if env is not None:
+            text = resolve_seed(env, seed_text)
+        else:
+            text = named["search-r1"] if not seed_text else named[seed_text[1:]] if seed_text.startswith("@") else seed_text
+        return NamedInstruction("seed", Instruction(id="seed", text=text))
+    if spec.startswith("@") and spec[1:] in named:
+        return NamedInstruction(spec[1:], Instruction(id=spec[1:], text=named[spec[1:]]))
     path = Path(spec)
     if path.is_dir():
         best = path / BEST_INSTRUCTION_FILE
@@ -275,7 +340,10 @@ def parse_instruction(spec: str, *, seed_text: str = "") -> NamedInstruction:
         return NamedInstruction(f"best({path.name})", Instruction(id=f"best-{path.name}", text=best.read_text().strip()))
     if path.is_file():
         return NamedInstruction(path.stem, Instruction(id=path.stem, text=path.read_text().strip()))
-    raise FileNotFoundError(f"instruction {spec!r}: expected 'seed', a run directory or a text file")
+    if spec.startswith("@"):
+        raise FileNotFoundError(f"instruction {spec!r}: no such named instruction; the environment's are "
+                                + ", ".join("@" + k for k in named))
+    raise FileNotFoundError(f"instruction {spec!r}: expected 'seed', '@NAME', a run directory or a text file")
 
 
 def parse_policy(spec: str) -> tuple[str, str]:

@@ -1,11 +1,12 @@
 """One evaluation under a resolved config: what ``inspo eval`` runs after reading its flags, and
 what :func:`inspo.evaluate` runs from Python.
 
-The config gives the agent (turns, tokens per turn, prefill, last-turn nudge), the retriever, the
-seed instruction, the question filter (``data.max_hops``) and the default policy and questions;
-the arguments name what to cross: policies x instructions x datasets (spec strings as in
-:mod:`inspo.eval`). Every policy's model folder is found, and the retriever built, before any
-model loads; models then load one at a time.
+The config gives the agent's environment (``env``: its tools, protocol, reward and questions;
+built by :mod:`inspo.envs.build`, the layer training and the trained agent share), how it plays
+(turns, tokens per turn, prefill, last-turn nudge), the seed instruction, the question filter
+(``data.max_hops``) and the default policy and questions; the arguments name what to cross:
+policies x instructions x datasets (spec strings as in :mod:`inspo.eval`). Every policy's model
+folder is found, and the environment built, before any model loads; models then load one at a time.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def evaluate_config(
     overrides: Sequence[Any] = (),
     error_setting: str = "rl.max_error_rate",
     dtype_setting: str = "dtype",
+    env: Any = None,
 ) -> EvalReport:
     """Play every policy x instruction x dataset with ``config``'s agent; the report's
     ``settings`` record what the cells were measured under.
@@ -47,7 +49,8 @@ def evaluate_config(
             empty: ``config.model.name_or_path``.
         instructions: ``seed``, ``@NAME``, a run directory (its ``best_instruction.txt``) or a
             text file; empty: ``["seed"]``.
-        datasets: ``SOURCE[@SPLIT]``; empty: ``config.data.eval`` at ``data.test_split``.
+        datasets: ``SOURCE[@SPLIT]`` (``env@test``: the environment's own); empty:
+            ``config.data.eval`` at ``data.test_split``.
         limit: at most this many questions per dataset (0: all).
         temperature: decoding temperature (0: greedy, as a run's own end-of-run evaluation).
         dtype: the policies' weights dtype; ``auto``: bfloat16 where the device multiplies it fast,
@@ -60,15 +63,16 @@ def evaluate_config(
             :class:`~inspo.core.config.SettingChange` s put on top (recorded in ``settings``).
         error_setting: how the stop message names ``rl.max_error_rate`` (a cell whose rollouts
             fail on errors beyond it stops the evaluation: the report's ``stopped`` says why).
+        env: an environment object instead of the one ``config.env`` names.
 
     Raises:
         ValueError: a bad ``limit``, no questions named, an empty dataset.
         FileNotFoundError: an instruction or dataset that does not exist.
-        SetupError: a policy that is no model, a retriever that cannot be built.
+        SetupError: a policy that is no model, an environment that cannot be built (a retriever).
         ImportError: ``engine="vllm"`` without the ``vllm`` module (with the install command).
     """
+    from inspo.envs.build import agent_config, build_env, resolve_model_dir
     from inspo.models.precision import default_device, resolve_precision
-    from inspo.train.setup import agent_config, build_retriever, resolve_model_dir
 
     if limit < 0:
         raise ValueError(f"limit must be >= 0 (at most this many questions per dataset; 0: all), got {limit}")
@@ -76,13 +80,14 @@ def evaluate_config(
     if not datasets and not data.eval:
         raise ValueError("name the questions with a dataset SOURCE[@SPLIT] (the config's data.eval is empty)")
     specs = list(datasets) or [f"{data.eval}@{data.test_split or 'test'}"]
-    sets = [parse_dataset(spec, limit=limit, max_hops=data.max_hops) for spec in specs]
-    named = [parse_instruction(spec, seed_text=config.seed_instruction) for spec in list(instructions) or ["seed"]]
-    models = []  # (label, model folder): every policy is found before the retriever or a model loads
+    models = []  # (label, model folder): every policy is found before the environment or a model loads
     for spec in list(policies) or [config.model.name_or_path]:
         label, model = parse_policy(spec)
         models.append((label, str(resolve_model_dir(model))))
-    retriever = build_retriever(config)
+    env = build_env(config, env)
+    sets = [parse_dataset(spec, limit=limit, max_hops=data.max_hops, env=env) for spec in specs]
+    named = [parse_instruction(spec, seed_text=config.seed_instruction, env=env)
+             for spec in list(instructions) or ["seed"]]
     device = default_device()
     precision = resolve_precision(dtype, device=device, dtype_key=dtype_setting)
     log.info("%s", precision.line())
@@ -96,22 +101,21 @@ def evaluate_config(
         "agent": asdict(agent),
         "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
                     + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
-        "retriever": {"kind": data.retriever, "corpus": data.corpus, "index_dir": data.index_dir,
-                      "index_path": data.index_path, "url": data.retriever_url, "model": data.retriever_model},
+        "env": config.env.to_dict(),
         "questions": {"max_hops": data.max_hops, "limit": limit},
         "precision": precision.describe(),
     }
 
     def factory(model: str):
         def make():
-            from inspo.agent.evaluate import make_evaluate
             from inspo.agent.load import load_engine
+            from inspo.envs.evaluate import make_evaluate
 
             policy = load_engine(model, kind=engine, dtype=precision.dtype, device=device, vllm=vllm)
-            return make_evaluate(policy, retriever, agent, batch_size=batch_size, progress=progress,
+            return make_evaluate(policy, env, agent, batch_size=batch_size, progress=progress,
                                  max_error_rate=config.rl.max_error_rate, error_setting=error_setting)
         return make
 
-    report = run_eval([(label, factory(model)) for label, model in models], named, sets)
+    report = run_eval([(label, factory(model)) for label, model in models], named, sets, env=env)
     report.settings = settings
     return report

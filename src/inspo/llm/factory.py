@@ -22,6 +22,7 @@ import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from inspo.llm.base import LLMClient, LLMError
 
@@ -109,6 +110,7 @@ def make_optimizer_llm(
     rng: random.Random,
     *,
     env: Mapping[str, str] | None = None,
+    rules: Any = None,
 ) -> LLMClient:
     """Build the optimizer LLM that ``spec`` (default: all ``auto``) and the environment ask for.
 
@@ -116,6 +118,9 @@ def make_optimizer_llm(
         spec: the config; ``None`` means ``OptimizerLLMConfig()``.
         rng: the parent random source; the client gets ``random.Random(rng.getrandbits(64))``.
         env: where to read environment variables (``os.environ`` when omitted).
+        rules: the agent environment's rules for the rule-based reflector
+            (``agent_env.reflector_rules``, :class:`~inspo.core.reflector.rules.ReflectorRules`;
+            None: the answer-level rules). LLM optimizers read the prompt alone.
 
     Raises:
         LLMError: the chosen client cannot be built (no model name, a missing key variable,
@@ -156,4 +161,4 @@ def make_optimizer_llm(
     from inspo.core.reflector import RuleBasedReflector
 
     logger.info("optimizer LLM: rule-based offline reflector (because %s)", why)
-    return RuleBasedReflector(rng=child)
+    return RuleBasedReflector(rng=child, rules=rules)

@@ -4,7 +4,7 @@ A run directory (written by ``inspo demo``, ``inspo evolve`` or ``inspo train``)
 
 - ``events.jsonl`` (required): the core's typed events (see :mod:`inspo.core.events`);
 - ``metrics.jsonl``: one JSON object per INSPO step (``reward/mean``, ``inspo/population_size``,
-  ``inspo/weight/<id>``, ``rollout/search_calls``, ``rollout/prompt_tokens`` …);
+  ``inspo/weight/<id>``, ``rollout/tool_calls``, ``rollout/prompt_tokens`` …);
 - ``inspo_state.json``: the core state (population archive, replay buffer, cost ledger);
 - ``config.json`` or ``config.yaml``, ``best_instruction.txt``, ``summary.json``.
 
@@ -17,7 +17,7 @@ Rules of :func:`load_run`:
 - a torn last JSONL line (a killed writer) is skipped; a metrics line without ``step`` is
   ignored; several lines of one step are merged (later keys win);
 - numbers the run did not log but the files imply are derived and labelled as such:
-  per-step weights from ``weights`` events, searches per trajectory from the replay buffer's
+  per-step weights from ``weights`` events, tool calls per trajectory from the replay buffer's
   rollouts, and the length of the instructions sampled each step (``sampled`` events x
   instruction texts, in characters and whitespace-separated words).
 """
@@ -82,7 +82,7 @@ def load_run(run_dir: str | Path) -> RunData:
     config, config_file = _read_config(path, notes)
 
     archive = _archive(state, events)
-    steps, searches_source, prompt_source = _steps(metrics, events, state, archive, notes)
+    steps, calls_source, prompt_source = _steps(metrics, events, state, archive, notes)
     instructions = _instructions(archive, state, events, steps)
     rounds = _rounds(events, state)
     ledger = _ledger(state, summary, notes)
@@ -108,7 +108,7 @@ def load_run(run_dir: str | Path) -> RunData:
         best_instruction=best_text,
         best_id=best_id,
         summary=summary,
-        searches_source=searches_source,
+        calls_source=calls_source,
         prompt_source=prompt_source,
         notes=tuple(notes),
     )
@@ -203,7 +203,7 @@ def _steps(metrics, events, state, archive, notes):
         elif e["kind"] == "attributed":
             attributed[step].append((int(e.get("n_rollouts", 0)), float(e.get("mean_reward", 0.0))))
 
-    buffer_searches = _buffer_searches(state)
+    buffer_calls = _buffer_calls(state)
     metric_by_step = {int(m["step"]): m for m in metrics}
     all_steps = sorted(set(metric_by_step) | set(weights_by_step) | set(sampled) | set(attributed))
     all_steps = [s for s in all_steps if s >= 1 or s in metric_by_step]
@@ -223,9 +223,9 @@ def _steps(metrics, events, state, archive, notes):
         pop = _number(m.get("inspo/population_size"))
         errors = _number(m.get("rollout/errors"))
         errors = int(errors) if errors is not None else errors_by_step.get(s)
-        searches = _number(m.get("rollout/search_calls"))
-        if searches is None:
-            searches = buffer_searches.get(s)
+        calls = _number(m.get("rollout/tool_calls", m.get("rollout/search_calls")))
+        if calls is None:
+            calls = buffer_calls.get(s)
         lengths = [archive[i].text for i in sampled.get(s, []) if i in archive]
         missing_text.update(i for i in sampled.get(s, []) if i not in archive)
         records.append(
@@ -234,7 +234,7 @@ def _steps(metrics, events, state, archive, notes):
                 reward=reward,
                 population_size=int(pop) if pop is not None else None,
                 weights=weights,
-                search_calls=searches,
+                tool_calls=calls,
                 turns=_number(m.get("rollout/turns")),
                 prompt_tokens=_number(m.get("rollout/prompt_tokens")),
                 completion_tokens=_number(m.get("rollout/completion_tokens")),
@@ -249,19 +249,19 @@ def _steps(metrics, events, state, archive, notes):
             f"({', '.join(sorted(missing_text)[:5])}): instruction length leaves them out"
         )
 
-    if any(_number(m.get("rollout/search_calls")) is not None for m in metrics):
-        searches_source = "metrics"
-    elif any(r.search_calls is not None for r in records):
-        searches_source = "replay buffer"
+    if any(_number(m.get("rollout/tool_calls", m.get("rollout/search_calls"))) is not None for m in metrics):
+        calls_source = "metrics"
+    elif any(r.tool_calls is not None for r in records):
+        calls_source = "replay buffer"
     else:
-        searches_source = None
+        calls_source = None
     if any(r.prompt_tokens for r in records):
         prompt_source = "metrics"
     elif any(r.instruction_chars is not None for r in records):
         prompt_source = "sampled events"
     else:
         prompt_source = None
-    return tuple(records), searches_source, prompt_source
+    return tuple(records), calls_source, prompt_source
 
 
 def _buffer_items(state: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -269,13 +269,15 @@ def _buffer_items(state: dict[str, Any] | None) -> list[dict[str, Any]]:
     return [i for i in items if isinstance(i, dict) and isinstance(i.get("rollout"), dict)]
 
 
-def _buffer_searches(state: dict[str, Any] | None) -> dict[int, float]:
-    """Mean searches per trajectory for each step the replay buffer still holds (step >= 1)."""
+def _buffer_calls(state: dict[str, Any] | None) -> dict[int, float]:
+    """Mean tool calls per trajectory for each step the replay buffer still holds (step >= 1);
+    a state written before the environment seam has Search-R1's ``searches`` instead."""
     counts: dict[int, list[int]] = defaultdict(list)
     for item in _buffer_items(state):
-        searches = item["rollout"].get("searches")
-        if isinstance(searches, list) and int(item.get("step", 0)) >= 1:
-            counts[int(item["step"])].append(len(searches))
+        rollout = item["rollout"]
+        calls = rollout.get("tool_calls", rollout.get("searches"))
+        if isinstance(calls, list) and int(item.get("step", 0)) >= 1:
+            counts[int(item["step"])].append(len(calls))
     return {s: sum(v) / len(v) for s, v in counts.items()}
 
 

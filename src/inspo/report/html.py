@@ -44,7 +44,7 @@ def build_report_html(run: RunData) -> str:
         _notes(run),
         _section("best", "Best instruction", _best(run)),
         _section("training", "Training curves", _training(run)),
-        _section("behaviour", "Searches and prompt length (Fig. 2 b/c)", _behaviour(run)),
+        _section("behaviour", "Tool calls and prompt length (Fig. 2 b/c)", _behaviour(run)),
         _section("lineage", "Lineage of instructions", _lineage(run)),
         _section("rounds", "Evolution rounds: critiques and the failures they reflected on", _rounds(run)),
         _section("cost", "Cost ledger (App. C)", _cost(run)),
@@ -124,7 +124,7 @@ def _header(run: RunData) -> str:
                         for k_, v in tiles)
     toc = "".join(
         f'<a href="#{a}">{_e(t)}</a>'
-        for a, t in (("best", "best instruction"), ("training", "training"), ("behaviour", "searches & length"),
+        for a, t in (("best", "best instruction"), ("training", "training"), ("behaviour", "tool calls & length"),
                      ("lineage", "lineage"), ("rounds", "evolution rounds"), ("cost", "cost"),
                      ("config", "config"))
     )
@@ -239,13 +239,13 @@ def _behaviour(run: RunData) -> str:
     steps = run.steps
     markers = _markers(run)
     parts = []
-    source = {"metrics": "logged as rollout/search_calls",
+    source = {"metrics": "logged as rollout/tool_calls (Search-R1: searches)",
               "replay buffer": "derived from the replay buffer's rollouts (steps it still holds)"}
-    searches = [Series("searches per trajectory", [(s.step, s.search_calls) for s in steps], "#9467bd")]
-    parts.append(
-        f"<figure>{line_chart(searches, title='Searches per trajectory (mean)', x_label='INSPO step', y_label='search calls', markers=markers, y_min=0.0, chart_id='searches')}"
-        f"<figcaption>{_e(source.get(run.searches_source or '', 'not recorded'))}</figcaption></figure>"
-    )
+    calls = [Series("tool calls per trajectory", [(s.step, s.tool_calls) for s in steps], "#9467bd")]
+    chart = line_chart(calls, title="Tool calls per trajectory (mean)", x_label="INSPO step", y_label="tool calls",
+                       markers=markers, y_min=0.0, chart_id="tool-calls")
+    parts.append(f"<figure>{chart}<figcaption>{_e(source.get(run.calls_source or '', 'not recorded'))}"
+                 "</figcaption></figure>")
     if any(s.prompt_tokens for s in steps):
         tokens = [Series("prompt tokens", [(s.step, s.prompt_tokens) for s in steps], "#8c564b")]
         parts.append(

@@ -26,7 +26,7 @@ class StepRecord:
     reward: float | None = None
     population_size: int | None = None
     weights: dict[str, float] = field(default_factory=dict)
-    search_calls: float | None = None
+    tool_calls: float | None = None
     turns: float | None = None
     prompt_tokens: float | None = None
     completion_tokens: float | None = None
@@ -113,7 +113,7 @@ class OptimizerFailure:
 class RunData:
     """Everything the report shows about one run directory.
 
-    ``searches_source`` / ``prompt_source`` say where the Fig. 2 (b)/(c) numbers came from
+    ``calls_source`` / ``prompt_source`` say where the Fig. 2 (b)/(c) numbers came from
     (``"metrics"``, ``"replay buffer"``, ``"sampled events"``) or are ``None`` when nothing
     recorded them.
     """
@@ -131,7 +131,7 @@ class RunData:
     best_instruction: str | None
     best_id: str | None
     summary: dict[str, Any] | None
-    searches_source: str | None = None
+    calls_source: str | None = None
     prompt_source: str | None = None
     notes: tuple[str, ...] = ()
 

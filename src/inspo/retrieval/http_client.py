@@ -148,7 +148,7 @@ class HttpRetriever:
         if not self._warned:
             self._warned = True
             log.warning("retrieval server at %s did not answer %s %s (%s); retrying up to %d time(s), %g s timeout "
-                        "each (data.retriever_retries, data.retriever_timeout)", self.url, method, path, error,
+                        "each (env.retriever_retries, env.retriever_timeout)", self.url, method, path, error,
                         self.retries, self.timeout)
 
     def check(self) -> dict[str, Any]:

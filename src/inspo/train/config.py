@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from inspo.agent.protocol import resolve_instruction
 from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
 from inspo.llm.factory import OptimizerLLMConfig
 from inspo.models.precision import DTYPES
+from inspo.envs.registry import check_seed_name
 from inspo.train.config_files import merge, parse_override, read_config_file
 from inspo.train.final import FINAL_CHOICES
 from inspo.train.presets import PRESETS
@@ -98,17 +98,18 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    """Questions and the corpus the agent searches."""
+    """The questions: what training, the final choice and the held-out test read."""
 
-    train: str = "world"
-    """Training questions: a file/folder (Search-R1/FlashRAG JSONL or parquet), 'world[:SEED]' or 'hf:NAME'
-    ('' only with require_paper_parts, which then asks for it)."""
+    train: str = "env"
+    """Training questions: env (the environment's own: Search-R1's corpus's, the calculator's generated
+    problems), a file/folder (Search-R1/FlashRAG JSONL or parquet), 'world[:SEED]' or 'hf:NAME' ('' only with
+    require_paper_parts, which then asks for it)."""
     train_split: str = "train"
     """Split to read from ``train`` when it has several."""
     max_train_questions: int = 0
     """Use at most this many training questions (0: all)."""
-    eval: str = "world"
-    """Questions for the end-of-run evaluation ('' to skip)."""
+    eval: str = "env"
+    """Questions for the end-of-run evaluation: env (the environment's own), a source as for train ('' to skip)."""
     eval_split: str = "dev"
     """Split to read from ``eval``."""
     max_eval_questions: int = 100
@@ -118,32 +119,6 @@ class DataConfig:
     questions the final choice never saw ('' to skip)."""
     max_test_questions: int = 100
     """Score on at most this many test questions (0: skip the held-out test)."""
-    corpus: str = "world"
-    """Corpus to index: a file/folder, 'world[:SEED]', 'wiki-lite' or 'hf:NAME' (ignored for retriever 'http')."""
-    retriever: str = "bm25"
-    """bm25, dense, or http (a Search-R1-compatible server at ``retriever_url``)."""
-    retriever_url: str = ""
-    """Base URL of the retrieval server when ``retriever`` is http."""
-    retriever_timeout: float = 30.0
-    """Seconds an http retriever request may take before it counts as failed (a frozen server)."""
-    retriever_retries: int = 3
-    """Retries of a failed http retriever request (connection, timeout, 5xx) before the batch fails."""
-    retriever_model: str = ""
-    """Dense retriever's sentence-transformers model: a folder or a hub name in the local cache ('' : the packaged all-MiniLM-L6-v2)."""
-    index_dir: str = ""
-    """Load the index from here, or save the built one here ('' : keep it in memory)."""
-    index_path: str = ""
-    """Dense only: a prebuilt faiss index file whose rows are data.corpus's lines, in order (Search-R1's
-    e5_Flat.index beside wiki-18.jsonl), searched without re-encoding the corpus."""
-    faiss_index: str = ""
-    """Dense index kind: flat, sq8, pq<m>, ivf<nlist>, ivf<nlist>,sq8, ivf<nlist>,pq<m>, hnsw<M>, hnsw<M>,sq8
-    ('': flat when building, a saved or prebuilt index as it is; another kind rebuilds a prebuilt one)."""
-    faiss_nprobe: int = 0
-    """IVF lists searched per query (0: the index's own; 16 for an index inspo builds)."""
-    faiss_ef_search: int = 0
-    """HNSW candidates kept per query (0: the index's own; 64 for an index inspo builds)."""
-    faiss_device: str = "cpu"
-    """Where the dense index searches: cpu, or cuda / cuda:N (needs faiss with GPU support and a GPU)."""
     warmup_questions: int = 32
     """Questions rolled out with the seed instruction before step 1, to fill the replay buffer."""
     max_hops: int = 0
@@ -151,23 +126,6 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         _check_bools(DataConfig, vars(self), "data.")
-        _check(self.retriever in ("bm25", "dense", "http"),
-               f"data.retriever must be bm25, dense or http; got {self.retriever!r}")
-        _check(self.retriever != "http" or bool(self.retriever_url),
-               "data.retriever is 'http' but data.retriever_url is empty (e.g. http://127.0.0.1:8000)")
-        _check(isinstance(self.retriever_timeout, (int, float)) and not isinstance(self.retriever_timeout, bool)
-               and self.retriever_timeout > 0, f"data.retriever_timeout must be > 0 seconds; got {self.retriever_timeout!r}")
-        _check(isinstance(self.retriever_retries, int) and not isinstance(self.retriever_retries, bool)
-               and self.retriever_retries >= 0, f"data.retriever_retries must be an integer >= 0; got {self.retriever_retries!r}")
-        _check(not self.index_path or self.retriever == "dense",
-               f"data.index_path is a prebuilt faiss index: it needs data.retriever=dense; got {self.retriever!r}")
-        _check(not self.index_path or Path(self.corpus).suffix.lower() == ".jsonl",
-               f"data.index_path needs data.corpus=PATH.jsonl, the corpus whose lines are the index's rows "
-               f"(Search-R1: wiki-18.jsonl); got {self.corpus!r}")
-        try:
-            self.index_options()
-        except ValueError as exc:
-            raise ConfigError(f"data.faiss_*: {exc}") from exc
         _check(not self.test_split or self.test_split != self.eval_split,
                f"data.test_split must differ from data.eval_split ({self.eval_split!r}): the held-out test must "
                "use questions the final choice never saw ('' skips the test)")
@@ -176,12 +134,52 @@ class DataConfig:
             value = getattr(self, name)
             _check(isinstance(value, int) and value >= 0, f"data.{name} must be an integer >= 0; got {value!r}")
 
-    def index_options(self):
-        """The dense retriever's :class:`~inspo.retrieval.faiss_index.IndexOptions` (data.faiss_*)."""
-        from inspo.retrieval.faiss_index import IndexOptions
 
-        return IndexOptions(kind=self.faiss_index, nprobe=self.faiss_nprobe, ef_search=self.faiss_ef_search,
-                            device=self.faiss_device)
+@dataclass
+class EnvConfig:
+    """The agent's environment (``env:``): ``name`` and the environment's own settings.
+
+    In a file the section is flat: ``env: {name: search-r1, corpus: world, topk: 3}``; every key but
+    ``name`` belongs to the environment, which checks it (a built-in's settings are filled in with
+    their defaults here; a ``module:attr`` factory gets them as keywords when it is built).
+    """
+
+    name: str = "search-r1"
+    """search-r1 (the paper's search agent), calculator, or module:attr (a factory of your own, e.g.
+    my_env:load_environment; see docs/your-own-agent.md)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The environment's own settings (search-r1: corpus, retriever, topk, reward ...)."""
+    python: bool = False
+    """The environment was an object passed in Python (``inspo.train(config, env=...)``): nothing to
+    build from the name; resuming or loading the agent needs the object again."""
+
+    def __post_init__(self) -> None:
+        from inspo.envs.registry import EnvNameError, resolve_options
+
+        _check(isinstance(self.name, str) and bool(self.name), f"env.name must be a non-empty name; got {self.name!r}")
+        _check(isinstance(self.options, dict), f"env settings must be a table; got {self.options!r}")
+        if self.python:
+            return
+        try:
+            self.options = resolve_options(self.name, self.options)
+        except (EnvNameError, ValueError) as exc:
+            raise ConfigError(str(exc)) from exc
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **({"python": True} if self.python else {}), **self.options}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EnvConfig:
+        data = dict(data)
+        name = data.pop("name", cls.name)
+        python = data.pop("python", False)
+        _check(isinstance(python, bool), f"env.python must be true or false; got {python!r}")
+        return cls(name=name, options=data, python=python)
+
+    @classmethod
+    def of(cls, env: Any) -> EnvConfig:
+        """The section recording an environment object given in Python."""
+        return cls(name=str(env.name), python=True)
 
 
 @dataclass
@@ -211,23 +209,17 @@ class RLConfig:
     loss_type: str = "grpo"
     """TRL loss aggregation: grpo (per-sequence mean, Eq. 2), dapo, dr_grpo, bnpo."""
     max_turns: int = 4
-    """Search turns per episode; one final turn follows whose search is not run (Search-R1)."""
+    """Tool turns per episode; one final turn follows whose tool call is not run (Search-R1)."""
     max_response_tokens: int = 500
     """New tokens per policy turn."""
     max_obs_tokens: int = 500
-    """Tokens per retrieved observation."""
+    """Tokens per observation (a tool's result, e.g. the retrieved passages)."""
     max_prompt_tokens: int = 4096
     """Longest prompt (instruction + question) accepted; longer ones are refused before training."""
-    topk: int = 3
-    """Passages per search."""
     temperature: float = 1.0
     """Sampling temperature of the policy."""
     top_p: float = 1.0
     """Nucleus sampling mass."""
-    reward: str = "em"
-    """em (exact match, the paper) or f1."""
-    format_weight: float = 0.0
-    """Bonus for a well-formed response (tags), added to the reward (0: the paper's outcome reward)."""
     prefill: str = ""
     """Text forced at the start of each response (its first turn only), not trained on (e.g. '<search>')."""
     last_turn_nudge: bool = False
@@ -278,7 +270,7 @@ class RLConfig:
                f"rl.use_vllm must be true or false; got {self.use_vllm!r} (or auto: vLLM when it is installed on a "
                "CUDA machine)")
         for name in ("steps", "questions_per_step", "mini_batches", "micro_batch_size", "max_turns",
-                     "max_response_tokens", "max_prompt_tokens", "topk"):
+                     "max_response_tokens", "max_prompt_tokens"):
             value = getattr(self, name)
             _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                    f"rl.{name} must be a positive integer; got {value!r}")
@@ -292,8 +284,6 @@ class RLConfig:
                f"rl.loss_type must be grpo, dapo, dr_grpo or bnpo; got {self.loss_type!r}")
         _check(self.temperature > 0, f"rl.temperature must be > 0 for RL sampling; got {self.temperature!r}")
         _check(0 < self.top_p <= 1, f"rl.top_p must be in (0, 1]; got {self.top_p!r}")
-        _check(self.reward in ("em", "f1"), f"rl.reward must be em or f1; got {self.reward!r}")
-        _check(self.format_weight >= 0, f"rl.format_weight must be >= 0; got {self.format_weight!r}")
         _check(self.vllm_mode in ("colocate", "server"), f"rl.vllm_mode must be colocate or server; got {self.vllm_mode!r}")
         if isinstance(self.report_to, str):  # --set rl.report_to=tensorboard (or none)
             self.report_to = [self.report_to] if self.report_to not in ("", "none") else []
@@ -327,12 +317,13 @@ class TrainConfig:
     """Everything ``inspo train`` needs."""
 
     mode: str = "inspo"
-    """inspo (co-evolution), static (Search-R1 baseline), pre-policy or post-policy (offline ablations)."""
+    """inspo (co-evolution), static (the seed alone: Search-R1's baseline), pre-policy or post-policy (offline ablations)."""
     seed_instruction: str = ""
-    """The seed instruction ('' : Search-R1's instruction of App. F; '@weak': a named one, see
-    inspo.agent.protocol.NAMED_INSTRUCTIONS; any other text: that text)."""
+    """The seed instruction ('' : the environment's own, Search-R1's of App. F for search-r1; '@NAME': one
+    of the environment's named ones, e.g. @weak; any other text: that text)."""
     output_dir: str = "runs/inspo"
     """Run directory."""
+    env: EnvConfig = field(default_factory=EnvConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     rl: RLConfig = field(default_factory=RLConfig)
@@ -356,7 +347,7 @@ class TrainConfig:
         _check_bools(TrainConfig, vars(self), "")
         _check(self.mode in MODES, f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
         try:
-            resolve_instruction(self.seed_instruction)
+            check_seed_name(self.env.name, self.seed_instruction)
         except ValueError as exc:
             raise ConfigError(f"seed_instruction: {exc}") from exc
         if self.coevolution.seed is None:  # one seed for the run: the core's streams follow rl.seed
@@ -372,7 +363,7 @@ class TrainConfig:
             _check_offline_rounds(self)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _plain(self)
 
 
 def _check_offline_rounds(config: TrainConfig) -> None:
@@ -406,10 +397,12 @@ def _build(cls, data: dict[str, Any], where: str):
         sub = _SECTIONS.get(cls, {}).get(name)
         if sub is None:
             kwargs[name] = value
-        elif isinstance(value, dict):
-            kwargs[name] = _build(sub, value, f"{where}{name}.")
-        else:
+        elif not isinstance(value, dict):
             raise ConfigError(f"{where}{name} must be a table of settings, got {value!r}")
+        elif sub is EnvConfig:  # the environment's own keys: it checks them
+            kwargs[name] = EnvConfig.from_dict(value)
+        else:
+            kwargs[name] = _build(sub, value, f"{where}{name}.")
     try:
         return cls(**kwargs)
     except (TypeError, ValueError) as exc:
@@ -420,14 +413,49 @@ def _build(cls, data: dict[str, Any], where: str):
 
 _SECTIONS: dict[type, dict[str, type]] = {
     TrainConfig: {
-        "model": ModelConfig, "data": DataConfig, "rl": RLConfig,
+        "env": EnvConfig, "model": ModelConfig, "data": DataConfig, "rl": RLConfig,
         "coevolution": CoEvolutionConfig, "optimizer": OptimizerLLMConfig,
     }
 }
 
+#: Settings of the search agent that lived in ``data`` and ``rl`` before the environment seam; a
+#: config that still has them gets them moved into ``env:`` (with a DeprecationWarning).
+LEGACY_ENV_KEYS: dict[str, tuple[str, ...]] = {
+    "data": ("corpus", "retriever", "retriever_url", "retriever_timeout", "retriever_retries", "retriever_model",
+             "index_dir", "index_path", "faiss_index", "faiss_nprobe", "faiss_ef_search", "faiss_device"),
+    "rl": ("topk", "reward", "format_weight"),
+}
+
+
+def migrate(data: dict[str, Any], *, warn: bool = True) -> dict[str, Any]:
+    """``data`` (a config as nested dicts) with the search agent's old keys (:data:`LEGACY_ENV_KEYS`)
+    moved into ``env:``, where they win over what ``env:`` had (they were written later, or by the
+    user: presets use ``env:``). ``data.train``/``data.eval`` of ``world`` with a built-in world corpus
+    stay as they are. A DeprecationWarning names each moved key unless ``warn`` is False."""
+    import warnings
+
+    moved: dict[str, Any] = {}
+    out = dict(data)
+    for section, keys in LEGACY_ENV_KEYS.items():
+        if not isinstance(out.get(section), dict):
+            continue
+        part = dict(out[section])
+        for key in keys:
+            if key in part:
+                moved[key] = part.pop(key)
+                if warn:
+                    warnings.warn(f"{section}.{key} is now env.{key} (the search-r1 environment's own setting); "
+                                  f"write env.{key} in config files and --set", DeprecationWarning, stacklevel=3)
+        out[section] = part
+    if moved:
+        env = dict(out.get("env") or {})
+        env.update(moved)
+        out["env"] = env
+    return out
+
 
 def from_dict(data: dict[str, Any]) -> TrainConfig:
-    return _build(TrainConfig, data, "")
+    return _build(TrainConfig, migrate(data), "")
 
 
 def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overrides: list[str] = (), *,
@@ -436,10 +464,22 @@ def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overr
     the preset as the starting point (``inspo eval --grid``: the run directory's config.yaml)."""
     data = _preset_data(preset_name) if base is None else copy.deepcopy(base)
     if file is not None:
-        data = merge(data, read_config_file(file))
+        data = merge_layer(data, read_config_file(file))
     for text in overrides:
-        data = merge(data, parse_override(text))
+        data = merge_layer(data, parse_override(text))
     return from_dict(data)
+
+
+def merge_layer(data: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    """``layer`` merged over ``data``, except that a layer naming ANOTHER environment
+    (``env.name``) starts the ``env:`` section afresh: the earlier layers' ``env`` settings belong
+    to the environment it replaces (a preset's corpus means nothing to the calculator)."""
+    env = layer.get("env")
+    if isinstance(env, dict) and "name" in env:
+        before = data.get("env") if isinstance(data.get("env"), dict) else {}
+        if env["name"] != before.get("name", EnvConfig.name):
+            data = {**data, "env": {}}
+    return merge(data, layer)
 
 
 def flat_settings(config: TrainConfig | dict[str, Any]) -> dict[str, Any]:
@@ -476,6 +516,10 @@ def dump(config: TrainConfig) -> str:
 
 
 def _plain(obj: Any) -> Any:
+    if isinstance(obj, EnvConfig):
+        return _plain(obj.to_dict())
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
     if is_dataclass(obj):
         return {f.name: _plain(getattr(obj, f.name)) for f in fields(obj)}
     if isinstance(obj, (list, tuple)):

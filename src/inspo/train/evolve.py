@@ -31,17 +31,19 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
-from inspo.agent.evaluate import play_isolated
-from inspo.agent.rollout import Episode
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
+from inspo.envs.evaluate import play_isolated
+from inspo.envs.loop import Episode
 from inspo.records import Question, TooManyErrors, check_error_rate
 from inspo.rng import derived_rng
-from inspo.train.config import TrainConfig, dump
+from inspo.train.config import EnvConfig, TrainConfig, dump
 from inspo.train.final import choose_for_run
 from inspo.train.loop import (
     MetricsLog,
@@ -88,6 +90,7 @@ def run_evolve(
     overwrite: bool = False,
     progress: bool = True,
     reward_fn: RewardFn | None = None,
+    env: Any = None,
 ) -> RunSummary:
     """Evolve ``config``'s instruction population with a frozen policy (module docstring).
 
@@ -106,12 +109,15 @@ def run_evolve(
             refused, as :func:`check_run_dir` says.
         progress: a tqdm bar over steps and over long evaluations, one line per phase and per
             step; off, those lines go to the ``inspo.train`` log at INFO.
-        reward_fn: replaces the response-only EM/F1 reward (see :data:`inspo.train.loop.RewardFn`).
+        reward_fn: replaces the environment's response-only reward (see :data:`inspo.train.loop.RewardFn`).
+        env: an environment object given in Python instead of the one ``config.env`` names.
 
     Raises:
         SetupError: as :func:`inspo.train.setup.prepare` and :func:`check_run_dir` (before any rollout).
     """
     started = time.time()
+    if env is not None and not config.env.python:  # recorded by name, as an object given in Python
+        config = replace(config, env=EnvConfig.of(env))
     steps = steps if steps is not None else config.offline_steps
     if steps < 1:
         raise SetupError(f"run_evolve: steps must be >= 1, got {steps}")
@@ -147,7 +153,7 @@ def run_evolve(
         plan.check()
     remote = _remote_policy(policy_url, policy_model) if engine is None and policy_url else None
     inputs = prepare(config, need_optimizer=True, need_model=engine is None and not policy_url,
-                     need_eval=choose_on_dev)
+                     need_eval=choose_on_dev, env=env)
     engine, policy = _policy(config, engine, remote, inputs.model_dir)
     log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
 
@@ -161,11 +167,11 @@ def run_evolve(
     events = EventLog(run_dir / artifacts.EVENTS_FILE)
     announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
     coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
-                              fits=inputs.fits)
+                              fits=inputs.fits, env=inputs.env)
     batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
 
     def evaluate_at(step: int, tag: str = "verify"):
-        return verification_evaluate(engine, inputs.retriever, inputs.agent, seed=rl.seed, tag=tag, step=step,
+        return verification_evaluate(engine, inputs.env, inputs.agent, seed=rl.seed, tag=tag, step=step,
                                      batch_size=batch_size, reward_fn=reward_fn, progress=progress,
                                      max_error_rate=rl.max_error_rate)
 
@@ -198,12 +204,12 @@ def run_evolve(
         instructions, _ = choose_groups(coevo, t, rows)
         reseed(engine, rl.seed, "rollout", t)
         episodes = [Episode(q, ins) for q, ins in zip(rows, instructions, strict=True)]
-        rollouts = rescore([light(r) for r in play_isolated(engine, inputs.retriever, inputs.agent, episodes)],
+        rollouts = rescore([light(r) for r in play_isolated(engine, inputs.env, inputs.agent, episodes)],
                            reward_fn)
         # an outage stops here, before the step is credited: the state saved after step t-1 resumes it
         check_error_rate(rollouts, max_error_rate=rl.max_error_rate, planned=len(rollouts),
                          setting="rl.max_error_rate")
-        metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t)).metrics)
+        metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t), tools=list(inputs.env.tools)).metrics)
         save_state(coevo, state_path)
 
     for t in range(first, steps + 1):
@@ -219,7 +225,7 @@ def run_evolve(
     best = coevo.best()
     final, played = None, 0
     if choose_on_dev:
-        evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent, batch_size=batch_size, reward_fn=reward_fn,
+        evaluate = greedy_evaluate(engine, inputs.env, inputs.agent, batch_size=batch_size, reward_fn=reward_fn,
                                    progress=progress, max_error_rate=rl.max_error_rate)
         final = choose_for_run(evaluate, coevo, config, inputs, rule="dev", tell=lambda line: say(line, progress))
         played = final.dev_rollouts

@@ -208,7 +208,7 @@ def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *
         by_weight=coevo.best(),
         dev_questions=inputs.eval_questions,
         test_questions=inputs.test_questions,
-        metric=config.rl.reward,
+        metric=getattr(inputs.env, "metric", "reward"),
         dev_split=config.data.eval_split,
         test_split=config.data.test_split,
         tell=tell,

@@ -10,12 +10,12 @@ a step and what happens after its rollouts are in :mod:`inspo.train.loop`):
 2. ``rollout_func`` (every process, its own rows): one instruction per question group through
    ``coevo.choose(t, qid)`` — a pure function of (seed, t, qid, population version), so a group
    split over two processes gets the same instruction on both — then the agent's batched
-   multi-turn rollouts with the training model itself (unwrapped for generation). It returns
-   token ids end to end, ``env_mask`` (0 on retrieved/environment tokens, which are not trained
-   on) and the extra keys ``reward``, ``instruction_id``, ``question_id``, ``n_searches``,
-   ``turns``, ``finish_reason``.
-   An outage (an :class:`~inspo.records.EndpointDown`: the retriever did not answer after its
-   retries) raises :class:`~inspo.records.TooManyErrors` here and stops training: a batch
+   multi-turn rollouts in the environment with the training model itself (unwrapped for
+   generation). It returns token ids end to end, ``env_mask`` (0 on environment tokens: tool
+   results, messages; they are not trained on) and the extra keys ``reward``, ``instruction_id``,
+   ``question_id``, ``n_tool_calls``, ``turns``, ``finish_reason``.
+   An outage (an :class:`~inspo.records.EndpointDown`: a server a tool needs, e.g. the retriever,
+   did not answer after its retries) raises :class:`~inspo.records.TooManyErrors` here and stops training: a batch
    that could not be played has no honest reward, and TRL has no way to leave rows out of a
    step (a ``None`` reward from the only reward function becomes NaN in every advantage), so
    the step fails rather than train on zeros standing in for the policy's answers. The
@@ -45,12 +45,11 @@ from typing import Any
 
 from inspo import artifacts
 from inspo.agent.engines import HFEngine
-from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
 from inspo.core.coevolution import CoEvolution, is_evolve_step
 from inspo.core.population import Population
 from inspo.core.state import save_state
+from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.records import EndpointDown, EvaluateFn, Question, Rollout, TooManyErrors, scored
-from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 from inspo.train.loop import (
     MetricsLog,
@@ -70,7 +69,8 @@ class RolloutContext:
     """What the rollout function, the reward function and the callback share on one process."""
 
     coevo: CoEvolution
-    retriever: Retriever
+    env: Any
+    """The agent's environment (:class:`~inspo.envs.base.Environment`)."""
     agent: AgentConfig
     questions: dict[str, Question]
     tokenizer: Any
@@ -114,13 +114,13 @@ class RolloutContext:
     def make_evaluate(self, model: Any, step: int, tag: str = "verify", version: int | None = None) -> EvaluateFn:
         """``evaluate(instruction, questions)`` with ``model`` as the policy (one rollout per question;
         the same questions get the same sampling seeds whatever the instruction: paired)."""
-        return verification_evaluate(self.policy(model, version), self.retriever, self.agent, seed=self.seed,
+        return verification_evaluate(self.policy(model, version), self.env, self.agent, seed=self.seed,
                                      tag=tag, step=step, batch_size=self.eval_batch_size, reward_fn=self.reward_fn,
                                      progress=self.progress, max_error_rate=self.max_error_rate)
 
     def greedy_evaluate(self, model: Any, *, progress: bool = False, version: int | None = None) -> EvaluateFn:
         """``evaluate(instruction, questions)`` with ``model`` decoding greedily (one rollout per question)."""
-        return greedy_evaluate(self.policy(model, version), self.retriever, self.agent,
+        return greedy_evaluate(self.policy(model, version), self.env, self.agent,
                                batch_size=self.eval_batch_size, reward_fn=self.reward_fn, progress=progress,
                                max_error_rate=self.max_error_rate)
 
@@ -134,10 +134,11 @@ class RolloutContext:
         rollouts = scored(played)
         n = max(len(rollouts), 1)
         metrics = {"eval/reward": sum(r.reward for r in rollouts) / n,
-                   "eval/search_calls": sum(len(r.searches) for r in rollouts) / n,
+                   "eval/tool_calls": sum(len(r.tool_calls) for r in rollouts) / n,
+                   **{f"eval/{tool}_calls": sum(len(r.calls_of(tool)) for r in rollouts) / n for tool in self.env.tools},
                    "eval/errors": float(len(played) - len(rollouts))}
         say(f"step {step} evaluation: reward {metrics['eval/reward']:.3f}, "
-            f"searches {metrics['eval/search_calls']:.2f}, errors {len(played) - len(rollouts)} (not scored)",
+            f"tool calls {metrics['eval/tool_calls']:.2f}, errors {len(played) - len(rollouts)} (not scored)",
             self.progress)
         return metrics
 
@@ -194,7 +195,7 @@ def rollout_batch(rollouts: list[Rollout], fallback_token: int) -> dict[str, Any
         "reward": [float(r.reward) for r in rollouts],
         "instruction_id": [r.instruction_id for r in rollouts],
         "question_id": [r.question.id for r in rollouts],
-        "n_searches": [len(r.searches) for r in rollouts],
+        "n_tool_calls": [len(r.tool_calls) for r in rollouts],
         "turns": [r.turns for r in rollouts],
         "finish_reason": [r.finish_reason for r in rollouts],
     }
@@ -232,7 +233,7 @@ def make_rollout_func(ctx: RolloutContext) -> Callable[[list, Any], dict[str, An
         with generation_model(trainer) as model:
             engine = ctx.policy(model, trainer.state.global_step, rng=derived_rng(ctx.seed, "rollout", step, ctx.rank))
             try:
-                rollouts = run_rollouts(engine, ctx.retriever, ctx.agent, episodes)
+                rollouts = run_rollouts(engine, ctx.env, ctx.agent, episodes)
             except EndpointDown as exc:  # no honest reward for this batch: stop (module docstring)
                 raise TooManyErrors(f"the {len(episodes)} training rollouts of step {step} failed ({exc}): "
                                     "stopping; fix the endpoint, then continue with --resume") from exc
@@ -305,7 +306,8 @@ class InspoHooks:
         coevo = self.ctx.coevo
         version = self.trainer.state.global_step
         evaluate = self.ctx.make_evaluate(model, step, version=version) if model is not None else None
-        metrics = finish_step(coevo, step, rollouts, evaluate, sampled=self.ctx.sampled).metrics
+        metrics = finish_step(coevo, step, rollouts, evaluate, sampled=self.ctx.sampled,
+                              tools=list(self.ctx.env.tools)).metrics
         if model is not None:
             metrics.update(self.ctx.periodic_eval(model, step, version=version))
         metrics["global_step"] = self.trainer.state.global_step

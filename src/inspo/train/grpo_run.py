@@ -5,7 +5,7 @@ Reads top to bottom like the stage does:
 1. :func:`preflight` (before any stage of the run works): the checkpoint a resume starts from and
    its :class:`~inspo.train.resume.ResumePlan` (a refused change stops here, before anything
    loads), TRL's settings (:func:`inspo.train.trainer.grpo_settings`), the run's inputs
-   (:func:`inspo.train.setup.prepare`: data, retriever, optimizer LLM, model and prompt lengths)
+   (:func:`inspo.train.setup.prepare`: the environment, data, optimizer LLM, model and prompt lengths)
    and TRL's ``GRPOConfig``, which also sets up the processes;
 2. :func:`run_grpo`: the run directory; the core (:class:`~inspo.core.coevolution.CoEvolution`)
    from the instruction the stage is handed (else the seed), co-evolving or ``static`` (a
@@ -101,11 +101,12 @@ def cuda_available() -> bool:
 # ------------------------------------------------------------------------------ 1. pre-flight
 
 
-def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static: bool) -> GrpoStart:
+def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static: bool, env: Any = None) -> GrpoStart:
     """Check and build what a GRPO stage needs; raises :class:`SetupError` for a tracker of
     ``rl.report_to`` that is not installed (first: before anything loads), a bad path, an
     unreachable server, a prompt over ``rl.max_prompt_tokens``, a batch that does not divide, a
-    resume without a checkpoint (or a fresh run over one) and a refused resume change."""
+    resume without a checkpoint (or a fresh run over one) and a refused resume change. ``env``: an
+    environment object given in Python instead of the one ``config.env`` names."""
     started = time.time()
     rank, world_size = world()
     run_dir = Path(config.output_dir)
@@ -135,7 +136,7 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
     if checkpoint is not None:  # a refused change stops here, before anything loads
         plan, saved_state = _plan_resume(config, run_dir, checkpoint, static=static)
     settings = grpo_settings(config, world_size, cuda=cuda_available(), progress=progress)
-    inputs = prepare(config, need_optimizer=not static, need_eval=True)
+    inputs = prepare(config, need_optimizer=not static, need_eval=True, env=env)
     log.info("optimizer LLM: %s", inputs.optimizer_note)
     if not config.model.lora and config.model.dtype == "bfloat16":
         log.warning("full fine-tuning of bfloat16 weights: an update smaller than bf16's precision (about "
@@ -228,13 +229,13 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     if main:
         announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
     coevo = build_coevolution(config.coevolution, instruction or inputs.seed_instruction, inputs.optimizer, events,
-                              static=start.static, fits=inputs.fits)
+                              static=start.static, fits=inputs.fits, env=inputs.env)
 
     from inspo.train.grpo import RolloutContext, make_callback
 
     ctx = RolloutContext(
         coevo=coevo,
-        retriever=inputs.retriever,
+        env=inputs.env,
         agent=inputs.agent,
         questions={q.id: q for q in inputs.questions},
         tokenizer=inputs.tokenizer,

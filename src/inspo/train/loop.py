@@ -7,9 +7,9 @@ The order of one training step ``t`` of ``inspo train`` (GRPO on TRL, where
    processes, each question G times in a row; the trainer keeps the rows for the rollout function;
 2. **instructions**: :func:`choose_groups` gives every question group one instruction,
    ``coevo.choose(t, question id)`` (Algorithm 1 line 5), the same on every process;
-3. **rollouts**: the agent plays every row with the current policy
-   (:func:`inspo.agent.rollout.run_rollouts`, inside TRL's ``rollout_func``); rewards read the
-   response only, and :func:`rescore` applies a custom :data:`RewardFn`;
+3. **rollouts**: the agent plays every row with the current policy in its environment
+   (:func:`inspo.envs.loop.run_rollouts`, inside TRL's ``rollout_func``); rewards are the
+   environment's, read from the response only, and :func:`rescore` applies a custom :data:`RewardFn`;
 4. **policy update**: TRL turns the rewards into group advantages and makes ``mini_batches``
    optimizer updates (lines 6-8);
 5. **the step's end**: after the step's last update the callback gathers every process's
@@ -37,14 +37,15 @@ Metrics (one line per INSPO step; :func:`step_metrics`):
   (after attribution, before pruning), ``inspo/admitted``, ``inspo/rejected``, ``inspo/pruned``
   (this step), ``inspo/optimizer_calls``, ``inspo/verification_rollouts`` (running totals);
 - for agent episodes (not the synthetic environment's rollouts, which have no turns or tokens):
-  ``rollout/search_calls`` (mean searches per trajectory), ``rollout/turns``,
+  ``rollout/tool_calls`` (mean tool calls per trajectory) and ``rollout/<tool>_calls`` for each
+  of the environment's tools (Search-R1: ``rollout/search_calls``, mean searches), ``rollout/turns``,
   ``rollout/prompt_tokens``, ``rollout/completion_tokens``, ``rollout/answered`` (share that
   ended with an answer; these means too leave error rollouts out), ``rollout/count`` (all), and ``rollout/finish/<reason>`` for each of
-  :data:`~inspo.agent.rollout.FINISH_REASONS` (``answer``, ``eos``, ``length``, ``turn_limit``,
+  :data:`~inspo.envs.loop.FINISH_REASONS` (``answer``, ``eos``, ``length``, ``turn_limit``,
   ``error``): the share of trajectories that ended that way. Read these, not TRL's
   ``completions/clipped_ratio``: TRL counts every completion that does not end in EOS as
   clipped, and an answered episode ends at ``</answer>``, without EOS;
-- a driver may add its own: training adds ``eval/reward`` and ``eval/search_calls``
+- a driver may add its own: training adds ``eval/reward`` and ``eval/<tool>_calls``
   (``rl.eval_every``), ``global_step`` and TRL's metrics; the demo adds
   ``inspo/best_true_quality``.
 """
@@ -59,8 +60,8 @@ from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
-from inspo.agent.evaluate import Evaluate, make_evaluate
-from inspo.agent.rollout import FINISH_REASONS, AgentConfig
+from inspo.envs.evaluate import Evaluate, make_evaluate
+from inspo.envs.loop import FINISH_REASONS, AgentConfig
 from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import CoEvolution, StepReport
 from inspo.core.config import CoEvolutionConfig
@@ -68,13 +69,12 @@ from inspo.core.events import EventLog, Sampled
 from inspo.core.proposer import LengthCheck, Proposer
 from inspo.llm.base import LLMClient
 from inspo.records import EvaluateFn, Question, Rollout, scored
-from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 from inspo.train.schedule import core_config
 
 log = logging.getLogger("inspo.train")
 
-#: Replaces the response-only EM/F1 reward of a rollout (e.g. a learned verifier or a test's
+#: Replaces the environment's response-only reward of a rollout (e.g. a learned verifier or a test's
 #: scripted reward). It must read the response, never the prompt, and return a float.
 RewardFn = Callable[[Rollout], float]
 
@@ -84,17 +84,22 @@ RewardFn = Callable[[Rollout], float]
 
 def build_coevolution(
     co: CoEvolutionConfig, seed_text: str, llm: LLMClient | None, events: EventLog, *, static: bool,
-    fits: LengthCheck | None = None,
+    fits: LengthCheck | None = None, env: Any = None,
 ) -> CoEvolution:
     """The core for a mode: ``static`` is a population of one (the seed) that never changes.
-    ``fits`` refuses evolved instructions whose prompt would exceed ``rl.max_prompt_tokens``."""
+    ``fits`` refuses evolved instructions whose prompt would exceed ``rl.max_prompt_tokens``.
+    ``env`` (the agent's environment) gives what the core must know of the agent, and nothing
+    else: the tags an evolved instruction must keep (``required_tags``, unless
+    ``coevolution.guard_tags`` names them), the texts it must not leak (``leak_terms``) and the
+    one-line account of a failure shown to the optimizer (``feedback``)."""
     co = core_config(co, static=static)
     if llm is None:
         from inspo.core.reflector import RuleBasedReflector
 
         llm = RuleBasedReflector(seed=co.seed)  # never called without evolution
-    proposer = Proposer.from_config(llm, co, fits=fits)
-    return CoEvolution(co, seed_text, proposer, events=events)
+    proposer = Proposer.from_config(llm, co, fits=fits, required_tags=tuple(getattr(env, "required_tags", ())),
+                                    feedback=getattr(env, "feedback", None))
+    return CoEvolution(co, seed_text, proposer, events=events, leak_terms=getattr(env, "leak_terms", None))
 
 
 def warmup_questions(questions: list[Question], n: int, seed: int) -> list[Question]:
@@ -138,7 +143,7 @@ def reseed(engine: Any, seed: int, tag: str, step: int) -> None:
 
 
 def verification_evaluate(
-    engine: Any, retriever: Retriever, agent: AgentConfig, *, seed: int, tag: str, step: int, batch_size: int,
+    engine: Any, env: Any, agent: AgentConfig, *, seed: int, tag: str, step: int, batch_size: int,
     reward_fn: RewardFn | None = None, progress: bool = False, max_error_rate: float | None = None,
 ) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` as the current policy, one rollout per
@@ -150,18 +155,18 @@ def verification_evaluate(
     ``progress``: a tqdm bar over the episodes of each call. ``max_error_rate``
     (``rl.max_error_rate``): a call with more error rollouts stops the run."""
     reseed(engine, seed, tag, step)
-    evaluate = make_evaluate(engine, retriever, agent, group_size=1, batch_size=batch_size,
+    evaluate = make_evaluate(engine, env, agent, group_size=1, batch_size=batch_size,
                              paired_seed=(seed, tag, step), progress=progress, max_error_rate=max_error_rate)
     return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))
 
 
 def greedy_evaluate(
-    engine: Any, retriever: Retriever, agent: AgentConfig, *, batch_size: int, reward_fn: RewardFn | None = None,
+    engine: Any, env: Any, agent: AgentConfig, *, batch_size: int, reward_fn: RewardFn | None = None,
     progress: bool = False, max_error_rate: float | None = None,
 ) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` decoding greedily, one rollout per
     question: the periodic evaluation and the final choice (``max_error_rate`` as above)."""
-    evaluate = make_evaluate(engine, retriever, replace(agent, temperature=0.0), group_size=1,
+    evaluate = make_evaluate(engine, env, replace(agent, temperature=0.0), group_size=1,
                              batch_size=batch_size, progress=progress, max_error_rate=max_error_rate)
     return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))
 
@@ -185,6 +190,7 @@ def finish_step(
     *,
     sampled: set[str] | None = None,
     episodes: bool = True,
+    tools: Sequence[str] = (),
 ) -> StepEnd:
     """The end of step ``step``: Algorithm 1 lines 9-24 on the step's rollouts, and its metrics.
 
@@ -194,6 +200,7 @@ def finish_step(
         sampled: the question ids this process drew instructions for; a group in ``rollouts``
             that only another process drew gets its ``sampled`` event here (None: all drawn here).
         episodes: the rollouts are agent episodes, so the ``rollout/`` metrics mean something.
+        tools: the environment's tool names (each gets ``rollout/<tool>_calls``).
     """
     if sampled is not None:
         for qid, iid in dict.fromkeys((r.question.id, r.instruction_id) for r in rollouts):
@@ -201,7 +208,7 @@ def finish_step(
                 coevo.emit(Sampled(step, question_id=qid, instruction_id=iid))
     before = CostLedger.from_dict(coevo.ledger.to_dict())
     report = coevo.update(step, rollouts, evaluate)
-    return StepEnd(report, step_metrics(step, rollouts, report, coevo, before, episodes=episodes))
+    return StepEnd(report, step_metrics(step, rollouts, report, coevo, before, episodes=episodes, tools=tools))
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -223,9 +230,10 @@ def step_metrics(
     before: CostLedger,
     *,
     episodes: bool = True,
+    tools: Sequence[str] = (),
 ) -> dict[str, float]:
     """The metrics line of one INSPO step (names in the module docstring); ``before`` is the
-    cost ledger before the step."""
+    cost ledger before the step, ``tools`` the environment's tool names."""
     ok = scored(rollouts)
     rewards = [r.reward for r in ok]
     ledger = coevo.ledger
@@ -235,7 +243,8 @@ def step_metrics(
                              "rollout/errors": float(errors), "inspo/error_rate": errors / len(rollouts) if rollouts else 0.0}
     if episodes:
         out.update({
-            "rollout/search_calls": _mean([float(len(r.searches)) for r in ok]),
+            "rollout/tool_calls": _mean([float(len(r.tool_calls)) for r in ok]),
+            **{f"rollout/{tool}_calls": _mean([float(len(r.calls_of(tool))) for r in ok]) for tool in tools},
             "rollout/turns": _mean([float(r.turns) for r in ok]),
             "rollout/prompt_tokens": _mean([r.metrics.get("n_prompt_tokens", 0.0) for r in ok]),
             "rollout/completion_tokens": _mean([r.metrics.get("n_tokens", 0.0) for r in ok]),
@@ -265,8 +274,8 @@ def step_metrics(
 def step_line(metrics: dict[str, float], total: int) -> str:
     """A one-line progress report of a step."""
     parts = [f"step {int(metrics['step'])}/{total}", f"reward {metrics['reward/mean']:.3f}"]
-    if "rollout/search_calls" in metrics:
-        parts.append(f"searches {metrics['rollout/search_calls']:.2f}")
+    if "rollout/tool_calls" in metrics:
+        parts.append(f"tool calls {metrics['rollout/tool_calls']:.2f}")
     parts += [
         f"population {int(metrics['inspo/population_size'])}",
         f"best w {metrics['inspo/best_weight']:.3f}",

@@ -8,7 +8,7 @@ The ``paper`` and ``paper-7b`` presets name the paper's parts, never the embedde
   the ``PeterJinGo/nq_hotpotqa_train`` dataset's ``train.parquet``);
 - retrieval: E5 (``intfloat/e5-base-v2``) over Search-R1's 2018 Wikipedia (wiki-18): either a
   corpus file / saved index for the in-process dense retriever, or a Search-R1-compatible
-  retrieval server (``data.retriever=http``);
+  retrieval server (``env.retriever=http``), in the ``search-r1`` environment;
 - optimizer: an LLM behind an OpenAI-compatible endpoint (Gemini 2.5 Pro in the paper), when
   the mode evolves instructions (not ``static``).
 
@@ -28,6 +28,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 from inspo.data.sources import is_named_source
 from inspo.train.config import TrainConfig
@@ -111,8 +112,10 @@ def _train_data(source: str) -> Part:
 
 
 def _retrieval(config: TrainConfig) -> Part:
-    data = config.data
     paper = "E5 (intfloat/e5-base-v2) over wiki-18"
+    if config.env.name != "search-r1":  # another agent altogether: the user's explicit choice
+        return Part("retrieval", paper, f"none (env.name={config.env.name})")
+    data = SimpleNamespace(**config.env.options)
     if data.retriever == "http":
         return Part("retrieval", paper, f"http server at {data.retriever_url}")
     value = f"{data.retriever}" + (f" ({data.retriever_model})" if data.retriever == "dense" and data.retriever_model else "")
@@ -122,7 +125,7 @@ def _retrieval(config: TrainConfig) -> Part:
 
         problem = model_problem(data.retriever_model)
         if problem:
-            problems.append(f"dense model: {problem}; or --set data.retriever_model=PATH")
+            problems.append(f"dense model: {problem}; or --set env.retriever_model=PATH")
     has_index = bool(data.index_dir) and _is_index_dir(data.retriever, data.index_dir)
     if has_index:
         value += f", index {data.index_dir}"
@@ -130,19 +133,19 @@ def _retrieval(config: TrainConfig) -> Part:
         value += f", prebuilt index {data.index_path}, corpus {data.corpus}"
         for key, path in (("index_path", data.index_path), ("corpus", data.corpus)):
             if not Path(path).expanduser().is_file():
-                problems.append(f"data.{key}={path} does not exist; --set data.{key}=PATH (Search-R1's "
+                problems.append(f"env.{key}={path} does not exist; --set env.{key}=PATH (Search-R1's "
                                 "e5_Flat.index and wiki-18.jsonl, from its scripts/download.py)")
     elif not data.corpus:
         problems.append(
-            "no corpus: --set data.corpus=PATH/wiki-18.jsonl --set data.index_path=PATH/e5_Flat.index (Search-R1's "
-            "corpus and prebuilt E5 index, nothing re-encoded), or data.corpus alone (indexing 21M passages with E5 "
-            "needs GPUs; add --set data.index_dir=DIR to keep the index), or serve Search-R1's prebuilt E5 index "
-            "(its retrieval_launch.sh) and --set data.retriever=http --set data.retriever_url=http://HOST:PORT"
+            "no corpus: --set env.corpus=PATH/wiki-18.jsonl --set env.index_path=PATH/e5_Flat.index (Search-R1's "
+            "corpus and prebuilt E5 index, nothing re-encoded), or env.corpus alone (indexing 21M passages with E5 "
+            "needs GPUs; add --set env.index_dir=DIR to keep the index), or serve Search-R1's prebuilt E5 index "
+            "(its retrieval_launch.sh) and --set env.retriever=http --set env.retriever_url=http://HOST:PORT"
         )
     else:
         value += f", corpus {data.corpus}"
         if not is_named_source(data.corpus) and not Path(data.corpus).expanduser().exists():
-            problems.append(f"data.corpus={data.corpus} does not exist; --set data.corpus=PATH/wiki-18.jsonl")
+            problems.append(f"env.corpus={data.corpus} does not exist; --set env.corpus=PATH/wiki-18.jsonl")
     return Part("retrieval", paper, value, "; ".join(problems))
 
 

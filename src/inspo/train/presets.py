@@ -38,8 +38,8 @@ def _paper(model: str, **rl: Any) -> dict[str, Any]:
         # compute on where the GPU has bf16 (A100, H100), as Search-R1's runs had, and off on one
         # without it (V100, T4) or on a CPU without fast bf16, where it would be slower.
         "model": {"name_or_path": model, "dtype": "float32"},
-        "data": {"train": "", "eval": "", "corpus": "", "retriever": "dense",
-                 "retriever_model": "intfloat/e5-base-v2"},
+        "env": {"name": "search-r1", "corpus": "", "retriever": "dense", "retriever_model": "intfloat/e5-base-v2"},
+        "data": {"train": "", "eval": ""},
         # rollouts from vLLM where it runs best (Search-R1 trains on verl's vLLM rollouts)
         "rl": {"use_vllm": "auto", "bf16": "auto", **rl},
         "optimizer": {"kind": "openai", "model": "gemini-2.5-pro"},
@@ -68,8 +68,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         # precision: model.dtype and rl.bf16 stay auto (bf16 on a GPU with bf16; float32 on a CPU
         # without fast bf16, where bf16 matmuls ran 67-99x slower: BENCHMARKS.md, "bf16 or float32 on this CPU")
         "model": {"lora": True, "lora_r": 16, "lora_alpha": 32},
-        "data": {"train": "world-multihop", "eval": "world-multihop", "corpus": "world-multihop",
-                 "max_hops": 2, "max_eval_questions": 48, "max_test_questions": 1000,
+        "env": {"name": "search-r1", "corpus": "world-multihop", "reward": "em"},
+        "data": {"train": "world-multihop", "eval": "world-multihop", "max_hops": 2, "max_eval_questions": 48, "max_test_questions": 1000,
                  "warmup_questions": 32},
         "rl": {
             # 3 search turns then the answer turn; "<search>" forced on the first turn only (the
@@ -78,8 +78,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "steps": 40, "questions_per_step": 16, "group_size": 8, "mini_batches": 1, "micro_batch_size": 32,
             "learning_rate": 5e-5, "warmup_ratio": 0.0, "beta": 0.01, "max_turns": 3,
             "max_response_tokens": 64, "max_obs_tokens": 150, "max_prompt_tokens": 1024,
-            "temperature": 1.0, "prefill": "<search>", "last_turn_nudge": True, "reward": "em",
-            "save_steps": 10,
+            "temperature": 1.0, "prefill": "<search>", "last_turn_nudge": True, "save_steps": 10,
         },
         "coevolution": {
             # evolve until the last quarter, so training is played under evolved instructions
@@ -110,12 +109,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         "final_choice": "dev",
         "offline_steps": 10,  # pre-/post-policy: one compressed evolution round (K_e' 5), as online
         "model": {"lora": True, "lora_r": 16, "lora_alpha": 32, "dtype": "auto"},
+        "env": {"name": "search-r1", "corpus": "world", "reward": "f1"},
         "data": {"max_eval_questions": 16, "max_test_questions": 50, "warmup_questions": 4, "max_hops": 1},
         "rl": {
             "steps": 8, "questions_per_step": 2, "group_size": 4, "mini_batches": 1, "micro_batch_size": 8,
             "learning_rate": 2e-5, "warmup_ratio": 0.0, "beta": 0.0, "max_turns": 1,
             "max_response_tokens": 32, "max_obs_tokens": 100, "max_prompt_tokens": 1024,
-            "temperature": 0.7, "prefill": "<search>", "last_turn_nudge": True, "reward": "f1",
+            "temperature": 0.7, "prefill": "<search>", "last_turn_nudge": True,
             "save_steps": 4, "bf16": "auto",
         },
         "coevolution": {

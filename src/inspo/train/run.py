@@ -46,13 +46,13 @@ from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
 from inspo.models.precision import Precision
 from inspo.rng import derived_rng
-from inspo.train.config import TrainConfig
+from inspo.train.config import EnvConfig, TrainConfig
 from inspo.train.grpo_run import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
 from inspo.train.loop import RewardFn
 from inspo.train.precision import announce, run_precision
 from inspo.train.progress import say
 from inspo.train.schedule import offline_config
-from inspo.train.setup import SetupError
+from inspo.records import SetupError
 from inspo.train.summary import RunSummary
 from inspo.train.trainer import grpo_settings
 
@@ -73,6 +73,8 @@ class Run:
     world_size: int = 1
     precision: Precision | None = None
     """How ``config``'s ``model.dtype`` and ``rl.bf16`` were resolved (:func:`run_precision`)."""
+    env: Any = None
+    """An environment object given in Python (None: the one ``config.env`` names, built by each stage)."""
 
     @property
     def is_main(self) -> bool:
@@ -122,7 +124,7 @@ def mode_stages(mode: str) -> list[Stage]:
 
 
 def run_training(config: TrainConfig, *, resume: bool | str = False, progress: bool = True,
-                 reward_fn: RewardFn | None = None) -> RunSummary:
+                 reward_fn: RewardFn | None = None, env: Any = None) -> RunSummary:
     """Train ``config``'s policy with GRPO in ``config.mode`` (see the module docstring).
 
     Args:
@@ -133,8 +135,11 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
         progress: show TRL's progress bar, bars over long evaluations, one line per phase and
             per step, and the summary (main process); off, the phase and step lines go to the
             ``inspo.train`` log at INFO (:mod:`inspo.train.progress`).
-        reward_fn: replaces the response-only EM/F1 reward of every rollout (training and
-            verification); see :data:`inspo.train.loop.RewardFn`.
+        reward_fn: replaces the environment's response-only reward of every rollout (training
+            and verification); see :data:`inspo.train.loop.RewardFn`.
+        env: an environment object (:class:`~inspo.envs.base.Environment`) instead of the one
+            ``config.env`` names; the run records its name with ``env.python: true`` (a resume, or
+            loading the exported agent, then needs the object again).
 
     Raises:
         SetupError: a bad path, an unreachable retrieval server or optimizer endpoint, a prompt
@@ -142,11 +147,13 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
         ConfigError: an invalid config value.
     """
     rank, world_size = world()
+    if env is not None:
+        config = replace(config, env=EnvConfig.of(env))
     config, precision = run_precision(config, saved=_resumed_config(config, resume))
     if rank == 0:
         announce(precision)
     run = Run(config, resume=resume, progress=progress, reward_fn=reward_fn, rank=rank, world_size=world_size,
-              precision=precision)
+              precision=precision, env=env)
     return run_stages(run, mode_stages(config.mode))
 
 
@@ -237,7 +244,7 @@ class GrpoStage:
         if run.resume and not last and kept.is_file() and (run.run_dir / artifacts.MODEL_DIR / "config.json").is_file():
             self.finished = RunSummary.read(kept)
             return
-        self.start = preflight(run.config, resume=run.resume, progress=run.progress, static=self.static)
+        self.start = preflight(run.config, resume=run.resume, progress=run.progress, static=self.static, env=run.env)
 
     def run(self, run: Run, handoff: Handoff) -> Handoff:
         if self.finished is not None:
@@ -305,7 +312,7 @@ class OfflineStage:
         # by a killed run is played again from its start)
         return run_evolve(offline_config(config), steps=config.offline_steps, engine=engine,
                           out_dir=run.run_dir / self.name, overwrite=True, progress=run.progress,
-                          reward_fn=run.reward_fn)
+                          reward_fn=run.reward_fn, env=run.env)
 
 
 def base_policy(run: Run, handoff: Handoff, rng: random.Random) -> PolicyEngine:

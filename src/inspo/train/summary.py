@@ -29,9 +29,10 @@ class RunSummary:
     steps: int
     reward_start: float
     reward_end: float
-    searches_start: float | None
-    """Mean searches per trajectory over the first steps; None when the run logs none (the demo)."""
-    searches_end: float | None
+    tool_calls_start: float | None
+    """Mean tool calls (Search-R1: searches) per trajectory over the first steps; None when the run
+    logs none (the demo)."""
+    tool_calls_end: float | None
     window: int
     """How many steps ``*_start`` and ``*_end`` average over (see :func:`start_end`)."""
     best_instruction_id: str
@@ -84,8 +85,8 @@ class RunSummary:
             f"reward:               {self.reward_start:.3f} -> {self.reward_end:.3f} "
             f"(mean of the first/last {self.window} step(s))",
         ]
-        if self.searches_start is not None and self.searches_end is not None:
-            out.append(f"searches / question:  {self.searches_start:.2f} -> {self.searches_end:.2f}")
+        if self.tool_calls_start is not None and self.tool_calls_end is not None:
+            out.append(f"tool calls / episode: {self.tool_calls_start:.2f} -> {self.tool_calls_end:.2f}")
         out += [
             f"optimizer:            {self.optimizer}",
             f"optimizer cost:       {led.get('optimizer_calls', 0)} calls, "
@@ -133,6 +134,10 @@ class RunSummary:
     def from_dict(cls, data: dict[str, Any]) -> RunSummary:
         """The inverse of :meth:`to_dict`; keys it does not know go to ``extra``."""
         known = {f.name for f in fields(cls)}
+        data = dict(data)
+        for old in ("start", "end"):  # written before the environment seam: Search-R1's searches
+            if f"searches_{old}" in data:
+                data.setdefault(f"tool_calls_{old}", data.pop(f"searches_{old}"))
         extra = {**data.get("extra", {}), **{k: v for k, v in data.items() if k not in known}}
         extra.pop("verification_share", None)
         values = {k: v for k, v in data.items() if k in known and k != "extra"}
@@ -177,18 +182,18 @@ def summarize(
     **more: Any,
 ) -> RunSummary:
     """The summary of a run that ended with ``coevo`` and returns ``returned``; ``history`` is
-    its metrics lines (rewards and, for agent ``episodes``, searches at start and end come from
+    its metrics lines (rewards and, for agent ``episodes``, tool calls at start and end come from
     them); ``more`` sets the optional fields."""
     reward_start, reward_end, window = start_end(history, "reward/mean")
-    searches_start, searches_end, _ = start_end(history, "rollout/search_calls")
+    calls_start, calls_end, _ = start_end(history, "rollout/tool_calls")
     return RunSummary(
         run_dir=str(run_dir),
         mode=mode,
         steps=steps,
         reward_start=reward_start,
         reward_end=reward_end,
-        searches_start=searches_start if episodes else None,
-        searches_end=searches_end if episodes else None,
+        tool_calls_start=calls_start if episodes else None,
+        tool_calls_end=calls_end if episodes else None,
         window=window,
         best_instruction_id=returned.id,
         best_instruction=returned.text,

@@ -64,7 +64,7 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
         "loss_type": rl.loss_type,
         "temperature": rl.temperature,
         "top_p": rl.top_p,
-        # max_turns search turns, each followed by an observation, then the final turn
+        # max_turns tool turns, each followed by an observation, then the final turn
         "max_completion_length": (rl.max_turns + 1) * rl.max_response_tokens + rl.max_turns * rl.max_obs_tokens,
         "bf16": bf16,
         "use_cpu": not cuda,

@@ -11,7 +11,7 @@ Importing this package is cheap: torch and transformers load when a model does.
 
 from inspo.trained.export import ExportError, export_agent, push_agent
 from inspo.trained.play import Agent, Answer, load_agent
-from inspo.trained.settings import AgentSettings, RetrieverSettings
+from inspo.trained.settings import AgentSettings
 
-__all__ = ["Agent", "AgentSettings", "Answer", "ExportError", "RetrieverSettings", "export_agent", "load_agent",
+__all__ = ["Agent", "AgentSettings", "Answer", "ExportError", "export_agent", "load_agent",
            "push_agent"]

@@ -1,8 +1,8 @@
 """inspo's model card (``README.md`` of an exported agent), with the YAML front matter the
 Hugging Face hub reads (``license``, ``base_model``, ``tags``, ``library_name``, ``pipeline_tag``).
 
-The card says what the folder is (a policy AND an instruction AND a search protocol: the weights
-alone are not the agent), the base model and its licence, how the instruction was chosen, the
+The card says what the folder is (a policy AND an instruction AND an environment: its tools and
+protocol; the weights alone are not the agent), the base model and its licence, how the instruction was chosen, the
 held-out test of the returned instruction against the seed with its 95% interval, the paper's
 2x2 when an ``inspo eval --grid`` result is given, the training settings, the paper's citation,
 and a Python snippet that plays the agent (run by the tests, so it cannot rot).
@@ -171,30 +171,54 @@ def _choice(evaluation: dict[str, Any] | None, summary: dict[str, Any]) -> list[
 def _grid(grid: dict[str, Any] | None) -> list[str]:
     if not grid or not grid.get("cells"):
         return []
-    rows = [f"| {c['policy']} | {c['instruction']} | {c['dataset']} | {c['n']} | {c['em']:.3f} | {c['f1']:.3f} | "
-            f"{c['searches']:.2f} |" for c in grid["cells"]]
+    cells = grid["cells"]
+    metrics = list(dict.fromkeys(m for c in cells for m in c.get("metrics", {})))
+    tools = list(dict.fromkeys(t for c in cells for t in c.get("tool_calls", {})))
+    names = ["reward", *metrics, *(f"{t} calls" for t in tools)]
+    rows = [f"| {c['policy']} | {c['instruction']} | {c['dataset']} | {c['n']} | {c.get('reward', 0.0):.3f} | "
+            + "".join(f"{c.get('metrics', {}).get(m, 0.0):.3f} | " for m in metrics)
+            + "".join(f"{c.get('tool_calls', {}).get(t, 0.0):.2f} | " for t in tools) for c in cells]
     return ["", "### The paper's 2x2 (`inspo eval --grid`)", "",
             "{base, trained policy} x {seed, returned instruction}, greedy:", "",
-            "| policy | instruction | dataset | n | EM | F1 | searches |", "|---|---|---|---:|---:|---:|---:|", *rows]
+            "| policy | instruction | dataset | n | " + " | ".join(names) + " |",
+            "|---|---|---|---:|" + "---:|" * len(names), *rows]
+
+
+def _env_about(settings: Any) -> str:
+    """The environment in a few words: a built-in's description, or the user's factory."""
+    from inspo.envs.registry import BUILTINS
+
+    name = settings.env_name
+    if name in BUILTINS:
+        return f"`{name}`: {BUILTINS[name].about}"
+    how = "an object given in Python" if settings.env.get("python") else "a user's environment"
+    return f"`{name}` ({how})"
+
+
+def _env_settings(settings: Any) -> str:
+    options = settings.env_options
+    shown = ", ".join(f"`{k}={v}`" for k, v in options.items() if v not in ("", 0, None, [], {}))
+    return shown or "its defaults"
 
 
 def _training(config: Any, summary: dict[str, Any]) -> list[str]:
     rl, co, data, model = config.rl, config.coevolution, config.data, config.model
     led = summary.get("ledger", {})
+    seed_default = "(the environment's own)"
     tuning = (f"LoRA r={model.lora_r}, alpha={model.lora_alpha} (merged into these weights)" if model.lora
               else "all weights")
     return [
         f"- mode: `{config.mode}`; {summary.get('steps')} GRPO steps (TRL) of {rl.questions_per_step} questions x "
         f"{rl.group_size} rollouts; learning rate {rl.learning_rate}, KL beta {rl.beta}, clip {rl.clip_epsilon}, "
         f"loss `{rl.loss_type}`; {tuning}; dtype {model.dtype}",
-        f"- training data: `{data.train}` (split `{data.train_split}`), corpus `{data.corpus}` with `{data.retriever}`",
-        f"- reward: `{rl.reward}` on the response only" + (f", + {rl.format_weight} x format" if rl.format_weight else ""),
+        f"- training data: `{data.train}` (split `{data.train_split}`) in the environment `{config.env.name}`",
+        "- reward: the environment's, on the response only",
         f"- instruction population: N_P {co.population_size}, prune every {co.prune_every} steps, evolve every "
         f"{co.evolve_every} steps until step {co.evolve_until}, |D_B| {co.validation_size}, template `{co.template}`",
         f"- optimizer LLM: {summary.get('optimizer', '')}",
         f"- reward during training: {summary.get('reward_start', 0):.3f} -> {summary.get('reward_end', 0):.3f}; "
         f"rollouts: {led.get('training_rollouts', 0)} training, {led.get('verification_rollouts', 0)} verification",
-        f"- seed instruction: `{config.seed_instruction or '(Search-R1, App. F)'}`; sampling temperature in "
+        f"- seed instruction: `{config.seed_instruction or seed_default}`; sampling temperature in "
         f"training {rl.temperature}",
     ]
 
@@ -215,23 +239,24 @@ def model_card(*, name: str, config: Any, summary: dict[str, Any], instruction: 
         "",
         LOAD_LINE.format(location=location),
         f"answer = agent.ask({json.dumps(example)})",
-        "print(answer)         # every turn: reasoning, search query, retrieved titles, answer",
+        "print(answer)         # every turn: reasoning, tool call and its result, answer",
         "print(answer.answer)  # the final answer alone",
     ])
     licence = f"`{base.license}`" + (" (its text is in `LICENSE`)" if has_licence_file else "")
     body = [
-        _front_matter(base, ["inspo", "grpo", "trl", "search-agent", "retrieval-augmented-generation",
-                             "instruction-optimization"]),
+        _front_matter(base, ["inspo", "grpo", "trl", "tool-use", "agent", "instruction-optimization",
+                             *(["search-agent", "retrieval-augmented-generation"] if settings.env_name == "search-r1"
+                               else [])]),
         "",
-        f"# {name}: a search agent trained with INSPO",
+        f"# {name}: a tool-using agent trained with INSPO",
         "",
-        "A question-answering agent that calls a search engine (`<search> query </search>`, results in "
-        "`<information>`, answer in `<answer>`), trained with GRPO while its instruction co-evolved with the "
-        "policy (INSPO, [arXiv 2512.01945](https://arxiv.org/abs/2512.01945)), by "
+        f"An agent of the environment {_env_about(settings)}, trained with GRPO while its instruction "
+        "co-evolved with the policy (INSPO, [arXiv 2512.01945](https://arxiv.org/abs/2512.01945)), by "
         f"inspo {__version__}.",
         "",
         "The weights alone are not the agent: it is these weights **with** `instruction.txt` (the instruction the "
-        "run returned) and the search protocol in `agent.json`. Prompted otherwise it may not search at all.",
+        "run returned) and the environment recorded in `agent.json` (its tools, turn protocol and settings). "
+        "Prompted otherwise it may not call its tools at all.",
         "",
         "## Use it",
         "",
@@ -243,21 +268,22 @@ def model_card(*, name: str, config: Any, summary: dict[str, Any], instruction: 
         snippet,
         "```",
         "",
-        "`load_agent` also takes `corpus=`, `retriever=`, `retriever_url=` (a Search-R1 `POST /retrieve` server), "
-        "`topk=`, `temperature=` and `instruction=`; `inspo ask FOLDER \"question\"` does the same from a shell. "
+        "`load_agent` also takes `env_options={...}` (the environment's settings, e.g. Search-R1's `corpus`, "
+        "`retriever_url` of a `POST /retrieve` server, `topk`), `env=` (an environment object), `temperature=` and "
+        "`instruction=`; `inspo ask FOLDER \"question\"` does the same from a shell. "
         "The weights load with plain transformers too (`AutoModelForCausalLM.from_pretrained`), without inspo: "
-        "put `instruction.txt` before the question in one user message, stop generation at `</search>`, and "
-        "insert the search results as `<information>Doc 1(Title: ...) ...</information>`.",
+        "put `instruction.txt` before the question in one user message, stop generation at the end of a tool "
+        "call's tag, and insert the tool's result as the environment writes it.",
         "",
         "## The agent",
         "",
         f"- base model: {base.attribution}" + (f" (`{base.hub_id}`)" if base.hub_id and base.hub_id not in base.attribution else ""),
         f"- licence: {licence}; this derived model is distributed under the base model's licence",
-        f"- retriever: {settings.retriever.describe()}, top {a.topk} passages a search",
-        f"- turns: up to {a.max_turns} search turn(s), then one answer turn; {a.max_response_tokens} new tokens a turn; "
+        f"- environment: `{settings.env_name}` with {_env_settings(settings)}",
+        f"- turns: up to {a.max_turns} tool turn(s), then one answer turn; {a.max_response_tokens} new tokens a turn; "
         f"observations cut at {a.max_obs_tokens} tokens" + (f"; the first turn starts with `{a.prefill}` (forced)" if a.prefill else "")
         + ("; a last-turn nudge" if a.last_turn_nudge else ""),
-        f"- reward it was trained on: `{a.reward}`" + (f" + {a.format_weight} x format" if a.format_weight else ""),
+        "- reward it was trained on: the environment's (see its settings above)",
         "- decoding: greedy (as the run's own evaluation)",
         "",
         "## The instruction",

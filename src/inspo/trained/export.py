@@ -199,17 +199,30 @@ def example_question(config: Any) -> str:
     from inspo.data.sources import load_qa_source
 
     data = config.data
+    env = None
     for source, split in ((data.eval, data.test_split), (data.eval, data.eval_split), (data.train, data.train_split)):
         if not source or not split:
             continue
         try:
-            questions = load_qa_source(source, split=split, limit=1)
-        except (OSError, ValueError) as exc:
+            if source == "env":  # the environment's own questions: build it (the card is written once)
+                env = env if env is not None else _env_of(config)
+                questions = list(env.questions(split))[:1]
+            else:
+                questions = load_qa_source(source, split=split, limit=1)
+        except Exception as exc:  # noqa: BLE001 - only the card's example; the fallback says nothing false
             log.info("card example: %s@%s cannot be read here (%s)", source, split, exc)
             continue
         if questions:
             return questions[0].question
     return FALLBACK_EXAMPLE
+
+
+def _env_of(config: Any) -> Any:
+    from inspo.envs.registry import make_env
+
+    if config.env.python:
+        raise ValueError(f"the environment {config.env.name!r} was an object given in Python")
+    return make_env(config.env.name, config.env.options)
 
 
 def push_agent(folder: str | Path, repo_id: str, *, private: bool = False, token: str | None = None,

@@ -5,17 +5,20 @@
 - an exported agent folder (``agent.json`` beside the weights; :func:`inspo.trained.export_agent`):
   its weights, ``instruction.txt`` and settings;
 - an ``inspo train`` run directory (``config.yaml`` and ``model/``): its trained ``model/``, its
-  ``best_instruction.txt`` and the agent and retriever of its config;
+  ``best_instruction.txt`` and the agent and environment of its config;
 - a Hugging Face hub repository id of an exported agent, downloaded with ``snapshot_download``
   (network) when no local folder has that name;
 - any other model (a registered name such as ``qwen2.5-coder-0.5b``, a Hugging Face folder or a
-  .gguf file): the ``cpu-tiny`` preset's agent (BM25 over the built-in ``world`` corpus) and its
-  seed instruction (Search-R1's).
+  .gguf file): the ``cpu-tiny`` preset's agent (Search-R1's, BM25 over the built-in ``world``
+  corpus) and its seed instruction; ``env=`` names another environment.
 
-Keyword arguments change single settings (``instruction``, ``corpus``, ``topk``, ``temperature``
-...). An episode is played by the rollout engine every other part of inspo uses
-(:func:`inspo.agent.rollout.run_rollouts`); :class:`Answer` holds it turn by turn
-(:mod:`inspo.agent.transcript`). Decoding is greedy unless ``temperature`` > 0; sampled episodes
+The environment is the one the agent was trained in (``agent.json``'s ``env``), built by the
+environment layer (:mod:`inspo.envs.build`); ``env=`` gives an environment object instead (one a
+run was given in Python must be given again), ``env_options=`` changes its settings (Search-R1:
+``{"corpus": ..., "topk": 5}``). Other keywords change single settings (``instruction``,
+``temperature`` ...). An episode is played by the rollout loop every other part of inspo uses
+(:func:`inspo.envs.loop.run_rollouts`); :class:`Answer` holds it turn by turn
+(:mod:`inspo.envs.transcript`). Decoding is greedy unless ``temperature`` > 0; sampled episodes
 draw their seeds from the agent's ``rng`` (``seed``), so a session replays.
 """
 
@@ -23,14 +26,16 @@ from __future__ import annotations
 
 import logging
 import random
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
-from inspo.agent.transcript import RecordingRetriever, Turn, transcript_lines, turns_of
+from inspo.envs.loop import AgentConfig, Episode, run_rollouts
+from inspo.envs.transcript import Turn, transcript_lines, turns_of
 from inspo.records import Instruction, Question, Rollout
-from inspo.trained.settings import AGENT_FILE, INSTRUCTION_FILE, AgentSettings, RetrieverSettings
+from inspo.trained.settings import AGENT_FILE, INSTRUCTION_FILE, AgentSettings
 
 log = logging.getLogger("inspo.trained")
 
@@ -44,16 +49,19 @@ class Answer:
     """The content of the last ``<answer>`` (None: the agent gave none)."""
     turns: list[Turn]
     rollout: Rollout
-    passage_chars: int = 0
-    """Characters of each passage printed after its title (0: titles only)."""
+
+    @property
+    def calls(self) -> list[tuple[str, str]]:
+        """The tool calls that ran, as (tool, arguments), in order."""
+        return [(t.tool, t.content) for t in self.turns if t.action == "call" and t.executed]
 
     @property
     def searches(self) -> list[str]:
-        return [t.content for t in self.turns if t.action == "search" and t.executed]
+        """The searches that ran (Search-R1's ``search`` tool)."""
+        return [content for tool, content in self.calls if tool == "search"]
 
     def lines(self) -> list[str]:
-        return [f"question: {self.question}", *transcript_lines(self.turns, self.rollout,
-                                                                passage_chars=self.passage_chars)]
+        return [f"question: {self.question}", *transcript_lines(self.turns, self.rollout)]
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -71,15 +79,18 @@ class AgentSource:
     """export, run or model."""
     notes: list[str] = field(default_factory=list)
     """Where each part came from, for the user."""
+    seed_spec: str | None = None
+    """A model without a run: the seed instruction as a config names it ('' the environment's own,
+    ``@NAME``), resolved once the environment is built (``instruction`` is a placeholder)."""
 
 
 class Agent:
-    """A policy, its instruction and its search engine, ready to answer questions."""
+    """A policy, its instruction and its environment, ready to answer questions."""
 
-    def __init__(self, engine: Any, retriever: Any, instruction: Instruction, settings: AgentSettings, *,
+    def __init__(self, engine: Any, env: Any, instruction: Instruction, settings: AgentSettings, *,
                  rng: random.Random, notes: list[str] | None = None):
         self.engine = engine
-        self.retriever = RecordingRetriever(retriever)
+        self.env = env
         self.instruction = instruction
         self.settings = settings
         self.rng = rng
@@ -90,19 +101,19 @@ class Agent:
     def config(self) -> AgentConfig:
         return self.settings.agent
 
-    def ask(self, question: str, *, answers: tuple[str, ...] = (), passage_chars: int = 0) -> Answer:
-        """Play ``question`` once (``answers``: gold answers, to score the rollout's reward)."""
+    def ask(self, question: str, *, answers: tuple[str, ...] = (), detail: int = 0) -> Answer:
+        """Play ``question`` once (``answers``: gold answers, to score the rollout's reward;
+        ``detail``: characters of each tool result item to show beyond its summary, e.g. of each
+        retrieved passage after its title)."""
         if not question.strip():
             raise ValueError("ask: the question is empty")
         self._asked += 1
         seed = self.rng.randrange(2**31) if self.config.temperature > 0 else None
         episode = Episode(Question(id=f"ask-{self._asked}", question=question.strip(), answers=tuple(answers)),
                           self.instruction, seed=seed)
-        self.retriever.take()
-        rollout = run_rollouts(self.engine, self.retriever, self.config, [episode])[0]
-        found = [passages for _, passages in self.retriever.take()]
-        return Answer(question=question.strip(), answer=rollout.answer, turns=turns_of(rollout, found),
-                      rollout=rollout, passage_chars=passage_chars)
+        rollout = run_rollouts(self.engine, self.env, self.config, [episode])[0]
+        return Answer(question=question.strip(), answer=rollout.answer,
+                      turns=turns_of(self.env, rollout, detail=detail), rollout=rollout)
 
     def describe(self) -> list[str]:
         """Where the parts came from and how the agent plays (a header for ``inspo ask``)."""
@@ -110,15 +121,17 @@ class Agent:
         return [*self.notes, f"             {text[:150]}{' ...' if len(text) > 150 else ''}", *self.settings.lines()]
 
 
+#: load_agent's keywords of the search agent before the environment seam -> its env settings.
+_LEGACY_KEYWORDS = {"corpus": "corpus", "retriever": "retriever", "retriever_url": "retriever_url",
+                    "index_dir": "index_dir", "topk": "topk"}
+
+
 def load_agent(
     source: str | Path,
     *,
     instruction: str | None = None,
-    corpus: str | None = None,
-    retriever: str | None = None,
-    retriever_url: str | None = None,
-    index_dir: str | None = None,
-    topk: int | None = None,
+    env: Any = None,
+    env_options: Mapping[str, Any] | None = None,
     max_turns: int | None = None,
     max_response_tokens: int | None = None,
     temperature: float | None = None,
@@ -126,50 +139,100 @@ def load_agent(
     dtype: str | None = None,
     device: str | None = None,
     seed: int = 0,
+    **legacy: Any,
 ) -> Agent:
     """The agent of ``source`` (module docstring), its settings changed by the keywords.
 
-    ``instruction``: ``@NAME`` (``@search-r1``, ``@weak``), a text file, a run directory or
-    exported folder (its instruction), or the instruction's text. ``prefill``: text forced at the
-    start of the first turn ('' for none). ``device``: None picks cuda
-    when there is one, else cpu. ``dtype``: None plays in the agent's dtype (``agent.json``), in
-    float32 where that is bfloat16 and the device has no fast bf16 (``describe()`` says which:
-    :func:`inspo.models.precision.play_precision`); ``"auto"`` or a dtype name as given.
-    Raises FileNotFoundError / ValueError with what is wrong.
+    ``instruction``: ``@NAME`` (one of the environment's named instructions: ``@search-r1``,
+    ``@weak`` ...), a text file, a run directory or exported folder (its instruction), or the
+    instruction's text. ``env``: an environment object to play in (instead of the one the agent
+    records; needed when training was given one in Python); ``env_options``: settings of the
+    recorded environment to change (Search-R1: ``corpus``, ``retriever``, ``retriever_url``,
+    ``index_dir``, ``topk`` ...; the old keywords of those names still work, with a
+    DeprecationWarning), or ``{"name": ..., ...}`` to play in another built-in or importable
+    environment with those settings. ``prefill``: text forced at the start of the first turn ('' for none).
+    ``device``: None picks cuda when there is one, else cpu. ``dtype``: None plays in the agent's
+    dtype (``agent.json``), in float32 where that is bfloat16 and the device has no fast bf16
+    (``describe()`` says which: :func:`inspo.models.precision.play_precision`); ``"auto"`` or a
+    dtype name as given. Raises FileNotFoundError / ValueError with what is wrong.
     """
+    options = dict(env_options or {})
+    for key, value in legacy.items():
+        if key not in _LEGACY_KEYWORDS:
+            raise TypeError(f"load_agent() got an unexpected keyword argument {key!r}")
+        if value is not None:
+            warnings.warn(f"load_agent({key}=...) is now env_options={{{_LEGACY_KEYWORDS[key]!r}: ...}} (a setting of "
+                          "the search-r1 environment)", DeprecationWarning, stacklevel=2)
+            options[_LEGACY_KEYWORDS[key]] = value
+    if options.get("retriever_url") and "retriever" not in options:
+        options["retriever"] = "http"
     found = resolve_source(source)
     settings = found.settings
     agent = settings.agent
-    changes = {k: v for k, v in (("topk", topk), ("max_turns", max_turns), ("max_response_tokens", max_response_tokens),
+    changes = {k: v for k, v in (("max_turns", max_turns), ("max_response_tokens", max_response_tokens),
                                  ("temperature", temperature), ("prefill", prefill)) if v is not None}
     if changes:
         agent = replace(agent, **changes)
-    ret = settings.retriever
-    if retriever is not None or corpus is not None or retriever_url is not None or index_dir is not None:
-        ret = replace(ret, kind=retriever or ("http" if retriever_url else ret.kind), corpus=corpus or ret.corpus,
-                      url=retriever_url or ret.url, index_dir=index_dir if index_dir is not None else ret.index_dir)
+    if options:
+        if env is not None:
+            raise ValueError("load_agent: give either env (an environment object) or env_options (settings of the "
+                             "agent's recorded environment), not both")
+        if "name" in options and options["name"] != settings.env_name:  # another environment: its own settings
+            settings = replace(settings, env=dict(options))
+        else:
+            settings = replace(settings, env={**settings.env, **options})
     from inspo.models.precision import default_device, play_precision
 
     device = device or default_device()
     precision = play_precision(settings.dtype, dtype, device=device, asked_key="dtype")
     for warning in precision.warnings():
         log.warning("%s", warning)
-    settings = replace(settings, agent=agent, retriever=ret, dtype=precision.dtype)
-    chosen, notes = found.instruction, [*found.notes, f"precision:   {precision.describe()}"]
+    settings = replace(settings, agent=agent, dtype=precision.dtype)
+    notes = [*found.notes, f"precision:   {precision.describe()}"]
+    played = _build_env(settings, env)  # before the model loads: a wrong corpus or a server down fails fast
+    if env is not None:
+        settings = replace(settings, env={"name": str(played.name), "python": True})
+    chosen = found.instruction
+    if found.seed_spec is not None:  # a model without a run: the environment's own seed
+        chosen = _seed(played, found.seed_spec)
     if instruction is not None:
-        chosen = parse_instruction(instruction)
+        chosen = parse_instruction(instruction, env=played)
         notes = [n for n in notes if not n.startswith("instruction:")] + [f"instruction: {instruction_origin(instruction)}"]
     from inspo.agent.load import load_engine
 
-    try:  # before the model loads: a wrong corpus or an unreachable server fails fast
-        search = settings.retriever.build()
-    except Exception as exc:  # noqa: BLE001 - any failure here stops with its reason
-        raise ValueError(f"retriever {settings.retriever.describe()} is not usable: {exc} (choose another: --corpus, "
-                         "--retriever, --retriever-url; in Python corpus=, retriever=, retriever_url=)") from exc
     rng = random.Random(seed)
     engine = load_engine(found.model, kind="hf", dtype=settings.dtype, device=device,
                          rng=random.Random(rng.randrange(2**31)))
-    return Agent(engine, search, chosen, settings, rng=rng, notes=notes)
+    return Agent(engine, played, chosen, settings, rng=rng, notes=notes)
+
+
+def _build_env(settings: AgentSettings, env: Any) -> Any:
+    """The environment the agent plays in: ``env`` (checked) or the one ``settings`` records."""
+    from inspo.envs.base import EnvError, check_environment
+    from inspo.envs.registry import EnvNameError, make_env
+
+    if env is not None:
+        try:
+            return check_environment(env)
+        except EnvError as exc:
+            raise ValueError(str(exc)) from exc
+    if settings.env.get("python"):
+        raise ValueError(f"this agent was trained in an environment given in Python ({settings.env_name!r}), which "
+                         "inspo cannot build by name: pass it again, load_agent(..., env=your_env)")
+    try:
+        return make_env(settings.env_name, settings.env_options)
+    except (EnvNameError, EnvError) as exc:
+        raise ValueError(str(exc)) from exc
+    except Exception as exc:  # noqa: BLE001 - the environment's own failure (a corpus, a server), with its settings
+        raise ValueError(f"environment {settings.env_name!r} ({settings.env_options}) is not usable: "
+                         f"{type(exc).__name__}: {exc} (change its settings: inspo ask --set env.KEY=VALUE; in "
+                         "Python env_options={...})") from exc
+
+
+def _seed(env: Any, spec: str) -> Instruction:
+    from inspo.envs.registry import resolve_seed
+
+    return Instruction(id="seed", text=resolve_seed(env, spec))
 
 
 def resolve_source(source: str | Path) -> AgentSource:
@@ -243,22 +306,27 @@ def _run(run: Path) -> AgentSource:
 
 
 def _model(name: str) -> AgentSource:
-    from inspo.agent.protocol import resolve_instruction
     from inspo.train.config import resolve
 
     config = resolve("cpu-tiny")
     settings = replace(AgentSettings.from_config(config), base_model=name, training_temperature=None)
-    text = resolve_instruction(config.seed_instruction)
-    return AgentSource(model=name, instruction=Instruction(id="seed", text=text), settings=settings, kind="model",
-                       notes=[f"policy:      {name}", "instruction: the seed (Search-R1's instruction, App. F)"])
+    return AgentSource(model=name, instruction=Instruction(id="seed", text=""), settings=settings, kind="model",
+                       notes=[f"policy:      {name}", "instruction: the environment's seed instruction"],
+                       seed_spec=config.seed_instruction)
 
 
-def parse_instruction(spec: str) -> Instruction:
-    """``@NAME``, a text file, a run directory or exported folder, or the instruction's own text."""
-    from inspo.agent.protocol import resolve_instruction
-
+def parse_instruction(spec: str, *, env: Any = None) -> Instruction:
+    """``@NAME`` (one of ``env``'s named instructions; Search-R1's without ``env``), a text file, a
+    run directory or exported folder, or the instruction's own text."""
     if spec.startswith("@"):
-        return Instruction(id=spec[1:], text=resolve_instruction(spec))
+        from inspo.envs.registry import named_instructions, resolve_seed
+
+        if env is not None:
+            return Instruction(id=spec[1:], text=resolve_seed(env, spec))
+        named = named_instructions("search-r1")
+        if spec[1:] not in named:
+            raise ValueError(f"unknown named instruction {spec!r}; Search-R1's are: " + ", ".join("@" + k for k in named))
+        return Instruction(id=spec[1:], text=named[spec[1:]])
     path = Path(spec).expanduser()
     if path.is_dir():
         return resolve_source(path).instruction
@@ -281,4 +349,4 @@ def _hub_name(name: str) -> bool:
     return is_hub_name(name)
 
 
-__all__ = ["Agent", "AgentSource", "Answer", "RetrieverSettings", "load_agent", "parse_instruction", "resolve_source"]
+__all__ = ["Agent", "AgentSource", "Answer", "load_agent", "parse_instruction", "resolve_source"]

@@ -5,13 +5,14 @@ An exported agent (:func:`inspo.trained.export_agent`) is one folder::
     config.json, model.safetensors, tokenizer files ...   the trained policy (transformers loads it)
     instruction.txt     INSTRUCTION_FILE: the instruction the run returned
     population.json     POPULATION_FILE: the final population, weights and the returned id
-    agent.json          AGENT_FILE: :class:`AgentSettings` (turns, tokens, prefill, retriever, reward)
+    agent.json          AGENT_FILE: :class:`AgentSettings` (the environment, turns, tokens, prefill)
     README.md           CARD_FILE: inspo's model card
     LICENSE             the base model's licence text, when inspo knows it
 
 :class:`AgentSettings` is the agent of a training config (:meth:`AgentSettings.from_config`):
-the same turns, tokens per turn, observation cap, prefill, nudge and retriever the policy was
-trained with, and greedy decoding (``temperature`` 0), as the run's own end-of-run evaluation.
+the environment the policy was trained in (``env``: its name and settings; for Search-R1 the
+retriever, corpus, top-k and reward), the same turns, tokens per turn, observation cap, prefill and
+nudge, and greedy decoding (``temperature`` 0), as the run's own end-of-run evaluation.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from inspo.agent.rollout import AgentConfig
+from inspo.envs.loop import AgentConfig
 
 AGENT_FILE = "agent.json"
 INSTRUCTION_FILE = "instruction.txt"
@@ -30,47 +31,14 @@ CARD_FILE = "README.md"
 LICENSE_FILE = "LICENSE"
 #: ``agent.json``'s ``format`` value and its schema version.
 FORMAT = "inspo-agent"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
-@dataclass
-class RetrieverSettings:
-    """The search engine the agent calls (the run's ``data.retriever`` settings)."""
-
-    kind: str = "bm25"
-    """bm25, dense or http."""
-    corpus: str = "world"
-    """What bm25/dense index: a file/folder, 'world[:SEED]', 'wiki-lite' or 'hf:NAME'."""
-    url: str = ""
-    """http: the Search-R1-compatible server."""
-    model: str = ""
-    """dense: the sentence-transformers model ('' : the packaged all-MiniLM-L6-v2)."""
-    index_dir: str = ""
-    """A saved index to load (used only where the folder exists; else the index is built in memory)."""
-    index_path: str = ""
-    """dense: a prebuilt faiss index whose rows are ``corpus``'s lines."""
-    faiss_index: str = ""
-    faiss_nprobe: int = 0
-    faiss_ef_search: int = 0
-    faiss_device: str = "cpu"
-
-    def build(self):
-        """The ready :class:`~inspo.retrieval.base.Retriever` (may build an index)."""
-        from inspo.retrieval.factory import load_retriever
-        from inspo.retrieval.faiss_index import IndexOptions
-
-        index_dir = self.index_dir if self.index_dir and Path(self.index_dir).is_dir() else None
-        return load_retriever(
-            self.kind, corpus=self.corpus or None, index_dir=index_dir, url=self.url or None,
-            model=self.model or None, index_path=self.index_path or None,
-            index=IndexOptions(kind=self.faiss_index, nprobe=self.faiss_nprobe, ef_search=self.faiss_ef_search,
-                               device=self.faiss_device),
-        )
-
-    def describe(self) -> str:
-        if self.kind == "http":
-            return f"http server at {self.url}"
-        return f"{self.kind} over {self.corpus or '(no corpus)'}" + (f" ({self.model})" if self.model else "")
+#: agent.json schema 1 kept the search agent's retriever and reward in the file; schema 2 keeps the
+#: environment (``env``: its name and settings) instead. Schema 1 files are read as ``search-r1``.
+_V1_RETRIEVER = {"kind": "retriever", "url": "retriever_url", "model": "retriever_model", "corpus": "corpus",
+                 "index_dir": "index_dir", "index_path": "index_path", "faiss_index": "faiss_index",
+                 "faiss_nprobe": "faiss_nprobe", "faiss_ef_search": "faiss_ef_search", "faiss_device": "faiss_device"}
 
 
 @dataclass
@@ -78,8 +46,11 @@ class AgentSettings:
     """``agent.json``: how the trained policy plays (see the module docstring)."""
 
     agent: AgentConfig
-    """Turns, tokens per turn and per observation, top-k, decoding, reward, prefill, nudge."""
-    retriever: RetrieverSettings = field(default_factory=RetrieverSettings)
+    """Turns, tokens per turn and per observation, decoding, prefill, nudge."""
+    env: dict[str, Any] = field(default_factory=lambda: {"name": "search-r1"})
+    """The environment the policy was trained in: ``{"name": ..., **its settings}`` as the run's
+    ``env:`` section (``python: true`` when it was an object given in Python: loading the agent
+    then needs it again)."""
     dtype: str = "auto"
     """The weights dtype the policy trained in and plays in: concrete in an exported run (its
     config.yaml records ``model.dtype`` resolved); ``auto`` only from a hand-written config
@@ -92,36 +63,42 @@ class AgentSettings:
     @classmethod
     def from_config(cls, config: Any) -> AgentSettings:
         """The agent of a :class:`~inspo.train.config.TrainConfig`, decoding greedily."""
-        from inspo.train.setup import agent_config
+        from inspo.envs.build import agent_config
 
-        data = config.data
-        retriever = RetrieverSettings(
-            kind=data.retriever, corpus=data.corpus, url=data.retriever_url, model=data.retriever_model,
-            index_dir=data.index_dir, index_path=data.index_path, faiss_index=data.faiss_index,
-            faiss_nprobe=data.faiss_nprobe, faiss_ef_search=data.faiss_ef_search, faiss_device=data.faiss_device,
-        )
-        return cls(agent=replace(agent_config(config.rl), temperature=0.0), retriever=retriever,
+        return cls(agent=replace(agent_config(config.rl), temperature=0.0), env=config.env.to_dict(),
                    dtype=config.model.dtype, base_model=config.model.name_or_path,
                    training_temperature=config.rl.temperature)
+
+    @property
+    def env_name(self) -> str:
+        return str(self.env.get("name", "search-r1"))
+
+    @property
+    def env_options(self) -> dict[str, Any]:
+        """The environment's own settings (the section without ``name`` and ``python``)."""
+        return {k: v for k, v in self.env.items() if k not in ("name", "python")}
 
     def to_dict(self) -> dict[str, Any]:
         from inspo import __version__
 
         return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "inspo_version": __version__,
-                "agent": asdict(self.agent), "retriever": asdict(self.retriever), "dtype": self.dtype,
+                "agent": asdict(self.agent), "env": dict(self.env), "dtype": self.dtype,
                 "base_model": self.base_model, "training_temperature": self.training_temperature}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, where: str = AGENT_FILE) -> AgentSettings:
-        if data.get("format") != FORMAT or data.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"{where} is not an inspo agent file of schema {SCHEMA_VERSION} "
-                             f"(format {data.get('format')!r}, schema {data.get('schema_version')!r})")
+        version = data.get("schema_version")
+        if data.get("format") != FORMAT or version not in (1, SCHEMA_VERSION):
+            raise ValueError(f"{where} is not an inspo agent file of schema 1 or {SCHEMA_VERSION} "
+                             f"(format {data.get('format')!r}, schema {version!r})")
         try:
             agent = AgentConfig(**_known(AgentConfig, data["agent"]))
-            retriever = RetrieverSettings(**_known(RetrieverSettings, data.get("retriever", {})))
+            env = dict(data["env"]) if version == SCHEMA_VERSION else _v1_env(data)
         except (KeyError, TypeError) as exc:
             raise ValueError(f"{where}: {exc}") from exc
-        return cls(agent=agent, retriever=retriever, dtype=data.get("dtype", "auto"),
+        if not isinstance(env.get("name"), str):
+            raise ValueError(f"{where}: env.name is missing")
+        return cls(agent=agent, env=env, dtype=data.get("dtype", "auto"),
                    base_model=data.get("base_model", ""), training_temperature=data.get("training_temperature"))
 
     def write(self, folder: Path) -> Path:
@@ -139,13 +116,26 @@ class AgentSettings:
     def lines(self) -> list[str]:
         a = self.agent
         decoding = "greedy" if a.temperature == 0 else f"temperature {a.temperature}, top-p {a.top_p}"
+        options = ", ".join(f"{k}={v!r}" for k, v in self.env_options.items() if v not in ("", 0, None, [], {}))
         return [
-            f"retriever:   {self.retriever.describe()}, top {a.topk} passages a search",
-            f"turns:       up to {a.max_turns} search turn(s) + 1 answer turn, {a.max_response_tokens} tokens a turn, "
+            f"environment: {self.env_name}" + (f" ({options})" if options else "")
+            + (" (an object given in Python)" if self.env.get("python") else ""),
+            f"turns:       up to {a.max_turns} tool turn(s) + 1 answer turn, {a.max_response_tokens} tokens a turn, "
             f"observations cut at {a.max_obs_tokens} tokens"
             + (f", prefill {a.prefill!r}" if a.prefill else "") + (", last-turn nudge" if a.last_turn_nudge else ""),
             f"decoding:    {decoding}",
         ]
+
+
+def _v1_env(data: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 agent.json's search agent as the ``search-r1`` environment's settings."""
+    retriever = data.get("retriever", {})
+    env: dict[str, Any] = {"name": "search-r1"}
+    env.update({new: retriever[old] for old, new in _V1_RETRIEVER.items() if old in retriever})
+    for key in ("topk", "reward", "format_weight"):
+        if key in data["agent"]:
+            env[key] = data["agent"][key]
+    return env
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

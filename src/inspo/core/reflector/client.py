@@ -4,6 +4,8 @@ Rules:
 
 - it answers in the shape an LLM optimizer would: a short critique, then ``<ins_1>…</ins_1>`` …
   ``<ins_N>…</ins_N>`` (N read from the prompt);
+- what it detects and the advice it writes are the environment's (``rules``,
+  :class:`~inspo.core.reflector.rules.ReflectorRules`; default: the answer-only rules);
 - deterministic: all choices come from the injected ``random.Random`` (``rng=`` or ``seed=``);
 - ``usage`` counts one call per ``generate`` and zero tokens; a prompt it cannot read raises
   :class:`~inspo.llm.base.LLMError` and counts a failure.
@@ -14,14 +16,9 @@ from __future__ import annotations
 import logging
 import random
 
-from inspo.core.reflector.failures import detect_failure_modes
 from inspo.core.reflector.prompts import ParsedPrompt, parse_prompt
-from inspo.core.reflector.revisions import (
-    history_sentences,
-    tags_of,
-    write_candidates,
-    write_critique,
-)
+from inspo.core.reflector.revisions import history_sentences, write_candidates, write_critique
+from inspo.core.reflector.rules import ANSWER_RULES, ReflectorRules
 from inspo.llm.base import LLMError, LLMUsage, Message
 from inspo.rng import derived_rng
 
@@ -34,7 +31,7 @@ class RuleBasedReflector:
     Args:
         rng: the source of every choice; ``random.Random(seed)`` when omitted.
         seed: used only when ``rng`` is omitted.
-        max_answer_words, many_searches: thresholds passed to :func:`detect_failure_modes`.
+        rules: the environment's failure modes and advice (``env.reflector_rules``).
     """
 
     name = "rule-based"
@@ -44,15 +41,13 @@ class RuleBasedReflector:
         rng: random.Random | None = None,
         *,
         seed: int = 0,
-        max_answer_words: int = 8,
-        many_searches: int = 3,
+        rules: ReflectorRules | None = None,
     ) -> None:
         # One draw from the injected RNG; every call then derives its own stream from
         # (that draw, the prompt), so the reflector is stateless between calls: a run resumed
         # from a checkpoint gets exactly the answers an uninterrupted run would.
         self._seed = (rng if rng is not None else random.Random(seed)).getrandbits(64)
-        self.max_answer_words = max_answer_words
-        self.many_searches = many_searches
+        self.rules = rules if rules is not None else ANSWER_RULES
         self.usage = LLMUsage()
         logger.info("optimizer: rule-based offline reflector (no LLM; deterministic heuristics)")
 
@@ -86,20 +81,12 @@ class RuleBasedReflector:
 
     def respond(self, parsed: ParsedPrompt, rng: random.Random) -> str:
         """One full answer (critique + ``<ins_i>`` candidates) to a parsed prompt."""
+        rules = self.rules
         if parsed.kind == "reflection":
-            expect_think = "think" in tags_of(parsed.parent)
-            per_example = [
-                detect_failure_modes(
-                    ex,
-                    max_answer_words=self.max_answer_words,
-                    many_searches=self.many_searches,
-                    expect_think=expect_think,
-                )
-                for ex in parsed.examples
-            ]
-            critique, ranked = write_critique(parsed, per_example)
+            per_example = [rules.detect(ex, parsed.parent) for ex in parsed.examples]
+            critique, ranked = write_critique(parsed, per_example, rules)
             logger.debug("rule-based reflector: modes %s", ranked)
-            candidates = write_candidates(parsed.parent, ranked, parsed.n, rng)
+            candidates = write_candidates(parsed.parent, ranked, parsed.n, rng, rules=rules)
         elif parsed.kind == "history":
             extra = history_sentences(parsed)
             critique = (
@@ -107,9 +94,9 @@ class RuleBasedReflector:
                 "instruction(s), borrowing sentences from the other good ones and adding generic "
                 "strengthenings."
             )
-            candidates = write_candidates(parsed.parent, [], parsed.n, rng, extra_sentences=extra)
+            candidates = write_candidates(parsed.parent, [], parsed.n, rng, rules=rules, extra_sentences=extra)
         else:
             critique = "Rule-based offline paraphrase (no LLM): rewordings plus generic strengthenings."
-            candidates = write_candidates(parsed.parent, [], parsed.n, rng, reword=True)
+            candidates = write_candidates(parsed.parent, [], parsed.n, rng, rules=rules, reword=True)
         body = "\n".join(f"<ins_{i}>\n{c}\n</ins_{i}>" for i, c in enumerate(candidates, start=1))
         return f"{critique}\n\n{body}"

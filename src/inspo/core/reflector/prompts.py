@@ -44,6 +44,9 @@ _HISTORY_RE = re.compile(
 
 
 def _parse_example(block: str) -> FailureExample:
+    feedback_at = block.rfind("\nFeedback: ")
+    if feedback_at > block.rfind("\nCorrect answer: ") >= 0:  # the optional feedback line: not the gold
+        block = block[:feedback_at]
     question, _, rest = block.partition("\nResponse: ")
     question = question.removeprefix("Question: ").strip()
     response, sep, gold = rest.rpartition("\nCorrect answer: ")

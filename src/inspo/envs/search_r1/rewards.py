@@ -3,7 +3,7 @@
 All functions are pure and read the RESPONSE only (what the policy and the environment wrote
 after the prompt), never the prompt: an instruction that shows ``<answer> Beijing </answer>`` as
 an example cannot earn a reward. The answer is taken with
-:func:`inspo.agent.protocol.extract_answer` (last complete ``<answer>``; ``None`` scores 0).
+:func:`inspo.envs.search_r1.protocol.extract_answer` (last complete ``<answer>``; ``None`` scores 0).
 
 Rules:
 
@@ -22,44 +22,15 @@ Rules:
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inspo.agent.protocol import INVALID_ACTION_MESSAGE, LAST_TURN_NUDGE, extract_answer
-from inspo.answers import normalize_answer
+from inspo.answers import Golds, exact_match, f1_score, normalize_answer
+from inspo.envs.search_r1.protocol import INVALID_ACTION_MESSAGE, LAST_TURN_NUDGE, extract_answer
 
-Golds = str | Sequence[str]
+__all__ = ["Golds", "RewardSpec", "em_reward", "exact_match", "f1_reward", "f1_score", "format_ok",
+           "normalize_answer"]
 
 _TAG_RE = re.compile(r"</?(think|search|information|answer)>")
-
-
-def _gold_list(golds: Golds) -> list[str]:
-    return [golds] if isinstance(golds, str) else list(golds)
-
-
-def exact_match(prediction: str, golds: Golds) -> float:
-    """1.0 if the normalised prediction equals any normalised gold, else 0.0."""
-    pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(g) for g in _gold_list(golds)))
-
-
-def _f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
-    if not pred_tokens or not gold_tokens:
-        return float(pred_tokens == gold_tokens)
-    common = Counter(pred_tokens) & Counter(gold_tokens)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision = same / len(pred_tokens)
-    recall = same / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
-
-
-def f1_score(prediction: str, golds: Golds) -> float:
-    """Token-level F1 of the prediction against the best-matching gold (0.0 without golds)."""
-    pred = normalize_answer(prediction).split()
-    return max((_f1(pred, normalize_answer(g).split()) for g in _gold_list(golds)), default=0.0)
 
 
 def em_reward(response: str, golds: Golds) -> float:

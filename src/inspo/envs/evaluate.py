@@ -1,6 +1,6 @@
 """The evaluate seam shared by the verifier and the eval command.
 
-``make_evaluate(engine, retriever, config, group_size=G)`` returns
+``make_evaluate(engine, env, config, group_size=G)`` returns
 ``evaluate(instruction, questions) -> list[Rollout]`` with these rules:
 
 - it returns ``len(questions) * G`` rollouts, question-major: the G rollouts of question 0,
@@ -8,8 +8,8 @@
 - it never raises for one bad example: when a batch fails, its examples are replayed one at a
   time, and an example that still fails becomes an *error rollout*: reward 0,
   ``finish_reason="error"`` and ``error`` set to the exception's type and message;
-- a batch that fails on an :class:`~inspo.records.EndpointDown` (the retrieval or policy server
-  did not answer after its retries) is not replayed: every example of it becomes an error
+- a batch that fails on an :class:`~inspo.records.EndpointDown` (a server a tool needs, or the
+  policy server, did not answer after its retries) is not replayed: every example of it becomes an error
   rollout with that error at once (replaying it would multiply the outage by the batch size);
 - an error rollout is not the policy's failure and is never scored (this changes DESIGN.md's
   earlier rule that it "feeds the replay buffer"): :func:`inspo.records.scored` leaves it out of
@@ -19,9 +19,11 @@
   share of the call's episodes, it raises :class:`~inspo.records.TooManyErrors` (naming the
   commonest error and ``error_setting``, the knob that raises the limit) holding the rollouts
   played so far; it checks after every batch, so an outage stops the call early;
-- rewards are computed on the response only (see :mod:`inspo.agent.rewards`).
+- a tool that raises or runs past its timeout makes that one episode an error rollout (the loop
+  does it: :mod:`inspo.envs.loop`);
+- rewards are the environment's, computed on the response only.
 
-Episodes run in batches of ``batch_size`` through :func:`~inspo.agent.rollout.run_rollouts`;
+Episodes run in batches of ``batch_size`` through :func:`~inspo.envs.loop.run_rollouts`;
 ``progress=True`` shows a tqdm bar over examples (for long evaluations).
 
 ``paired_seed``: when set, every episode gets its own sampling seed derived from
@@ -43,10 +45,10 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from inspo.agent.engines import PolicyEngine
-from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
 from inspo.agent.row_seeds import seed_of
+from inspo.envs.base import Environment
+from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.records import EndpointDown, Instruction, Question, Rollout, check_error_rate
-from inspo.retrieval.base import Retriever
 from inspo.rng import derived_rng
 
 
@@ -64,21 +66,21 @@ def error_rollout(episode: Episode, error: BaseException) -> Rollout:
 
 
 def play_isolated(
-    engine: PolicyEngine, retriever: Retriever, config: AgentConfig, episodes: list[Episode]
+    engine: PolicyEngine, env: Environment, config: AgentConfig, episodes: list[Episode]
 ) -> list[Rollout]:
     """Rollouts of ``episodes`` in one batch; a batch that raises is replayed one episode at a
     time, and an episode that still raises becomes an :func:`error_rollout`. A batch that raises
     :class:`~inspo.records.EndpointDown` (an endpoint did not answer) is not replayed: each of its
     episodes becomes an error rollout with that error."""
     try:
-        rollouts = run_rollouts(engine, retriever, config, episodes)
+        rollouts = run_rollouts(engine, env, config, episodes)
         if len(rollouts) == len(episodes):
             return rollouts
         raise RuntimeError(f"{len(rollouts)} rollouts for {len(episodes)} episodes")
     except Exception as batch_error:  # noqa: BLE001 - isolate the bad example(s)
         if len(episodes) == 1 or isinstance(batch_error, EndpointDown):
             return [error_rollout(ep, batch_error) for ep in episodes]
-        return [r for ep in episodes for r in play_isolated(engine, retriever, config, [ep])]
+        return [r for ep in episodes for r in play_isolated(engine, env, config, [ep])]
 
 
 @dataclass
@@ -104,7 +106,7 @@ class Evaluate:
 
 def make_evaluate(
     engine: PolicyEngine,
-    retriever: Retriever,
+    env: Environment,
     config: AgentConfig,
     *,
     group_size: int = 1,
@@ -141,7 +143,7 @@ def make_evaluate(
         try:
             for start in range(0, len(episodes), batch_size):
                 batch = episodes[start : start + batch_size]
-                results.extend(play_isolated(engine, retriever, config, batch))
+                results.extend(play_isolated(engine, env, config, batch))
                 if bar is not None:
                     bar.update(len(batch))
                 check_error_rate(results, max_error_rate=max_error_rate, planned=len(episodes), setting=error_setting)
