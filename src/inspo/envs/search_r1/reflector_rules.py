@@ -57,7 +57,7 @@ def _content_tokens(text: str) -> set[str]:
 
 def _names(question: str) -> set[str]:
     """The normalised tokens of the capitalised words of ``question`` after its first word (the
-    names it is about: ``Kanor``, ``Observatory``), stopwords left out."""
+    names it is about), stopwords left out."""
     words = re.findall(r"[A-Za-z][\w'-]*", question)[1:]
     return {t for w in words if w[0].isupper() for t in normalize_answer(w).split() if t not in _STOPWORDS}
 
@@ -195,7 +195,7 @@ GUIDANCE: dict[str, tuple[str, ...]] = {
         "Break the question into the single facts it needs and search each fact separately with a short query.",
     ),
     QUERY_MISSES_QUESTION: (
-        "Search for the name written in the question (the person, organisation or place), for example <search> Kanor Observatory </search>, not for a general word such as a year or 'city'.",
+        "Search for the name written in the question (the person, organisation or place), copied as the question writes it, not for a general word such as a year or 'city'.",
         "Each <search> query must contain the name the question is about; when the results name another person or place that the question asks about, search for that name next.",
         "Copy the entity's name from the question into <search> query </search>; a query without it (like 'birthplace' or a year) returns unrelated documents.",
     ),
