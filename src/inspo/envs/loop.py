@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from inspo.agent.engines import Generation, GenerationInput, PolicyEngine
 from inspo.agent.row_seeds import turn_seed
 from inspo.envs.base import Environment, FinalAnswer
-from inspo.envs.tools import ToolFailed, run_calls
+from inspo.envs.tools import Refusal, ToolFailed, run_calls
 from inspo.records import Instruction, Question, Rollout, ToolCall
 
 #: Characters per token assumed when an engine has no tokenizer to count observation tokens.
@@ -119,6 +119,7 @@ class _Trajectory:
     error: str | None = None
     n_invalid: int = 0
     n_obs_truncated: int = 0
+    n_tool_errors: int = 0
 
     def generation_input(self) -> GenerationInput:
         seed = self.episode.seed
@@ -234,6 +235,7 @@ def _call_tools(env: Environment, tokens: _Tokens, calling: list[tuple[_Trajecto
             if isinstance(result, ToolFailed):
                 traj.finish, traj.error = "error", str(result)
                 continue
+            traj.n_tool_errors += isinstance(result, Refusal)
             text, ids, truncated = tokens.observation(env.observe(call, result), env.closing(call),
                                                       reserve=tokens.count(suffix))
             traj.n_obs_truncated += truncated
@@ -310,6 +312,7 @@ def _finish(env: Environment, tokens: _Tokens, traj: _Trajectory) -> Rollout:
             "n_env_tokens": float(len(traj.env_mask) - n_policy),
             "n_prompt_tokens": float(len(traj.prompt_ids)),
             "n_tool_calls": float(len(traj.calls)),
+            "n_tool_errors": float(traj.n_tool_errors),
             "n_invalid": float(traj.n_invalid),
             "n_obs_truncated": float(traj.n_obs_truncated),
             "response_chars": float(len(response)),

@@ -15,7 +15,8 @@ How the text becomes arguments (:meth:`Tool.arguments`):
 
 Rules of a call (:func:`run_calls`):
 
-- a tool that raises :class:`ToolInputError` answers with its message (the policy reads it);
+- a tool that raises :class:`ToolInputError` answers with its message (the policy reads it), as a
+  :class:`Refusal` (a ``str``), so the loop counts the calls a tool refused (``n_tool_errors``);
 - a tool that raises anything else, or runs past ``timeout_s``, fails that call
   (:class:`ToolFailed`): the loop makes the episode an error rollout, counted apart and never
   scored. A call past its timeout is abandoned in a daemon thread (Python cannot stop a thread):
@@ -50,6 +51,11 @@ _SIMPLE = {str: "text", int: "an integer", float: "a number", bool: "true or fal
 
 class ToolInputError(ValueError):
     """The policy's input does not fit the tool: its message is the tool's result."""
+
+
+class Refusal(str):
+    """A tool's answer to input it refuses (:class:`ToolInputError`'s message): the observation
+    text the policy reads, marked so that the loop can count refused calls."""
 
 
 class ToolFailed(RuntimeError):
@@ -228,7 +234,8 @@ def _timed(work: Callable[[], Any], seconds: float | None, what: str) -> Callabl
 
 def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
     """The results of one turn's calls of ``tool`` (rules in the module docstring): a text for
-    each call, or the :class:`ToolFailed` that fails its episode. EndpointDown propagates."""
+    each call (a :class:`Refusal` when the tool refused its input), or the :class:`ToolFailed`
+    that fails its episode. EndpointDown propagates."""
     if not texts:
         return []
     what = f"tool {tool.name!r}"
@@ -241,7 +248,7 @@ def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
         except ToolFailed as exc:
             return [exc] * len(texts)
         except ToolInputError as exc:
-            return [str(exc)] * len(texts)
+            return [Refusal(str(exc))] * len(texts)
         except Exception as exc:  # noqa: BLE001 - a failing tool fails its episodes, counted apart
             failed = ToolFailed(f"{what} raised {type(exc).__name__}: {exc}")
             return [failed] * len(texts)
@@ -260,7 +267,7 @@ def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
         try:
             out.append(tool.result_text(wait()))
         except ToolInputError as exc:
-            out.append(str(exc))
+            out.append(Refusal(str(exc)))
         except EndpointDown:
             raise
         except ToolFailed as exc:

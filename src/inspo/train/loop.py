@@ -38,7 +38,8 @@ Metrics (one line per INSPO step; :func:`step_metrics`):
   (this step), ``inspo/optimizer_calls``, ``inspo/verification_rollouts`` (running totals);
 - for agent episodes (not the synthetic environment's rollouts, which have no turns or tokens):
   ``rollout/tool_calls`` (mean tool calls per trajectory) and ``rollout/<tool>_calls`` for each
-  of the environment's tools (Search-R1: ``rollout/search_calls``, mean searches), ``rollout/turns``,
+  of the environment's tools (Search-R1: ``rollout/search_calls``, mean searches),
+  ``rollout/tool_errors`` (mean calls a tool refused, e.g. calc's ``error: ...``), ``rollout/turns``,
   ``rollout/prompt_tokens``, ``rollout/completion_tokens``, ``rollout/answered`` (share that
   ended with an answer; these means too leave error rollouts out), ``rollout/count`` (all), and ``rollout/finish/<reason>`` for each of
   :data:`~inspo.envs.loop.FINISH_REASONS` (``answer``, ``eos``, ``length``, ``turn_limit``,
@@ -244,6 +245,7 @@ def step_metrics(
     if episodes:
         out.update({
             "rollout/tool_calls": _mean([float(len(r.tool_calls)) for r in ok]),
+            "rollout/tool_errors": _mean([r.metrics.get("n_tool_errors", 0.0) for r in ok]),
             **{f"rollout/{tool}_calls": _mean([float(len(r.calls_of(tool))) for r in ok]) for tool in tools},
             "rollout/turns": _mean([float(r.turns) for r in ok]),
             "rollout/prompt_tokens": _mean([r.metrics.get("n_prompt_tokens", 0.0) for r in ok]),

@@ -39,10 +39,14 @@ _SHAPE = ("TRL finds its place in the question order by counting the batches alr
           "another shape would repeat or skip questions")
 _QUESTIONS = "TRL's place in the question order indexes this question set: another set would be read from the old place"
 
+_ENV = ("the saved population, replay buffer and policy were made in this environment (its tools, protocol and "
+        "reward); another one is another run")
+
 #: Settings outside ``coevolution`` that ``inspo train --resume`` refuses to change, and why.
 FIXED_ON_TRAIN_RESUME: dict[str, str] = {
     "mode": "the checkpoint was written by a run of this mode",
     "seed_instruction": "the saved population grew from it",
+    "env.name": _ENV,
     "model.name_or_path": _WEIGHTS,
     "model.dtype": _WEIGHTS,
     "model.lora": _WEIGHTS,
@@ -64,7 +68,7 @@ FIXED_ON_TRAIN_RESUME: dict[str, str] = {
 }
 
 #: ``inspo evolve --resume`` has no TRL checkpoint: only the seed instruction is fixed there.
-FIXED_ON_EVOLVE_RESUME: dict[str, str] = {"seed_instruction": "the saved population grew from it"}
+FIXED_ON_EVOLVE_RESUME: dict[str, str] = {"seed_instruction": "the saved population grew from it", "env.name": _ENV}
 
 _CORE_FIXED = "the saved co-evolution state was built with it"
 _SCHEDULE = "TRL recomputes the learning-rate schedule over the new total: the rate from the next step follows the new curve"
