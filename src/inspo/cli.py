@@ -190,7 +190,25 @@ def cmd_data(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise CLIError(f"--out {out} is a file, not a folder: name a folder to write the dataset into "
                        "(it is created when missing)")
-    if args.dataset != "wiki-lite":
+    if args.dataset == "calculator":  # the calculator environment's generated word problems
+        from inspo.envs.calculator.env import options_from
+        from inspo.train.config_files import parse_override
+
+        settings = {"seed": args.seed}
+        for text in args.overrides:
+            parsed = parse_override(text)
+            if set(parsed) != {"env"}:
+                raise CLIError(f"--set {text}: inspo data calculator takes the calculator's settings as "
+                               "--set env.KEY=VALUE (e.g. env.steps=3, env.test_size=300)")
+            settings.update(parsed["env"])
+        try:
+            spec = options_from(settings)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from exc
+        from inspo.envs.calculator.data import write_splits
+
+        paths = write_splits(out, spec)
+    elif args.dataset != "wiki-lite":
         from inspo.data.world import build_world, world_config, write_world
 
         paths = write_world(build_world(args.seed, world_config(args.dataset)), out, bm25_index=not args.no_index)
@@ -336,14 +354,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="HTML file to write (default: RUN_DIR/report.html)")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("data", help="write a built-in dataset (and its BM25 index) in Search-R1 formats")
-    p.add_argument("dataset", choices=["world", "world-multihop", "world-chain", "wiki-lite"],
+    p = sub.add_parser("data", help="write a built-in dataset as JSONL (and a world's BM25 index, in Search-R1 "
+                                    "formats)")
+    p.add_argument("dataset", choices=["world", "world-multihop", "world-chain", "wiki-lite", "calculator"],
                    help="world: the generated fictional multi-hop world; world-multihop: the same world with 4k "
                         "questions, half of them two-hop; world-chain: world-multihop's questions over passages "
                         "that never name what points at them (each hop needs its own search); "
-                        "wiki-lite: ~10k Wikipedia leads")
+                        "wiki-lite: ~10k Wikipedia leads; calculator: the calculator environment's arithmetic word "
+                        "problems (train/dev/test.jsonl)")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--seed", type=int, default=0, help="world generator seed (default: 0)")
+    p.add_argument("--seed", type=int, default=0, help="generator seed (default: 0)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="env.KEY=VALUE",
+                   help="calculator: one of its generator's settings, e.g. --set env.steps=3 --set env.test_size=300")
     p.add_argument("--no-index", action="store_true", help="do not build the BM25 index")
     p.set_defaults(func=cmd_data)
 

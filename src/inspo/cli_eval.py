@@ -54,6 +54,9 @@ def _eval_config(args: argparse.Namespace):
         shortcuts.append("env.retriever=http")
     config = resolve_config(args, base=base, extra=shortcuts)
     changes = [c for c in setting_changes(start, config) if c.key != "output_dir"]
+    if start.env.name != config.env.name:  # another environment: its settings are listed once, not as changes
+        changes = [c for c in changes if not c.key.startswith("env.") or c.key == "env.name"
+                   or (c.old is not None and c.new is not None)]
     return config, origin, changes
 
 

@@ -128,8 +128,9 @@ class Environment(Protocol):
         """Texts an evolved instruction must not contain once it has seen ``question``."""
         ...
 
-    def turn_texts(self, response: str) -> list[str]:
-        """The policy's turns of a response: the pieces between what the environment wrote."""
+    def split_turns(self, response: str) -> list[tuple[str, str]]:
+        """A response as (policy turn, environment text after it) pairs, in order: the pieces
+        the policy wrote and what the environment wrote after each ('' after the last)."""
         ...
 
     def show(self, call: ToolCall, observation: str, *, detail: int = 0) -> list[str]:
@@ -159,7 +160,7 @@ PARTS: dict[str, str] = {
     "feedback": "feedback(rollout) -> str",
     "metrics": "metrics(rollout) -> {name: float}",
     "leak_terms": "leak_terms(question) -> texts",
-    "turn_texts": "turn_texts(response) -> list of str",
+    "split_turns": "split_turns(response) -> [(policy text, environment text after it)]",
     "show": "show(call, observation, *, detail=0) -> list of str",
 }
 
@@ -180,7 +181,7 @@ def check_environment(env: Any, *, where: str = "") -> Any:
                                "inspo.envs.TaggedToolEnv, which has them all, or add them")
     wrong = []
     for name in ("messages", "parse", "observe", "closing", "invalid", "nudge", "answer", "reward", "questions", "feedback",
-                 "metrics", "leak_terms", "turn_texts", "show"):
+                 "metrics", "leak_terms", "split_turns", "show"):
         if not callable(getattr(env, name)):
             wrong.append(f"{name} must be a method ({PARTS[name]})")
     if not isinstance(env.name, str) or not env.name:

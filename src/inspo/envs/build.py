@@ -7,7 +7,7 @@ into another's).
 - :func:`load_questions`: questions of a split from ``data.*`` (``env``: the environment's own;
   else a file, a directory, a built-in world or ``hf:NAME``: :func:`inspo.data.sources.load_qa_source`);
 - :func:`agent_config`: how an episode is played (turns, tokens, decoding, prefill, nudge) from the
-  ``rl`` section;
+  ``rl`` section; :func:`check_prefill` refuses a prefill that opens a tag the environment lacks;
 - :func:`seed_of`: the seed instruction a config names ('' the environment's, ``@NAME``, or text);
 - :func:`resolve_model_dir`: the policy's model folder (``model.name_or_path``), found or built.
 
@@ -42,6 +42,21 @@ def agent_config(rl: Any, **changes: Any) -> AgentConfig:
     )
     values.update(changes)
     return AgentConfig(**values)
+
+
+def check_prefill(env: Any, prefill: str, *, setting: str = "rl.prefill") -> None:
+    """SetupError when ``prefill`` (forced text at the start of the first turn) opens a tag the
+    environment's protocol does not have (``<search>`` with the calculator): its first turn would
+    start a call no tool answers. The tags it knows are those its turns stop at (``env.stop``),
+    and ``<think>``."""
+    import re
+
+    known = {s[2:-1] for s in env.stop if s.startswith("</") and s.endswith(">")} | {"think"}
+    opened = [t for t in re.findall(r"<([A-Za-z_][\w-]*)>", prefill) if t not in known]
+    if opened:
+        raise SetupError(f"{setting}={prefill!r} opens <{opened[0]}>, which the {env.name} environment does not know "
+                         f"(its tags: {', '.join('<' + t + '>' for t in sorted(known))}); set {setting}= (none) or "
+                         "one of those")
 
 
 def build_env(config: Any, env: Any = None) -> Any:

@@ -158,11 +158,16 @@ class TagProtocol:
         matches = self._answer.findall(self.strip_environment_text(response))
         return matches[-1].strip() if matches else None
 
-    def turn_texts(self, response: str) -> list[str]:
-        pieces = self._env_text.split(response)
-        if len(pieces) > 1 and not pieces[-1].strip():
-            pieces.pop()  # the response ended with environment text
-        return pieces
+    def split_turns(self, response: str) -> list[tuple[str, str]]:
+        out, pos = [], 0
+        for match in self._env_text.finditer(response):
+            if match.start() == match.end():
+                continue
+            out.append((response[pos:match.start()], match.group(0)))
+            pos = match.end()
+        if pos < len(response) or not out:
+            out.append((response[pos:], ""))
+        return out
 
     def observations(self, response: str) -> list[str]:
         """The result blocks of a response, in order (the observations of the calls that ran)."""

@@ -2,7 +2,7 @@
 the report).
 
 :func:`turns_of` splits a :class:`~inspo.records.Rollout`'s response at what the environment wrote
-into it (``env.turn_texts``: observations, the corrective message, the last-turn nudge), so each
+into it (``env.split_turns``: observations, the corrective message, the last-turn nudge), so each
 piece between them is one policy turn. Each :class:`Turn` holds the turn's text, its reasoning
 (the text without the action tag), its action as ``env.parse`` reads it and, for a tool call that
 ran, the result as the environment shows it to people (``env.show``: Search-R1 lists the retrieved
@@ -56,30 +56,14 @@ class Turn:
         return _THINK.sub("", text).strip()
 
 
-def _environment_texts(response: str, pieces: Sequence[str]) -> list[str]:
-    """What the environment wrote after each policy piece (the response between one piece and the next)."""
-    out, pos = [], 0
-    starts = []
-    for piece in pieces:
-        start = response.find(piece, pos) if piece else pos
-        start = pos if start < 0 else start
-        starts.append(start)
-        pos = start + len(piece)
-    for i, start in enumerate(starts):
-        end = starts[i + 1] if i + 1 < len(starts) else len(response)
-        out.append(response[start + len(pieces[i]):end])
-    return out
-
-
 def turns_of(env: Environment, rollout: Rollout, *, detail: int = 0) -> list[Turn]:
     """The policy turns of ``rollout``, played in ``env`` (``detail``: passed to ``env.show``)."""
-    pieces = env.turn_texts(rollout.response)
+    split = env.split_turns(rollout.response)
     if rollout.turns:
-        pieces = pieces[: rollout.turns]
-    after = _environment_texts(rollout.response, pieces)
+        split = split[: rollout.turns]
     answer_tag = getattr(env, "answer_tag", "answer")
     turns, ran = [], 0
-    for i, (text, observation) in enumerate(zip(pieces, after, strict=True), 1):
+    for i, (text, observation) in enumerate(split, 1):
         action = env.parse(text)
         turn = Turn(index=i, text=text.strip(), action="invalid", answer_tag=answer_tag)
         if isinstance(action, FinalAnswer):

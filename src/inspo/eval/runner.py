@@ -71,7 +71,7 @@ def evaluate_config(
         SetupError: a policy that is no model, an environment that cannot be built (a retriever).
         ImportError: ``engine="vllm"`` without the ``vllm`` module (with the install command).
     """
-    from inspo.envs.build import agent_config, build_env, resolve_model_dir
+    from inspo.envs.build import agent_config, build_env, check_prefill, resolve_model_dir
     from inspo.models.precision import default_device, resolve_precision
 
     if limit < 0:
@@ -84,7 +84,9 @@ def evaluate_config(
     for spec in list(policies) or [config.model.name_or_path]:
         label, model = parse_policy(spec)
         models.append((label, str(resolve_model_dir(model))))
+    given = env is not None
     env = build_env(config, env)
+    check_prefill(env, config.rl.prefill)
     sets = [parse_dataset(spec, limit=limit, max_hops=data.max_hops, env=env) for spec in specs]
     named = [parse_instruction(spec, seed_text=config.seed_instruction, env=env)
              for spec in list(instructions) or ["seed"]]
@@ -101,7 +103,7 @@ def evaluate_config(
         "agent": asdict(agent),
         "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
                     + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
-        "env": config.env.to_dict(),
+        "env": {"name": str(env.name), "python": True} if given else config.env.to_dict(),
         "questions": {"max_hops": data.max_hops, "limit": limit},
         "precision": precision.describe(),
     }

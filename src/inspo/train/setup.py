@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import render_messages
-from inspo.envs.build import agent_config, build_env, load_questions, resolve_model_dir, seed_of
+from inspo.envs.build import agent_config, build_env, check_prefill, load_questions, resolve_model_dir, seed_of
 from inspo.envs.loop import AgentConfig
 from inspo.llm.base import LLMClient
 from inspo.records import Question, SetupError
@@ -167,6 +167,7 @@ def prepare(
     check_paper_parts(config, need_model=need_model, need_optimizer=need_optimizer or config.mode != "static")
     data, rl = config.data, config.rl
     env = build_env(config, env)
+    check_prefill(env, rl.prefill)
     questions = load_questions(env, data.train, data.train_split, data.max_train_questions, field_name="data.train",
                                max_hops=data.max_hops)
     if len(questions) < rl.questions_per_step:

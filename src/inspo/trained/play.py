@@ -190,6 +190,13 @@ def load_agent(
     settings = replace(settings, agent=agent, dtype=precision.dtype)
     notes = [*found.notes, f"precision:   {precision.describe()}"]
     played = _build_env(settings, env)  # before the model loads: a wrong corpus or a server down fails fast
+    from inspo.envs.build import check_prefill
+    from inspo.records import SetupError
+
+    try:
+        check_prefill(played, agent.prefill, setting="prefill")
+    except SetupError as exc:
+        raise ValueError(f"{exc} (inspo ask: --prefill '')") from exc
     if env is not None:
         settings = replace(settings, env={"name": str(played.name), "python": True})
     chosen = found.instruction

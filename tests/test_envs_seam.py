@@ -1,0 +1,212 @@
+"""The environment seam's rules for what a user brings: a tool that raises, hangs or floods; input a
+tool refuses; an environment missing a part; an ``env.name`` that names nothing importable.
+
+Episodes are played by a text-only scripted policy (no model), so these run in well under a
+second each."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from agent_helpers import TurnScript
+
+from inspo.envs import TaggedToolEnv, make_env, tool
+from inspo.envs.base import EnvError, check_environment
+from inspo.envs.evaluate import make_evaluate
+from inspo.envs.loop import AgentConfig, Episode, run_rollouts
+from inspo.envs.registry import EnvNameError
+from inspo.records import EndpointDown, Instruction, Question, SetupError, TooManyErrors, ToolCall, scored
+
+SEED = "Look the word up with <lookup> word </lookup>; the result comes in <result> </result>. Answer in <answer> </answer>."
+INS = Instruction("ins-0001", SEED)
+
+
+def lookup(word: str) -> str:
+    """The definition of a word."""
+    return {"cat": "a small furry animal", "sun": "the star at the centre of the solar system"}.get(word, "unknown")
+
+
+def _env(*tools, **kwargs) -> TaggedToolEnv:
+    return TaggedToolEnv(name="dictionary", tools=list(tools) or [lookup], seed_instruction=SEED,
+                         questions={"test": [Question("q1", "What is a cat?", ("animal",))]}, **kwargs)
+
+
+def _play(env, script, questions=("What is a cat?",), **config):
+    engine = TurnScript(script)
+    agent = AgentConfig(**{"max_turns": 2, "max_response_tokens": 64, "max_obs_tokens": 64, "temperature": 0.0,
+                           **config})
+    episodes = [Episode(Question(f"q{i}", q, ("animal",)), INS) for i, q in enumerate(questions)]
+    return run_rollouts(engine, env, agent, episodes), engine
+
+
+def _call_then_answer(question, turn):
+    return ("<lookup>cat</lookup>", "stop") if turn == 0 else ("<answer>animal</answer>", "stop")
+
+
+def test_a_user_tool_runs_and_its_result_is_the_observation():
+    [r], engine = _play(_env(), _call_then_answer)
+    assert r.tool_calls == [ToolCall("lookup", "cat")] and r.calls_of("lookup") == ["cat"]
+    assert "<result>a small furry animal</result>" in r.response
+    assert engine.contexts[1][0].endswith("<result>a small furry animal</result>\n\n")  # what the policy read
+    assert (r.finish_reason, r.answer, r.reward, r.error) == ("answer", "animal", 1.0, None)
+    assert r.metrics["n_tool_calls"] == 1.0 and r.metrics["n_tool_errors"] == 0.0
+
+
+def test_a_tool_that_raises_makes_an_error_rollout_never_scored():
+    def broken(word: str) -> str:
+        """Always fails."""
+        raise RuntimeError("the dictionary file is gone")
+
+    env = _env(tool(broken, name="lookup"))
+    rollouts, _ = _play(env, _call_then_answer, questions=("What is a cat?", "What is the sun?"))
+    for r in rollouts:
+        assert r.finish_reason == "error" and r.reward == 0.0 and r.answer is None
+        assert "tool 'lookup' raised RuntimeError: the dictionary file is gone" in r.error
+    assert scored(rollouts) == []  # counted apart: never in a mean, a weight or the replay buffer
+    evaluate = make_evaluate(TurnScript(_call_then_answer), env, AgentConfig(max_turns=2), max_error_rate=0.5)
+    with pytest.raises(TooManyErrors, match="RuntimeError"):
+        evaluate(INS, [Question("q1", "What is a cat?", ("animal",))])
+
+
+def test_a_tool_that_hangs_is_cut_at_its_timeout():
+    def slow(word: str) -> str:
+        """Never answers in time."""
+        time.sleep(5)
+        return "late"
+
+    env = _env(tool(slow, name="lookup", timeout_s=0.2))
+    started = time.monotonic()
+    [r], _ = _play(env, _call_then_answer)
+    assert time.monotonic() - started < 3  # the episode did not wait for the tool
+    assert r.finish_reason == "error" and "ran past its timeout of 0.2 s" in r.error
+
+
+def test_a_tool_that_floods_is_capped_and_the_observation_stays_closed():
+    def flood(word: str) -> str:
+        """Returns a megabyte."""
+        return "x" * 1_000_000
+
+    env = _env(tool(flood, name="lookup", max_result_chars=5000))
+    [r], engine = _play(env, _call_then_answer, max_obs_tokens=40)
+    observation = env.observations(r.response)[0]
+    assert observation.endswith("</result>") and len(observation) <= 40 * 4 + 20  # ~4 characters a token, no tokenizer
+    assert r.metrics["n_obs_truncated"] == 1.0 and r.finish_reason == "answer"
+    assert len(engine.contexts[1][0]) < 2000  # the policy was never shown the megabyte
+
+
+def test_input_a_tool_refuses_is_an_observation_and_counted():
+    def add(a: int, b: int) -> int:
+        """Add two whole numbers."""
+        return a + b
+
+    env = TaggedToolEnv(name="adder", tools=[add], seed_instruction="Use <add> {\"a\": 1, \"b\": 2} </add>; "
+                        "answer in <answer> </answer>.")
+
+    def script(question, turn):
+        return [("<add>two and three</add>", "stop"), ('<add>{"a": 2, "b": 3}</add>', "stop"),
+                ("<answer>5</answer>", "stop")][turn]
+
+    [r], _ = _play(env, script, max_turns=3)
+    first, second = env.observations(r.response)
+    assert 'add takes a JSON object {"a": an integer, "b": an integer}' in first  # says what it takes
+    assert second == "<result>5</result>"
+    assert r.error is None and r.answer == "5" and r.metrics["n_tool_errors"] == 1.0
+
+
+def test_an_endpoint_down_in_a_tool_fails_the_batch_as_an_outage():
+    def down(word: str) -> str:
+        """A server that does not answer."""
+        raise EndpointDown("dictionary server at http://127.0.0.1:9 did not answer")
+
+    env = _env(tool(down, name="lookup"))
+    evaluate = make_evaluate(TurnScript(_call_then_answer), env, AgentConfig(max_turns=2), batch_size=4)
+    rollouts = evaluate(INS, [Question(f"q{i}", f"What is word {i}?", ("x",)) for i in range(3)])
+    assert [r.finish_reason for r in rollouts] == ["error"] * 3
+    assert all("EndpointDown" in r.error for r in rollouts)
+
+
+def test_an_environment_missing_a_part_is_named():
+    class Half:
+        name = "half"
+        seed_instruction = "Answer."
+        tools = {}
+
+        def parse(self, turn):
+            return None
+
+    with pytest.raises(EnvError) as info:
+        check_environment(Half(), where="my_env:Half")
+    message = str(info.value)
+    assert "my_env:Half is missing" in message and "reward (reward(response, question) -> float)" in message
+    assert "messages (" in message and "TaggedToolEnv" in message
+
+
+def test_a_tool_without_a_docstring_or_with_varargs_is_refused():
+    def bare(x: str) -> str:
+        return x
+
+    def many(*words: str) -> str:
+        """Joins words."""
+        return " ".join(words)
+
+    with pytest.raises(ValueError, match="has no docstring"):
+        tool(bare)
+    with pytest.raises(ValueError, match=r"\*args and \*\*kwargs"):
+        tool(many)
+
+
+@pytest.mark.parametrize(("name", "says"), [
+    ("calculatr", "the built-in environments are: search-r1, calculator"),
+    ("no_such_module_xyz:load_environment", "importing 'no_such_module_xyz' failed: ModuleNotFoundError"),
+    ("inspo.envs:no_such_factory", "module 'inspo.envs' has no attribute 'no_such_factory'"),
+    ("missing/file.py:load", "no file missing/file.py"),
+])
+def test_an_env_name_that_names_nothing_is_refused_when_the_config_is_read(name, says):
+    from inspo.core.config import ConfigError
+    from inspo.train.config import resolve
+
+    with pytest.raises(ConfigError) as info:
+        resolve("cpu-tiny", overrides=[f"env.name={name}"])
+    assert says in str(info.value)
+
+
+def test_a_module_that_raises_on_import_shows_its_error(tmp_path):
+    (tmp_path / "bad_env.py").write_text("raise RuntimeError('boom at import')\n")
+    with pytest.raises(EnvNameError, match="importing .*bad_env.py.* failed: RuntimeError: boom at import"):
+        make_env(f"{tmp_path / 'bad_env.py'}:load_environment")
+
+
+def test_a_factory_that_fails_or_returns_no_environment_is_a_setup_error(tmp_path):
+    from inspo.envs.build import build_env
+    from inspo.train.config import resolve
+
+    (tmp_path / "user_env.py").write_text(
+        "def broken(**kw):\n    raise OSError('corpus missing: /data/x.jsonl')\n\n"
+        "def nothing(**kw):\n    return object()\n")
+    config = resolve("cpu-tiny", overrides=[f"env.name={tmp_path / 'user_env.py'}:broken", "env.corpus=/data/x.jsonl"])
+    with pytest.raises(SetupError, match=r"cannot be built: OSError: corpus missing.*") as info:
+        build_env(config)
+    assert "env.corpus='/data/x.jsonl'" in str(info.value)
+    config = resolve("cpu-tiny", overrides=[f"env.name={tmp_path / 'user_env.py'}:nothing"])
+    with pytest.raises(SetupError, match="is missing: name"):
+        build_env(config)
+
+
+def test_a_preset_switched_to_another_environment_drops_the_old_ones_settings():
+    from inspo.train.config import resolve
+
+    config = resolve("cpu-tiny", overrides=["env.name=calculator", "env.steps=3"])
+    assert config.env.name == "calculator" and config.env.options["steps"] == 3
+    assert "corpus" not in config.env.options  # the preset's search-r1 corpus went with it
+
+
+def test_a_prefill_that_opens_a_tag_the_environment_lacks_is_refused():
+    from inspo.envs.build import check_prefill
+
+    calculator = make_env("calculator")
+    with pytest.raises(SetupError, match=r"rl.prefill='<search>' opens <search>, which the calculator"):
+        check_prefill(calculator, "<search>")
+    check_prefill(calculator, "<calc>")
+    check_prefill(calculator, "<think>")
+    check_prefill(calculator, "")
