@@ -14,20 +14,21 @@ import pytest
 
 from agent_helpers import ScriptedPolicy
 from core_helpers import SEED, FunctionLLM, failing_llm
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
-from inspo.agent.rollout import AgentConfig
 from inspo.baselines.gepa_adapter import (
+    AgentAdapter,
     ProposerStats,
     SearchAgentAdapter,
-    feedback_of,
     inspo_reflection_proposer,
     optimize_instruction,
     reflective_record,
 )
 from inspo.core.proposer import tags_in
 from inspo.data.sources import load_corpus_source, load_qa_source
+from inspo.envs.loop import AgentConfig
+from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION, SearchR1Env
+from inspo.envs.search_r1.reflector_rules import PROTOCOL_TAGS, RULES
 from inspo.llm.rule_based import RuleBasedReflector
-from inspo.records import Question, Rollout
+from inspo.records import Question, Rollout, ToolCall
 
 pytest.importorskip("gepa")
 
@@ -37,23 +38,27 @@ def world():
     from inspo.retrieval.bm25 import BM25Retriever
 
     questions = load_qa_source("world", split="train")
-    return questions[:4], questions[4:16], BM25Retriever(load_corpus_source("world"))
+    return questions[:4], questions[4:16], SearchR1Env(BM25Retriever(load_corpus_source("world")), topk=3, reward="em")
 
 
-def _adapter(retriever, policy=None):
-    agent = AgentConfig(max_turns=2, max_response_tokens=32, max_obs_tokens=64, reward="em")
-    return SearchAgentAdapter(policy or ScriptedPolicy(), retriever, agent, batch_size=8, seed=0)
+def _adapter(env, policy=None):
+    agent = AgentConfig(max_turns=2, max_response_tokens=32, max_obs_tokens=64)
+    return AgentAdapter(policy or ScriptedPolicy(), env, agent, batch_size=8, seed=0)
+
+
+def test_the_adapter_keeps_its_old_name():
+    assert SearchAgentAdapter is AgentAdapter
 
 
 def test_gepa_with_inspo_reflection_finds_an_instruction_the_policy_needs(world, tmp_path):
-    valset, trainset, retriever = world
-    adapter = _adapter(retriever)
+    valset, trainset, env = world
+    adapter = _adapter(env)
     outcome = optimize_instruction(
         adapter, SEARCH_R1_INSTRUCTION, trainset, valset, max_rollouts=24,
-        llm=RuleBasedReflector(random.Random(0)), reflection="inspo", minibatch_size=2, run_dir=str(tmp_path),
+        llm=RuleBasedReflector(random.Random(0), rules=RULES), reflection="inspo", minibatch_size=2, run_dir=str(tmp_path),
     )
     assert outcome.best_instruction != SEARCH_R1_INSTRUCTION
-    assert tags_in(outcome.best_instruction) == tags_in(SEARCH_R1_INSTRUCTION)
+    assert tags_in(outcome.best_instruction, PROTOCOL_TAGS) == tags_in(SEARCH_R1_INSTRUCTION, PROTOCOL_TAGS)
     assert outcome.best_val_score == 1.0 and outcome.candidates >= 2
     # every metric call GEPA counted is one rollout the adapter played, and the budget held
     # up to GEPA's documented overshoot (one minibatch pair plus one validation pass)
@@ -64,10 +69,10 @@ def test_gepa_with_inspo_reflection_finds_an_instruction_the_policy_needs(world,
 
 
 def test_gepa_with_its_own_reflection_prompt(world):
-    valset, trainset, retriever = world
+    valset, trainset, env = world
     rewrite = SEED + " Search for the key entity first."
     llm = FunctionLLM(lambda prompt: f"Here it is:\n```\n{rewrite}\n```")
-    outcome = optimize_instruction(_adapter(retriever), SEARCH_R1_INSTRUCTION, trainset, valset,
+    outcome = optimize_instruction(_adapter(env), SEARCH_R1_INSTRUCTION, trainset, valset,
                                    max_rollouts=16, llm=llm, reflection="gepa", minibatch_size=2)
     assert outcome.best_instruction == rewrite and outcome.best_val_score == 1.0
     # GEPA's prompt, not INSPO's, carried the current instruction and the feedback records
@@ -76,8 +81,8 @@ def test_gepa_with_its_own_reflection_prompt(world):
 
 
 def test_evaluate_scores_are_rollout_rewards_and_sampling_is_reproducible(world):
-    valset, _, retriever = world
-    adapter = _adapter(retriever)
+    valset, _, env = world
+    adapter = _adapter(env)
     batch = adapter.evaluate(valset, {"instruction": SEED}, capture_traces=True)
     assert batch.scores == [1.0] * len(valset) and adapter.rollouts == len(valset)
     assert [r.question.id for r in batch.trajectories] == [q.id for q in valset]
@@ -93,24 +98,31 @@ def test_evaluate_scores_are_rollout_rewards_and_sampling_is_reproducible(world)
 def _ro(reward: float, answer: str | None = "Paris", question: str = "Capital of France?") -> Rollout:
     q = Question(id=question, question=question, answers=("Paris",))
     return Rollout(question=q, instruction_id="x", response=f"<search>{question}</search>", reward=reward,
-                   answer=answer, searches=[question], finish_reason="answer")
+                   answer=answer, tool_calls=[ToolCall("search", question)], finish_reason="answer")
 
 
-def test_feedback_says_what_went_wrong():
-    assert feedback_of(_ro(1.0)).startswith("Correct.")
-    assert "answered 'Lyon'" in feedback_of(_ro(0.0, "Lyon")) and "correct answer is Paris" in feedback_of(_ro(0.0, "Lyon"))
-    assert feedback_of(_ro(0.0, None)).startswith("No <answer>")
-    record = reflective_record(_ro(0.5, "Paris, France"))
+def test_feedback_says_what_went_wrong(world):
+    # the feedback is the environment's (Search-R1's), GEPA's reflective "Feedback"
+    env = world[2]
+    assert env.feedback(_ro(1.0)).startswith("Correct.")
+    wrong = env.feedback(_ro(0.0, "Lyon"))
+    assert "answered 'Lyon'" in wrong and "correct answer is Paris" in wrong
+    assert env.feedback(_ro(0.0, None)).startswith("No <answer>")
+    record = reflective_record(_ro(0.5, "Paris, France"), env)
     assert record["Reward"] == 0.5 and record["Correct answers"] == ["Paris"] and "reward 0.50" in record["Feedback"]
+    assert record["Feedback"] == env.feedback(_ro(0.5, "Paris, France"))
 
 
-def test_inspo_proposer_reflects_on_failures_only_and_guards_candidates():
-    records = [reflective_record(_ro(1.0, question="Q right?")), reflective_record(_ro(0.0, "Lyon", "Q wrong?"))]
+def test_inspo_proposer_reflects_on_failures_only_and_guards_candidates(world):
+    env = world[2]
+    records = [reflective_record(_ro(1.0, question="Q right?"), env), reflective_record(_ro(0.0, "Lyon", "Q wrong?"), env)]
     no_answer_tag = SEED.replace("<answer> and </answer>", "the end")
     good = SEED + " Copy the answer from the documents."
     llm = FunctionLLM(lambda p: f"Critique.\n<ins_1>\n{no_answer_tag}\n</ins_1>\n<ins_2>\n{good}\n</ins_2>")
     stats = ProposerStats()
-    propose = inspo_reflection_proposer(llm, n_candidates=2, stats=stats)
+    # optimize_instruction guards the environment's required tags (search, answer)
+    assert env.required_tags == ("search", "answer")
+    propose = inspo_reflection_proposer(llm, n_candidates=2, guard_tags=env.required_tags, stats=stats)
     assert propose({"instruction": SEED}, {"instruction": records}, ["instruction"]) == {"instruction": good}
     assert "Q wrong?" in llm.prompts[0] and "Q right?" not in llm.prompts[0] and f"<ins_0>\n{SEED}" in llm.prompts[0]
     assert stats.calls == 1 and stats.accepted == 1 and stats.rejected[0].startswith("drops protocol tag")
@@ -125,30 +137,30 @@ def test_inspo_proposer_reflects_on_failures_only_and_guards_candidates():
 
 
 def test_optimize_instruction_rejects_bad_arguments(world):
-    valset, trainset, retriever = world
+    valset, trainset, env = world
     with pytest.raises(ValueError, match="reflection must be"):
-        optimize_instruction(_adapter(retriever), SEED, trainset, valset, max_rollouts=8,
+        optimize_instruction(_adapter(env), SEED, trainset, valset, max_rollouts=8,
                              llm=FunctionLLM(str), reflection="other")
     with pytest.raises(ValueError, match="cannot even cover one pass"):
-        optimize_instruction(_adapter(retriever), SEED, trainset, valset, max_rollouts=2, llm=FunctionLLM(str))
+        optimize_instruction(_adapter(env), SEED, trainset, valset, max_rollouts=2, llm=FunctionLLM(str))
 
 
 def test_a_stopped_gepa_run_resumes_from_its_saved_state(world, tmp_path):
     """GEPA saves its state in run_dir before every iteration; resume=True continues it (the budget
     used, the candidates, the adapter's counters and sampling stream), a new run starts over."""
-    valset, trainset, retriever = world
+    valset, trainset, env = world
     rewrites = iter(f"{SEED} Search for the key entity first ({i})." for i in range(100))
     llm = FunctionLLM(lambda prompt: f"```\n{next(rewrites)}\n```")
     run = str(tmp_path / "gepa")
 
     def optimize(budget, resume=False, adapter=None):
-        return optimize_instruction(adapter or _adapter(retriever), SEARCH_R1_INSTRUCTION, trainset, valset,
+        return optimize_instruction(adapter or _adapter(env), SEARCH_R1_INSTRUCTION, trainset, valset,
                                     max_rollouts=budget, llm=llm, reflection="gepa", minibatch_size=2,
                                     run_dir=run, resume=resume)
 
     first = optimize(12)  # stands for a run stopped after its 12-rollout budget
     assert not first.resumed and first.replayed_rollouts == 0 and first.reflection_calls == len(llm.prompts) >= 1
-    adapter = _adapter(retriever)
+    adapter = _adapter(env)
     later = optimize(28, resume=True, adapter=adapter)
     assert later.resumed and "Loading gepa state" in (tmp_path / "gepa" / "gepa.log").read_text()
     # the budget used goes on from the saved run's, and the seed's re-scoring is counted apart
@@ -165,16 +177,16 @@ def test_a_stopped_gepa_run_resumes_from_its_saved_state(world, tmp_path):
     assert (tmp_path / "gepa" / "notes.txt").read_text() == "mine"
     assert not again.resumed and again.metric_calls == first.metric_calls and again.replayed_rollouts == 0
     with pytest.raises(ValueError, match="needs the run_dir"):
-        optimize_instruction(_adapter(retriever), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),
+        optimize_instruction(_adapter(env), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),
                              resume=True)
 
 
 def test_a_resumed_run_keeps_the_inspo_proposers_stats(world, tmp_path):
-    valset, trainset, retriever = world
-    llm = RuleBasedReflector(random.Random(0))
+    valset, trainset, env = world
+    llm = RuleBasedReflector(random.Random(0), rules=RULES)
 
     def optimize(budget, resume=False):
-        return optimize_instruction(_adapter(retriever), SEARCH_R1_INSTRUCTION, trainset, valset, max_rollouts=budget,
+        return optimize_instruction(_adapter(env), SEARCH_R1_INSTRUCTION, trainset, valset, max_rollouts=budget,
                                     llm=llm, reflection="inspo", minibatch_size=2, run_dir=str(tmp_path), resume=resume)
 
     first = optimize(12)

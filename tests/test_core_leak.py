@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from core_helpers import SEED, FunctionLLM, parent_of
-from inspo.agent.rewards import exact_match
-from inspo.answers import normalize_answer
+from inspo.answers import exact_match, normalize_answer
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.proposer import Proposer, leaked_answer
@@ -52,10 +51,13 @@ def test_an_answer_the_parent_already_holds_is_not_a_leak():
 
 
 def test_the_leak_check_normalises_answers_as_exact_match_does():
-    # the same function, shared (inspo.answers), not a copy
-    from inspo.agent import rewards
+    # the same function, shared (inspo.answers), not a copy: the Search-R1 reward's and the guard's
+    from inspo.core import proposer
+    from inspo.envs.search_r1 import rewards
 
     assert rewards.normalize_answer is normalize_answer
+    assert rewards.exact_match is exact_match
+    assert proposer.normalize_answer is normalize_answer
     for gold in ("The Velmor", "O'Brien", "1,204"):
         assert exact_match(gold.upper(), [gold]) == 1.0 and leaked_answer(f"<answer>{gold.upper()}</answer>", [gold])
 

@@ -4,18 +4,27 @@ retrieved answer)."""
 
 import random
 
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.proposer import Proposer
+from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
 from inspo.llm.rule_based import RuleBasedReflector
-from inspo.synthetic import FEATURES, SyntheticEnv, make_questions, run_synthetic
+from inspo.synthetic import (
+    FEATURES,
+    GUARD_TAGS,
+    SyntheticEnv,
+    make_questions,
+    reflector_rules,
+    run_synthetic,
+)
 
 
 def test_rule_based_reflector_raises_true_quality_of_best_instruction():
     env = SyntheticEnv(seed=4)
     cfg = CoEvolutionConfig(evolve_until=61, validation_size=40, seed=4)
-    coevo = CoEvolution(cfg, SEARCH_R1_INSTRUCTION, Proposer(RuleBasedReflector(rng=random.Random(4))))
+    # the synthetic task speaks Search-R1's tags: it borrows Search-R1's reflector rules and guard tags
+    reflector = RuleBasedReflector(rng=random.Random(4), rules=reflector_rules())
+    coevo = CoEvolution(cfg, SEARCH_R1_INSTRUCTION, Proposer(reflector, guard_tags=GUARD_TAGS))
     best_quality = []
 
     def on_step(t, report):

@@ -1,4 +1,8 @@
-"""The offline rule-based reflector: failure-mode detection, prompt parsing, candidate writing."""
+"""The offline rule-based reflector: failure-mode detection, prompt parsing, candidate writing.
+
+The reflector is generic; what it detects and the advice it writes are an environment's rules.
+Search-R1's (``inspo.envs.search_r1.reflector_rules``, ``sr`` here) are the ones these tests drive
+it with, as the search agent's runs do; ``rb`` is the reflector's public import path."""
 
 from __future__ import annotations
 
@@ -15,12 +19,13 @@ from inspo.core.templates import (
     render_paraphrase,
     render_reflection,
 )
+from inspo.envs.search_r1 import reflector_rules as sr
+from inspo.envs.search_r1.reflector_rules import RULES, detect_failure_modes
 from inspo.llm import rule_based as rb
 from inspo.llm.base import LLMClient, LLMError
 from inspo.llm.rule_based import (
     FailureExample,
     RuleBasedReflector,
-    detect_failure_modes,
     parse_prompt,
 )
 from inspo.records import Question, Rollout
@@ -51,8 +56,8 @@ def modes_of(response: str, question: str = AUS, answers=("Canberra",), **kw) ->
 
 def test_never_searched():
     found = modes_of("<think>I know this.</think> <answer> Sydney </answer>")
-    assert set(found) == {rb.NEVER_SEARCHED}
-    assert "'Sydney'" in found[rb.NEVER_SEARCHED]
+    assert set(found) == {sr.NEVER_SEARCHED}
+    assert "'Sydney'" in found[sr.NEVER_SEARCHED]
 
 
 def test_malformed_tags_stray_close_and_double_answer():
@@ -62,21 +67,21 @@ def test_malformed_tags_stray_close_and_double_answer():
         "<answer> Sydney </answer>\n</think>\n<answer>Canberra</answer>"
     )
     found = modes_of(response)
-    assert set(found) == {rb.MALFORMED_TAGS}
-    assert "</think> without an opening <think> (1x)" in found[rb.MALFORMED_TAGS]
-    assert "2 <answer> blocks" in found[rb.MALFORMED_TAGS]
+    assert set(found) == {sr.MALFORMED_TAGS}
+    assert "</think> without an opening <think> (1x)" in found[sr.MALFORMED_TAGS]
+    assert "2 <answer> blocks" in found[sr.MALFORMED_TAGS]
 
 
 def test_malformed_tags_unclosed_search_and_answer():
     found = modes_of("<think>x</think><search> Australia capital <answer> Canberra")
-    assert rb.MALFORMED_TAGS in found and rb.NO_ANSWER in found
-    assert "<search> never closed (1x)" in found[rb.MALFORMED_TAGS]
-    assert "<answer> never closed (1x)" in found[rb.MALFORMED_TAGS]
+    assert sr.MALFORMED_TAGS in found and sr.NO_ANSWER in found
+    assert "<search> never closed (1x)" in found[sr.MALFORMED_TAGS]
+    assert "<answer> never closed (1x)" in found[sr.MALFORMED_TAGS]
 
 
 def test_no_answer():
     found = modes_of("<think>a</think><search> Australia capital </search><information>Doc 1 Perth</information><think>hmm</think>")
-    assert set(found) == {rb.NO_ANSWER}
+    assert set(found) == {sr.NO_ANSWER}
 
 
 def test_ran_out_of_turns_replaces_no_answer():
@@ -85,9 +90,9 @@ def test_ran_out_of_turns_replaces_no_answer():
         for q in ("Australia capital", "Australian parliament city", "seat of government Australia")
     )
     found = modes_of(response)
-    assert set(found) == {rb.RAN_OUT_OF_TURNS}
-    assert found[rb.RAN_OUT_OF_TURNS].startswith("3 searches")
-    assert set(modes_of(response, many_searches=4)) == {rb.NO_ANSWER}
+    assert set(found) == {sr.RAN_OUT_OF_TURNS}
+    assert found[sr.RAN_OUT_OF_TURNS].startswith("3 searches")
+    assert set(modes_of(response, many_searches=4)) == {sr.NO_ANSWER}
 
 
 def test_answer_too_long():
@@ -96,10 +101,10 @@ def test_answer_too_long():
         "<answer> The capital city of Australia is Canberra, not Sydney as many believe </answer>"
     )
     found = modes_of(response)
-    assert set(found) == {rb.ANSWER_TOO_LONG}
-    assert "12 words (gold has 1)" in found[rb.ANSWER_TOO_LONG]
+    assert set(found) == {sr.ANSWER_TOO_LONG}
+    assert "12 words (gold has 1)" in found[sr.ANSWER_TOO_LONG]
     # relative to the gold: 6 words against a 1-word gold is too long even under the 8-word cap
-    assert rb.ANSWER_TOO_LONG in modes_of(response.replace("The capital city of Australia is Canberra, not Sydney as many believe", "it is the city of Canberra"))
+    assert sr.ANSWER_TOO_LONG in modes_of(response.replace("The capital city of Australia is Canberra, not Sydney as many believe", "it is the city of Canberra"))
 
 
 def test_repeated_queries():
@@ -108,18 +113,18 @@ def test_repeated_queries():
         "<search>australia capital?</search><information>Doc 1 x</information><answer> Perth </answer>"
     )
     found = modes_of(response)
-    assert rb.REPEATED_QUERIES in found
-    assert "'australia capital' x2" in found[rb.REPEATED_QUERIES]
+    assert sr.REPEATED_QUERIES in found
+    assert "'australia capital' x2" in found[sr.REPEATED_QUERIES]
 
 
 def test_question_as_query():
     q = "Who was president of the United States in the year that Citibank was founded?"
     response = f"<think>t</think><search> {q} </search><information>Doc 1 about banks</information><answer> Lincoln </answer>"
     found = modes_of(response, question=q, answers=("James Madison",))
-    assert rb.QUESTION_AS_QUERY in found
-    assert "100% of the question" in found[rb.QUESTION_AS_QUERY]
+    assert sr.QUESTION_AS_QUERY in found
+    assert "100% of the question" in found[sr.QUESTION_AS_QUERY]
     focused = response.replace(q, "Citibank founding year")
-    assert rb.QUESTION_AS_QUERY not in modes_of(focused, question=q, answers=("James Madison",))
+    assert sr.QUESTION_AS_QUERY not in modes_of(focused, question=q, answers=("James Madison",))
 
 
 def test_answer_in_information_ignored():
@@ -129,19 +134,19 @@ def test_answer_in_information_ignored():
         "<answer> Sydney </answer>"
     )
     found = modes_of(response)
-    assert set(found) == {rb.IGNORED_EVIDENCE}
-    assert "'Canberra' was in the retrieved <information>" in found[rb.IGNORED_EVIDENCE]
+    assert set(found) == {sr.IGNORED_EVIDENCE}
+    assert "'Canberra' was in the retrieved <information>" in found[sr.IGNORED_EVIDENCE]
 
 
 def test_no_reasoning_only_when_expected():
     response = "<search> Australia capital </search><information>Doc 1 x</information><answer> Perth </answer>"
-    assert rb.NO_REASONING in modes_of(response)
-    assert rb.NO_REASONING not in modes_of(response, expect_think=False)
+    assert sr.NO_REASONING in modes_of(response)
+    assert sr.NO_REASONING not in modes_of(response, expect_think=False)
 
 
 def test_wrong_answer_is_the_fallback():
     response = "<think>t</think><search> Australia capital </search><information>Doc 1 cities</information><answer> Perth </answer>"
-    assert set(modes_of(response)) == {rb.WRONG_ANSWER}
+    assert set(modes_of(response)) == {sr.WRONG_ANSWER}
 
 
 def test_correct_clean_trajectory_has_no_mode():
@@ -206,7 +211,7 @@ def keeps_all_tags(parent: str, candidate: str) -> bool:
 
 
 def test_reflection_candidates_keep_tags_differ_and_parse():
-    out = RuleBasedReflector(seed=3).generate(chat(render_reflection(SR1, FAILURES, 5)))[0]
+    out = RuleBasedReflector(seed=3, rules=RULES).generate(chat(render_reflection(SR1, FAILURES, 5)))[0]
     candidates = parse_candidates(out)
     assert len(candidates) == 5
     assert len(set(candidates)) == 5
@@ -218,13 +223,13 @@ def test_reflection_candidates_keep_tags_differ_and_parse():
     assert "repeated queries: 1/3" in critique
     assert "no answer: 1/3" in critique
     # the first candidate addresses every detected mode, with its first wording
-    assert rb.GUIDANCE[rb.NEVER_SEARCHED][0] in candidates[0]
-    assert rb.GUIDANCE[rb.REPEATED_QUERIES][0] in candidates[0]
-    assert rb.GUIDANCE[rb.IGNORED_EVIDENCE][0] in candidates[0]
+    assert sr.GUIDANCE[sr.NEVER_SEARCHED][0] in candidates[0]
+    assert sr.GUIDANCE[sr.REPEATED_QUERIES][0] in candidates[0]
+    assert sr.GUIDANCE[sr.IGNORED_EVIDENCE][0] in candidates[0]
 
 
 def test_candidates_never_introduce_tags_the_parent_lacks():
-    out = RuleBasedReflector(seed=0).generate(chat(render_reflection(NO_THINK_PARENT, FAILURES, 8)))[0]
+    out = RuleBasedReflector(seed=0, rules=RULES).generate(chat(render_reflection(NO_THINK_PARENT, FAILURES, 8)))[0]
     candidates = parse_candidates(out)
     assert len(set(candidates)) == 8
     for c in candidates:
@@ -235,9 +240,9 @@ def test_candidates_never_introduce_tags_the_parent_lacks():
 
 def test_deterministic_with_same_seed_and_different_with_another():
     prompt = chat(render_reflection(SR1, FAILURES, 6))
-    a = RuleBasedReflector(rng=random.Random(11)).generate(prompt, n=2)
-    b = RuleBasedReflector(rng=random.Random(11)).generate(prompt, n=2)
-    c = RuleBasedReflector(rng=random.Random(12)).generate(prompt, n=2)
+    a = RuleBasedReflector(rng=random.Random(11), rules=RULES).generate(prompt, n=2)
+    b = RuleBasedReflector(rng=random.Random(11), rules=RULES).generate(prompt, n=2)
+    c = RuleBasedReflector(rng=random.Random(12), rules=RULES).generate(prompt, n=2)
     assert a == b
     assert a != c
     assert a[0] != a[1]  # n responses are separate draws
@@ -245,23 +250,23 @@ def test_deterministic_with_same_seed_and_different_with_another():
 
 def test_many_candidates_for_a_single_mode_stay_distinct():
     single = [rollout("1", AUS, "<think>t</think><answer> Sydney </answer>", ["Canberra"])]
-    out = RuleBasedReflector(seed=5).generate(chat(render_reflection(SR1, single, 12)))[0]
+    out = RuleBasedReflector(seed=5, rules=RULES).generate(chat(render_reflection(SR1, single, 12)))[0]
     candidates = parse_candidates(out)
     assert len(candidates) == len(set(candidates)) == 12
     assert all(keeps_all_tags(SR1, c) for c in candidates)
 
 
 def test_revising_a_revision_does_not_stack_guidance():
-    reflector = RuleBasedReflector(seed=2)
+    reflector = RuleBasedReflector(seed=2, rules=RULES)
     first = parse_candidates(reflector.generate(chat(render_reflection(SR1, FAILURES, 3)))[0])[0]
     again = parse_candidates(reflector.generate(chat(render_reflection(first, FAILURES, 3)))[0])
-    assert rb.GUIDANCE[rb.NEVER_SEARCHED][0] in first
+    assert sr.GUIDANCE[sr.NEVER_SEARCHED][0] in first
     for c in again:
         assert first in c or c.endswith(first)  # the revision is kept whole
         assert c.count("Rules learned from past mistakes:") <= 1
-        for mode, wordings in rb.GUIDANCE.items():
+        for mode, wordings in sr.GUIDANCE.items():
             assert all(c.count(w) <= 1 for w in wordings)
-            if rb.covered(mode, first):  # covered modes get no further wording
+            if rb.covered(mode, first, RULES):  # covered modes get no further wording
                 assert [w for w in wordings if w in c] == [w for w in wordings if w in first]
 
 
@@ -273,7 +278,7 @@ def test_paraphrase_and_history_prompts_get_distinct_tag_keeping_candidates(kind
     else:
         parent = SR1 + " Always search before answering."
         prompt = render_history([ScoredInstruction(SR1, 20), ScoredInstruction(parent, 50), ScoredInstruction(SR1 + " Be brief in every answer you give.", 40)], 4)
-    out = RuleBasedReflector(seed=9).generate(chat(prompt))[0]
+    out = RuleBasedReflector(seed=9, rules=RULES).generate(chat(prompt))[0]
     candidates = parse_candidates(out)
     assert len(candidates) == len(set(candidates)) == 4
     assert parent.strip() not in [c.strip() for c in candidates]
@@ -290,7 +295,7 @@ def test_paraphrase_and_history_prompts_get_distinct_tag_keeping_candidates(kind
 
 def test_default_n_and_usage_and_protocol(caplog):
     caplog.set_level(logging.INFO, logger="inspo.llm")
-    reflector = RuleBasedReflector()
+    reflector = RuleBasedReflector()  # no rules: the answer-level ones (this test reads none)
     assert isinstance(reflector, LLMClient)
     assert "rule-based offline reflector" in caplog.text
     out = reflector.generate(chat("<ins_0>\nAnswer in <answer></answer>.\n</ins_0>\nImprove it."), n=3)
@@ -307,12 +312,12 @@ def test_query_that_names_nothing_the_question_names():
     for query in ("birthplace", "city", "2010"):
         response = f"<search> {query} </search><information>Doc 1 x</information><answer> Zanlinwick </answer>"
         found = modes_of(response, question=q, answers=("Belfestad",))
-        assert rb.QUERY_MISSES_QUESTION in found, query
-        assert "kanor, observatory" in found[rb.QUERY_MISSES_QUESTION]
+        assert sr.QUERY_MISSES_QUESTION in found, query
+        assert "kanor, observatory" in found[sr.QUERY_MISSES_QUESTION]
     # one query with the name is enough; a question without a name never triggers it
     named = "<search> birthplace </search><information>x</information><search> Kanor Observatory founder </search>"
-    assert rb.QUERY_MISSES_QUESTION not in modes_of(named + "<answer> X </answer>", question=q, answers=("Belfestad",))
-    assert rb.QUERY_MISSES_QUESTION not in modes_of(
+    assert sr.QUERY_MISSES_QUESTION not in modes_of(named + "<answer> X </answer>", question=q, answers=("Belfestad",))
+    assert sr.QUERY_MISSES_QUESTION not in modes_of(
         "<search> city </search><answer> x </answer>", question="which city is largest?", answers=("y",))
 
 
@@ -325,7 +330,21 @@ def test_reflector_proposes_query_guidance_for_entityless_queries():
                         response="<search> birthplace </search><information>x</information><answer> Zanlinwick </answer>")]
     parent = "Answer the question. Use <search> query </search> and give <answer> x </answer>."
     prompt = render_reflection(parent, failures, 3)
-    answer = rb.RuleBasedReflector(seed=0).generate([{"role": "user", "content": prompt}], n=1,
+    answer = RuleBasedReflector(seed=0, rules=RULES).generate([{"role": "user", "content": prompt}], n=1,
                                                     temperature=1.0, max_tokens=4096)[0]
-    wordings = rb.GUIDANCE[rb.QUERY_MISSES_QUESTION]
+    wordings = sr.GUIDANCE[sr.QUERY_MISSES_QUESTION]
     assert any(w in c for c in parse_candidates(answer, parent=parent) for w in wordings)
+
+
+def test_the_rules_are_the_environments_and_the_default_reads_the_answer_only():
+    from inspo.core.reflector import ANSWER_RULES
+    from inspo.envs.search_r1 import SearchR1Env
+
+    assert SearchR1Env(retriever=None).reflector_rules is RULES  # what a search-r1 run hands the reflector
+    assert RuleBasedReflector().rules is ANSWER_RULES
+    out = RuleBasedReflector(seed=3).generate(chat(render_reflection(SR1, FAILURES, 5)))[0]
+    critique = critique_of(out)
+    assert "no answer: 1/3" in critique and "wrong answer" in critique
+    assert "never searched" not in critique and "repeated queries" not in critique
+    searchy = {w for mode in (sr.NEVER_SEARCHED, sr.REPEATED_QUERIES, sr.IGNORED_EVIDENCE) for w in sr.GUIDANCE[mode]}
+    assert not any(w in c for c in parse_candidates(out) for w in searchy)

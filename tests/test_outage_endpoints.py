@@ -17,10 +17,11 @@ import pytest
 
 from agent_helpers import ScriptedPolicy
 from inspo.agent.engines import Generation, OpenAIEngine
-from inspo.agent.evaluate import make_evaluate
-from inspo.agent.rollout import AgentConfig
 from inspo.cli import main
 from inspo.data.sources import load_qa_source
+from inspo.envs.evaluate import make_evaluate
+from inspo.envs.loop import AgentConfig
+from inspo.envs.search_r1 import SearchR1Env
 from inspo.records import Instruction, Passage, TooManyErrors
 from inspo.retrieval.bm25 import BM25Retriever
 from inspo.retrieval.http_client import HttpRetriever
@@ -125,7 +126,7 @@ QUESTIONS = load_qa_source("world", split="test")[:24]
 
 def test_a_retriever_killed_mid_evaluation_is_counted_apart_and_stops_the_call():
     with dying_server(alive=2) as (url, served), HttpRetriever(url, retries=1, backoff=0.0) as retriever:
-        evaluate = make_evaluate(Answers(), retriever, AgentConfig(max_turns=2), batch_size=4,
+        evaluate = make_evaluate(Answers(), SearchR1Env(retriever), AgentConfig(max_turns=2), batch_size=4,
                                  max_error_rate=0.1)
         with pytest.raises(TooManyErrors) as info:
             evaluate(GOOD, QUESTIONS)
@@ -144,13 +145,13 @@ def test_a_retriever_killed_mid_evaluation_is_counted_apart_and_stops_the_call()
 
 def test_a_frozen_retriever_costs_one_call_per_batch_not_one_per_episode():
     with frozen_endpoint() as (url, accepted), HttpRetriever(url, timeout=0.2, retries=1, backoff=0.0) as retriever:
-        evaluate = make_evaluate(Answers(), retriever, AgentConfig(max_turns=2), batch_size=4)
+        evaluate = make_evaluate(Answers(), SearchR1Env(retriever), AgentConfig(max_turns=2), batch_size=4)
         rollouts = evaluate(GOOD, QUESTIONS[:8])  # no budget: every batch is played
         assert [r.finish_reason for r in rollouts] == ["error"] * 8
         assert "ReadTimeout" in rollouts[0].error
         # 2 batches x (1 try + 1 retry); replayed episode by episode it was 2 x (1 + 4) x 2 = 20
         assert len(accepted) == 4
-        stopping = make_evaluate(Answers(), retriever, AgentConfig(max_turns=2), batch_size=4,
+        stopping = make_evaluate(Answers(), SearchR1Env(retriever), AgentConfig(max_turns=2), batch_size=4,
                                  max_error_rate=0.1)
         with pytest.raises(TooManyErrors):
             stopping(GOOD, QUESTIONS[:8])
@@ -160,7 +161,7 @@ def test_a_frozen_retriever_costs_one_call_per_batch_not_one_per_episode():
 def test_a_frozen_policy_endpoint_fails_the_batch_without_replaying_it():
     with frozen_endpoint() as (url, accepted):
         engine = OpenAIEngine("m", base_url=f"{url}/v1", api_key="EMPTY", timeout=0.2, max_retries=0)
-        rollouts = make_evaluate(engine, BM25Retriever(CORPUS), AgentConfig(max_turns=2), batch_size=4)(
+        rollouts = make_evaluate(engine, SearchR1Env(BM25Retriever(CORPUS)), AgentConfig(max_turns=2), batch_size=4)(
             GOOD, QUESTIONS[:4])
         assert all(r.error.startswith(f"PolicyUnavailable: policy endpoint {url}/v1") for r in rollouts)
         assert len(accepted) == 1  # one request for the batch; replayed it was 1 + 4
@@ -168,7 +169,7 @@ def test_a_frozen_policy_endpoint_fails_the_batch_without_replaying_it():
 
 def test_the_first_outage_is_logged_once_as_a_warning(caplog):
     with frozen_endpoint() as (url, _), HttpRetriever(url, timeout=0.2, retries=1, backoff=0.0) as retriever:
-        make_evaluate(Answers(), retriever, AgentConfig(max_turns=2), batch_size=4)(GOOD, QUESTIONS[:8])
+        make_evaluate(Answers(), SearchR1Env(retriever), AgentConfig(max_turns=2), batch_size=4)(GOOD, QUESTIONS[:8])
     warnings = [r for r in caplog.records if r.levelname == "WARNING" and r.name == "inspo.retrieval"]
     assert len(warnings) == 1 and url in warnings[0].getMessage() and "ReadTimeout" in warnings[0].getMessage()
 
@@ -197,10 +198,10 @@ def test_inspo_eval_stops_on_a_killed_retriever_keeps_what_was_played_and_exits_
     assert "raise --max-error-rate (rl.max_error_rate)" in line[0] and str(out / "eval.json") in line[0]
     data = json.loads((out / "eval.json").read_text())
     cell = data["cells"][0]
-    assert (cell["n"], cell["errors"], cell["em"], cell["stopped"]) == (12, 4, 1.0, True)  # EM 8/12 if errors were 0
+    assert (cell["n"], cell["errors"], cell["reward"], cell["metrics"]["em"], cell["stopped"]) == (12, 4, 1.0, 1.0, True)  # EM 8/12 if errors were 0
     assert data["errors"] == 4 and data["stopped"] and len(data["questions"]) == 8
     table = (out / "eval.md").read_text()
-    assert "| world@test (stopped) | 12 | 4 | 1.000 |" in table and "Stopped before the end" in table
+    assert "| world@test (stopped) | 12 | 4 | 1.000 | 1.000 |" in table and "Stopped before the end" in table  # reward, em
 
 
 def test_inspo_eval_refuses_a_dead_retriever_url_before_any_work(capsys):
@@ -268,12 +269,13 @@ def test_a_grpo_step_whose_rollouts_hit_an_outage_stops_instead_of_training_on_z
     from inspo.core.coevolution import CoEvolution
     from inspo.core.config import CoEvolutionConfig
     from inspo.core.proposer import Proposer
+    from inspo.envs.search_r1.reflector_rules import RULES
     from inspo.llm.rule_based import RuleBasedReflector
 
     monkeypatch.setattr(grpo, "generation_model", lambda trainer: nullcontext(None))
-    coevo = CoEvolution(CoEvolutionConfig(), "Answer.", Proposer(RuleBasedReflector(seed=0)))
+    coevo = CoEvolution(CoEvolutionConfig(), "Answer.", Proposer(RuleBasedReflector(seed=0, rules=RULES)))
     questions = QUESTIONS[:2]
-    ctx = grpo.RolloutContext(coevo=coevo, retriever=HttpRetriever(f"http://127.0.0.1:{dead_port()}", retries=0),
+    ctx = grpo.RolloutContext(coevo=coevo, env=SearchR1Env(HttpRetriever(f"http://127.0.0.1:{dead_port()}", retries=0)),
                               agent=AgentConfig(max_turns=2), questions={q.id: q for q in questions},
                               tokenizer=None, mini_batches=1, seed=0)
     ctx.policy = lambda *a, **k: Answers()  # the scripted policy instead of the training model

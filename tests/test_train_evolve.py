@@ -12,8 +12,8 @@ import pytest
 
 from agent_helpers import ScriptedPolicy
 from inspo import artifacts
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
 from inspo.data.sources import load_qa_source
+from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
 from inspo.train.config import resolve
 from inspo.train.evolve import run_evolve, step_questions
 from inspo.train.setup import SetupError

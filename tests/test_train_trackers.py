@@ -74,7 +74,8 @@ def test_one_grpo_step_writes_inspo_and_rollout_scalars_to_tensorboard(tmp_path,
     acc.Reload()
     tags = acc.Tags()["scalars"]
     for tag in ("train/inspo/population_size", "train/inspo/optimizer_calls", "train/rollout/search_calls",
-                "train/rollout/count", "train/rollout/finish/length", "train/reward/mean", "train/eval/reward"):
+                "train/rollout/tool_calls", "train/rollout/count", "train/rollout/finish/length",
+                "train/reward/mean", "train/eval/reward", "train/eval/tool_calls", "train/eval/search_calls"):
         assert tag in tags, f"{tag} not in {sorted(tags)}"
     population = acc.Scalars("train/inspo/population_size")
     assert [e.step for e in population] == [1] and population[0].value >= 1
