@@ -20,9 +20,10 @@ pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
 from inspo.agent.engines import GenerationInput, OpenAIEngine  # noqa: E402
-from inspo.agent.evaluate import make_evaluate  # noqa: E402
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, STOP_STRINGS, format_observation  # noqa: E402
-from inspo.agent.rollout import AgentConfig  # noqa: E402
+from inspo.envs.evaluate import make_evaluate  # noqa: E402
+from inspo.envs.loop import AgentConfig  # noqa: E402
+from inspo.envs.search_r1 import SearchR1Env  # noqa: E402
+from inspo.envs.search_r1.protocol import SEARCH_R1_INSTRUCTION, STOP_STRINGS, format_observation  # noqa: E402
 from inspo.records import Instruction, Passage, Question  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -144,14 +145,14 @@ def test_text_only_rollouts_through_an_openai_endpoint(server):
     engine = OpenAIEngine("vllm-like", base_url=server.base_url, api_key="test-key")
     retriever = TitleRetriever()
     evaluate = make_evaluate(
-        engine, retriever, AgentConfig(max_turns=3, temperature=0), batch_size=2, progress=True
+        engine, SearchR1Env(retriever), AgentConfig(max_turns=3, temperature=0), batch_size=2, progress=True
     )
     questions = [Question("a", "paris", ("Paris",)), Question("b", "rome", ("Milan",))]
     rollouts = evaluate(Instruction("seed", SEARCH_R1_INSTRUCTION), questions)
 
     assert retriever.calls == [["paris facts", "rome facts"]]  # one batched search per turn
     first, second = rollouts
-    assert (first.finish_reason, first.turns, first.searches) == ("answer", 2, ["paris facts"])
+    assert (first.finish_reason, first.turns, first.calls_of("search")) == ("answer", 2, ["paris facts"])
     assert (first.answer, first.reward) == ("Paris", 1.0)
     assert (second.answer, second.reward) == ("Rome", 0.0)
     obs = format_observation(retriever.search(["paris facts"], 3)[0])
@@ -166,6 +167,8 @@ def test_text_only_rollouts_through_an_openai_endpoint(server):
     last_prompt = server.requests[-1]["prompt"][0]
     assert last_prompt.endswith("<search>paris facts</search>" + obs)
     assert last_prompt.startswith(SEARCH_R1_INSTRUCTION + "\n\nQuestion: paris")
+    # the loop stopped each turn at the environment's stop strings, Search-R1's
+    assert all(body["stop"] == list(STOP_STRINGS) for body in server.requests[-2:])
 
 
 def test_an_unreachable_endpoint_becomes_error_rollouts():
@@ -175,7 +178,7 @@ def test_an_unreachable_endpoint_becomes_error_rollouts():
     engine = OpenAIEngine(
         "m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, timeout=5
     )
-    evaluate = make_evaluate(engine, TitleRetriever(), AgentConfig(max_turns=2))
+    evaluate = make_evaluate(engine, SearchR1Env(TitleRetriever()), AgentConfig(max_turns=2))
     rollouts = evaluate(
         Instruction("seed", SEARCH_R1_INSTRUCTION), [Question("a", "x", ("y",))] * 2
     )
@@ -189,7 +192,7 @@ def test_text_only_observations_are_capped_by_characters(server):
     engine = OpenAIEngine("vllm-like", base_url=server.base_url, api_key="test-key")
     retriever = TitleRetriever()
     config = AgentConfig(max_turns=3, max_obs_tokens=16, temperature=0)
-    evaluate = make_evaluate(engine, retriever, config)
+    evaluate = make_evaluate(engine, SearchR1Env(retriever), config)
     (r,) = evaluate(
         Instruction("seed", SEARCH_R1_INSTRUCTION), [Question("a", "paris", ("Paris",))]
     )

@@ -20,7 +20,10 @@ pytest.importorskip("transformers")
 pytest.importorskip("bm25s")
 
 from inspo.agent.engines import HFEngine  # noqa: E402
-from inspo.agent.protocol import (  # noqa: E402
+from inspo.envs.base import FinalAnswer  # noqa: E402
+from inspo.envs.loop import AgentConfig, Episode, run_rollouts  # noqa: E402
+from inspo.envs.search_r1 import SearchR1Env  # noqa: E402
+from inspo.envs.search_r1.protocol import (  # noqa: E402
     INVALID_ACTION_MESSAGE,
     LAST_TURN_NUDGE,
     SEARCH_R1_INSTRUCTION,
@@ -28,8 +31,7 @@ from inspo.agent.protocol import (  # noqa: E402
     format_observation,
     parse_action,
 )
-from inspo.agent.rollout import AgentConfig, Episode, run_rollouts  # noqa: E402
-from inspo.records import Instruction, Passage, Question  # noqa: E402
+from inspo.records import Instruction, Passage, Question, ToolCall  # noqa: E402
 
 SEED = Instruction("seed", SEARCH_R1_INSTRUCTION)
 # Greedy SmolLM2 after this prefill writes a short query ("Paris", "Hamlet" …) and closes the tag.
@@ -127,7 +129,7 @@ def check_invariants(rollout, engine, retriever, config) -> None:
     assert len(rollout.env_mask) == len(rollout.completion_ids) > 0
     assert rollout.response == engine.decode(rollout.completion_ids)
     results = {q: r for queries, rs in retriever.calls for q, r in zip(queries, rs, strict=True)}
-    observations = {format_observation(results[q]) for q in rollout.searches}
+    observations = {format_observation(results[q]) for q in rollout.calls_of("search")}
     truncated_ok = rollout.metrics["n_obs_truncated"] > 0
     runs = spans(rollout)
     current = ""
@@ -152,14 +154,15 @@ def check_invariants(rollout, engine, retriever, config) -> None:
     assert len(policy_turns) == rollout.turns <= config.max_turns + 1
     actions = [parse_action(t) for t in policy_turns]
     # searches of the first max_turns turns are executed; the final turn's is not
-    executed = [a.content for a in actions[: config.max_turns] if a.kind == "search"]
-    assert executed == rollout.searches
+    executed = [a.args for a in actions[: config.max_turns] if isinstance(a, ToolCall) and a.tool == "search"]
+    assert executed == rollout.calls_of("search")
+    assert rollout.tool_calls == [ToolCall("search", q) for q in executed]
     if rollout.finish_reason == "answer":
-        assert actions[-1].kind == "answer"
+        assert isinstance(actions[-1], FinalAnswer)
         assert any(s in policy_turns[-1] for s in STOP_STRINGS)
     else:
         assert rollout.finish_reason in {"eos", "length", "turn_limit"}
-        assert rollout.turns == config.max_turns + 1 and actions[-1].kind != "answer"
+        assert rollout.turns == config.max_turns + 1 and not isinstance(actions[-1], FinalAnswer)
 
 
 @pytest.mark.slow
@@ -170,13 +173,13 @@ def test_smollm2_prefilled_search_hits_real_bm25(bm25):
     config = AgentConfig(
         max_turns=1, max_response_tokens=12, max_obs_tokens=200, temperature=0, prefill=PREFILL
     )
-    rollouts = run_rollouts(engine, retriever, config, episodes())
+    rollouts = run_rollouts(engine, SearchR1Env(retriever), config, episodes())
 
-    searched = [r for r in rollouts if r.searches]
+    searched = [r for r in rollouts if r.calls_of("search")]
     assert searched, [r.response for r in rollouts]  # a real model ran a real search ...
     assert any(passages for _, results in retriever.calls for passages in results)  # ... with hits
     # every search of the first turn went to BM25 in one batched call
-    assert retriever.calls[0][0] == [r.searches[0] for r in searched]
+    assert retriever.calls[0][0] == [r.calls_of("search")[0] for r in searched]
     for r in rollouts:
         prefill_ids = engine.encode(PREFILL)
         assert r.completion_ids[: len(prefill_ids)] == prefill_ids
@@ -185,7 +188,7 @@ def test_smollm2_prefilled_search_hits_real_bm25(bm25):
     # the observation inserted after a search is BM25's answer to the model's own query
     r = searched[0]
     queries, results = retriever.calls[0]
-    expected = format_observation(results[queries.index(r.searches[0])])
+    expected = format_observation(results[queries.index(r.calls_of("search")[0])])
     assert expected in r.response
 
 
@@ -199,14 +202,14 @@ def test_qwen_coder_multi_turn_rollout_invariants(bm25):
     config = AgentConfig(
         max_turns=2, max_response_tokens=48, max_obs_tokens=200, temperature=1.0, prefill="<search>"
     )
-    rollouts = run_rollouts(engine, retriever, config, episodes()[:4])
+    rollouts = run_rollouts(engine, SearchR1Env(retriever), config, episodes()[:4])
     assert len(rollouts) == 4
     for r in rollouts:
         check_invariants(r, engine, retriever, config)
         assert 1 <= r.turns <= config.max_turns + 1
         assert r.finish_reason in {"answer", "eos", "length", "turn_limit"}
     # the model searched on its own and went on after the observation (seeded sampling)
-    assert any(r.searches and r.turns >= 2 for r in rollouts), [r.response for r in rollouts]
+    assert any(r.calls_of("search") and r.turns >= 2 for r in rollouts), [r.response for r in rollouts]
     # one batched retriever call per turn that had searches
     assert 1 <= len(retriever.calls) <= config.max_turns
 

@@ -13,10 +13,11 @@ import pytest
 
 from agent_helpers import CoinPolicy
 from inspo.agent.engines import GenerationInput
-from inspo.agent.evaluate import make_evaluate
-from inspo.agent.rollout import AgentConfig
 from inspo.agent.row_seeds import seed_of, step_seed, turn_seed
 from inspo.data.sources import load_corpus_source, load_qa_source
+from inspo.envs.evaluate import make_evaluate
+from inspo.envs.loop import AgentConfig
+from inspo.envs.search_r1 import SearchR1Env
 from inspo.records import Instruction
 from inspo.retrieval.bm25 import BM25Retriever
 from inspo.rng import derived_rng
@@ -121,12 +122,12 @@ def test_hf_engine_samples_a_seeded_row_the_same_alone_or_in_a_batch(tiny_engine
 
 
 def test_many_plays_instructions_in_shared_batches_with_the_same_noise():
-    retriever = BM25Retriever(load_corpus_source("world"))
+    env = SearchR1Env(BM25Retriever(load_corpus_source("world")))
     questions = load_qa_source("world", split="train")[:12]
     instructions = [Instruction(id=k, text=f"Answer {k}.") for k in ("a", "b", "c")]
     config = AgentConfig(max_turns=2, max_response_tokens=32)
     policy = CoinPolicy(row_seeds=True)
-    evaluate = make_evaluate(policy, retriever, config, batch_size=64, paired_seed=("verify", 3))
+    evaluate = make_evaluate(policy, env, config, batch_size=64, paired_seed=("verify", 3))
 
     together = evaluate.many(instructions, questions)
     assert policy.batches[0] == 36  # all three instructions' episodes in one generate call
@@ -140,11 +141,11 @@ def test_many_plays_instructions_in_shared_batches_with_the_same_noise():
 
 
 def test_many_keeps_the_pairing_with_an_engine_that_ignores_row_seeds():
-    retriever = BM25Retriever(load_corpus_source("world"))
+    env = SearchR1Env(BM25Retriever(load_corpus_source("world")))
     questions = load_qa_source("world", split="train")[:12]
     instructions = [Instruction(id=k, text=f"Answer {k}.") for k in ("a", "b")]
     policy = CoinPolicy()  # its coin is the engine's rng; no row_seeds attribute set to True
-    evaluate = make_evaluate(policy, retriever, AgentConfig(max_turns=2, max_response_tokens=32), batch_size=64,
+    evaluate = make_evaluate(policy, env, AgentConfig(max_turns=2, max_response_tokens=32), batch_size=64,
                              paired_seed=("verify", 3))
     together = evaluate.many(instructions, questions)
     assert policy.batches[0] == 12  # one instruction per call: the rng restarts for each

@@ -1,4 +1,4 @@
-"""Rollout engine on the tiny random Qwen2: token ids, env masks, stops, batching, turn limits.
+"""The episode loop (run_rollouts) in the search-r1 environment on the tiny random Qwen2: token ids, env masks, stops, batching, turn limits.
 
 The tiny model writes noise, so each test scripts what it writes: a LogitsProcessor (added by a
 wrapper around ``model.generate``) forces, per row, the tokens of a text chosen from the row's
@@ -20,14 +20,15 @@ pytest.importorskip("transformers")
 
 from agent_helpers import Scripted  # noqa: E402
 from inspo.agent.engines import HFEngine, trim_generation  # noqa: E402
-from inspo.agent.evaluate import make_evaluate  # noqa: E402
-from inspo.agent.protocol import (  # noqa: E402
+from inspo.envs.evaluate import make_evaluate  # noqa: E402
+from inspo.envs.loop import AgentConfig, Episode, run_rollouts  # noqa: E402
+from inspo.envs.search_r1 import SearchR1Env, SearchR1Options  # noqa: E402
+from inspo.envs.search_r1.protocol import (  # noqa: E402
     INVALID_ACTION_MESSAGE,
     LAST_TURN_NUDGE,
     SEARCH_R1_INSTRUCTION,
     format_observation,
 )
-from inspo.agent.rollout import AgentConfig, Episode, run_rollouts  # noqa: E402
 from inspo.records import Instruction, Passage, Question  # noqa: E402
 
 SEED = Instruction("seed", SEARCH_R1_INSTRUCTION)
@@ -114,7 +115,7 @@ def test_multi_turn_ids_masks_observations_and_batched_retrieval(tiny, scripted)
     retriever = CountingRetriever()
     engine = HFEngine(tiny.model, tiny.tokenizer, rng=random.Random(0))
     config = AgentConfig(max_turns=4, max_response_tokens=24, temperature=0)
-    rollouts = run_rollouts(engine, retriever, config, episodes(4))
+    rollouts = run_rollouts(engine, SearchR1Env(retriever), config, episodes(4))
 
     # one retriever call per turn that had searches, all of that turn's queries batched
     assert retriever.calls == [["alpha", "gamma"], ["delta", "beta"]]
@@ -123,7 +124,7 @@ def test_multi_turn_ids_masks_observations_and_batched_retrieval(tiny, scripted)
 
     by_id = {r.question.id: r for r in rollouts}
     assert [r.question.id for r in rollouts] == ["q0", "q1", "q2", "q3"]
-    assert {q: (r.finish_reason, r.turns, r.searches, r.answer) for q, r in by_id.items()} == {
+    assert {q: (r.finish_reason, r.turns, r.calls_of("search"), r.answer) for q, r in by_id.items()} == {
         "q0": ("answer", 2, ["alpha"], "yes"),
         "q1": ("answer", 1, [], "no"),
         "q2": ("answer", 3, ["gamma", "delta"], "yes"),
@@ -172,7 +173,7 @@ def test_multi_turn_ids_masks_observations_and_batched_retrieval(tiny, scripted)
 def test_prompt_is_the_chat_template_of_instruction_and_question(tiny, scripted):
     scripted(lambda qid, turn: "<answer>yes</answer>")
     engine = HFEngine(tiny.model, tiny.tokenizer)
-    (r,) = run_rollouts(engine, CountingRetriever(), AgentConfig(max_turns=1), episodes(1))
+    (r,) = run_rollouts(engine, SearchR1Env(CountingRetriever()), AgentConfig(max_turns=1), episodes(1))
     prompt = tiny.tokenizer.decode(r.prompt_ids)
     assert prompt.endswith("<|im_start|>assistant\n")
     assert SEARCH_R1_INSTRUCTION + "\n\nQuestion: q0" in prompt
@@ -190,7 +191,7 @@ def test_engine_trims_tokens_generated_after_the_stop_string(tiny, scripted):
     retriever = CountingRetriever()
     engine = HFEngine(tiny.model, tiny.tokenizer)
     config = AgentConfig(max_turns=2, max_response_tokens=40, temperature=0)
-    (r,) = run_rollouts(engine, retriever, config, episodes(1))
+    (r,) = run_rollouts(engine, SearchR1Env(retriever), config, episodes(1))
     first_policy = spans(r, 1)[0]
     raw = wrapper.calls[0]["raw"][0]
     assert len(raw) > len(first_policy)  # the model did write past the tag ...
@@ -205,8 +206,8 @@ def test_final_turn_after_max_turns_searches_is_not_executed(tiny, scripted):
     retriever = CountingRetriever()
     engine = HFEngine(tiny.model, tiny.tokenizer)
     config = AgentConfig(max_turns=2, max_response_tokens=16, temperature=0)
-    (r,) = run_rollouts(engine, retriever, config, episodes(1))
-    assert (r.finish_reason, r.turns, r.searches) == ("turn_limit", 3, ["s0", "s1"])
+    (r,) = run_rollouts(engine, SearchR1Env(retriever), config, episodes(1))
+    assert (r.finish_reason, r.turns, r.calls_of("search")) == ("turn_limit", 3, ["s0", "s1"])
     assert retriever.calls == [["s0"], ["s1"]]
     env = [engine.decode(s) for s in spans(r, 0)]
     assert env == [format_observation(retriever.results(s, 3)) for s in ("s0", "s1")]
@@ -219,11 +220,11 @@ def test_last_turn_nudge_is_environment_text_before_the_final_turn(tiny, scripte
     retriever = CountingRetriever()
     engine = HFEngine(tiny.model, tiny.tokenizer)
     config = AgentConfig(max_turns=2, max_response_tokens=16, temperature=0, last_turn_nudge=True)
-    (r,) = run_rollouts(engine, retriever, config, episodes(1))
+    (r,) = run_rollouts(engine, SearchR1Env(retriever), config, episodes(1))
     env = [engine.decode(s) for s in spans(r, 0)]
     assert env[0] == format_observation(retriever.results("s0", 3))
     assert env[1] == format_observation(retriever.results("s1", 3)) + LAST_TURN_NUDGE
-    assert (r.finish_reason, r.turns, r.searches) == ("turn_limit", 3, ["s0", "s1"])
+    assert (r.finish_reason, r.turns, r.calls_of("search")) == ("turn_limit", 3, ["s0", "s1"])
 
 
 def test_observation_is_truncated_to_its_cap_and_stays_closed(tiny, scripted):
@@ -231,7 +232,7 @@ def test_observation_is_truncated_to_its_cap_and_stays_closed(tiny, scripted):
     retriever = CountingRetriever(text_words=200)
     engine = HFEngine(tiny.model, tiny.tokenizer)
     config = AgentConfig(max_turns=3, max_response_tokens=16, max_obs_tokens=40, temperature=0)
-    (r,) = run_rollouts(engine, retriever, config, episodes(1))
+    (r,) = run_rollouts(engine, SearchR1Env(retriever), config, episodes(1))
     (obs,) = spans(r, 0)
     assert len(obs) == 40
     text = engine.decode(obs)
@@ -251,7 +252,7 @@ def test_eos_and_length_turns_are_invalid_actions_until_the_final_turn(tiny, scr
     )
     engine = HFEngine(tiny.model, tiny.tokenizer)
     config = AgentConfig(max_turns=1, max_response_tokens=8, temperature=0)
-    r0, r1 = run_rollouts(engine, CountingRetriever(), config, episodes(2))
+    r0, r1 = run_rollouts(engine, SearchR1Env(CountingRetriever()), config, episodes(2))
     assert (r0.finish_reason, r0.turns, r0.metrics["n_invalid"]) == ("length", 2, 1.0)
     assert [len(s) for s in spans(r0, 1)] == [8, 8]
     assert [engine.decode(s) for s in spans(r0, 0)] == [INVALID_ACTION_MESSAGE]
@@ -274,12 +275,12 @@ def test_prefill_is_response_text_with_mask_zero(tiny, scripted):
     retriever = CountingRetriever()
     engine = HFEngine(tiny.model, tiny.tokenizer)
     config = AgentConfig(max_turns=2, max_response_tokens=16, temperature=0, prefill="<search>")
-    (r,) = run_rollouts(engine, retriever, config, episodes(1))
+    (r,) = run_rollouts(engine, SearchR1Env(retriever), config, episodes(1))
     prefill_ids = engine.encode("<search>")
     assert r.completion_ids[: len(prefill_ids)] == prefill_ids
     assert r.env_mask[: len(prefill_ids)] == [0] * len(prefill_ids)
     assert r.response.startswith("<search>alpha</search>\n\n<information>Doc 1(Title: T alpha 0)")
-    assert r.searches == ["alpha"] and retriever.calls == [["alpha"]]
+    assert r.calls_of("search") == ["alpha"] and retriever.calls == [["alpha"]]
 
 
 def test_sampling_is_reproducible_with_an_injected_rng(tiny):
@@ -288,7 +289,7 @@ def test_sampling_is_reproducible_with_an_injected_rng(tiny):
     def run(seed):
         engine = HFEngine(tiny.model, tiny.tokenizer, rng=random.Random(seed))
         return [
-            r.completion_ids for r in run_rollouts(engine, CountingRetriever(), config, episodes(2))
+            r.completion_ids for r in run_rollouts(engine, SearchR1Env(CountingRetriever()), config, episodes(2))
         ]
 
     assert run(1) == run(1)
@@ -299,7 +300,7 @@ def test_batch_size_chunks_generation_without_changing_results(tiny, scripted):
     wrapper = scripted(lambda qid, turn: SCRIPT.get((qid, turn)))
     config = AgentConfig(max_turns=4, max_response_tokens=24, temperature=0)
     engine = HFEngine(tiny.model, tiny.tokenizer, batch_size=3)
-    rollouts = run_rollouts(engine, CountingRetriever(), config, episodes(4))
+    rollouts = run_rollouts(engine, SearchR1Env(CountingRetriever()), config, episodes(4))
     # turn 1: 4 rows in chunks of 3 + 1; turn 2: 3 rows; turn 3: 2 rows
     assert [len(c["inputs"]) for c in wrapper.calls] == [3, 1, 3, 2]
     assert [r.answer for r in rollouts] == ["yes", "no", "yes", "maybe"]
@@ -324,7 +325,7 @@ def test_evaluate_isolates_a_failing_example_and_keeps_order(tiny, scripted):
     scripted(lambda qid, turn: script[qid] if turn == 0 else "<answer>yes</answer>")
     engine = HFEngine(tiny.model, tiny.tokenizer)
     evaluate = make_evaluate(
-        engine, FailingRetriever(), AgentConfig(max_turns=2, temperature=0), group_size=2
+        engine, SearchR1Env(FailingRetriever()), AgentConfig(max_turns=2, temperature=0), group_size=2
     )
     questions = [e.question for e in episodes(3)]
     rollouts = evaluate(SEED, questions)
@@ -338,7 +339,8 @@ def test_evaluate_isolates_a_failing_example_and_keeps_order(tiny, scripted):
         "answer",
     ]
     assert [r.reward for r in rollouts] == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0]
-    assert rollouts[2].error == "ConnectionError: retriever down for 'boom'"
+    # the error names the exception and its message (the search tool's failure)
+    assert "ConnectionError: retriever down for 'boom'" in rollouts[2].error
     assert all(r.instruction_id == "seed" for r in rollouts)
 
 
@@ -366,16 +368,29 @@ def test_agent_config_is_validated():
         {"max_turns": 0},
         {"max_response_tokens": 0},
         {"max_obs_tokens": 4},
-        {"topk": 0},
         {"temperature": -0.1},
         {"top_p": 0},
-        {"reward": "bleu"},
-        {"format_weight": -1.0},
     ):
         with pytest.raises(ValueError):
             AgentConfig(**bad)
-    assert AgentConfig(reward="f1").reward_spec.metric == "f1"
-    assert replace(AgentConfig(), topk=5).topk == 5
+    assert replace(AgentConfig(), max_turns=5).max_turns == 5
+
+
+def test_search_r1_settings_are_validated():
+    # topk, reward and format_weight moved from AgentConfig to the search-r1 environment
+    SearchR1Options()
+    for bad in ({"topk": 0}, {"reward": "bleu"}, {"format_weight": -1.0}):
+        with pytest.raises(ValueError, match=f"env.{next(iter(bad))}"):
+            SearchR1Options(**bad)
+    for bad, match in (({"reward": "bleu"}, "metric"), ({"format_weight": -1.0}, "format_weight")):
+        with pytest.raises(ValueError, match=match):
+            SearchR1Env(CountingRetriever(), **bad)
+    assert SearchR1Env(CountingRetriever(), reward="f1").reward_spec.metric == "f1"
+    assert SearchR1Env(CountingRetriever(), topk=5).topk == 5
+    assert replace(SearchR1Options(), topk=5).topk == 5
+    # the environment built in Python refuses a top-k below 1 too (AgentConfig(topk=0) did)
+    with pytest.raises(ValueError, match="topk"):
+        SearchR1Env(CountingRetriever(), topk=0)
 
 
 def test_real_bm25_results_become_the_observation(tiny, scripted):
@@ -395,12 +410,12 @@ def test_real_bm25_results_become_the_observation(tiny, scripted):
         )
     )
     engine = HFEngine(tiny.model, tiny.tokenizer)
-    config = AgentConfig(max_turns=3, max_response_tokens=16, temperature=0, topk=2)
-    (r,) = run_rollouts(engine, bm25, config, episodes(1))
+    config = AgentConfig(max_turns=3, max_response_tokens=16, temperature=0)
+    (r,) = run_rollouts(engine, SearchR1Env(bm25, topk=2), config, episodes(1))
     (obs,) = spans(r, 0)
     expected = format_observation(bm25.search(["capital of France"], 2)[0])
     assert engine.decode(obs) == expected
     assert expected.startswith(
         "\n\n<information>Doc 1(Title: Paris) Paris is the capital of France."
     )
-    assert (r.searches, r.answer, r.finish_reason) == (["capital of France"], "Paris", "answer")
+    assert (r.calls_of("search"), r.answer, r.finish_reason) == (["capital of France"], "Paris", "answer")

@@ -8,13 +8,14 @@ from __future__ import annotations
 import pytest
 
 from agent_helpers import TurnScript
-from inspo.agent.protocol import (
+from inspo.envs.loop import FINISH_REASONS, AgentConfig, Episode, run_rollouts
+from inspo.envs.search_r1 import SearchR1Env
+from inspo.envs.search_r1.protocol import (
     INVALID_ACTION_MESSAGE,
     LAST_TURN_NUDGE,
     SEARCH_R1_INSTRUCTION,
     format_observation,
 )
-from inspo.agent.rollout import FINISH_REASONS, AgentConfig, Episode, run_rollouts
 from inspo.records import Instruction, Passage, Question
 
 SEED = Instruction("seed", SEARCH_R1_INSTRUCTION)
@@ -35,14 +36,15 @@ class Retriever:
 def play(script, questions=("q0",), **config):
     engine, retriever = TurnScript(script), Retriever()
     episodes = [Episode(Question(q, q, ("yes",)), SEED) for q in questions]
-    rollouts = run_rollouts(engine, retriever, AgentConfig(**config), episodes)
+    rollouts = run_rollouts(engine, SearchR1Env(retriever), AgentConfig(**config), episodes)
     return rollouts, engine, retriever
 
 
 def test_max_turns_search_turns_then_one_final_turn_whose_search_is_not_executed():
     (r,), engine, retriever = play(lambda q, t: (f"<search>s{t}</search>", "stop"), max_turns=2)
     assert retriever.calls == [["s0"], ["s1"]]  # exactly max_turns executed searches
-    assert (r.turns, r.searches, r.finish_reason) == (3, ["s0", "s1"], "turn_limit")
+    assert (r.turns, r.calls_of("search"), r.finish_reason) == (3, ["s0", "s1"], "turn_limit")
+    assert r.metrics["n_tool_calls"] == 2.0
     assert len(engine.contexts) == 3  # a third, final turn was generated
     obs = [format_observation(retriever.results(s, 3)) for s in ("s0", "s1")]
     assert r.response == f"<search>s0</search>{obs[0]}<search>s1</search>{obs[1]}<search>s2</search>"
@@ -88,7 +90,7 @@ def test_finish_reason_without_an_answer_is_how_the_final_turn_ended(finish, tex
     (r,), _, retriever = play(lambda q, t: (text, finish), max_turns=1)
     assert (r.turns, r.finish_reason, r.answer) == (2, reason, None)
     assert r.finish_reason in FINISH_REASONS
-    assert r.searches == (["more"] if text.startswith("<search>") else [])
+    assert r.calls_of("search") == (["more"] if text.startswith("<search>") else [])
     assert retriever.calls == ([["more"]] if text.startswith("<search>") else [])
 
 

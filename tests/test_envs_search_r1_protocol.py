@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from inspo.agent.protocol import (
+from inspo.agent.engines import render_messages
+from inspo.envs.base import FinalAnswer
+from inspo.envs.search_r1 import SearchR1Env
+from inspo.envs.search_r1.protocol import (
     INVALID_ACTION_MESSAGE,
     LAST_TURN_NUDGE,
     SEARCH_R1_INSTRUCTION,
-    Action,
-    build_chat,
-    build_prompt,
     extract_answer,
     format_observation,
     format_passages,
     parse_action,
     strip_environment_text,
 )
-from inspo.records import Passage
+from inspo.envs.tagged import build_prompt
+from inspo.records import Passage, Question, ToolCall
 
 
 def test_seed_instruction_is_app_f_text():
@@ -50,11 +51,17 @@ class _PlainTokenizer:
     chat_template = None
 
 
+def _chat(tokenizer, instruction, question):
+    env = SearchR1Env(retriever=None)
+    return render_messages(tokenizer, env.messages(instruction, Question("q", question, ("a",))))
+
+
 def test_build_chat_uses_the_template_when_there_is_one():
-    assert build_chat(_ChatTokenizer(), "Do it.", "Why?") == (
+    assert _chat(_ChatTokenizer(), "Do it.", "Why?") == (
         "<user>Do it.\n\nQuestion: Why?</user><assistant>"
     )
-    assert build_chat(_PlainTokenizer(), "Do it.", "Why?") == "Do it.\n\nQuestion: Why?"
+    assert _chat(_PlainTokenizer(), "Do it.", "Why?") == "Do it.\n\nQuestion: Why?"
+    assert _chat(None, "Do it.", "Why?") == "Do it.\n\nQuestion: Why?"
 
 
 @pytest.mark.parametrize(
@@ -62,21 +69,22 @@ def test_build_chat_uses_the_template_when_there_is_one():
     [
         (
             "<think>x</think>\n<search> capital of France </search>",
-            Action("search", "capital of France"),
+            ToolCall("search", "capital of France"),
         ),
-        ("<answer> Paris </answer>", Action("answer", "Paris")),
-        ("<search>a\nb</search>", Action("search", "a\nb")),
-        ("<search>first</search> <answer>second</answer>", Action("search", "first")),
-        ("<answer>x</answer><search>y</search>", Action("answer", "x")),
-        ("I think the answer is Paris.", Action("invalid")),
-        ("<search>unclosed", Action("invalid")),
-        ("<search>mismatched</answer>", Action("invalid")),
-        ("stray </search>", Action("invalid")),
-        ("<answer></answer>", Action("answer", "")),
+        ("<answer> Paris </answer>", FinalAnswer("Paris")),
+        ("<search>a\nb</search>", ToolCall("search", "a\nb")),
+        ("<search>first</search> <answer>second</answer>", ToolCall("search", "first")),
+        ("<answer>x</answer><search>y</search>", FinalAnswer("x")),
+        ("I think the answer is Paris.", None),
+        ("<search>unclosed", None),
+        ("<search>mismatched</answer>", None),
+        ("stray </search>", None),
+        ("<answer></answer>", FinalAnswer("")),
     ],
 )
 def test_parse_action(text, action):
     assert parse_action(text) == action
+    assert SearchR1Env(retriever=None).parse(text) == action  # the environment parses turns the same way
 
 
 @pytest.mark.parametrize(
@@ -98,6 +106,7 @@ def test_parse_action(text, action):
 )
 def test_extract_answer(response, answer):
     assert extract_answer(response) == answer
+    assert SearchR1Env(retriever=None).answer(response) == answer
 
 
 def test_extract_answer_ignores_the_environment_messages():
@@ -130,6 +139,11 @@ def test_observation_matches_search_r1_format():
         "Doc 2(Title: War of 1812) x y</information>\n\n"
     )
     assert format_observation([]) == "\n\n<information></information>\n\n"
+    # what the environment writes after a search is that observation, ending with its closing text
+    env = SearchR1Env(retriever=None)
+    call = ToolCall("search", "q")
+    assert env.observe(call, format_passages(passages)) == format_observation(passages)
+    assert format_observation(passages).endswith(env.closing(call))
 
 
 def test_invalid_action_message_names_both_tags():

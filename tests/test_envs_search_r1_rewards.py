@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from inspo.agent.protocol import (
+from inspo.answers import exact_match, f1_score, normalize_answer
+from inspo.envs.search_r1 import SearchR1Env
+from inspo.envs.search_r1.protocol import (
     INVALID_ACTION_MESSAGE,
     LAST_TURN_NUDGE,
     SEARCH_R1_INSTRUCTION,
-    build_prompt,
 )
-from inspo.agent.rewards import (
+from inspo.envs.search_r1.rewards import (
     RewardSpec,
     em_reward,
-    exact_match,
     f1_reward,
-    f1_score,
     format_ok,
-    normalize_answer,
 )
+from inspo.envs.tagged import build_prompt
+from inspo.records import Question
 
 
 @pytest.mark.parametrize(
@@ -129,6 +129,11 @@ def test_reward_spec_combines_metric_and_format():
     assert RewardSpec("em", format_weight=0.2)(bad_format, "New York City") == pytest.approx(1.0)
     # f1: pred [new, york, city] vs gold [new, york]: P=2/3 R=1 -> 0.8
     assert RewardSpec("f1")(good, "New York") == pytest.approx(0.8)
+    # the environment's reward is that spec, on the response only
+    question = Question("q", "Where?", ("New York City",))
+    assert SearchR1Env(retriever=None, format_weight=0.2).reward(good, question) == pytest.approx(1.2)
+    assert SearchR1Env(retriever=None, reward="f1").reward(good, Question("q", "Where?", ("New York",))) == \
+        pytest.approx(0.8)
     with pytest.raises(ValueError, match="metric"):
         RewardSpec("bleu")
     with pytest.raises(ValueError, match="format_weight"):

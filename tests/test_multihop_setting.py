@@ -7,14 +7,15 @@ from collections import Counter
 
 import pytest
 
-from inspo.agent.protocol import (
+from inspo.core.config import ConfigError
+from inspo.data.sources import is_named_source, load_corpus_source, load_qa_source, within_hops
+from inspo.envs.registry import named_instructions, resolve_seed
+from inspo.envs.search_r1 import SearchR1Env
+from inspo.envs.search_r1.protocol import (
     NAMED_INSTRUCTIONS,
     SEARCH_R1_INSTRUCTION,
     WEAK_INSTRUCTION,
-    resolve_instruction,
 )
-from inspo.core.config import ConfigError
-from inspo.data.sources import is_named_source, load_corpus_source, load_qa_source, within_hops
 from inspo.eval import parse_instruction
 from inspo.train.config import preset, resolve
 
@@ -36,16 +37,21 @@ def test_a_bad_world_seed_is_refused_with_the_name():
 
 
 def test_named_seed_instructions():
-    assert resolve_instruction("") == SEARCH_R1_INSTRUCTION
-    assert resolve_instruction("@search-r1") == SEARCH_R1_INSTRUCTION
-    assert resolve_instruction("@weak") == WEAK_INSTRUCTION
-    assert resolve_instruction("Answer briefly. <search> </search> <answer> </answer>").startswith("Answer briefly")
+    env = SearchR1Env(retriever=None)
+    assert resolve_seed(env, "") == SEARCH_R1_INSTRUCTION
+    assert resolve_seed(env, "@search-r1") == SEARCH_R1_INSTRUCTION
+    assert resolve_seed(env, "@weak") == WEAK_INSTRUCTION
+    assert resolve_seed(env, "Answer briefly. <search> </search> <answer> </answer>").startswith("Answer briefly")
     with pytest.raises(ValueError, match="@weak"):
-        resolve_instruction("@nope")
+        resolve_seed(env, "@nope")
     with pytest.raises(ConfigError, match="seed_instruction"):
         resolve("cpu-tiny", None, ["seed_instruction=@nope"])
     assert parse_instruction("@weak").instruction.text == WEAK_INSTRUCTION
     assert parse_instruction("seed", seed_text="@weak").instruction.text == WEAK_INSTRUCTION
+    # the same with the environment given
+    assert parse_instruction("@weak", env=env).instruction.text == WEAK_INSTRUCTION
+    assert parse_instruction("seed", seed_text="@weak", env=env).instruction.text == WEAK_INSTRUCTION
+    assert parse_instruction("seed", env=env).instruction.text == SEARCH_R1_INSTRUCTION
 
 
 def test_the_weak_seed_keeps_the_protocol_but_not_the_advice():
@@ -54,14 +60,16 @@ def test_the_weak_seed_keeps_the_protocol_but_not_the_advice():
     assert "as many times" not in WEAK_INSTRUCTION and "several" not in WEAK_INSTRUCTION
     assert "<think>" not in WEAK_INSTRUCTION
     assert set(NAMED_INSTRUCTIONS) == {"search-r1", "weak"}
+    assert named_instructions("search-r1") == NAMED_INSTRUCTIONS  # the names a config may use
+    assert dict(SearchR1Env(retriever=None).instructions) == NAMED_INSTRUCTIONS
 
 
 def test_multihop_preset_lets_the_instruction_change_tool_use():
     c = preset("multihop")
     assert c.seed_instruction == "@weak" and c.mode == "inspo"
-    assert c.rl.max_turns >= 3 and c.rl.reward == "em"
+    assert c.rl.max_turns >= 3 and c.env.name == "search-r1" and c.env.options["reward"] == "em"
     assert c.rl.prefill == "<search>"  # forced on the first turn only (the agent's rule)
-    assert c.data.train == c.data.eval == c.data.corpus == "world-multihop" and c.data.max_hops == 2
+    assert c.data.train == c.data.eval == c.env.options["corpus"] == "world-multihop" and c.data.max_hops == 2
     assert c.data.max_test_questions >= 316  # every 1- and 2-hop test question
     # evolution goes on for most of training, with a D_B big enough to tell candidates apart
     assert c.coevolution.evolve_until >= 0.75 * c.rl.steps and c.coevolution.validation_size >= 16

@@ -24,7 +24,9 @@ Rules of a call (:func:`run_calls`):
 - an :class:`~inspo.records.EndpointDown` (a server the tool needs did not answer) propagates:
   the whole batch fails with it, as for every outage;
 - a ``batched`` tool takes every call of one turn at once (``fn(list[str]) -> list[str]``, one
-  result per call, in order), as a retriever does; an error then fails every call of the batch;
+  result per call, in order), as a retriever does; when the batch raises (anything but an
+  outage or the timeout), each call is run again on its own, so only the calls that still raise
+  fail (one bad query does not fail the episodes it shared a batch with);
 - results are ``str(result)`` cut to ``max_result_chars`` characters (the loop then caps the
   observation at ``rl.max_obs_tokens`` tokens): a tool that floods cannot stall tokenisation.
 """
@@ -248,10 +250,13 @@ def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
         except ToolFailed as exc:
             return [exc] * len(texts)
         except ToolInputError as exc:
-            return [Refusal(str(exc))] * len(texts)
+            if len(texts) > 1:  # find the call(s) the tool refused
+                return [r for t in texts for r in run_calls(tool, [t])]
+            return [Refusal(str(exc))]
         except Exception as exc:  # noqa: BLE001 - a failing tool fails its episodes, counted apart
-            failed = ToolFailed(f"{what} raised {type(exc).__name__}: {exc}")
-            return [failed] * len(texts)
+            if len(texts) > 1:  # isolate the call(s) that fail, as the evaluate seam isolates examples
+                return [r for t in texts for r in run_calls(tool, [t])]
+            return [ToolFailed(f"{what} raised {type(exc).__name__}: {exc}")]
         if len(values) != len(texts):
             failed = ToolFailed(f"batched {what} returned {len(values)} results for {len(texts)} calls")
             return [failed] * len(texts)

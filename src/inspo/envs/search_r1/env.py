@@ -10,6 +10,7 @@ retriever included: a wrong corpus or an unreachable server fails here, before a
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from inspo.envs.search_r1.reflector_rules import PROTOCOL_TAGS, RULES
 from inspo.envs.search_r1.rewards import RewardSpec, format_ok
 from inspo.envs.tagged import TaggedToolEnv
 from inspo.envs.tools import Tool
-from inspo.records import Question, Rollout, ToolCall
+from inspo.records import Passage, Question, Rollout, ToolCall
 
 NAME = "search-r1"
 RETRIEVERS = ("bm25", "dense", "http")
@@ -133,15 +134,32 @@ class SearchR1Options:
                               timeout=self.retriever_timeout, retries=self.retriever_retries)
 
 
-def search_tool(retriever: Any, topk: int) -> Tool:
+#: Results whose passages :meth:`SearchR1Env.show` can name exactly (the latest ones, per environment).
+SHOWN_RESULTS = 1024
+
+
+def search_tool(retriever: Any, topk: int, seen: OrderedDict[str, list[Passage]] | None = None) -> Tool:
     """``search`` as a batched tool: every query of a turn in ONE ``retriever.search`` call, each
-    result in Search-R1's ``Doc i(Title: T) text`` form (top ``topk`` passages)."""
+    result in Search-R1's ``Doc i(Title: T) text`` form (top ``topk`` passages). ``seen`` keeps
+    the passages of the latest results by their text (for :meth:`SearchR1Env.show`)."""
+    if not isinstance(topk, int) or isinstance(topk, bool) or topk < 1:
+        raise ValueError(f"search-r1: topk (passages per search) must be a positive integer; got {topk!r}")
 
     def search(queries: list[str]) -> list[str]:
         results = retriever.search(list(queries), topk)
         if len(results) != len(queries):
             raise RuntimeError(f"retriever returned {len(results)} results for {len(queries)} queries")
-        return [format_passages(list(passages)[:topk]) for passages in results]
+        texts = []
+        for passages in results:
+            kept = list(passages)[:topk]
+            text = format_passages(kept)
+            texts.append(text)
+            if seen is not None:
+                seen[text.strip()] = kept
+                seen.move_to_end(text.strip())
+                while len(seen) > SHOWN_RESULTS:
+                    seen.popitem(last=False)
+        return texts
 
     return Tool("search", search, description="Search the corpus; returns the top passages.", batched=True,
                 timeout_s=None, max_result_chars=RESULT_CHARS)
@@ -156,8 +174,9 @@ class SearchR1Env(TaggedToolEnv):
 
     def __init__(self, retriever: Any, *, topk: int = 3, reward: str = "em", format_weight: float = 0.0,
                  questions: Any = None, options: SearchR1Options | None = None) -> None:
+        self._seen: OrderedDict[str, list[Passage]] = OrderedDict()
         super().__init__(
-            name=NAME, tools={"search": search_tool(retriever, topk)}, seed_instruction=SEARCH_R1_INSTRUCTION,
+            name=NAME, tools={"search": search_tool(retriever, topk, self._seen)}, seed_instruction=SEARCH_R1_INSTRUCTION,
             questions=questions, result_tag="information", answer_tag="answer",
             instructions={k: v for k, v in NAMED_INSTRUCTIONS.items() if k != NAME},
             metric=reward, required_tags=("search", "answer"), invalid_message=INVALID_ACTION_MESSAGE,
@@ -190,9 +209,15 @@ class SearchR1Env(TaggedToolEnv):
         return f"{verdict} The agent {searched} and answered {rollout.answer!r}; the correct answer is {gold}."
 
     def show(self, call: ToolCall, observation: str, *, detail: int = 0) -> list[str]:
-        """The retrieved titles, numbered (``detail`` > 0: that many characters of each passage too)."""
+        """The retrieved titles, numbered (``detail`` > 0: that many characters of each passage too).
+
+        The passages of a result this environment returned lately are named exactly; an older or
+        cut one is read back from its text, where a title holding ``") "`` is cut there."""
+        result = self.result_of(call, observation)
+        passages = self._seen.get(result.strip())
+        pairs = [(p.title, p.text) for p in passages] if passages is not None else _DOC.findall(result)
         out = []
-        for k, (title, text) in enumerate(_DOC.findall(self.result_of(call, observation)), 1):
+        for k, (title, text) in enumerate(pairs, 1):
             extra = f" - {text[:detail].strip()}" if detail else ""
             out.append(f"{k}. {title or '(untitled)'}{extra}")
         return out
