@@ -7,7 +7,11 @@ import re
 
 from inspo.core.population import derived_rng
 from inspo.llm.base import LLMError, LLMUsage
-from inspo.synthetic import FEATURES
+from inspo.synthetic import FEATURES, GUARD_TAGS
+
+#: The tags the synthetic (Search-R1-tagged) agent's instructions must keep: the guard the core's
+#: tests run with (the core itself guards what its environment requires; it knows no tag).
+GUARD = GUARD_TAGS
 
 SEED = (
     "Answer the given question. Call a search engine by <search> query </search> and it will "

@@ -17,8 +17,10 @@ import pytest
 
 from inspo.agent.engines import GenerationInput, HFEngine, trim_generation
 from inspo.agent.load import load_engine
-from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, STOP_STRINGS
-from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
+from inspo.envs.loop import AgentConfig, Episode, run_rollouts
+from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION, SearchR1Env
+from inspo.envs.search_r1.protocol import STOP_STRINGS
+from inspo.envs.tagged import build_prompt
 from inspo.records import Instruction, Passage, Question
 
 MODEL = "tiny-qwen2-hd32"
@@ -43,8 +45,8 @@ def engines():
 
 
 def _inputs(engine, questions=QUESTIONS):
-    return [GenerationInput(engine.encode(engine.prompt_text(SEARCH_R1_INSTRUCTION, q)), [], "")
-            for q in questions]
+    return [GenerationInput(engine.encode(engine.prompt_text([{"role": "user", "content": build_prompt(
+        SEARCH_R1_INSTRUCTION, q)}])), [], "") for q in questions]
 
 
 def _generate(engine, inputs, *, tokens=12, temperature=0.0, stop=STOP_STRINGS, seed=None):
@@ -154,8 +156,8 @@ def test_rollouts_have_the_same_ids_and_masks_as_with_hf_engine(engines):
                          prefill="<search>")
     instruction = Instruction("seed", SEARCH_R1_INSTRUCTION)
     episodes = [Episode(Question(f"q{i}", q, ["x"]), instruction) for i, q in enumerate(QUESTIONS)]
-    ours = run_rollouts(vllm_engine, FakeRetriever(), config, episodes)
-    theirs = run_rollouts(hf_engine, FakeRetriever(), config, episodes)
+    ours = run_rollouts(vllm_engine, SearchR1Env(FakeRetriever()), config, episodes)
+    theirs = run_rollouts(hf_engine, SearchR1Env(FakeRetriever()), config, episodes)
     for a, b in zip(ours, theirs, strict=True):
         assert a.prompt_ids == b.prompt_ids and a.prompt_ids
         assert len(a.completion_ids) == len(a.env_mask) > 0
@@ -174,6 +176,38 @@ def test_a_context_past_max_model_len_is_refused_before_generating(engines):
     room = vllm_engine.sampling_params(context_len=2040, max_new_tokens=500, temperature=0.0,
                                        top_p=1.0, stop=STOP_STRINGS)
     assert room.max_tokens == 8 and room.seed is None and room.include_stop_str_in_output
+
+
+@pytest.mark.slow
+def test_a_users_environment_and_the_calculator_play_the_same_on_vllm_as_on_transformers(engines):
+    """The seam on the vLLM engine: a user's environment defined in a test file (its tool forced by
+    the prefill, so it runs) and the built-in calculator give the same ids, masks, tool calls and
+    rewards on both engines, greedily; the tool's result tokens are masked."""
+    from test_envs_user import PREFILL, load_environment
+
+    from inspo.envs import make_env
+
+    vllm_engine, hf_engine = engines
+    user = load_environment()
+    config = AgentConfig(max_turns=1, max_response_tokens=8, max_obs_tokens=32, temperature=0.0, prefill=PREFILL)
+    episodes = [Episode(q, Instruction("seed", user.seed_instruction)) for q in user.questions("test")]
+    ours, theirs = run_rollouts(vllm_engine, user, config, episodes), run_rollouts(hf_engine, user, config, episodes)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.tool_calls == b.tool_calls == [user.parse(PREFILL)] and "<result>5</result>" in a.response
+        assert (a.prompt_ids, a.completion_ids, a.env_mask, a.reward) == (b.prompt_ids, b.completion_ids,
+                                                                          b.env_mask, b.reward)
+        result = vllm_engine.encode("<result>5</result>")
+        at = next(i for i in range(len(a.completion_ids)) if a.completion_ids[i:i + len(result)] == result)
+        assert a.env_mask[at:at + len(result)] == [0] * len(result)
+    calculator = make_env("calculator", {"test_size": 2})
+    config = AgentConfig(max_turns=1, max_response_tokens=8, max_obs_tokens=32, temperature=0.0,
+                         prefill="<calc> 6 * 23 </calc>")
+    episodes = [Episode(q, Instruction("weak", calculator.instructions["weak"])) for q in calculator.questions("test")]
+    ours = run_rollouts(vllm_engine, calculator, config, episodes)
+    theirs = run_rollouts(hf_engine, calculator, config, episodes)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.calls_of("calc") == ["6 * 23"] and "<result>138</result>" in a.response
+        assert (a.completion_ids, a.env_mask, a.reward) == (b.completion_ids, b.env_mask, b.reward)
 
 
 class FakeRetriever:
@@ -224,6 +258,22 @@ def test_evolve_with_the_vllm_engine(tmp_path, engines):
     metrics = [json.loads(line) for line in (tmp_path / "evo" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
     assert summary.ledger["training_rollouts"] == 2 * 2 * 2
+
+
+@pytest.mark.slow
+def test_a_users_environment_evolves_and_is_evaluated_on_the_vllm_engine(tmp_path, engines):
+    """The public API with a user's environment object and vLLM playing the frozen policy."""
+    from test_envs_user import OVERRIDES, load_environment
+
+    import inspo
+
+    vllm_engine, _ = engines
+    config = inspo.load_config("cpu-tiny", overrides=[*OVERRIDES, f"output_dir={tmp_path / 'evo'}",
+                                                      f"model.name_or_path={MODEL}"])
+    summary = inspo.evolve(config, env=load_environment(), engine=vllm_engine, steps=2, progress=False)
+    metrics = [json.loads(line) for line in (tmp_path / "evo" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["rollout/add_calls"] for m in metrics] == [1.0, 1.0] and summary.tool_calls_end == 1.0
+    assert "python: true" in (tmp_path / "evo" / "config.yaml").read_text()
 
 
 @pytest.mark.slow

@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import pytest
 
-from core_helpers import SEED, FunctionLLM, failing_llm, scripted_reflection
+from core_helpers import SEED, FunctionLLM, failing_llm, scripted_reflection, GUARD
 from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
@@ -32,7 +32,7 @@ from inspo.synthetic import SyntheticEnv, make_questions, run_synthetic
 
 
 def _build(cfg, path, fn=scripted_reflection):
-    return CoEvolution(cfg, SEED, Proposer(FunctionLLM(fn), n_candidates=cfg.candidates_per_call),
+    return CoEvolution(cfg, SEED, Proposer(FunctionLLM(fn), n_candidates=cfg.candidates_per_call, guard_tags=GUARD),
                        events=EventLog(path))
 
 

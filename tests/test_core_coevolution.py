@@ -1,6 +1,6 @@
 import pytest
 
-from core_helpers import SEED, FunctionLLM, failing_llm, parent_of, scripted_reflection
+from core_helpers import SEED, FunctionLLM, failing_llm, parent_of, scripted_reflection, GUARD
 from inspo.core.coevolution import CoEvolution, PlannedStep, planned_schedule
 from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.events import EventLog
@@ -9,7 +9,8 @@ from inspo.synthetic import SyntheticEnv, make_questions, run_synthetic, true_qu
 
 
 def make(cfg, fn=scripted_reflection, events=None):
-    return CoEvolution(cfg, SEED, Proposer(FunctionLLM(fn), n_candidates=cfg.candidates_per_call), events=events)
+    return CoEvolution(cfg, SEED, Proposer(FunctionLLM(fn), n_candidates=cfg.candidates_per_call, guard_tags=GUARD),
+                       events=events)
 
 
 def test_planned_schedule_hand_worked_example():
@@ -256,7 +257,7 @@ def test_truncated_and_overlong_candidates_are_recorded_as_rejected():
 
     # the optimizer reports that its completion stopped at max_tokens: the open <ins_3> was cut off
     llm = ScriptedLLM(lambda messages, n: cut_off(messages[-1]["content"]), finish_reason="length")
-    proposer = Proposer(llm, n_candidates=3, fits=too_long)
+    proposer = Proposer(llm, n_candidates=3, fits=too_long, guard_tags=GUARD)
 
     ids = iter(range(100))
     proposal = proposer.propose(Instruction(id="p", text=SEED), [], new_id=lambda: f"c{next(ids)}")

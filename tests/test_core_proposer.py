@@ -1,6 +1,6 @@
 import pytest
 
-from core_helpers import SEED, FunctionLLM, failing_llm, scripted_reflection
+from core_helpers import GUARD, SEED, FunctionLLM, failing_llm, scripted_reflection
 from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.proposer import Proposer, guard
 from inspo.core.templates import (
@@ -23,9 +23,11 @@ def ids():
 
 def test_guard_rejects_missing_answer_tag():
     text = SEED.replace("<answer>", "").replace("</answer>", "")
-    assert "drops protocol tag(s) <answer>" in guard(text, SEED, [], 6000)
+    assert "drops protocol tag(s) <answer>" in guard(text, SEED, [], 6000, tags=GUARD)
     # only the closing tag dropped counts too
-    assert "answer" in guard(SEED.replace("</answer>", ""), SEED, [], 6000)
+    assert "answer" in guard(SEED.replace("</answer>", ""), SEED, [], 6000, tags=GUARD)
+    # the core knows no tag of its own: without the environment's tags there is no tag check
+    assert guard(text, SEED, [], 6000) is None
 
 
 def test_guard_empty_duplicate_and_length():
@@ -45,7 +47,7 @@ def test_guard_does_not_require_tags_the_parent_lacks():
 def test_guard_checks_only_the_configured_tags():
     no_think = SEED + " Search first."  # SEED teaches search, information and answer, no think
     parent = SEED + " Reason inside <think> and </think>."
-    assert "<think>" in guard(no_think, parent, [], 6000)
+    assert "<think>" in guard(no_think, parent, [], 6000, tags=("search", "information", "answer", "think"))
     assert guard(no_think, parent, [], 6000, tags=("search", "answer")) is None
     no_answer = parent.replace("<answer>", "")
     assert "<answer>" in guard(no_answer, parent, [], 6000, tags=("search", "answer"))
@@ -55,13 +57,17 @@ def test_guard_checks_only_the_configured_tags():
 def test_proposer_from_config_carries_the_guard_tags():
     llm = FunctionLLM(lambda p: f"<ins_1>\n{SEED.replace('<answer>', '')}\n</ins_1>")
     failure = Rollout(Question("q1", "Q?", ("A",)), "ins-0001", "<answer>B</answer>")
-    strict = Proposer.from_config(llm, CoEvolutionConfig()).propose(PARENT, [failure], new_id=ids())
+    strict = Proposer.from_config(llm, CoEvolutionConfig(), required_tags=GUARD)  # guard_tags null: the env's
+    assert strict.guard_tags == GUARD
+    strict = strict.propose(PARENT, [failure], new_id=ids())
     assert strict.candidates == [] and len(strict.rejected) == 1
+    named = Proposer.from_config(llm, CoEvolutionConfig(guard_tags=["answer"]), required_tags=GUARD)
+    assert named.guard_tags == ("answer",)  # a run's own list wins over the environment's
     loose = Proposer.from_config(llm, CoEvolutionConfig(guard_tags=[], candidates_per_call=1, template="paraphrase"))
     assert (loose.n_candidates, loose.template, loose.guard_tags) == (1, "paraphrase", ())
     assert len(loose.propose(PARENT, [failure], new_id=ids()).candidates) == 1
-    with pytest.raises(ConfigError, match="guard_tags must be a list drawn from"):
-        CoEvolutionConfig(guard_tags=["answer", "reasoning"])
+    with pytest.raises(ConfigError, match="guard_tags must be a list of tag names"):
+        CoEvolutionConfig(guard_tags=["answer", "not a tag"])
     with pytest.raises(ConfigError, match="guard_tags"):
         CoEvolutionConfig(guard_tags="answer")
 
@@ -88,7 +94,7 @@ def test_templates_follow_app_e():
 
 def test_proposer_parses_guards_and_counts_tokens():
     llm = FunctionLLM(scripted_reflection)
-    proposer = Proposer(llm, n_candidates=6)
+    proposer = Proposer(llm, n_candidates=6, guard_tags=GUARD)
     failure = Rollout(Question("q1", "Q?", ("A",)), "ins-0001", "<answer>B</answer>")
     prop = proposer.propose(PARENT, [failure], new_id=ids())
     assert prop.error is None and prop.critique == "The prompt lets the model skip steps."

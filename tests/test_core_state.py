@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from core_helpers import SEED, FunctionLLM, scripted_reflection
+from inspo.synthetic import reflector_rules
+from core_helpers import SEED, FunctionLLM, scripted_reflection, GUARD
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.proposer import Proposer
@@ -13,7 +14,7 @@ CFG = dict(evolve_until=40, validation_size=20, seed=3)
 
 
 def fresh():
-    return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(FunctionLLM(scripted_reflection)))
+    return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(FunctionLLM(scripted_reflection), guard_tags=GUARD))
 
 
 @pytest.mark.parametrize("stop_at", [7, 15, 16])
@@ -53,7 +54,7 @@ def test_resume_with_rule_based_reflector_equals_uninterrupted(tmp_path):
     from inspo.llm.rule_based import RuleBasedReflector
 
     def build():
-        return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(RuleBasedReflector(rng=random.Random(1))))
+        return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(RuleBasedReflector(rng=random.Random(1), rules=reflector_rules()), guard_tags=GUARD))
 
     qs = make_questions(40)
     full = build()
@@ -77,7 +78,7 @@ def test_resume_applies_changed_settings_and_records_them(tmp_path):
     path = save_state(first, tmp_path / "inspo_state.json")
 
     changed = CoEvolution(CoEvolutionConfig(**{**CFG, "evolve_until": 20, "max_rounds": 2, "optimizer_temperature": 0.5}),
-                          SEED, Proposer(FunctionLLM(scripted_reflection)))
+                          SEED, Proposer(FunctionLLM(scripted_reflection), guard_tags=GUARD))
     changes = changed.load_state_dict(json.loads(path.read_text()))
     assert changes == [SettingChange("evolve_until", 40, 20), SettingChange("max_rounds", 5, 2),
                        SettingChange("optimizer_temperature", 1.0, 0.5)]
@@ -85,7 +86,7 @@ def test_resume_applies_changed_settings_and_records_them(tmp_path):
     assert changed.state_dict()["config"]["evolve_until"] == 20
     (event,) = changed.events.of_kind("settings_changed")
     assert event.step == 10 and event.changes["max_rounds"] == {"old": 5, "new": 2}
-    quiet = CoEvolution(CoEvolutionConfig(**{**CFG, "max_rounds": 2}), SEED, Proposer(FunctionLLM(scripted_reflection)))
+    quiet = CoEvolution(CoEvolutionConfig(**{**CFG, "max_rounds": 2}), SEED, Proposer(FunctionLLM(scripted_reflection), guard_tags=GUARD))
     assert quiet.load_state_dict(json.loads(path.read_text()), emit=False) == [SettingChange("max_rounds", 5, 2)]
     assert quiet.events.of_kind("settings_changed") == []  # the caller reports them (inspo train)
 
@@ -99,7 +100,7 @@ def test_resume_refuses_settings_the_state_was_built_with(tmp_path):
 
     path = save_state(fresh(), tmp_path / "inspo_state.json")
     other = CoEvolution(CoEvolutionConfig(**{**CFG, "population_size": 5, "seed": 4, "max_rounds": 2}), SEED,
-                        Proposer(FunctionLLM(scripted_reflection)))
+                        Proposer(FunctionLLM(scripted_reflection), guard_tags=GUARD))
     with pytest.raises(ResumeConfigError, match=r"population_size: 7 -> 5, seed: 3 -> 4") as info:
         other.load_state_dict(json.loads(path.read_text()))
     assert [c.key for c in info.value.changes] == ["population_size", "seed"]  # the applicable one is not blamed

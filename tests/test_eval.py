@@ -13,36 +13,46 @@ from inspo.eval import (
     run_eval,
     summarize,
 )
-from inspo.records import Instruction, Question, Rollout
+from inspo.envs.search_r1 import SearchR1Env
+from inspo.records import Instruction, Question, Rollout, ToolCall
 
 Q = [Question("a", "Who?", ("Ann Lee",)), Question("b", "When?", ("1901",))]
+#: Search-R1's environment, for its metrics (EM, F1, format failures) and its one tool.
+ENV = SearchR1Env(retriever=None)
 
 
-def ro(q, response, answer, searches=(), turns=1):
-    return Rollout(q, "i", response, answer=answer, searches=list(searches), turns=turns)
+def ro(q, response, answer, searches=(), turns=1, reward=0.0):
+    return Rollout(q, "i", response, answer=answer, tool_calls=[ToolCall("search", s) for s in searches], turns=turns,
+                   reward=reward)
 
 
 def test_summarize_hand_computed():
     rollouts = [
-        ro(Q[0], "<search>x</search>\n\n<information>d</information>\n\n<answer>ann lee</answer>", "ann lee", ["x"], 2),
+        ro(Q[0], "<search>x</search>\n\n<information>d</information>\n\n<answer>ann lee</answer>", "ann lee", ["x"], 2,
+           reward=1.0),
         ro(Q[1], "I think 1901", None, [], 1),
     ]
-    cell = summarize("p", "seed", "d", rollouts)
-    assert (cell.n, cell.em, cell.searches, cell.turns, cell.no_answer, cell.format_failures) == (2, 0.5, 0.5, 1.5, 0.5, 0.5)
-    assert cell.f1 == pytest.approx(0.5)
+    cell = summarize("p", "seed", "d", rollouts, env=ENV)
+    assert (cell.n, cell.em, cell.tool_calls, cell.turns, cell.no_answer, cell.format_failures) == (
+        2, 0.5, {"search": 0.5}, 1.5, 0.5, 0.5)
+    assert cell.f1 == pytest.approx(0.5) and cell.reward == 0.5 and cell.calls == 0.5
+    bare = summarize("p", "seed", "d", rollouts)  # without an environment: its reward and the calls made
+    assert (bare.reward, bare.metrics, bare.tool_calls) == (0.5, {}, {"search": 0.5})
 
 
 def test_run_eval_grid_and_outputs(tmp_path):
     def make_eval(bonus):
         def evaluate(instruction, questions):
             right = "good" in instruction.text or bonus
-            return [ro(q, f"<answer>{q.answers[0] if right else 'x'}</answer>", q.answers[0] if right else "x") for q in questions]
+            return [ro(q, f"<answer>{q.answers[0] if right else 'x'}</answer>", q.answers[0] if right else "x",
+                       reward=float(right)) for q in questions]
         return lambda: evaluate
 
     report = run_eval(
         [("base", make_eval(False)), ("trained", make_eval(True))],
         [NamedInstruction("seed", Instruction("s", "plain")), NamedInstruction("best", Instruction("b", "good"))],
         [Dataset("d1", tuple(Q)), Dataset("d2", tuple(Q[:1]))],
+        env=ENV,
     )
     em = {(c.policy, c.instruction, c.dataset): c.em for c in report.cells}
     assert em[("base", "seed", "d1")] == 0.0 and em[("base", "best", "d1")] == 1.0 and em[("trained", "seed", "d2")] == 1.0
@@ -53,8 +63,9 @@ def test_run_eval_grid_and_outputs(tmp_path):
     j, m = report.write(tmp_path)
     assert json.loads(j.read_text())["average"][0]["dataset"] == "average"
     rows = json.loads(j.read_text())["questions"]
-    assert rows[0] == {"policy": "base", "instruction": "seed", "dataset": "d1", "question_id": "a",
-                       "em": 0.0, "f1": 0.0, "searches": 0}
+    assert rows[0] == {"policy": "base", "instruction": "seed", "dataset": "d1", "question_id": "a", "reward": 0.0,
+                       "metrics": {"em": 0.0, "f1": 0.0, "format_failures": 0.0}, "tool_calls": 0}
+    assert report.scores("base", "best", "d1", metric="em") == [1.0, 1.0]
     assert "| base | seed | d1 | 2 | 0 | 0.000 |" in m.read_text()
 
 
@@ -98,10 +109,10 @@ class RecordingPolicy:
         self.model = model
         self.calls = []  # (max_new_tokens, temperature, contexts)
 
-    def prompt_text(self, instruction, question):
-        from inspo.agent.protocol import build_prompt
+    def prompt_text(self, messages):
+        from inspo.agent.engines import render_messages
 
-        return build_prompt(instruction, question)
+        return render_messages(None, messages)
 
     def encode(self, text):
         return None
@@ -131,7 +142,7 @@ def engines(monkeypatch):
         return made[-1]
 
     monkeypatch.setattr("inspo.models.load_model", lambda name, **kwargs: SimpleNamespace(name=str(name)))
-    monkeypatch.setattr("inspo.train.setup.resolve_model_dir", Path)  # any name is a model folder
+    monkeypatch.setattr("inspo.envs.build.resolve_model_dir", Path)  # any name is a model folder
     monkeypatch.setattr(HFEngine, "from_loaded", staticmethod(from_loaded))
     return made
 
@@ -150,7 +161,7 @@ def _trained_run(tmp_path):
 
 
 def test_grid_evaluates_with_the_runs_agent_settings(tmp_path, engines):
-    from inspo.agent.protocol import LAST_TURN_NUDGE
+    from inspo.envs.search_r1.protocol import LAST_TURN_NUDGE
 
     run, out = _trained_run(tmp_path), tmp_path / "eval"
     assert main(["eval", "--grid", str(run), "--limit", "3", "--out", str(out), "--no-progress"]) == 0
@@ -162,12 +173,13 @@ def test_grid_evaluates_with_the_runs_agent_settings(tmp_path, engines):
         assert all(text.endswith(LAST_TURN_NUDGE) for text in final)
     data = json.loads((out / "eval.json").read_text())
     # one search turn, then the final turn: max_turns 1 (the defaults would give 4 searches, 5 turns)
-    assert {(c["turns"], c["searches"], c["n"]) for c in data["cells"]} == {(2.0, 1.0, 3)}
+    assert {(c["turns"], c["tool_calls"]["search"], c["n"]) for c in data["cells"]} == {(2.0, 1.0, 3)}
     settings = data["settings"]
     assert settings["config"].startswith(f"{run}/config.yaml") and settings["overrides"] == []
     agent = settings["agent"]
-    assert (agent["max_turns"], agent["max_response_tokens"], agent["prefill"], agent["last_turn_nudge"], agent["topk"]) \
-        == (1, 7, "<search>", True, 2)
+    assert (agent["max_turns"], agent["max_response_tokens"], agent["prefill"], agent["last_turn_nudge"]) \
+        == (1, 7, "<search>", True)
+    assert (settings["env"]["name"], settings["env"]["topk"]) == ("search-r1", 2)  # the run's environment
     assert settings["questions"]["max_hops"] == 1  # cpu-tiny trains and tests on single-hop questions
     md = (out / "eval.md").read_text()
     assert "- overrides on top of it: none" in md and "prefill '<search>'" in md and "greedy" in md
@@ -180,7 +192,7 @@ def test_eval_overrides_go_on_top_of_the_run_config_and_are_listed(tmp_path, eng
     assert {tokens for e in engines for tokens, _, _ in e.calls} == {9}
     assert not any(text.endswith("<search>") for e in engines for text in e.calls[0][2])
     data = json.loads((out / "eval.json").read_text())
-    assert {(c["turns"], c["searches"]) for c in data["cells"]} == {(3.0, 2.0)}
+    assert {(c["turns"], c["tool_calls"]["search"]) for c in data["cells"]} == {(3.0, 2.0)}
     assert data["settings"]["overrides"] == [{"key": "rl.max_turns", "old": 1, "new": 2},
                                              {"key": "rl.max_response_tokens", "old": 7, "new": 9},
                                              {"key": "rl.prefill", "old": "<search>", "new": ""}]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from core_helpers import SEED, FunctionLLM, scripted_reflection
+from core_helpers import SEED, FunctionLLM, scripted_reflection, GUARD
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog
@@ -16,7 +16,8 @@ from inspo.core.proposer import Proposer
 from inspo.core.replay import ReplayBuffer
 from inspo.core.verifier import Verifier
 from inspo.eval import EvalReport, summarize
-from inspo.records import Candidate, Question, Rollout, TooManyErrors, check_error_rate, scored
+from inspo.envs.search_r1 import SearchR1Env
+from inspo.records import Candidate, Question, Rollout, TooManyErrors, ToolCall, check_error_rate, scored
 from inspo.train.loop import finish_step, rescore
 
 DOWN = "RetrievalUnavailable: cannot reach retrieval server at http://127.0.0.1:9 (POST /retrieve failed after 4 tries)"
@@ -25,7 +26,11 @@ DOWN = "RetrievalUnavailable: cannot reach retrieval server at http://127.0.0.1:
 def good(qid: str, iid: str, reward: float = 1.0) -> Rollout:
     q = Question(qid, f"question {qid}?", ("gold",))
     return Rollout(q, iid, "<answer>gold</answer>", reward=reward, answer="gold", finish_reason="answer", turns=2,
-                   searches=["s"])
+                   tool_calls=[ToolCall("search", "s")])
+
+
+#: Search-R1's environment, for its metrics (EM, F1, format failures); no search is run here.
+ENV = SearchR1Env(retriever=None)
 
 
 def failed(qid: str, iid: str) -> Rollout:
@@ -34,7 +39,8 @@ def failed(qid: str, iid: str) -> Rollout:
 
 def make(events: EventLog | None = None, **cfg) -> CoEvolution:
     config = CoEvolutionConfig(**{"population_size": 3, "validation_size": 4, "init_population": False, **cfg})
-    return CoEvolution(config, SEED, Proposer(FunctionLLM(scripted_reflection), n_candidates=3), events=events)
+    return CoEvolution(config, SEED, Proposer(FunctionLLM(scripted_reflection), n_candidates=3, guard_tags=GUARD),
+                       events=events)
 
 
 def test_the_replay_buffer_keeps_no_error_rollout():
@@ -48,7 +54,7 @@ def test_error_rollouts_credit_no_weight_and_stay_out_of_the_buffer():
     coevo = make(log)
     seed = coevo.population.instructions[0].id
     rollouts = [good("a", seed), good("b", seed), failed("c", seed), failed("d", seed)]
-    end = finish_step(coevo, 1, rollouts, None)
+    end = finish_step(coevo, 1, rollouts, None, tools=["search"])
     attributed = log.of_kind("attributed")[-1]
     assert attributed.mean_reward == 1.0 and attributed.n_rollouts == 2  # 0.5 if the outage counted as 0
     assert coevo.population.weights == [1.0]
@@ -58,7 +64,7 @@ def test_error_rollouts_credit_no_weight_and_stay_out_of_the_buffer():
     assert end.metrics["reward/mean"] == 1.0
     assert end.metrics["rollout/errors"] == 2 and end.metrics["inspo/error_rate"] == 0.5
     assert end.metrics["rollout/count"] == 4 and end.metrics["rollout/finish/error"] == 0.5
-    assert end.metrics["rollout/search_calls"] == 1.0  # the means leave the errors out too
+    assert end.metrics["rollout/search_calls"] == end.metrics["rollout/tool_calls"] == 1.0  # means leave errors out
 
 
 def test_an_instruction_whose_rollouts_all_failed_observes_nothing():
@@ -116,8 +122,9 @@ def test_a_spent_error_budget_stops_verification(together):
 
 def test_em_is_over_the_rollouts_that_did_not_fail_and_errors_are_a_column():
     rollouts = [good("a", "i"), good("b", "i"), failed("c", "i"), failed("d", "i")]
-    cell = summarize("p", "seed", "d", rollouts)
+    cell = summarize("p", "seed", "d", rollouts, env=ENV)
     assert (cell.n, cell.errors, cell.em, cell.f1, cell.format_failures, cell.turns) == (4, 2, 1.0, 1.0, 0.0, 2.0)
+    assert cell.reward == 1.0 and cell.tool_calls == {"search": 1.0}
     report = EvalReport(cells=[cell])
     table = report.markdown()
     assert "| errors |" in table.splitlines()[0]
@@ -127,8 +134,8 @@ def test_em_is_over_the_rollouts_that_did_not_fail_and_errors_are_a_column():
 
 
 def test_a_cell_of_errors_only_scores_nothing():
-    cell = summarize("p", "seed", "d", [failed("a", "i")])
-    assert (cell.n, cell.errors, cell.em) == (1, 1, 0.0)
+    cell = summarize("p", "seed", "d", [failed("a", "i")], env=ENV)
+    assert (cell.n, cell.errors, cell.reward, cell.metrics, cell.tool_calls) == (1, 1, 0.0, {}, {"search": 0.0})
 
 
 def test_the_error_budget_trips_only_when_sure_and_names_the_cause():

@@ -72,7 +72,7 @@ def test_one_weight_line_per_instruction(demo_dir, page):
 
 
 def test_reward_population_and_fig2_charts(page):
-    for name in ("reward", "population", "searches", "instruction-length"):
+    for name in ("reward", "population", "tool-calls", "instruction-length"):
         assert "<polyline" in _chart(page, name)
     # the demo logs no rollout/prompt_tokens: no token chart, and the derived length says characters
     assert 'data-chart="prompt-tokens"' not in page
@@ -171,11 +171,11 @@ def test_events_only_run_still_renders(demo_dir, tmp_path):
     assert any("inspo_state.json not recorded" in n for n in run.notes)
     # weights and rewards come from the events
     assert run.steps[-1].weights and run.steps[0].reward is not None
-    assert run.searches_source is None
+    assert run.calls_source is None
     page = build_report_html(run)
     assert "not recorded" in page
     assert 'data-chart="weights"' in page and 'data-chart="reward"' in page
-    assert 'data-chart="searches"' in page  # the empty-chart box keeps its name
+    assert 'data-chart="tool-calls"' in page  # the empty-chart box keeps its name
     # admitted instructions are known from events, the seed's text is not
     seed = run.instruction("ins-0001")
     assert seed is not None and seed.text is None
@@ -190,7 +190,7 @@ def test_training_run_metrics_and_yaml_config(run_copy):
     lines = _jsonl(run_copy / "metrics.jsonl")
     with (run_copy / "metrics.jsonl").open("w") as fh:
         for m in lines:
-            m.update({"rollout/search_calls": 1.5, "rollout/prompt_tokens": 300.0 + m["step"]})
+            m.update({"rollout/tool_calls": 1.5, "rollout/search_calls": 1.5, "rollout/prompt_tokens": 300.0 + m["step"]})
             fh.write(json.dumps(m) + "\n")
             fh.write(json.dumps({"step": m["step"], "loss": 0.1}) + "\n")  # TRL's own line, merged
     config = json.loads((run_copy / "config.json").read_text())
@@ -200,12 +200,12 @@ def test_training_run_metrics_and_yaml_config(run_copy):
 
     run = load_run(run_copy)
     assert run.config_file == "config.yaml" and run.config["mode"] == "inspo"
-    assert run.searches_source == "metrics" and run.prompt_source == "metrics"
-    assert [s.search_calls for s in run.steps] == [1.5] * len(lines)
+    assert run.calls_source == "metrics" and run.prompt_source == "metrics"
+    assert [s.tool_calls for s in run.steps] == [1.5] * len(lines)
     assert run.steps[-1].prompt_tokens == 300.0 + lines[-1]["step"]
     page = build_report_html(run)
     assert "<polyline" in _chart(page, "prompt-tokens")
-    assert "logged as rollout/search_calls" in page
+    assert "logged as rollout/tool_calls" in page
     assert "tiny-qwen2" in page
 
 

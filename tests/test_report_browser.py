@@ -203,9 +203,9 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert log.errors == []
     assert log.requests == [report.resolve().as_uri()]  # nothing fetched but the page itself
     assert stats["scripts"] == 0
-    assert {"reward", "weights", "population", "searches", "instruction-length"} <= set(stats["charts"])
+    assert {"reward", "weights", "population", "tool-calls", "instruction-length"} <= set(stats["charts"])
     assert stats["laidOut"] == len(stats["charts"])
-    assert stats["lines"] >= n_ids + 4  # a line per instruction, plus reward (2), population, searches, length
+    assert stats["lines"] >= n_ids + 4  # a line per instruction, plus reward (2), population, tool calls, length
     assert stats["weightSeries"] == n_ids
     assert stats["openDiffs"] >= 1  # the path to the best instruction is open
     for png in (full, top):

@@ -19,7 +19,6 @@ from inspo.records import Passage
 from inspo.retrieval.dense import DenseRetriever
 from inspo.retrieval.factory import load_retriever
 from inspo.retrieval.faiss_index import IndexOptions
-from inspo.train.config import DataConfig
 from retrieval_helpers import LookupEncoder, unit_rows
 
 faiss = pytest.importorskip("faiss")
@@ -195,27 +194,34 @@ def test_factory_opens_a_prebuilt_index_and_keeps_a_rebuilt_one(tmp_path, pair):
 
 
 def test_config_keys_are_validated_and_become_index_options():
-    data = DataConfig(retriever="dense", corpus="/data/wiki-18.jsonl", index_path="/data/e5_Flat.index",
-                      faiss_index="ivf4096,pq64", faiss_nprobe=32, faiss_device="cuda:1")
-    assert data.index_options() == IndexOptions(kind="ivf4096,pq64", nprobe=32, ef_search=0, device="cuda:1")
+    from inspo.envs.search_r1 import SearchR1Options
+    from inspo.train.config import resolve
+
+    options = SearchR1Options(retriever="dense", corpus="/data/wiki-18.jsonl", index_path="/data/e5_Flat.index",
+                              faiss_index="ivf4096,pq64", faiss_nprobe=32, faiss_device="cuda:1")
+    assert options.index_options() == IndexOptions(kind="ivf4096,pq64", nprobe=32, ef_search=0, device="cuda:1")
+
+    def config(*settings):
+        return resolve("cpu-tiny", overrides=[f"env.{s}" for s in settings])
+
     with pytest.raises(ConfigError, match="env.index_path is a prebuilt faiss index: it needs env.retriever=dense"):
-        DataConfig(index_path="/data/e5_Flat.index", corpus="/data/wiki-18.jsonl")
+        config("index_path=/data/e5_Flat.index", "corpus=/data/wiki-18.jsonl")
     with pytest.raises(ConfigError, match="env.index_path needs env.corpus=PATH.jsonl"):
-        DataConfig(retriever="dense", index_path="/data/e5_Flat.index")  # corpus is still 'world'
-    with pytest.raises(ConfigError, match=r"data.faiss_\*: faiss index kind 'ivf-pq' is not one of"):
-        DataConfig(retriever="dense", faiss_index="ivf-pq")
-    with pytest.raises(ConfigError, match=r"data.faiss_\*: faiss device must be cpu, cuda or cuda:N"):
-        DataConfig(faiss_device="gpu")
+        config("retriever=dense", "index_path=/data/e5_Flat.index")  # corpus is still 'world'
+    with pytest.raises(ConfigError, match=r"env.faiss_\*: faiss index kind 'ivf-pq' is not one of"):
+        config("retriever=dense", "faiss_index=ivf-pq")
+    with pytest.raises(ConfigError, match=r"env.faiss_\*: faiss device must be cpu, cuda or cuda:N"):
+        config("faiss_device=gpu")
 
 
 def test_train_setup_builds_the_prebuilt_retriever_from_config(pair):
+    from inspo.envs.build import build_env
     from inspo.train.config import resolve
-    from inspo.train.setup import build_retriever
 
     index_path, corpus = pair
     config = resolve("cpu-tiny", overrides=["env.retriever=dense", f"env.corpus={corpus}",
                                             f"env.index_path={index_path}", "env.faiss_index=hnsw8"])
-    retriever = build_retriever(config)
+    retriever = build_env(config).retriever
     assert isinstance(retriever, DenseRetriever) and retriever.index_kind == "hnsw8"
     assert retriever.search(["find 42"], k=1)[0][0].id == "doc-42"
 

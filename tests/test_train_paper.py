@@ -43,7 +43,7 @@ def _cache_model(cache, repo_id):
 
 @pytest.fixture
 def no_work(monkeypatch):
-    """Fail the test if a run reads questions, builds a retriever or resolves/fetches a model."""
+    """Fail the test if a run builds its environment (the retriever), reads questions or resolves/fetches a model."""
     import inspo.models
     import inspo.models.registry
     import inspo.train.setup
@@ -51,7 +51,7 @@ def no_work(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("work started before the paper's parts were checked")
 
-    for module, name in ((inspo.train.setup, "load_questions"), (inspo.train.setup, "build_retriever"),
+    for module, name in ((inspo.train.setup, "load_questions"), (inspo.train.setup, "build_env"),
                          (inspo.train.setup, "resolve_model_dir"), (inspo.models.registry, "model_path"),
                          (inspo.models, "model_path")):
         monkeypatch.setattr(module, name, refuse)
@@ -60,9 +60,9 @@ def no_work(monkeypatch):
 def test_paper_presets_name_the_papers_parts():
     c = preset("paper")
     assert c.require_paper_parts
-    assert (c.model.name_or_path, c.env.retriever, c.env.retriever_model) == (
-        "Qwen/Qwen2.5-3B", "dense", "intfloat/e5-base-v2")
-    assert (c.data.train, c.env.corpus, c.data.eval) == ("", "", "")  # the user's paths: asked for, never "world"
+    assert (c.model.name_or_path, c.env.name, c.env.options["retriever"], c.env.options["retriever_model"]) == (
+        "Qwen/Qwen2.5-3B", "search-r1", "dense", "intfloat/e5-base-v2")
+    assert (c.data.train, c.env.options["corpus"], c.data.eval) == ("", "", "")  # the user's paths, never "world"
     assert (c.optimizer.kind, c.optimizer.model) == ("openai", "gemini-2.5-pro")  # never the rule-based reflector
     big = preset("paper-7b")
     assert (big.model.name_or_path, big.rl.learning_rate, big.rl.max_turns) == ("Qwen/Qwen2.5-7B", 3e-7, 6)

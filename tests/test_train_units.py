@@ -18,7 +18,7 @@ from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import StepReport
 from inspo.core.config import ConfigError
 from inspo.models.sources import ModelNotInstalledError
-from inspo.records import Instruction, Question, Rollout
+from inspo.records import Instruction, Question, Rollout, ToolCall
 from inspo.train.config import resolve
 from inspo.train.grpo import rollout_batch
 from inspo.train.loop import choose_groups, step_line, step_metrics
@@ -85,7 +85,8 @@ def test_trl_never_masks_completions_that_end_without_eos(tmp_path):
 def test_agent_config_carries_the_rl_sampling_and_prefill():
     cfg = resolve("cpu-tiny", overrides=["rl.prefill=<search>", "rl.temperature=0.5", "env.reward=f1"])
     agent = agent_config(cfg.rl)
-    assert (agent.prefill, agent.temperature, agent.reward) == ("<search>", 0.5, "f1")
+    assert (agent.prefill, agent.temperature, cfg.env.options["reward"]) == ("<search>", 0.5, "f1")
+    assert not hasattr(agent, "reward")  # the reward is the environment's
     assert agent.max_turns == cfg.rl.max_turns and agent.max_obs_tokens == cfg.rl.max_obs_tokens
     # the last-turn nudge is off by default (Search-R1 has none) and on in cpu-tiny (as measured)
     assert agent.last_turn_nudge is True and (cfg.rl.max_turns, cfg.rl.max_response_tokens) == (1, 32)
@@ -99,7 +100,7 @@ def test_agent_config_carries_the_rl_sampling_and_prefill():
 def _rollout(qid, iid, ids, mask, reward=1.0, searches=("q",)):
     return Rollout(
         question=Question(qid, "?", ("a",)), instruction_id=iid, response="r", reward=reward,
-        searches=list(searches), turns=2, finish_reason="answer",
+        tool_calls=[ToolCall("search", s) for s in searches], turns=2, finish_reason="answer",
         prompt_ids=[5, 6, 7], completion_ids=ids, env_mask=mask,
     )
 
@@ -110,7 +111,7 @@ def test_rollout_batch_rows_keys_and_never_empty_completions():
     assert out["completion_ids"] == [[1, 2, 3], [99]] and out["env_mask"] == [[1, 0, 1], [0]]
     assert out["logprobs"] is None
     assert out["reward"] == [1.0, 0.0] and out["instruction_id"] == ["i1", "i1"]
-    assert out["question_id"] == ["q1", "q1"] and out["n_searches"] == [1, 0]
+    assert out["question_id"] == ["q1", "q1"] and out["n_tool_calls"] == [1, 0]
     assert out["turns"] == [2, 2] and out["finish_reason"] == ["answer", "answer"]
 
 
@@ -158,9 +159,9 @@ def test_start_end_means_and_step_line():
     history = [{"step": s, "reward/mean": float(s)} for s in range(1, 9)]
     assert start_end(history, "reward/mean") == (1.5, 7.5, 2)
     assert start_end([], "reward/mean") == (0.0, 0.0, 0)
-    line = step_line({"step": 3, "reward/mean": 0.25, "rollout/search_calls": 1.5, "inspo/population_size": 4,
+    line = step_line({"step": 3, "reward/mean": 0.25, "rollout/tool_calls": 1.5, "inspo/population_size": 4,
                       "inspo/best_weight": 0.5, "inspo/pruned": 2, "inspo/admitted": 0, "inspo/rejected": 0}, 8)
-    assert line.startswith("step 3/8 | reward 0.250 | searches 1.50") and "pruned 2" in line
+    assert line.startswith("step 3/8 | reward 0.250 | tool calls 1.50") and "pruned 2" in line
 
 
 # ------------------------------------------------------------------------ run-dir bookkeeping
@@ -262,8 +263,8 @@ def test_a_finished_grpo_stage_is_picked_up_on_resume_only_before_another_stage(
         stage = GrpoStage(static=True)
         stage.check(Run(config, resume=resume), last=last)
         assert stage.finished is None and stage.start == "start"
-    assert preflights == [{"resume": False, "progress": True, "static": True},
-                          {"resume": True, "progress": True, "static": True}]
+    assert preflights == [{"resume": False, "progress": True, "static": True, "env": None},
+                          {"resume": True, "progress": True, "static": True, "env": None}]
 
 
 # --------------------------------------------------------------- pre-flight errors, no training
