@@ -94,16 +94,24 @@ def features():
 def run_one(arm: str, seed: int, harm: float = 0.0) -> dict:
     """One Algorithm 1 run of ``arm`` with ``seed`` (environment, core and reflector) and a
     reflector whose candidates are harmful with probability ``harm``."""
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
     from inspo.core.coevolution import CoEvolution
     from inspo.core.config import CoEvolutionConfig
     from inspo.core.proposer import Proposer
+    from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
     from inspo.llm.rule_based import RuleBasedReflector
-    from inspo.synthetic import SyntheticEnv, make_questions, run_synthetic
+    from inspo.synthetic import (
+        GUARD_TAGS,
+        SyntheticEnv,
+        make_questions,
+        reflector_rules,
+        run_synthetic,
+    )
 
     config = CoEvolutionConfig(**{**BASE, **ARMS[arm], "seed": seed})
-    llm = SloppyReflector(RuleBasedReflector(rng=random.Random(seed)), harm, random.Random(f"harm-{seed}"))
-    coevo = CoEvolution(config, SEARCH_R1_INSTRUCTION, Proposer(llm))
+    # the synthetic environment speaks Search-R1's tags: its reflector rules and its guard's tags
+    reflector = RuleBasedReflector(rng=random.Random(seed), rules=reflector_rules())
+    llm = SloppyReflector(reflector, harm, random.Random(f"harm-{seed}"))
+    coevo = CoEvolution(config, SEARCH_R1_INSTRUCTION, Proposer(llm, guard_tags=GUARD_TAGS))
     env = SyntheticEnv(seed=seed, features=features())
     seed_quality = env.quality(SEARCH_R1_INSTRUCTION)
     played: list[float] = []

@@ -1,10 +1,10 @@
 """Instruction-only INSPO (``inspo evolve``) versus the ``gepa`` package's optimizer at an
 equal rollout budget, on the same frozen policy and task (benchmark 4, second half).
 
-Shared by both arms: the preset's policy (loaded once, never trained), retriever, agent
-settings, reward, training questions and optimizer LLM (``config.optimizer``; by default the
-offline rule-based reflector), and the candidates asked per optimizer call (``--candidates``).
-INSPO runs first with the preset's population settings and evidence rules, evolving every 4
+Shared by both arms: the preset's policy (loaded once, never trained), environment (Search-R1's
+retriever, top-k and reward), agent settings, training questions and optimizer LLM
+(``config.optimizer``; by default the offline rule-based reflector, with Search-R1's rules), and
+the candidates asked per optimizer call (``--candidates``). INSPO runs first with the preset's population settings and evidence rules, evolving every 4
 steps for ``--evolutions`` evolutions (the initial population aside; ``--steps`` is 4 x
 (evolutions + 1) unless given), at most ``--max-rounds`` generate-and-verify rounds each (the
 paper's 5), verifying on a D_B of ``--db-size`` questions (the warm-up plays as many, so the
@@ -18,7 +18,8 @@ with the rule-based reflector, which reads App. E prompts only) or through its o
 (``--gepa-prompt gepa``, for a real LLM). GEPA's Pareto validation set is ``--val-size``
 training questions; its training set is the rest. ``--no-tag-check`` turns INSPO's (and the
 ``inspo`` prompt's) protocol-tag check off (``coevolution.guard_tags=[]``; the evidence rules
-stay on); INSPO's answer-leak guard stays on (``coevolution.leak_guard``), GEPA has none.
+stay on; by default the check keeps the environment's required tags, ``<search>`` and
+``<answer>``); INSPO's answer-leak guard stays on (``coevolution.leak_guard``), GEPA has none.
 
 Then the seed, INSPO's returned instruction and GEPA's best are scored with greedy decoding on
 the same ``--test-questions`` questions of the test split (never seen by either choice; by
@@ -260,15 +261,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     from inspo.agent.engines import HFEngine
-    from inspo.agent.evaluate import make_evaluate
-    from inspo.baselines.gepa_adapter import SearchAgentAdapter, optimize_instruction
+    from inspo.baselines.gepa_adapter import AgentAdapter, optimize_instruction
+    from inspo.envs.build import load_questions
+    from inspo.envs.evaluate import make_evaluate
     from inspo.eval.stats import paired_difference
     from inspo.models import load_model
     from inspo.models.precision import default_device
     from inspo.records import Instruction
     from inspo.train.config import resolve
     from inspo.train.evolve import run_evolve
-    from inspo.train.setup import build_optimizer, load_questions, prepare
+    from inspo.train.setup import build_optimizer, prepare
 
     print(f"command: {info['command']} (commit {info['commit']}{', with uncommitted changes' if info['dirty'] else ''})")
     print(f"python {info['python']}, torch {torch.__version__}, threads {torch.get_num_threads()}")
@@ -286,15 +288,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
         raise SystemExit(f"{args.steps} steps evolve at steps {evolutions} under evolve_every "
                          f"{config.coevolution.evolve_every}, not {args.evolutions} times: pass --steps")
     co = config.coevolution
+    inputs = prepare(config, need_optimizer=False, need_eval=True)
+    env = inputs.env
+    # the tags INSPO's guard keeps: coevolution.guard_tags, or (null) the environment's required tags
+    guard_tags = list(co.guard_tags) if co.guard_tags is not None else list(env.required_tags)
     settings = {"steps": args.steps, "evolution_steps": evolutions, "max_rounds": co.max_rounds,
                 "candidates_per_call": co.candidates_per_call, "validation_size": co.validation_size,
-                "warmup_questions": config.data.warmup_questions, "guard_tags": list(co.guard_tags),
+                "warmup_questions": config.data.warmup_questions, "guard_tags": guard_tags,
                 "leak_guard": co.leak_guard, "admission": co.admission, "min_evidence": co.min_evidence,
                 "prior_rollouts": co.prior_rollouts, "final_choice": config.final_choice,
                 "optimizer_max_tokens": co.optimizer_max_tokens, "test_fraction": args.test_fraction}
     print("settings: " + json.dumps(settings))
-    inputs = prepare(config, need_optimizer=False, need_eval=True)
-    test_questions = load_questions(config.data.eval or config.data.train, "test", args.test_questions,
+    test_questions = load_questions(env, config.data.eval or config.data.train, "test", args.test_questions,
                                     field_name="--test-questions", max_hops=config.data.max_hops)
     loaded = load_model(inputs.model_dir, dtype=config.model.dtype, device=default_device())
     engine = HFEngine(loaded.model, loaded.tokenizer)
@@ -321,15 +326,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     # ---- GEPA: the same policy, questions and optimizer LLM, max_metric_calls = INSPO's rollouts
     trainset, valset = split_for_gepa(inputs.questions, args.val_size, args.seed)
-    llm, optimizer_note = build_optimizer(config)
-    adapter = SearchAgentAdapter(engine, inputs.retriever, inputs.agent,
-                                 batch_size=max(config.rl.micro_batch_size, args.minibatch), seed=args.seed)
+    llm, optimizer_note = build_optimizer(config, env)  # the rule-based reflector gets Search-R1's rules
+    adapter = AgentAdapter(engine, env, inputs.agent,
+                           batch_size=max(config.rl.micro_batch_size, args.minibatch), seed=args.seed)
     started = time.perf_counter()
     outcome = optimize_instruction(
         adapter, inputs.seed_instruction, trainset, valset, max_rollouts=budget, llm=llm,
         reflection=args.gepa_prompt, minibatch_size=args.minibatch,
         n_candidates=config.coevolution.candidates_per_call, temperature=config.coevolution.optimizer_temperature,
-        max_tokens=config.coevolution.optimizer_max_tokens, guard_tags=config.coevolution.guard_tags,
+        max_tokens=config.coevolution.optimizer_max_tokens, guard_tags=guard_tags,
         seed=args.seed, run_dir=str(out / "gepa"), resume=args.resume,
     )
     gepa_wall = time.perf_counter() - started
@@ -346,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     # ---- held-out test: greedy, the same questions for the three instructions
     greedy = replace(inputs.agent, temperature=0.0)
-    evaluate = make_evaluate(engine, inputs.retriever, greedy, group_size=1, batch_size=config.rl.micro_batch_size)
+    evaluate = make_evaluate(engine, env, greedy, group_size=1, batch_size=config.rl.micro_batch_size)
     test = {}
     for name, text in (("seed", inputs.seed_instruction), ("inspo", evo.best_instruction),
                        ("gepa", outcome.best_instruction)):
@@ -354,6 +359,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         test[name] = [r.reward for r in rollouts]
 
     n = len(test_questions)
+    metric = config.env.options.get("reward", env.metric)
     named = {name: answers_named(text, test_questions, inputs.seed_instruction)
              for name, text in (("inspo", evo.best_instruction), ("gepa", outcome.best_instruction))}
     result = {
@@ -362,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "policy": policy,
         "optimizer": optimizer_note,
         "gepa_prompt": args.gepa_prompt,
-        "metric": config.rl.reward,
+        "metric": metric,
         "test_questions": n,
         "test_question_ids": [q.id for q in test_questions],
         "budget_rollouts": budget,
@@ -389,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     oc = inspo["outcomes"]
     print(f"INSPO schedule: {args.steps} steps, evolutions at steps {evolutions} (after the initial population), "
           f"at most {co.max_rounds} rounds each, {co.candidates_per_call} candidates per call, "
-          f"D_B sizes used {oc['db_sizes']}, tag check {'on: ' + ','.join(co.guard_tags) if co.guard_tags else 'off'}")
+          f"D_B sizes used {oc['db_sizes']}, tag check {'on: ' + ','.join(guard_tags) if guard_tags else 'off'}")
     print(f"INSPO candidates: {oc['optimizer_calls']} calls ({oc['calls_without_candidate']} without a candidate), "
           f"{oc['proposed']} proposed, {oc['admitted']} admitted; refused by stage "
           + ", ".join(f"{k} {v}" for k, v in oc["refused"].items()) + f" ({oc['truncated']} of the guard's cut at "
@@ -400,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
               f"{gepa['proposer_errors']} without a candidate, rejections by kind {gepa['proposer_rejections_by_kind']}")
     print("test questions whose gold answer the winner names: "
           + ", ".join(f"{k} {len(v)}" + (f" ({', '.join(v)})" if v else "") for k, v in named.items()))
-    print(f"test {config.rl.reward} on {n} questions (greedy); paired difference from the seed, 95% CI")
+    print(f"test {metric} on {n} questions (greedy); paired difference from the seed, 95% CI")
     for name in ("seed", "inspo", "gepa"):
         line = f"  {name:6s} {result['test_mean'][name]:.3f}"
         if name != "seed":

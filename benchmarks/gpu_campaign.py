@@ -217,7 +217,7 @@ class PilotJob:
         return out / "results" / f"{self.name}.json"
 
     def argv(self, out: Path, extra: Sequence[str]) -> list[str]:
-        world = [x for key in ("train", "eval", "corpus") for x in ("--set", f"data.{key}={self.world}")]
+        world = [x for key in ("data.train", "data.eval", "env.corpus") for x in ("--set", f"{key}={self.world}")]
         return [sys.executable, str(HERE / "multihop_pilot.py"), "--hops", "1,2", "--seed", str(self.seed),
                 "--questions", str(self.questions), "--batch", str(self.batch),
                 "--instructions", f"weak,file:{WORKED_EXAMPLE}", "--set", f"model.name_or_path={self.model}",

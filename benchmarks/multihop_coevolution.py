@@ -137,11 +137,11 @@ def has_checkpoint(directory: Path) -> bool:
 
 def test_hops(config) -> dict[str, int]:
     """Hop count of every test question the runs are scored on (from the questions' metadata)."""
-    from inspo.train.setup import load_questions
+    from inspo.envs.build import build_env, load_questions
 
     data = config.data
-    questions = load_questions(data.eval, data.test_split, data.max_test_questions, field_name="data.eval",
-                               max_hops=data.max_hops)
+    questions = load_questions(build_env(config), data.eval, data.test_split, data.max_test_questions,
+                               field_name="data.eval", max_hops=data.max_hops)
     return {q.id: int(q.meta.get("hops", 0) or 0) for q in questions}
 
 
@@ -177,7 +177,7 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
 
 def run_untrained(args: argparse.Namespace) -> dict:
     """The base policy, greedy, under both seeds, on the runs' test questions (their own evaluation)."""
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION, WEAK_INSTRUCTION
+    from inspo.envs.search_r1.protocol import SEARCH_R1_INSTRUCTION, WEAK_INSTRUCTION
     from inspo.train.config import resolve
 
     started = time.perf_counter()

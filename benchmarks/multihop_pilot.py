@@ -18,7 +18,7 @@ questions). Episodes share sampling seeds across instructions (common random num
 that failed on an error (not the policy's fault) are counted apart and left out of every score;
 the script stops when they are more than a tenth of the rollouts.
 
-Instructions are named (``weak``, ``search-r1``: ``inspo.agent.protocol.NAMED_INSTRUCTIONS``),
+Instructions are named (``weak``, ``search-r1``: ``inspo.envs.search_r1.protocol.NAMED_INSTRUCTIONS``),
 ``weak+hops`` (the weak seed plus the rule-based reflector's sentence on multi-part questions: what
 an evolved instruction can add) or ``file:PATH`` (a hand-written probe). ``--hops`` picks the hop
 counts played (``2`` alone for a two-hop probe).
@@ -45,8 +45,9 @@ MAX_ERROR_SHARE = 0.1
 
 
 def instruction_text(name: str) -> str:
-    from inspo.agent.protocol import NAMED_INSTRUCTIONS, WEAK_INSTRUCTION
-    from inspo.core.reflector import GUIDANCE, WRONG_ANSWER
+    from inspo.core.reflector import WRONG_ANSWER
+    from inspo.envs.search_r1.protocol import NAMED_INSTRUCTIONS, WEAK_INSTRUCTION
+    from inspo.envs.search_r1.reflector_rules import GUIDANCE
 
     if name == "weak+hops":  # the rule-based reflector's own sentence on multi-part questions
         return f"{WEAK_INSTRUCTION} {GUIDANCE[WRONG_ANSWER][1]}"
@@ -126,8 +127,9 @@ def summarise(rollouts: Sequence, group_size: int) -> dict:
     out.update(group_stats([[r.reward for r in g] for g in scored]))
     out["successes"] = sum(r.reward > 0 for r in played)  # of len(played) scored rollouts
     out["scored"] = len(played)
-    out["searches"] = statistics.fmean(len(r.searches) for r in played)
-    out["searches_hist"] = {str(k): sum(len(r.searches) == k for r in played) for k in range(0, 6)}
+    searches = [len(r.calls_of("search")) for r in played]
+    out["searches"] = statistics.fmean(searches)
+    out["searches_hist"] = {str(k): sum(n == k for n in searches) for k in range(0, 6)}
     out["no_answer"] = sum(r.answer is None for r in played) / len(played)
     out["question_means"] = [statistics.fmean(r.reward for r in g) if g else None for g in kept]
     return out
@@ -156,9 +158,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         return result
     import torch
 
-    from inspo.agent.evaluate import make_evaluate
     from inspo.agent.load import load_engine
     from inspo.core.verifier import play_all
+    from inspo.envs.evaluate import make_evaluate
     from inspo.eval.provenance import provenance
     from inspo.eval.stats import paired_difference
     from inspo.records import Instruction
@@ -186,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
         vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, enforce_eager=device == "cpu")
     engine = load_engine(inputs.model_dir, kind=args.engine, dtype=config.model.dtype, device=device, vllm=vllm)
-    evaluate = make_evaluate(engine, inputs.retriever, inputs.agent, group_size=group_size,
+    evaluate = make_evaluate(engine, inputs.env, inputs.agent, group_size=group_size,
                              batch_size=args.batch, paired_seed=("pilot", args.seed), progress=True)
     instructions = [Instruction(id=name, text=instruction_text(name)) for name in args.instructions]
     questions = [q for h in args.hops for q in by_hop[h]]

@@ -1,6 +1,7 @@
 """Outages are counted apart and stop the run, never scored as the policy's failures (issue 21, item 1).
 
-Two faults injected into a real evaluation (``inspo.agent.make_evaluate`` over an HTTP retriever),
+Two faults injected into a real evaluation (``inspo.envs.make_evaluate`` in Search-R1's
+environment over an HTTP retriever),
 each with the error budget off (``max_error_rate`` 1: play everything) and at the default (0.1):
 
 - **frozen**: a retrieval server that accepts connections and never answers (a SIGSTOPped
@@ -58,8 +59,9 @@ def play(evaluate, instruction, questions) -> dict:
 
 
 def frozen(questions, *, batch: int, timeout: float, rates: Sequence[float]) -> list[dict]:
-    from inspo.agent.evaluate import make_evaluate
-    from inspo.agent.rollout import AgentConfig
+    from inspo.envs.evaluate import make_evaluate
+    from inspo.envs.loop import AgentConfig
+    from inspo.envs.search_r1 import SearchR1Env
     from inspo.retrieval.http_client import HttpRetriever
 
     fx = _fixtures()
@@ -67,7 +69,7 @@ def frozen(questions, *, batch: int, timeout: float, rates: Sequence[float]) -> 
     for rate in rates:
         with fx.frozen_endpoint() as (url, accepted), \
                 HttpRetriever(url, timeout=timeout, retries=DEFAULT_RETRIES, backoff=0.0) as retriever:
-            evaluate = make_evaluate(fx.Answers(), retriever, AgentConfig(max_turns=2), batch_size=batch,
+            evaluate = make_evaluate(fx.Answers(), SearchR1Env(retriever), AgentConfig(max_turns=2), batch_size=batch,
                                      max_error_rate=rate)
             row = play(evaluate, fx.GOOD, questions)
             row.update(fault="frozen", max_error_rate=rate, requests=len(accepted),
@@ -77,8 +79,9 @@ def frozen(questions, *, batch: int, timeout: float, rates: Sequence[float]) -> 
 
 
 def killed(questions, *, batch: int, alive: int, rates: Sequence[float]) -> list[dict]:
-    from inspo.agent.evaluate import make_evaluate
-    from inspo.agent.rollout import AgentConfig
+    from inspo.envs.evaluate import make_evaluate
+    from inspo.envs.loop import AgentConfig
+    from inspo.envs.search_r1 import SearchR1Env
     from inspo.retrieval.http_client import HttpRetriever
 
     fx = _fixtures()
@@ -86,7 +89,7 @@ def killed(questions, *, batch: int, alive: int, rates: Sequence[float]) -> list
     for rate in rates:
         with fx.dying_server(alive) as (url, server), \
                 HttpRetriever(url, timeout=5.0, retries=1, backoff=0.0) as retriever:
-            evaluate = make_evaluate(fx.Answers(), retriever, AgentConfig(max_turns=2), batch_size=batch,
+            evaluate = make_evaluate(fx.Answers(), SearchR1Env(retriever), AgentConfig(max_turns=2), batch_size=batch,
                                      max_error_rate=rate)
             row = play(evaluate, fx.GOOD, questions)
             row.update(fault=f"killed after {alive} searches", max_error_rate=rate, requests=server.calls)

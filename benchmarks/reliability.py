@@ -383,13 +383,14 @@ TINY = ["--set", "model.name_or_path=tiny-qwen2", "--set", "rl.steps=4"]
 def _state(step: int = 2) -> dict[str, Any]:
     from inspo.core.coevolution import CoEvolution
     from inspo.core.proposer import Proposer
+    from inspo.envs.search_r1.reflector_rules import RULES
     from inspo.llm.rule_based import RuleBasedReflector
     from inspo.train.config import resolve
     from inspo.train.schedule import core_config
 
     config = resolve("cpu-tiny", overrides=["model.name_or_path=tiny-qwen2", "rl.steps=4"])
     coevo = CoEvolution(core_config(config.coevolution, static=False), "Use <search> and <answer>.",
-                        Proposer(RuleBasedReflector(seed=0)))
+                        Proposer(RuleBasedReflector(seed=0, rules=RULES), guard_tags=("search", "answer")))
     coevo.last_step = step
     return coevo.state_dict()
 

@@ -173,7 +173,7 @@ def bench_server(bm25: Any, queries: list[str], args: argparse.Namespace) -> dic
 
 def hits(question: Any, passages: Sequence[Any]) -> dict[str, bool]:
     """The three hit kinds of one question's top-k passages (see the module docstring)."""
-    from inspo.agent.rewards import normalize_answer
+    from inspo.answers import normalize_answer
 
     ids = {p.id for p in passages}
     chain = list(question.meta.get("passage_ids") or [])

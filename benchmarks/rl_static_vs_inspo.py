@@ -207,7 +207,7 @@ def greedy_test_scores(config, policy: str, texts: Sequence[str]) -> tuple[list[
     inputs = prepare(config, need_optimizer=False, need_eval=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs trained and tested
     engine = load_engine(policy or inputs.model_dir, dtype=config.model.dtype, device=device)
-    evaluate = greedy_evaluate(engine, inputs.retriever, inputs.agent,
+    evaluate = greedy_evaluate(engine, inputs.env, inputs.agent,
                                batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
     instructions = [Instruction(id=f"scored-{i}", text=text or inputs.seed_instruction) for i, text in enumerate(texts)]
     groups = play_all(evaluate, instructions, inputs.test_questions)

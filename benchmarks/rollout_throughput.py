@@ -2,11 +2,12 @@
 
 What is compared (same model object, so same dtype, device and torch threads):
 
-- ``engine``: :func:`inspo.agent.rollout.run_rollouts` with :class:`inspo.agent.engines.HFEngine`
-  on ``--batch`` world questions (``inspo.data.world.build_world(0)``, test split), retriever =
-  BM25 over the world corpus (in process, or behind the retrieval server on 127.0.0.1 with
-  ``--retriever http``), ``AgentConfig(prefill=--prefill)`` so that real searches happen
-  (SmolLM2 never writes tags on its own). Sampling is seeded, so every repetition plays the
+- ``engine``: :func:`inspo.envs.loop.run_rollouts` with :class:`inspo.agent.engines.HFEngine`
+  on ``--batch`` world questions (``inspo.data.world.build_world(0)``, test split), in Search-R1's
+  environment (:class:`inspo.envs.search_r1.SearchR1Env`, top 3) over BM25 on the world corpus
+  (in process, or behind the retrieval server on 127.0.0.1 with ``--retriever http``),
+  ``AgentConfig(prefill=--prefill)`` so that real searches happen (SmolLM2 never writes tags on
+  its own). Sampling is seeded, so every repetition plays the
   same episodes token for token.
 - ``raw_turns``: for every turn the engine played, one plain batched ``model.generate`` on the
   SAME contexts (the ids the engine fed, left-padded the same way), forcing each row to write
@@ -133,8 +134,8 @@ class RecordingEngine:
 
         inner._generate_ids = timed_generate_ids  # instance attribute shadows the method
 
-    def prompt_text(self, instruction: str, question: str) -> str:
-        return self.inner.prompt_text(instruction, question)
+    def prompt_text(self, messages: Sequence[dict[str, str]]) -> str:
+        return self.inner.prompt_text(messages)
 
     def encode(self, text: str) -> list[int]:
         return self.inner.encode(text)
@@ -196,16 +197,17 @@ class Setup:
 def run_engine(setup: Setup) -> dict[str, Any]:
     """One engine run: tokens, seconds, phase breakdown and the recorded turns."""
     from inspo.agent.engines import HFEngine
-    from inspo.agent.rollout import run_rollouts
+    from inspo.envs.loop import run_rollouts
+    from inspo.envs.search_r1 import SearchR1Env
 
     timers = Timers()
     engine = RecordingEngine(
         HFEngine(setup.model, setup.tokenizer, rng=random.Random(setup.seed)), timers
     )
-    retriever = TimedRetriever(setup.retriever, timers)
+    env = SearchR1Env(TimedRetriever(setup.retriever, timers), topk=3)
     with timed_stop_check(timers):
         start = time.perf_counter()
-        rollouts = run_rollouts(engine, retriever, setup.config, setup.episodes)
+        rollouts = run_rollouts(engine, env, setup.config, setup.episodes)
         total = time.perf_counter() - start
     s = timers.seconds
     phases = {
@@ -226,7 +228,7 @@ def run_engine(setup: Setup) -> dict[str, Any]:
         "phases": phases,
         "turns": engine.turns,
         "padding_waste": 1 - sum(sum(t.kept) for t in engine.turns) / slots if slots else 0.0,
-        "searches": int(sum(len(r.searches) for r in rollouts)),
+        "searches": int(sum(len(r.calls_of("search")) for r in rollouts)),
         "finish": finish,
     }
 
@@ -293,9 +295,9 @@ def run_raw_single(setup: Setup, contexts: list[list[int]], new_tokens: int) -> 
 
 
 def build_setup(args: argparse.Namespace) -> Setup:
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
-    from inspo.agent.rollout import AgentConfig, Episode
     from inspo.data.world import build_world
+    from inspo.envs.loop import AgentConfig, Episode
+    from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
     from inspo.models import load_model
     from inspo.records import Instruction
     from inspo.retrieval.bm25 import BM25Retriever

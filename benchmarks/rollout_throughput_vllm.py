@@ -1,10 +1,11 @@
 """Benchmark: multi-turn rollouts with the vLLM engine versus HFEngine, side by side in one run.
 
 Both engines serve the same model in the same dtype; the episodes are the same ``--batch`` world
-questions (``inspo.data.world.build_world(0)``, test split, BM25 in process) under Search-R1's
-instruction, with ``AgentConfig(prefill=--prefill)`` so that real searches happen. Arms:
+questions (``inspo.data.world.build_world(0)``, test split) in Search-R1's environment
+(:class:`inspo.envs.search_r1.SearchR1Env`, top 3, BM25 in process) under its instruction, with
+``AgentConfig(prefill=--prefill)`` so that real searches happen. Arms:
 
-- ``hf_engine``: :func:`inspo.agent.rollout.run_rollouts` with :class:`HFEngine` (seeded);
+- ``hf_engine``: :func:`inspo.envs.loop.run_rollouts` with :class:`HFEngine` (seeded);
   every turn's contexts and kept token counts are recorded.
 - ``vllm_engine``: the same episodes with :class:`VLLMEngine` (seeded). It samples its own
   tokens, so after the first turn its contexts differ from ``hf_engine``'s; same prompts,
@@ -79,8 +80,8 @@ class Recording:
     def keeps_token_ids(self) -> bool:
         return self.inner.keeps_token_ids
 
-    def prompt_text(self, instruction: str, question: str) -> str:
-        return self.inner.prompt_text(instruction, question)
+    def prompt_text(self, messages: Sequence[dict[str, str]]) -> str:
+        return self.inner.prompt_text(messages)
 
     def encode(self, text: str) -> list[int]:
         return self.inner.encode(text)
@@ -101,7 +102,7 @@ class Recording:
 class Setup:
     hf: Any  # HFEngine
     vllm: Any  # VLLMEngine
-    retriever: Any
+    env: Any  # SearchR1Env over BM25
     config: Any  # AgentConfig
     episodes: list
     seed: int
@@ -110,14 +111,14 @@ class Setup:
 
 def run_engine(setup: Setup, engine: Any) -> dict[str, Any]:
     """One seeded ``run_rollouts`` over the episodes with ``engine``."""
-    from inspo.agent.rollout import run_rollouts
+    from inspo.envs.loop import run_rollouts
 
     engine.rng = random.Random(setup.seed)
     if hasattr(engine, "reset_prefix_cache"):
         engine.reset_prefix_cache()
     recording = Recording(engine)
     start = time.perf_counter()
-    rollouts = run_rollouts(recording, setup.retriever, setup.config, setup.episodes)
+    rollouts = run_rollouts(recording, setup.env, setup.config, setup.episodes)
     seconds = time.perf_counter() - start
     finish: dict[str, int] = {}
     for r in rollouts:
@@ -128,7 +129,7 @@ def run_engine(setup: Setup, engine: Any) -> dict[str, Any]:
         "seconds": seconds,
         "generate_seconds": recording.seconds,
         "turns": recording.turns,
-        "searches": int(sum(len(r.searches) for r in rollouts)),
+        "searches": int(sum(len(r.calls_of("search")) for r in rollouts)),
         "finish": finish,
     }
 
@@ -172,10 +173,10 @@ def run_replay(setup: Setup, turns: list[Turn]) -> dict[str, Any]:
 
 def build_setup(args: argparse.Namespace) -> Setup:
     from inspo.agent.engines import HFEngine
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
-    from inspo.agent.rollout import AgentConfig, Episode
     from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
     from inspo.data.world import build_world
+    from inspo.envs.loop import AgentConfig, Episode
+    from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION, SearchR1Env
     from inspo.models import load_model
     from inspo.records import Instruction
     from inspo.retrieval.bm25 import BM25Retriever
@@ -213,7 +214,7 @@ def build_setup(args: argparse.Namespace) -> Setup:
         adapter = tempfile.mkdtemp(prefix="bench-adapter-")
         loaded.model.save_pretrained(adapter)
         vllm.use_adapter(adapter, 1)
-    return Setup(hf=hf, vllm=vllm, retriever=BM25Retriever(world.corpus), config=config,
+    return Setup(hf=hf, vllm=vllm, env=SearchR1Env(BM25Retriever(world.corpus), topk=3), config=config,
                  episodes=[Episode(q, instruction) for q in picked], seed=args.seed,
                  startup_seconds=startup)
 

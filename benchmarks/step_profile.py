@@ -4,7 +4,7 @@ Runs ``inspo.train.run.run_training`` on a preset and times, without changing th
 parts of every step by wrapping them (exclusive time: a part nested in another is subtracted
 from its parent):
 
-- ``generation (training rollouts)``: :func:`inspo.agent.rollout.run_rollouts` called by the
+- ``generation (training rollouts)``: :func:`inspo.envs.loop.run_rollouts` called by the
   rollout function (the multi-turn search episodes of the step's groups);
 - ``trl scoring``: the rest of TRL's ``_generate_and_score_completions`` (rewards, advantages,
   padding, the old/reference log-probs below);
@@ -81,7 +81,7 @@ class Profiler:
 
 def install(prof: Profiler):
     """Wrap the library's parts (module attributes and the trainer class); returns an undo."""
-    import inspo.agent.evaluate as evaluate_mod
+    import inspo.envs.evaluate as evaluate_mod
     import inspo.train.grpo as grpo
     import inspo.train.grpo_run as run_mod
     from inspo.core.coevolution import CoEvolution

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 
 def _instructions(n: int):
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
+    from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
     from inspo.records import Instruction
 
     variants = ["", " Search before you answer.", " Keep the answer short.", " Use the information given.",
@@ -43,9 +43,10 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from inspo.agent.engines import HFEngine
-    from inspo.agent.evaluate import make_evaluate
-    from inspo.agent.rollout import AgentConfig
     from inspo.data.sources import load_corpus_source, load_qa_source
+    from inspo.envs.evaluate import make_evaluate
+    from inspo.envs.loop import AgentConfig
+    from inspo.envs.search_r1 import SearchR1Env
     from inspo.models import load_model
     from inspo.retrieval.bm25 import BM25Retriever
 
@@ -55,12 +56,12 @@ def run(args: argparse.Namespace) -> dict:
     if torch.cuda.is_available() and not args.cpu:
         loaded.model.to("cuda")
     engine = HFEngine.from_loaded(loaded)
-    retriever = BM25Retriever(load_corpus_source("world"))
+    env = SearchR1Env(BM25Retriever(load_corpus_source("world")), topk=3)
     questions = load_qa_source("world", split="train")[: args.questions]
     instructions = _instructions(args.instructions)
     config = AgentConfig(max_turns=args.max_turns, max_response_tokens=args.max_response_tokens,
                          temperature=args.temperature, prefill="<search>")
-    evaluate = make_evaluate(engine, retriever, config, batch_size=256, paired_seed=("bench", 0))
+    evaluate = make_evaluate(engine, env, config, batch_size=256, paired_seed=("bench", 0))
 
     def separate() -> list[list]:
         return [evaluate(i, questions) for i in instructions]

@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     import torch
 
     from inspo.agent.engines import GenerationInput, HFEngine
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
+    from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
     from inspo.eval.provenance import provenance
     from inspo.models import load_model
     from inspo.train.config import resolve

@@ -277,7 +277,11 @@ def test_evolve_vs_gepa_defaults_are_the_issue_23_rematch():
     co = config.coevolution
     assert bench.evolution_steps(args.steps, co) == [4, 8, 12, 16, 20]  # 5 evolutions after the initial population
     assert (co.max_rounds, co.validation_size, config.data.warmup_questions) == (5, 16, 16)
-    assert co.guard_tags == ["search", "answer"] and co.leak_guard and co.min_evidence > 0  # evidence rules on
+    # the tag check is on: guard_tags null keeps the environment's required tags, Search-R1's <search> and <answer>
+    from inspo.envs.search_r1 import SearchR1Env
+
+    assert co.guard_tags is None and SearchR1Env(None).required_tags == ("search", "answer")
+    assert config.env.name == "search-r1" and co.leak_guard and co.min_evidence > 0  # evidence rules on
     no_tags = resolve("cpu-tiny", None, bench.rematch_settings(bench.parse_args(["--no-tag-check", "--candidates", "6"])))
     assert no_tags.coevolution.guard_tags == [] and no_tags.coevolution.candidates_per_call == 6
     assert no_tags.coevolution.min_evidence == co.min_evidence and no_tags.coevolution.admission == co.admission
@@ -627,7 +631,7 @@ def test_rl_benchmark_quick_scores_every_arm_on_the_same_questions(tmp_path):
 def test_evidence_rules_synthetic_sloppy_reflector_spoils_candidates_with_its_probability():
     import random
 
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
+    from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
     from inspo.synthetic import true_quality
 
     bench = load_script("evidence_rules_synthetic")

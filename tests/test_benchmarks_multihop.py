@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from inspo.eval.power import detectable_effect, seeds_needed
-from inspo.records import Question, Rollout
+from inspo.records import Question, Rollout, ToolCall
 from test_benchmarks import load_script
 
 # ------------------------------------------------------------------------------ power
@@ -38,7 +38,8 @@ def test_detectable_effect_and_seeds_needed_against_hand_computed_t_quantiles():
 
 def _rollout(reward: float, searches: int = 1, *, error: bool = False, answer: str | None = "x") -> Rollout:
     q = Question(id="q", question="?", answers=("a",))
-    return Rollout(question=q, instruction_id="i", response="", reward=reward, searches=["s"] * searches,
+    return Rollout(question=q, instruction_id="i", response="", reward=reward,
+                   tool_calls=[ToolCall("search", "s")] * searches,
                    answer=None if error else answer, finish_reason="error" if error else "answered")
 
 

@@ -142,7 +142,7 @@ def test_prune_and_evolution_happened(inspo_run):
 
 
 def test_static_mode_keeps_one_instruction_and_lora_is_merged(tmp_path):
-    from inspo.agent.protocol import SEARCH_R1_INSTRUCTION
+    from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
     from inspo.models import model_path
 
     summary = _run(tmp_path / "static", "mode=static", "rl.steps=2", "rl.save_steps=0", "model.lora=true",

@@ -87,8 +87,10 @@ def test_training_ends_with_the_agent_folder_and_inspos_card_not_trls(run):
     settings = json.loads((agent / "agent.json").read_text())
     assert settings["agent"]["max_turns"] == 1 and settings["agent"]["max_response_tokens"] == 6
     assert settings["agent"]["prefill"] == "<search>" and settings["agent"]["temperature"] == 0.0
-    assert settings["retriever"]["kind"] == "bm25" and settings["retriever"]["corpus"] == "world"
-    assert settings["agent"]["topk"] == 3 and settings["agent"]["reward"] == "em"
+    assert settings["schema_version"] == 2 and settings["env"]["name"] == "search-r1"
+    assert (settings["env"]["retriever"], settings["env"]["corpus"], settings["env"]["topk"],
+            settings["env"]["reward"]) == ("bm25", "world", 3, "em")
+    assert "topk" not in settings["agent"] and "reward" not in settings["agent"]  # the environment's now
 
     card = (agent / "README.md").read_text()
     meta = _front_matter(card)
@@ -108,7 +110,8 @@ def test_the_exported_folder_loads_with_transformers_alone_and_plays_the_runs_ag
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from inspo.agent.engines import HFEngine
-    from inspo.agent.rollout import AgentConfig, Episode, run_rollouts
+    from inspo.envs.loop import AgentConfig, Episode, run_rollouts
+    from inspo.envs.search_r1 import SearchR1Env
     from inspo.records import Instruction, Question
     from inspo.retrieval.factory import load_retriever
 
@@ -126,7 +129,9 @@ def test_the_exported_folder_loads_with_transformers_alone_and_plays_the_runs_ag
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
     config = AgentConfig(**settings["agent"])
     episode = Episode(Question("q", QUESTION, ()), Instruction("exported", instruction))
-    by_hand = run_rollouts(HFEngine(model, tokenizer), load_retriever("bm25", corpus="world"), config, [episode])[0]
+    env = SearchR1Env(load_retriever("bm25", corpus="world"), topk=settings["env"]["topk"],
+                      reward=settings["env"]["reward"])
+    by_hand = run_rollouts(HFEngine(model, tokenizer), env, config, [episode])[0]
     assert instruction in tokenizer.decode(by_hand.prompt_ids) and by_hand.turns == 2
 
     # ... is the episode inspo.load_agent plays from the folder (greedy, same weights and settings)
@@ -178,12 +183,14 @@ def test_the_card_shows_the_2x2_when_given(run, tmp_path):
     from inspo.eval import EvalCell, EvalReport
     from inspo.trained import export_agent
 
-    cells = [EvalCell(policy, ins, "world@test", 3, em, em, 1.0, 2.0, 0.0, 0.0, 0)
+    cells = [EvalCell(policy, ins, "world@test", 3, em, 2.0, 0.0, 0, metrics={"em": em, "f1": em + 0.05},
+                      tool_calls={"search": 1.0})
              for policy, ins, em in (("base", "seed", 0.1), ("base", "best", 0.2), ("trained", "seed", 0.3),
                                      ("trained", "best", 0.4))]
     grid, _ = EvalReport(cells=cells).write(tmp_path / "eval")
     card = (export_agent(run, tmp_path / "agent", grid=grid) / "README.md").read_text()
-    assert "### The paper's 2x2" in card and "| trained | best | world@test | 3 | 0.400 | 0.400 | 1.00 |" in card
+    assert "### The paper's 2x2" in card and "| policy | instruction | dataset | n | reward | em | f1 | search calls |" in card
+    assert "| trained | best | world@test | 3 | 0.400 | 0.400 | 0.450 | 1.00 |" in card
 
 
 def test_push_to_hub_uploads_every_file_with_huggingface_hub(run, tmp_path, monkeypatch, capsys):
@@ -227,7 +234,8 @@ def test_ask_prints_each_turn_of_the_run(run, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"policy:      {run / 'model'} (trained by the run {run})"
     assert lines[1].startswith("instruction: ins-") and lines[1].endswith(str(run / "best_instruction.txt"))
-    assert any(line.startswith("retriever:   bm25 over world, top 3") for line in lines)
+    assert any(line.startswith("environment: search-r1 (") and "corpus='world'" in line and "retriever='bm25'" in line
+               and "topk=3" in line for line in lines)
     assert any(line == "decoding:    greedy" for line in lines)
     # the run trained in float32 (TINY): it plays in that, and the header says so
     assert any(line.startswith("precision:   weights float32, compute float32 (agent's dtype=float32; ")
@@ -253,7 +261,7 @@ def test_ask_reads_questions_from_stdin_and_plays_any_model(exported, tmp_path, 
 
     assert main(["ask", "tiny-qwen2", QUESTION, "--max-turns", "1", "--max-response-tokens", "4"]) == 0
     out = capsys.readouterr().out
-    assert "instruction: the seed (Search-R1's instruction, App. F)" in out and "bm25 over world" in out
+    assert "instruction: the seed (search-r1's own)" in out and "corpus='world'" in out
     from inspo.models.precision import concrete_dtype, default_device
 
     auto = concrete_dtype("auto", default_device())  # a plain model has no recorded dtype: auto, resolved here
@@ -264,5 +272,6 @@ def test_ask_reads_questions_from_stdin_and_plays_any_model(exported, tmp_path, 
     assert "--temperature must be >= 0" in capsys.readouterr().err
     assert main(["ask", str(exported), QUESTION, "--corpus", str(tmp_path / "none.jsonl")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"inspo: error: retriever bm25 over {tmp_path / 'none.jsonl'} is not usable: ")
+    assert err.startswith(f"inspo: error: environment 'search-r1' (corpus='{tmp_path / 'none.jsonl'}', "
+                          "retriever='bm25') is not usable: ")
     assert len(err.splitlines()) == 1 and "--corpus" in err

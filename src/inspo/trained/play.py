@@ -202,6 +202,8 @@ def load_agent(
     chosen = found.instruction
     if found.seed_spec is not None:  # a model without a run: the environment's own seed
         chosen = _seed(played, found.seed_spec)
+        which = found.seed_spec or f"{played.name}'s own"
+        notes = [n for n in notes if not n.startswith("instruction:")] + [f"instruction: the seed ({which})"]
     if instruction is not None:
         chosen = parse_instruction(instruction, env=played)
         notes = [n for n in notes if not n.startswith("instruction:")] + [f"instruction: {instruction_origin(instruction)}"]
@@ -231,9 +233,15 @@ def _build_env(settings: AgentSettings, env: Any) -> Any:
     except (EnvNameError, EnvError) as exc:
         raise ValueError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - the environment's own failure (a corpus, a server), with its settings
-        raise ValueError(f"environment {settings.env_name!r} ({settings.env_options}) is not usable: "
-                         f"{type(exc).__name__}: {exc} (change its settings: inspo ask --set env.KEY=VALUE; in "
-                         "Python env_options={...})") from exc
+        shown = ", ".join(f"{k}={v!r}" for k, v in settings.env_options.items() if k in _NAMED_IN_ERRORS and v)
+        hint = " (search-r1: --corpus, --retriever, --retriever-url)" if settings.env_name == "search-r1" else ""
+        raise ValueError(f"environment {settings.env_name!r}" + (f" ({shown})" if shown else "")
+                         + f" is not usable: {type(exc).__name__}: {exc}. Change its settings with inspo ask "
+                         f"--set env.KEY=VALUE{hint}; in Python load_agent(..., env_options={{...}})") from exc
+
+
+#: Settings named in the message of an environment that cannot be built (where its data or server is).
+_NAMED_IN_ERRORS = ("corpus", "retriever", "retriever_url", "index_dir", "index_path")
 
 
 def _seed(env: Any, spec: str) -> Instruction:

@@ -134,14 +134,14 @@ class SearchR1Options:
                               timeout=self.retriever_timeout, retries=self.retriever_retries)
 
 
-#: Results whose passages :meth:`SearchR1Env.show` can name exactly (the latest ones, per environment).
+#: Queries whose passages :meth:`SearchR1Env.show` can name exactly (the latest ones, per environment).
 SHOWN_RESULTS = 1024
 
 
 def search_tool(retriever: Any, topk: int, seen: OrderedDict[str, list[Passage]] | None = None) -> Tool:
     """``search`` as a batched tool: every query of a turn in ONE ``retriever.search`` call, each
     result in Search-R1's ``Doc i(Title: T) text`` form (top ``topk`` passages). ``seen`` keeps
-    the passages of the latest results by their text (for :meth:`SearchR1Env.show`)."""
+    the passages of the latest queries (for :meth:`SearchR1Env.show`)."""
     if not isinstance(topk, int) or isinstance(topk, bool) or topk < 1:
         raise ValueError(f"search-r1: topk (passages per search) must be a positive integer; got {topk!r}")
 
@@ -150,13 +150,12 @@ def search_tool(retriever: Any, topk: int, seen: OrderedDict[str, list[Passage]]
         if len(results) != len(queries):
             raise RuntimeError(f"retriever returned {len(results)} results for {len(queries)} queries")
         texts = []
-        for passages in results:
+        for query, passages in zip(queries, results, strict=True):
             kept = list(passages)[:topk]
-            text = format_passages(kept)
-            texts.append(text)
+            texts.append(format_passages(kept))
             if seen is not None:
-                seen[text.strip()] = kept
-                seen.move_to_end(text.strip())
+                seen[query.strip()] = kept
+                seen.move_to_end(query.strip())
                 while len(seen) > SHOWN_RESULTS:
                     seen.popitem(last=False)
         return texts
@@ -211,15 +210,22 @@ class SearchR1Env(TaggedToolEnv):
     def show(self, call: ToolCall, observation: str, *, detail: int = 0) -> list[str]:
         """The retrieved titles, numbered (``detail`` > 0: that many characters of each passage too).
 
-        The passages of a result this environment returned lately are named exactly; an older or
-        cut one is read back from its text, where a title holding ``") "`` is cut there."""
+        The passages of a query this environment searched lately are named exactly (what the
+        retriever returned, with a last line when the policy read them cut to ``rl.max_obs_tokens``);
+        others are read back from the observation's text, where a title holding ``") "`` is cut."""
         result = self.result_of(call, observation)
-        passages = self._seen.get(result.strip())
-        pairs = [(p.title, p.text) for p in passages] if passages is not None else _DOC.findall(result)
+        passages = self._seen.get(call.args.strip())
+        if passages is not None and format_passages(passages).strip().startswith(result.strip()):
+            pairs = [(p.title, p.text) for p in passages]
+            cut = len(result.strip()) < len(format_passages(passages).strip())
+        else:
+            pairs, cut = _DOC.findall(result), False
         out = []
         for k, (title, text) in enumerate(pairs, 1):
             extra = f" - {text[:detail].strip()}" if detail else ""
             out.append(f"{k}. {title or '(untitled)'}{extra}")
+        if cut:
+            out.append(f"(the policy read them cut to {len(result.strip())} characters: rl.max_obs_tokens)")
         return out
 
     @property

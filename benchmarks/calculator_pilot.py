@@ -1,0 +1,266 @@
+"""Does the instruction decide how the policy uses its calculator? A frozen-policy pilot (issue 32).
+
+Before any RL seed is spent in the ``calculator`` environment, two things must hold, or a
+comparison of co-evolution with static instructions cannot show anything:
+
+1. **The instruction moves reward.** A seed the run starts from (``weak``: it names the tool and
+   nothing more) must leave room, at least 0.10 of reward, below the best of the environment's
+   default seed (``calculator``) and a hand-written one with a worked example (``worked``); else
+   there is nothing for instruction evolution to find.
+2. **The weak seed earns some reward under sampling.** GRPO learns from groups whose G rollouts
+   differ; a seed with pass@G = 0 everywhere gives it nothing.
+
+This script plays the frozen policy on ``--problems`` held-out (test) problems under each seed
+(``notool``: never names the tool; ``weak``; ``calculator``; ``worked``): once greedily and
+``--group`` times sampled at ``--temperature``, and prints per seed: mean reward, tool calls and
+calls the calculator refused per episode, format failures (episodes with no answer or with an
+invalid turn), pass@G and the share of groups with mixed rewards; then each seed's paired
+per-problem difference from ``weak`` with its 95% interval over problems. Sampled episodes share
+their seeds across instructions (common random numbers). Rollouts that failed on an error (not
+the policy's fault) are counted apart and left out of every score; the script stops when they are
+more than a tenth of the rollouts.
+
+The environment's settings (``--set env.KEY=VALUE``: steps, ops, number ranges, what calc accepts)
+and the agent's (``--max-turns``, ``--tokens``) are the knobs the pilot chooses.
+
+Usage::
+
+    python benchmarks/calculator_pilot.py --threads 2 --problems 200 --json benchmarks/results/calculator/pilot.json
+    python benchmarks/calculator_pilot.py --engine vllm ...   # in the vLLM venv: rollouts through vLLM
+    python benchmarks/calculator_pilot.py --quick              # a smoke run (tiny random model)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+SEEDS = ("notool", "weak", "calculator", "worked")
+REFERENCE = "weak"
+MAX_ERROR_SHARE = 0.1
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="the frozen policy (a registered name or a folder)")
+    p.add_argument("--engine", default="hf", choices=["hf", "vllm"])
+    p.add_argument("--dtype", default="auto", help="the policy's weights dtype (auto: as inspo picks for this device)")
+    p.add_argument("--seeds", default=",".join(SEEDS), help=f"comma-separated named seeds (default {','.join(SEEDS)})")
+    p.add_argument("--problems", type=int, default=200, help="held-out test problems (default 200)")
+    p.add_argument("--group", type=int, default=8, help="sampled episodes per problem (G; 0: greedy only)")
+    p.add_argument("--temperature", type=float, default=1.0, help="the sampled episodes' temperature")
+    p.add_argument("--max-turns", type=int, default=3, help="tool turns; one final answer turn follows")
+    p.add_argument("--tokens", type=int, default=64, help="new tokens per turn")
+    p.add_argument("--obs-tokens", type=int, default=32, help="tokens per observation")
+    p.add_argument("--set", action="append", default=[], metavar="env.KEY=VALUE",
+                   help="a calculator setting, e.g. env.steps=3 or env.accept_equals=true")
+    p.add_argument("--batch", type=int, default=64, help="episodes per generate call")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (paired across instructions)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--vllm-kv-cache-gib", type=float, default=1.0)
+    p.add_argument("--json", default=None, help="write the result here")
+    p.add_argument("--episodes", default=None, help="write every episode here (JSONL)")
+    p.add_argument("--quick", action="store_true", help="smoke run: tiny random model, 4 problems, G 2")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.model, args.problems, args.group, args.tokens, args.max_turns = "tiny-qwen2", 4, 2, 6, 1
+        args.dtype = "float32"
+    return args
+
+
+def format_failure(rollout) -> bool:
+    """No answer, or a turn that was neither a tool call nor an answer."""
+    return rollout.answer is None or rollout.metrics.get("n_invalid", 0.0) > 0
+
+
+def summarise(rollouts: Sequence, group: int) -> dict:
+    """One seed's rollouts, problem-major (``group`` per problem). Error rollouts are counted
+    apart; a problem's group is scored on what remains of it."""
+    errors = sum(r.finish_reason == "error" for r in rollouts)
+    groups = [rollouts[i:i + group] for i in range(0, len(rollouts), group)]
+    kept = [[r for r in g if r.finish_reason != "error"] for g in groups]
+    played = [r for g in kept for r in g]
+    out = {"problems": len(groups), "rollouts": len(rollouts), "errors": errors}
+    if not played:
+        return out
+    out.update({
+        "reward": statistics.fmean(r.reward for r in played),
+        "tool_calls": statistics.fmean(len(r.tool_calls) for r in played),
+        "tool_errors": statistics.fmean(r.metrics.get("n_tool_errors", 0.0) for r in played),
+        "format_failures": statistics.fmean(format_failure(r) for r in played),
+        "no_answer": statistics.fmean(r.answer is None for r in played),
+        "pass_at_g": sum(any(r.reward > 0 for r in g) for g in kept if g) / sum(1 for g in kept if g),
+        "mixed_groups": sum(len({r.reward for r in g}) > 1 for g in kept if g) / sum(1 for g in kept if g),
+        "problem_means": [statistics.fmean(r.reward for r in g) if g else None for g in kept],
+    })
+    return out
+
+
+def differences(cells: dict[str, dict], reference: str) -> dict[str, dict]:
+    """Each seed's paired per-problem difference from ``reference`` (problems scored on both)."""
+    from inspo.eval.stats import paired_difference
+
+    out = {}
+    base = cells[reference].get("problem_means")
+    for name, cell in cells.items():
+        if name == reference or base is None or cell.get("problem_means") is None:
+            continue
+        pairs = [(x, y) for x, y in zip(cell["problem_means"], base, strict=True) if x is not None and y is not None]
+        out[f"{name} - {reference}"] = paired_difference([x for x, _ in pairs], [y for _, y in pairs]).to_dict()
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    args = parse_args(argv)
+    import torch
+
+    from inspo.agent.load import load_engine
+    from inspo.core.verifier import play_all
+    from inspo.envs.calculator import load_environment
+    from inspo.envs.evaluate import make_evaluate
+    from inspo.envs.loop import AgentConfig
+    from inspo.eval.provenance import provenance
+    from inspo.models.precision import default_device, resolve_precision
+    from inspo.records import Instruction
+    from inspo.train.config_files import parse_override
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    settings: dict = {}
+    for text in args.set:
+        parsed = parse_override(text)
+        if set(parsed) != {"env"}:
+            raise SystemExit(f"--set {text}: give the calculator's settings as env.KEY=VALUE")
+        settings.update(parsed["env"])
+    settings.setdefault("test_size", max(args.problems, 1))
+    env = load_environment(**settings)
+    problems = env.questions("test")[: args.problems]
+    names = [s for s in args.seeds.split(",") if s]
+    unknown = [n for n in names if n not in env.instructions]
+    if unknown:
+        raise SystemExit(f"unknown seed(s) {unknown}; the calculator's are: {', '.join(env.instructions)}")
+    if REFERENCE not in names:
+        raise SystemExit(f"--seeds must include {REFERENCE!r}, the reference of the paired differences")
+    instructions = [Instruction(id=n, text=env.instructions[n]) for n in names]
+    device = default_device()
+    precision = resolve_precision(args.dtype, device=device, dtype_key="--dtype")
+    info = provenance(["benchmarks/calculator_pilot.py", *(argv if argv is not None else sys.argv[1:])])
+    print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()}; "
+          f"precision: {precision.describe()})", flush=True)
+    vllm = None
+    if args.engine == "vllm":
+        from inspo.agent.vllm_engine import VLLMOptions
+
+        vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, enforce_eager=device == "cpu", max_model_len=4096)
+    started = time.perf_counter()
+    engine = load_engine(args.model, kind=args.engine, dtype=precision.dtype, device=device, vllm=vllm)
+    load_s = time.perf_counter() - started
+    agent = AgentConfig(max_turns=args.max_turns, max_response_tokens=args.tokens, max_obs_tokens=args.obs_tokens,
+                        temperature=0.0)
+    result: dict = {"provenance": info, "precision": precision.describe(), "engine": args.engine, "model": args.model,
+                    "env": env.options.to_dict(), "problems": len(problems), "group": args.group,
+                    "temperature": args.temperature, "agent": vars(agent).copy(), "seed": args.seed,
+                    "threads": torch.get_num_threads(), "load_s": load_s, "seeds": {}, "timing": {}}
+    played_all: dict[str, list] = {}
+    for mode, group in (("greedy", 1), ("sampled", args.group)):
+        if group < 1:
+            continue
+        from dataclasses import replace
+
+        config = agent if mode == "greedy" else replace(agent, temperature=args.temperature)
+        evaluate = make_evaluate(engine, env, config, group_size=group, batch_size=args.batch,
+                                 paired_seed=("calculator-pilot", args.seed), progress=True)
+        t0 = time.perf_counter()
+        played = play_all(evaluate, instructions, problems)
+        wall = time.perf_counter() - t0
+        episodes = sum(map(len, played))
+        generated = sum(r.metrics.get("n_policy_tokens", 0.0) for rs in played for r in rs)
+        result["timing"][mode] = {"wall_s": wall, "episodes": episodes, "episodes_per_s": episodes / wall,
+                                  "policy_tokens_per_s": generated / wall}
+        for ins, rollouts in zip(instructions, played, strict=True):
+            result["seeds"].setdefault(ins.id, {"text": ins.text})[mode] = summarise(rollouts, group)
+            played_all[f"{mode}:{ins.id}"] = rollouts
+    total = sum(len(v) for v in played_all.values())
+    errors = sum(r.finish_reason == "error" for v in played_all.values() for r in v)
+    result["errors"] = errors
+    if hasattr(engine, "shutdown"):
+        engine.shutdown()
+    if args.episodes:
+        write_episodes(args.episodes, played_all)
+    if errors > MAX_ERROR_SHARE * total:
+        print(json.dumps(result, indent=2), file=sys.stderr)
+        raise SystemExit(f"{errors} of {total} rollouts failed on an error (not the policy): no score is reported")
+    result["differences"] = {mode: differences({n: result["seeds"][n][mode] for n in names}, REFERENCE)
+                             for mode in ("greedy", "sampled") if mode in result["seeds"][REFERENCE]}
+    result["lever"] = lever(result)
+    print_result(result)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def lever(result: dict) -> dict:
+    """The pilot's two checks (module docstring), on the greedy and the sampled rewards."""
+    seeds = result["seeds"]
+    out = {}
+    for mode in ("greedy", "sampled"):
+        if mode not in seeds.get(REFERENCE, {}):
+            continue
+        best = max((n for n in ("calculator", "worked") if n in seeds and "reward" in seeds[n][mode]),
+                   key=lambda n: seeds[n][mode]["reward"], default=None)
+        if best is None or "reward" not in seeds[REFERENCE][mode]:
+            continue
+        gap = seeds[best][mode]["reward"] - seeds[REFERENCE][mode]["reward"]
+        out[mode] = {"best": best, "gap": gap, "gap_at_least_0.10": gap >= 0.10,
+                     "weak_reward": seeds[REFERENCE][mode]["reward"]}
+        if mode == "sampled":
+            out[mode]["weak_pass_at_g"] = seeds[REFERENCE][mode]["pass_at_g"]
+            out[mode]["weak_mixed_groups"] = seeds[REFERENCE][mode]["mixed_groups"]
+    return out
+
+
+def write_episodes(path: str, played: dict[str, list]) -> None:
+    """Every rollout (mode:seed, problem, response with its results, reward, calls), one a line."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for key, rollouts in played.items():
+            for r in rollouts:
+                row = {"cell": key, **r.to_dict()}
+                for field in ("prompt_ids", "completion_ids", "env_mask", "logprobs"):
+                    row.pop(field, None)
+                fh.write(json.dumps(row) + "\n")
+
+
+def print_result(result: dict) -> None:
+    print(f"\n{result['model']} ({result['engine']}, {result['precision']}); {result['problems']} test problems; "
+          f"G {result['group']} at T {result['temperature']}; env {result['env']}")
+    head = (f"{'seed':<11} {'mode':<8} {'reward':>7} {'calls':>6} {'refused':>8} {'format':>7} {'pass@G':>7} "
+            f"{'mixed':>6}")
+    print(head)
+    for name, cell in result["seeds"].items():
+        for mode in ("greedy", "sampled"):
+            c = cell.get(mode)
+            if not c or "reward" not in c:
+                continue
+            print(f"{name:<11} {mode:<8} {c['reward']:7.3f} {c['tool_calls']:6.2f} {c['tool_errors']:8.2f} "
+                  f"{c['format_failures']:7.1%} {c['pass_at_g']:7.1%} {c['mixed_groups']:6.1%}")
+    for mode, diffs in result.get("differences", {}).items():
+        for key, d in diffs.items():
+            interval = f"[{d['low']:+.3f}, {d['high']:+.3f}]" if d["n"] > 1 else "(no interval)"
+            print(f"{mode:<8} {key:<22} {d['mean']:+.3f} {interval} over {d['n']} problems")
+    for mode, t in result["timing"].items():
+        print(f"{mode:<8} {t['episodes']} episodes in {t['wall_s']:.0f} s: {t['episodes_per_s']:.2f} episodes/s, "
+              f"{t['policy_tokens_per_s']:.1f} policy tokens/s")
+    for mode, check in result.get("lever", {}).items():
+        print(f"lever ({mode}): best {check['best']} - weak = {check['gap']:+.3f} "
+              f"({'>=' if check['gap_at_least_0.10'] else '<'} 0.10)")
+
+
+if __name__ == "__main__":
+    main()
