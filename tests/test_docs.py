@@ -10,7 +10,13 @@ Conventions (docs/development.md, "The docs are tested"):
 - a ```` ```python ```` block runs in a fresh interpreter whose working directory is an empty
   temporary folder, with this checkout's ``src`` first on the path; a block that must not run (a
   GPU, a network endpoint, placeholder names, minutes of work) has ``<!-- no-run: why -->`` on the
-  line right before its fence.
+  line right before its fence;
+- a Python block with ``<!-- file: NAME -->`` on the line right before its fence is also a file:
+  it runs like any block, and is written as ``NAME`` into the folder of every later block of the
+  same page (docs/your-own-agent.md writes ``my_env.py`` once, then imports it);
+- the config keys are ``TrainConfig``'s fields; its ``env`` section is ``env.name``, ``env.python``
+  and the settings of every built-in environment (``env.corpus`` for search-r1, ``env.steps`` for
+  the calculator ...).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ CONFIG_SECTION = "Config keys"
 FREE_SECTIONS = ("Environment variables",)
 PYTHON_FENCES = ("python", "py", "python3")
 NO_RUN = re.compile(r"^<!--\s*no-run:(?P<why>.*?)-->\s*$")
+FILE = re.compile(r"^<!--\s*file:\s*(?P<name>\S*?)\s*-->\s*$")
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
 _ENTRY = re.compile(r"^- ((?:`[^`]+`(?:,\s*)?)+)")
 
@@ -64,15 +71,33 @@ def cli_flags() -> dict[str, set[str]]:
     return sections
 
 
+def env_keys() -> set[str]:
+    """The ``env:`` section's keys: ``env.name``, ``env.python`` and every setting of every built-in
+    environment (the fields of its options dataclass, made by its ``options_from({})``)."""
+    import importlib
+
+    from inspo.envs.registry import BUILTINS
+
+    keys = {"env.name", "env.python"}
+    for builtin in BUILTINS.values():
+        module, _, attr = builtin.options.partition(":")
+        options = getattr(importlib.import_module(module), attr)({})
+        keys |= {f"env.{f.name}" for f in dataclasses.fields(options)}
+    return keys
+
+
 def config_keys() -> set[str]:
-    """Every setting of ``TrainConfig`` under its dotted ``--set`` name, nested dataclasses walked."""
-    from inspo.train.config import TrainConfig
+    """Every setting of ``TrainConfig`` under its dotted ``--set`` name, nested dataclasses walked;
+    the ``env`` section as :func:`env_keys` (not its ``options`` dict)."""
+    from inspo.train.config import EnvConfig, TrainConfig
 
     def walk(obj, prefix: str) -> set[str]:
         keys: set[str] = set()
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)
-            if dataclasses.is_dataclass(value):
+            if isinstance(value, EnvConfig):
+                keys |= env_keys()
+            elif dataclasses.is_dataclass(value):
                 keys |= walk(value, f"{prefix}{f.name}.")
             else:
                 keys.add(prefix + f.name)
@@ -144,6 +169,7 @@ class Block:
     code: str
     no_run: str | None
     lang: str = "python"
+    file: str | None = None  # the name it is written as for the page's later blocks (a file marker)
 
     @property
     def where(self) -> str:
@@ -151,22 +177,27 @@ class Block:
 
 
 def fenced_blocks(path: Path, text: str | None = None) -> list[Block]:
-    """Every fenced block of a Markdown file, each with its language and the no-run marker right
-    before its fence.
+    """Every fenced block of a Markdown file, each with its language and the no-run or file marker
+    right before its fence.
 
-    Raises ValueError for a fence left open, a marker without a reason, or a marker that is not
-    right before a Python block (a marker that silences nothing is a mistake)."""
+    Raises ValueError for a fence left open, a no-run marker without a reason, a file marker
+    without a plain relative file name, or a marker that is not right before a Python block (a
+    marker that silences nothing is a mistake)."""
     lines = (path.read_text(encoding="utf-8") if text is None else text).splitlines()
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
         marker = NO_RUN.match(lines[i].strip())
-        if marker:
-            if not marker.group("why").strip():
-                raise ValueError(f"{path}:{i + 1}: a no-run marker must say why: <!-- no-run: why -->")
+        file_marker = FILE.match(lines[i].strip())
+        if marker and not marker.group("why").strip():
+            raise ValueError(f"{path}:{i + 1}: a no-run marker must say why: <!-- no-run: why -->")
+        if file_marker and not re.fullmatch(r"[\w-]+(\.[\w-]+)*", file_marker.group("name")):
+            raise ValueError(f"{path}:{i + 1}: a file marker names a file of the block's folder: <!-- file: my_env.py -->")
+        if marker or file_marker:
+            kind = "no-run" if marker else "file"
             nxt = _FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
             if not nxt or nxt.group("lang").lower() not in PYTHON_FENCES:
-                raise ValueError(f"{path}:{i + 1}: a no-run marker must be on the line right before a ```python fence")
+                raise ValueError(f"{path}:{i + 1}: a {kind} marker must be on the line right before a ```python fence")
         m = _FENCE.match(lines[i])
         if not m:
             i += 1
@@ -181,8 +212,10 @@ def fenced_blocks(path: Path, text: str | None = None) -> list[Block]:
             raise ValueError(f"{path}:{start + 1}: a {fence} fence is never closed")
         i += 1
         previous = NO_RUN.match(lines[start - 1].strip()) if start > 0 else None
+        named = FILE.match(lines[start - 1].strip()) if start > 0 else None
         blocks.append(Block(path, start + 1, "\n".join(body) + "\n",
-                            previous.group("why").strip() if previous else None, m.group("lang").lower()))
+                            previous.group("why").strip() if previous else None, m.group("lang").lower(),
+                            named.group("name") if named else None))
     return blocks
 
 
@@ -208,6 +241,12 @@ def test_blocks_and_markers_are_found_as_documented(tmp_path):
         python_blocks(md, "<!-- no-run: slow -->\n\n```python\npass\n```\n")
     with pytest.raises(ValueError, match="never closed"):
         python_blocks(md, "```python\npass\n")
+    named = python_blocks(md, "<!-- file: my_env.py -->\n```python\nX = 1\n```\n```python\nfrom my_env import X\n```\n")
+    assert [(b.line, b.file, b.no_run) for b in named] == [(2, "my_env.py", None), (5, None, None)]
+    with pytest.raises(ValueError, match="file marker must be on the line right before"):
+        python_blocks(md, "<!-- file: a.py -->\n```bash\nls\n```\n")
+    with pytest.raises(ValueError, match="names a file"):
+        python_blocks(md, "<!-- file: ../a.py -->\n```python\npass\n```\n")
 
 
 def test_docs_have_runnable_python_blocks_and_every_no_run_block_says_why():
@@ -222,6 +261,9 @@ def test_docs_have_runnable_python_blocks_and_every_no_run_block_says_why():
 @pytest.mark.parametrize("block", [b for b in all_blocks() if b.no_run is None], ids=lambda b: b.where)
 def test_python_block_runs(block: Block, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
+    for earlier in python_blocks(block.path):  # the page's files written so far (file markers)
+        if earlier.file and earlier.line < block.line:
+            (tmp_path / earlier.file).write_text(earlier.code, encoding="utf-8")
     script = tmp_path / "block.py"
     script.write_text(block.code, encoding="utf-8")
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -262,9 +304,38 @@ def test_inspo_commands_are_read_from_shell_blocks():
                                      ["eval", "--set", "env.topk=2", "--limit", "5"], ["ask", "runs/x"]]
 
 
+def command_settings(args: argparse.Namespace) -> list[str]:
+    """The ``--set`` strings a parsed command line resolves: ``--env NAME`` first (``inspo data
+    calculator``: the calculator's), then its ``--set`` overrides. A user's environment
+    (``module:attr``) is not imported here: its ``env.*`` settings are left out (its factory checks
+    them when it is called), and the rest resolve over the default environment."""
+    from inspo.envs.registry import BUILTINS
+
+    env = getattr(args, "env", None) or ("calculator" if getattr(args, "dataset", None) == "calculator" else None)
+    overrides = list(getattr(args, "overrides", None) or [])
+    if env in BUILTINS:
+        return [f"env.name={env}", *overrides]
+    if env:
+        return [o for o in overrides if not o.startswith("env.")]
+    return overrides
+
+
+def test_command_settings_put_the_environment_first():
+    from inspo.cli import build_parser
+
+    def settings(*argv: str) -> list[str]:
+        return command_settings(build_parser().parse_args(list(argv)))
+
+    assert settings("train", "--env", "calculator", "--set", "env.steps=3") == ["env.name=calculator", "env.steps=3"]
+    assert settings("train", "--env", "my_env:load", "--set", "env.x=1", "--set", "rl.steps=2") == ["rl.steps=2"]
+    assert settings("data", "calculator", "--out", "d", "--set", "env.steps=3") == ["env.name=calculator", "env.steps=3"]
+    assert settings("eval", "--set", "env.topk=2") == ["env.topk=2"]
+
+
 def test_every_inspo_command_in_the_docs_parses_and_its_settings_exist(capsys):
     """Each documented ``inspo`` command line is parsed by the real parser (flags, choices, types),
-    and its ``--set`` overrides resolve over its preset (keys and values validated)."""
+    and its ``--env`` and ``--set`` overrides resolve over its preset (keys and values validated;
+    :func:`command_settings`)."""
     from inspo.cli import build_parser
     from inspo.train.config import resolve
 
@@ -278,9 +349,10 @@ def test_every_inspo_command_in_the_docs_parses_and_its_settings_exist(capsys):
         except SystemExit:
             bad.append(f"{block.where}: inspo {' '.join(argv)}: {capsys.readouterr().err.strip().splitlines()[-1]}")
             continue
-        if getattr(args, "overrides", None):
+        settings = command_settings(args)
+        if settings:
             try:
-                resolve(args.preset or "cpu-tiny", None, args.overrides)
+                resolve(getattr(args, "preset", None) or "cpu-tiny", None, settings)
             except ValueError as exc:
                 bad.append(f"{block.where}: inspo {' '.join(argv)}: {exc}")
     assert not bad, "documented inspo commands the code refuses:\n" + "\n".join(bad)

@@ -210,3 +210,29 @@ def test_a_prefill_that_opens_a_tag_the_environment_lacks_is_refused():
     check_prefill(calculator, "<calc>")
     check_prefill(calculator, "<think>")
     check_prefill(calculator, "")
+
+
+def test_switching_environment_resets_the_presets_prefill_unless_it_is_given():
+    from inspo.train.config import resolve
+
+    assert resolve("cpu-tiny").rl.prefill == "<search>"  # cpu-tiny is Search-R1's, its first search forced
+    assert resolve("cpu-tiny", overrides=["env.name=calculator"]).rl.prefill == ""
+    assert resolve("cpu-tiny", overrides=["env.name=calculator", "rl.prefill=<calc>"]).rl.prefill == "<calc>"
+    assert resolve("cpu-tiny", overrides=["env.name=search-r1"]).rl.prefill == "<search>"  # the same environment
+
+
+@pytest.mark.parametrize("name", ["protocol", "rollout", "rewards", "evaluate", "transcript"])
+def test_a_module_that_moved_says_where_it_went(name):
+    import importlib
+
+    with pytest.raises(ImportError, match=rf"inspo.agent.{name} moved with the environment seam: .*inspo\.envs"):
+        importlib.import_module(f"inspo.agent.{name}")
+
+
+def test_an_observation_cap_that_leaves_no_room_for_the_result_is_warned_about(caplog):
+    env = _env()
+    [r], _ = _play(env, _call_then_answer, max_obs_tokens=20)  # no tokenizer: ~4 characters a token
+    assert not [m for m in caplog.messages if "max_obs_tokens" in m]
+    [r], _ = _play(env, _call_then_answer, max_obs_tokens=16, max_turns=1, last_turn_nudge=True)
+    warned = [m for m in caplog.messages if "rl.max_obs_tokens=16 leaves" in m]
+    assert len(warned) == 1 and "last-turn nudge" in warned[0]

@@ -3,7 +3,8 @@
 What an agent IS (its tools, protocol, reward, data) is an environment: :mod:`inspo.envs`. The
 search agent that lived here is the ``search-r1`` environment (:mod:`inspo.envs.search_r1`); the
 rollout loop and the evaluate seam are :mod:`inspo.envs.loop` and :mod:`inspo.envs.evaluate`.
-Their old names here still resolve, with a DeprecationWarning naming the new place.
+Their old names as attributes of ``inspo.agent`` still resolve, with a DeprecationWarning naming the new
+place; the old modules (``inspo.agent.protocol``, ``.rollout`` ...) raise an ImportError that names it.
 
 Importing this package is cheap; torch/transformers/openai/vllm load when an engine is built.
 """

@@ -49,6 +49,7 @@ text-only rollouts: empty id lists and the response is the concatenated text.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -58,8 +59,12 @@ from inspo.envs.base import Environment, FinalAnswer
 from inspo.envs.tools import Refusal, ToolFailed, run_calls
 from inspo.records import Instruction, Question, Rollout, ToolCall
 
+log = logging.getLogger("inspo.envs")
+
 #: Characters per token assumed when an engine has no tokenizer to count observation tokens.
 CHARS_PER_TOKEN = 4
+#: Fewer tokens than this left for a tool's result (after the closing tag and the nudge) is warned about.
+MIN_RESULT_TOKENS = 16
 
 #: Every ``Rollout.finish_reason`` the agent writes (meanings in the module docstring).
 FINISH_REASONS: tuple[str, ...] = ("answer", "eos", "length", "turn_limit", "error")
@@ -251,6 +256,7 @@ class _Tokens:
         self.engine = engine
         self.config = config
         self.keep_ids = bool(engine.keeps_token_ids)
+        self.warned = False
 
     def ids(self, text: str) -> list[int]:
         return list(self.engine.encode(text) or []) if self.keep_ids else []
@@ -269,6 +275,13 @@ class _Tokens:
         the kept ids, so mask-0 spans always decode to the recorded text.
         """
         budget = self.config.max_obs_tokens - reserve
+        room = budget - self.count(tail)
+        if room < MIN_RESULT_TOKENS and not self.warned:
+            self.warned = True
+            log.warning("rl.max_obs_tokens=%d leaves %d token(s) for a tool's result once its closing text and the "
+                        "last-turn nudge (%d tokens) are counted: results will be cut to almost nothing; raise "
+                        "rl.max_obs_tokens or turn rl.last_turn_nudge off", self.config.max_obs_tokens, max(room, 0),
+                        reserve)
         if not text.endswith(tail):
             raise ValueError(f"an observation must end with the environment's closing text {tail!r}; got "
                              f"...{text[-40:]!r} (env.observe and env.closing disagree)")

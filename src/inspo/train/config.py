@@ -470,15 +470,24 @@ def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overr
     return from_dict(data)
 
 
+#: Settings outside ``env:`` that belong to the environment a preset was written for: a layer that
+#: switches ``env.name`` puts them back to their defaults (unless it sets them itself).
+ENV_BOUND: dict[str, tuple[str, ...]] = {"rl": ("prefill",)}
+
+
 def merge_layer(data: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
     """``layer`` merged over ``data``, except that a layer naming ANOTHER environment
-    (``env.name``) starts the ``env:`` section afresh: the earlier layers' ``env`` settings belong
-    to the environment it replaces (a preset's corpus means nothing to the calculator)."""
+    (``env.name``) starts the ``env:`` section afresh and resets :data:`ENV_BOUND`: the earlier
+    layers' settings belong to the environment it replaces (cpu-tiny's corpus and its forced
+    ``<search>`` mean nothing to the calculator)."""
     env = layer.get("env")
     if isinstance(env, dict) and "name" in env:
         before = data.get("env") if isinstance(data.get("env"), dict) else {}
         if env["name"] != before.get("name", EnvConfig.name):
             data = {**data, "env": {}}
+            for section, keys in ENV_BOUND.items():
+                if isinstance(data.get(section), dict):
+                    data[section] = {k: v for k, v in data[section].items() if k not in keys}
     return merge(data, layer)
 
 
