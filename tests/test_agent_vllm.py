@@ -203,9 +203,8 @@ def test_a_users_environment_and_the_calculator_play_the_same_on_vllm_as_on_tran
     """The seam on the vLLM engine: a user's environment defined in a test file (its tool forced by
     the prefill, so it runs) and the built-in calculator give the same ids, masks, tool calls and
     rewards on both engines, greedily; the tool's result tokens are masked."""
-    from test_envs_user import PREFILL, load_environment
-
     from inspo.envs import make_env
+    from test_envs_user import PREFILL, load_environment
 
     vllm_engine, hf_engine = engines
     user = load_environment()
@@ -283,9 +282,8 @@ def test_evolve_with_the_vllm_engine(tmp_path, engines):
 @pytest.mark.slow
 def test_a_users_environment_evolves_and_is_evaluated_on_the_vllm_engine(tmp_path, engines):
     """The public API with a user's environment object and vLLM playing the frozen policy."""
-    from test_envs_user import OVERRIDES, load_environment
-
     import inspo
+    from test_envs_user import OVERRIDES, load_environment
 
     vllm_engine, _ = engines
     config = inspo.load_config("cpu-tiny", overrides=[*OVERRIDES, f"output_dir={tmp_path / 'evo'}",

@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import pytest
 
-from core_helpers import SEED, FunctionLLM, failing_llm, scripted_reflection, GUARD
+from core_helpers import GUARD, SEED, FunctionLLM, failing_llm, scripted_reflection
 from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig

@@ -1,6 +1,6 @@
 import pytest
 
-from core_helpers import SEED, FunctionLLM, failing_llm, parent_of, scripted_reflection, GUARD
+from core_helpers import GUARD, SEED, FunctionLLM, failing_llm, parent_of, scripted_reflection
 from inspo.core.coevolution import CoEvolution, PlannedStep, planned_schedule
 from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.events import EventLog

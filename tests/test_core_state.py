@@ -2,13 +2,12 @@ import json
 
 import pytest
 
-from inspo.synthetic import reflector_rules
-from core_helpers import SEED, FunctionLLM, scripted_reflection, GUARD
+from core_helpers import GUARD, SEED, FunctionLLM, scripted_reflection
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.proposer import Proposer
 from inspo.core.state import load_state, save_state
-from inspo.synthetic import SyntheticEnv, make_questions, run_synthetic
+from inspo.synthetic import SyntheticEnv, make_questions, reflector_rules, run_synthetic
 
 CFG = dict(evolve_until=40, validation_size=20, seed=3)
 

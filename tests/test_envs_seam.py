@@ -9,14 +9,22 @@ from __future__ import annotations
 import time
 
 import pytest
-from agent_helpers import TurnScript
 
+from agent_helpers import TurnScript
 from inspo.envs import TaggedToolEnv, make_env, tool
 from inspo.envs.base import EnvError, check_environment
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.envs.registry import EnvNameError
-from inspo.records import EndpointDown, Instruction, Question, SetupError, TooManyErrors, ToolCall, scored
+from inspo.records import (
+    EndpointDown,
+    Instruction,
+    Question,
+    SetupError,
+    ToolCall,
+    TooManyErrors,
+    scored,
+)
 
 SEED = "Look the word up with <lookup> word </lookup>; the result comes in <result> </result>. Answer in <answer> </answer>."
 INS = Instruction("ins-0001", SEED)

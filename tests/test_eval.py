@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from inspo.cli import main
+from inspo.envs.search_r1 import SearchR1Env
 from inspo.eval import (
     Dataset,
     EvalReport,
@@ -13,7 +14,6 @@ from inspo.eval import (
     run_eval,
     summarize,
 )
-from inspo.envs.search_r1 import SearchR1Env
 from inspo.records import Instruction, Question, Rollout, ToolCall
 
 Q = [Question("a", "Who?", ("Ann Lee",)), Question("b", "When?", ("1901",))]

@@ -8,16 +8,24 @@ from __future__ import annotations
 
 import pytest
 
-from core_helpers import SEED, FunctionLLM, scripted_reflection, GUARD
+from core_helpers import GUARD, SEED, FunctionLLM, scripted_reflection
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog
 from inspo.core.proposer import Proposer
 from inspo.core.replay import ReplayBuffer
 from inspo.core.verifier import Verifier
-from inspo.eval import EvalReport, summarize
 from inspo.envs.search_r1 import SearchR1Env
-from inspo.records import Candidate, Question, Rollout, TooManyErrors, ToolCall, check_error_rate, scored
+from inspo.eval import EvalReport, summarize
+from inspo.records import (
+    Candidate,
+    Question,
+    Rollout,
+    ToolCall,
+    TooManyErrors,
+    check_error_rate,
+    scored,
+)
 from inspo.train.loop import finish_step, rescore
 
 DOWN = "RetrievalUnavailable: cannot reach retrieval server at http://127.0.0.1:9 (POST /retrieve failed after 4 tries)"

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from inspo.cli_agent import add_agent_parsers
-from inspo.cli_common import CLIError, add_config_args, resolve_config
+from inspo.cli_common import CLIError, add_config_args, env_settings, resolve_config
 from inspo.cli_eval import cmd_eval
 from inspo.records import TooManyErrors
 
@@ -192,15 +192,8 @@ def cmd_data(args: argparse.Namespace) -> int:
                        "(it is created when missing)")
     if args.dataset == "calculator":  # the calculator environment's generated word problems
         from inspo.envs.calculator.env import options_from
-        from inspo.train.config_files import parse_override
 
-        settings = {"seed": args.seed}
-        for text in args.overrides:
-            parsed = parse_override(text)
-            if set(parsed) != {"env"}:
-                raise CLIError(f"--set {text}: inspo data calculator takes the calculator's settings as "
-                               "--set env.KEY=VALUE (e.g. env.steps=3, env.test_size=300)")
-            settings.update(parsed["env"])
+        settings = {"seed": args.seed, **env_settings(args.overrides, "inspo data calculator", "env.steps=3")}
         try:
             spec = options_from(settings)
         except ValueError as exc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from inspo.cli_common import CLIError
+from inspo.cli_common import CLIError, env_settings
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -68,15 +68,9 @@ ASK_SHORTCUTS = {"corpus": "corpus", "retriever": "retriever", "retriever_url": 
 
 def _env_options(args: argparse.Namespace) -> dict:
     """The environment settings ``--env``, ``--set env.KEY=VALUE`` and the search shortcuts ask for."""
-    from inspo.train.config_files import parse_override
-
     options: dict = {"name": args.env} if args.env else {}
-    for text in args.overrides:
-        parsed = parse_override(text)
-        if set(parsed) != {"env"}:
-            raise CLIError(f"--set {text}: inspo ask takes only the environment's settings (--set env.KEY=VALUE); "
-                           "the agent's own flags are --max-turns, --temperature ...")
-        options.update(parsed["env"])
+    options.update(env_settings(args.overrides, "inspo ask (the agent's own flags are --max-turns, --temperature ...)",
+                                "env.topk=5"))
     options.update({key: getattr(args, dest) for dest, key in ASK_SHORTCUTS.items() if getattr(args, dest) is not None})
     if args.retriever_url and args.retriever is None:
         options["retriever"] = "http"

@@ -28,6 +28,21 @@ def add_config_args(p: argparse.ArgumentParser, default_preset: str | None = "cp
         p.add_argument("--output-dir", default=None, help="run directory (default: the preset's)")
 
 
+def env_settings(overrides: list[str], command: str, example: str) -> dict:
+    """The ``--set env.KEY=VALUE`` settings of a command that takes only an environment's settings
+    (``inspo ask``, ``inspo data``); CLIError naming the command for any other key."""
+    from inspo.train.config_files import parse_override
+
+    settings: dict = {}
+    for text in overrides:
+        parsed = parse_override(text)
+        if set(parsed) != {"env"}:
+            raise CLIError(f"--set {text}: {command} takes only the environment's settings as --set env.KEY=VALUE "
+                           f"(e.g. {example})")
+        settings.update(parsed["env"])
+    return settings
+
+
 def resolve_config(args: argparse.Namespace, base: dict | None = None, extra: list[str] = ()):
     """``--preset`` (or ``base``), then ``--config``, then ``--env``, ``--set`` and ``extra`` (a
     command's shortcut flags as ``--set`` strings), and ``--output-dir``."""

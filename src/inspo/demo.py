@@ -21,7 +21,13 @@ from inspo.core.events import EventLog
 from inspo.core.proposer import Proposer
 from inspo.core.state import save_state
 from inspo.llm.base import LLMClient
-from inspo.synthetic import GUARD_TAGS, SEED_INSTRUCTION, SyntheticEnv, make_questions, run_synthetic
+from inspo.synthetic import (
+    GUARD_TAGS,
+    SEED_INSTRUCTION,
+    SyntheticEnv,
+    make_questions,
+    run_synthetic,
+)
 from inspo.train.loop import MetricsLog, finish_step
 from inspo.train.summary import RunSummary, summarize
 

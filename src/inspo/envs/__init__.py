@@ -17,7 +17,7 @@
 Importing this package is cheap: engines, retrievers and models load when an environment is built.
 """
 
-from inspo.envs.base import Environment, EnvError, FinalAnswer, ToolCall, check_environment
+from inspo.envs.base import EnvError, Environment, FinalAnswer, ToolCall, check_environment
 from inspo.envs.evaluate import Evaluate, make_evaluate
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.envs.registry import EnvNameError, builtin_names, make_env, resolve_seed

@@ -47,7 +47,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from inspo.records import Question, Rollout, ToolCall
 
-__all__ = ["PARTS", "Action", "EnvError", "Environment", "FinalAnswer", "ToolCall", "check_environment"]
+__all__ = ["PARTS", "Action", "EnvError", "Environment", "FinalAnswer", "ToolCall", "check_environment",
+           "settings_from"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,19 @@ PARTS: dict[str, str] = {
     "split_turns": "split_turns(response) -> [(policy text, environment text after it)]",
     "show": "show(call, observation, *, detail=0) -> list of str",
 }
+
+
+def settings_from(cls: type, settings: Mapping[str, Any], env_name: str) -> Any:
+    """``cls(**settings)`` for an environment's settings dataclass, a ValueError naming each
+    unknown key (as ``env.KEY``) and listing the keys ``env.name=env_name`` takes."""
+    from dataclasses import fields
+
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise ValueError(f"unknown setting(s) {', '.join('env.' + k for k in unknown)} for env.name={env_name}; "
+                         f"it takes: {', '.join(sorted(known))}")
+    return cls(**settings)
 
 
 class EnvError(TypeError):

@@ -271,13 +271,17 @@ class TaggedToolEnv(TagProtocol):
         gold = " | ".join(rollout.question.answers)
         if rollout.error:
             return f"The episode failed with an error ({rollout.error}). The correct answer is {gold}."
-        used = ", ".join(f"{t} {len(rollout.calls_of(t))} time(s)" for t in self.tools if rollout.calls_of(t))
-        tools = f"called {used}" if used else "called no tool"
+        tools = self.calls_said(rollout)
         if rollout.answer is None:
             return (f"No <{self.answer_tag}>...</{self.answer_tag}> was given ({tools}, stopped: "
                     f"{rollout.finish_reason}). The correct answer is {gold}.")
         verdict = "Correct." if rollout.reward >= 1.0 else f"Wrong or partly wrong (reward {rollout.reward:.2f})."
         return f"{verdict} The agent {tools} and answered {rollout.answer!r}; the correct answer is {gold}."
+
+    def calls_said(self, rollout: Rollout) -> str:
+        """The episode's tool use in a few words, for :meth:`feedback` ("called calc 2 time(s)")."""
+        used = ", ".join(f"{t} {len(rollout.calls_of(t))} time(s)" for t in self.tools if rollout.calls_of(t))
+        return f"called {used}" if used else "called no tool"
 
     def metrics(self, rollout: Rollout) -> dict[str, float]:
         return {}

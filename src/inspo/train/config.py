@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
+from inspo.envs.registry import check_seed_name
 from inspo.llm.factory import OptimizerLLMConfig
 from inspo.models.precision import DTYPES
-from inspo.envs.registry import check_seed_name
 from inspo.train.config_files import merge, parse_override, read_config_file
 from inspo.train.final import FINAL_CHOICES
 from inspo.train.presets import PRESETS

@@ -61,13 +61,13 @@ from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
-from inspo.envs.evaluate import Evaluate, make_evaluate
-from inspo.envs.loop import FINISH_REASONS, AgentConfig
 from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import CoEvolution, StepReport
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog, Sampled
 from inspo.core.proposer import LengthCheck, Proposer
+from inspo.envs.evaluate import Evaluate, make_evaluate
+from inspo.envs.loop import FINISH_REASONS, AgentConfig
 from inspo.llm.base import LLMClient
 from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.rng import derived_rng

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
 from inspo.models.precision import Precision
+from inspo.records import SetupError
 from inspo.rng import derived_rng
 from inspo.train.config import EnvConfig, TrainConfig
 from inspo.train.grpo_run import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
@@ -52,7 +53,6 @@ from inspo.train.loop import RewardFn
 from inspo.train.precision import announce, run_precision
 from inspo.train.progress import say
 from inspo.train.schedule import offline_config
-from inspo.records import SetupError
 from inspo.train.summary import RunSummary
 from inspo.train.trainer import grpo_settings
 

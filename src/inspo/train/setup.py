@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import render_messages
-from inspo.envs.build import agent_config, build_env, check_prefill, load_questions, resolve_model_dir, seed_of
+from inspo.envs.build import (
+    agent_config,
+    build_env,
+    check_prefill,
+    load_questions,
+    resolve_model_dir,
+    seed_of,
+)
 from inspo.envs.loop import AgentConfig
 from inspo.llm.base import LLMClient
 from inspo.records import Question, SetupError

@@ -44,7 +44,12 @@ from inspo.core.reflector.failures import (
     tags_of,
 )
 from inspo.core.reflector.prompts import DEFAULT_N, ParsedPrompt, parse_prompt
-from inspo.core.reflector.revisions import covered, history_sentences, write_candidates, write_critique
+from inspo.core.reflector.revisions import (
+    covered,
+    history_sentences,
+    write_candidates,
+    write_critique,
+)
 from inspo.core.reflector.rules import ANSWER_RULES, ReflectorRules
 
 __all__ = [

@@ -27,7 +27,7 @@ refuses the expression: :mod:`.arith` has the grammar, a knob of the benchmark),
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from inspo.core.reflector.failures import (
@@ -38,6 +38,7 @@ from inspo.core.reflector.failures import (
     tags_of,
 )
 from inspo.core.reflector.rules import ANSWER_RULES, ReflectorRules
+from inspo.envs.base import settings_from
 from inspo.envs.calculator.arith import (
     calculate,
     evaluate_expression,
@@ -90,12 +91,7 @@ class CalculatorOptions(ProblemSpec):
 
 def options_from(options: dict[str, Any]) -> CalculatorOptions:
     """:class:`CalculatorOptions` from a dict, with a message naming an unknown key and the known ones."""
-    known = {f.name for f in fields(CalculatorOptions)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(f"unknown setting(s) {', '.join('env.' + k for k in unknown)} for env.name={NAME}; "
-                         f"it takes: {', '.join(sorted(known))}")
-    return CalculatorOptions(**options)
+    return settings_from(CalculatorOptions, options, NAME)
 
 
 def calc_tool(*, accept_equals: bool = False) -> Tool:

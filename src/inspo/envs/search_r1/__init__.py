@@ -8,8 +8,18 @@
   :func:`load_environment`, the factory ``env.name: search-r1`` names.
 """
 
-from inspo.envs.search_r1.env import NAME, SearchR1Env, SearchR1Options, load_environment, search_tool
-from inspo.envs.search_r1.protocol import NAMED_INSTRUCTIONS, SEARCH_R1_INSTRUCTION, WEAK_INSTRUCTION
+from inspo.envs.search_r1.env import (
+           NAME,
+           SearchR1Env,
+           SearchR1Options,
+           load_environment,
+           search_tool,
+)
+from inspo.envs.search_r1.protocol import (
+           NAMED_INSTRUCTIONS,
+           SEARCH_R1_INSTRUCTION,
+           WEAK_INSTRUCTION,
+)
 
 __all__ = ["NAME", "NAMED_INSTRUCTIONS", "SEARCH_R1_INSTRUCTION", "WEAK_INSTRUCTION", "SearchR1Env", "SearchR1Options",
            "load_environment", "search_tool"]

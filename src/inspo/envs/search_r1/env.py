@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.answers import exact_match, f1_score
+from inspo.envs.base import settings_from
 from inspo.envs.search_r1.protocol import (
     INVALID_ACTION_MESSAGE,
     LAST_TURN_NUDGE,
@@ -195,17 +196,9 @@ class SearchR1Env(TaggedToolEnv):
                 "f1": f1_score(answer, golds) if answer is not None else 0.0,
                 "format_failures": float(not format_ok(rollout.response))}
 
-    def feedback(self, rollout: Rollout) -> str:
-        gold = " | ".join(rollout.question.answers)
-        if rollout.error:
-            return f"The episode failed with an error ({rollout.error}). The correct answer is {gold}."
+    def calls_said(self, rollout: Rollout) -> str:
         searches = rollout.calls_of("search")
-        searched = f"searched {len(searches)} time(s)" if searches else "never searched"
-        if rollout.answer is None:
-            return (f"No <answer>...</answer> was given ({searched}, stopped: {rollout.finish_reason}). "
-                    f"The correct answer is {gold}.")
-        verdict = "Correct." if rollout.reward >= 1.0 else f"Wrong or partly wrong (reward {rollout.reward:.2f})."
-        return f"{verdict} The agent {searched} and answered {rollout.answer!r}; the correct answer is {gold}."
+        return f"searched {len(searches)} time(s)" if searches else "never searched"
 
     def show(self, call: ToolCall, observation: str, *, detail: int = 0) -> list[str]:
         """The retrieved titles, numbered (``detail`` > 0: that many characters of each passage too).
@@ -252,12 +245,7 @@ def load_environment(**options: Any) -> SearchR1Env:
 
 def options_from(options: dict[str, Any]) -> SearchR1Options:
     """:class:`SearchR1Options` from a dict, with a message naming an unknown key and the known ones."""
-    known = {f.name for f in fields(SearchR1Options)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(f"unknown setting(s) {', '.join('env.' + k for k in unknown)} for env.name=search-r1; "
-                         f"it takes: {', '.join(sorted(known))}")
-    return SearchR1Options(**options)
+    return settings_from(SearchR1Options, options, NAME)
 
 
 __all__ = ["NAME", "SearchR1Env", "SearchR1Options", "load_environment", "options_from", "questions_of",
