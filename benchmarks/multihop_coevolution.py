@@ -46,8 +46,10 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # arm -> (mode, seed instruction as a config names it)
 ARMS: dict[str, tuple[str, str]] = {
@@ -70,6 +72,8 @@ COMPARISONS = (
 )
 HOPS = ("2", "1")
 EFFECT = 0.05  # the effect size the issue asks the seeds to be sized for (EM)
+UNTRAINED = {"weak": "@weak", "search-r1": "@search-r1"}  # the base policy's scorings: name -> seed
+ALL_QUESTIONS = 1_000_000  # data.max_test_questions for an extra test set: every question of it
 QUICK = [
     "model.name_or_path=tiny-qwen2", "model.lora=false", "rl.max_response_tokens=8", "rl.max_turns=2",
     "rl.questions_per_step=2", "rl.group_size=2", "rl.micro_batch_size=4", "rl.save_steps=1",
@@ -78,6 +82,38 @@ QUICK = [
     "coevolution.prior_rollouts=1", "data.max_eval_questions=2", "data.max_test_questions=6",
     "data.warmup_questions=2", "offline_steps=2",
 ]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a campaign compares, and on which test questions (this script's is :data:`MULTIHOP`;
+    ``calculator_campaign.py`` has another): the arms (``arm -> (mode, seed instruction)``), the
+    seeds the untrained policy is scored under, the comparisons (``a - b`` over per-question
+    test scores), the groups the test questions are reported in (``group(question)``, in
+    ``groups`` order), extra test sets scored after each run (``{group: data source}``: the final
+    agent, greedy, on questions phrased otherwise), the preset, the smoke run's settings and the
+    effect the seeds are sized for."""
+
+    script: str
+    preset: str
+    arms: dict[str, tuple[str, str]]
+    untrained: dict[str, str]
+    comparisons: tuple[tuple[str, str], ...]
+    groups: tuple[str, ...]
+    group: Callable[[Any], str]
+    quick: tuple[str, ...]
+    extra_tests: dict[str, str] = field(default_factory=dict)
+    effect: float = EFFECT
+    quick_extra: tuple[str, ...] = ()
+
+    @property
+    def all_arms(self) -> tuple[str, ...]:
+        return ("untrained", *self.arms)
+
+
+MULTIHOP = Setting(script="benchmarks/multihop_coevolution.py", preset="multihop", arms=ARMS, untrained=UNTRAINED,
+                   comparisons=COMPARISONS, groups=HOPS, group=lambda q: str(int(q.meta.get("hops", 0) or 0)),
+                   quick=tuple(QUICK))
 
 
 def _sibling(name: str):
@@ -91,33 +127,33 @@ def _sibling(name: str):
     return sys.modules[module_name]
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None, setting: Setting = MULTIHOP) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", default="multihop")
+    p.add_argument("--preset", default=setting.preset)
     p.add_argument("--steps", type=int, default=0, help="training steps per arm (0: the preset's)")
     p.add_argument("--seed", type=int, default=0, help="rl.seed of every arm (it seeds co-evolution too)")
-    p.add_argument("--arms", default=",".join(ALL_ARMS), help=f"comma-separated, of {', '.join(ALL_ARMS)}")
+    p.add_argument("--arms", default=",".join(setting.all_arms), help=f"comma-separated, of {', '.join(setting.all_arms)}")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--set", action="append", default=[], help="extra config override (every arm)")
-    p.add_argument("--out", default="runs/multihop-bench", help="run folders and results/ go here")
+    p.add_argument("--out", default=f"runs/{setting.preset}-bench", help="run folders and results/ go here")
     p.add_argument("--combine", metavar="DIR_OR_JSON", nargs="+", help="pool the results of several seeds")
     p.add_argument("--json", default=None, help="--combine: also write the pooled result here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     args = p.parse_args(argv)
     args.arms = [a for a in args.arms.split(",") if a]
-    unknown = [a for a in args.arms if a not in ALL_ARMS]
+    unknown = [a for a in args.arms if a not in setting.all_arms]
     if unknown or not args.arms:
-        p.error(f"--arms: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(ALL_ARMS)}")
+        p.error(f"--arms: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(setting.all_arms)}")
     if args.steps < 0:
         p.error("--steps must be >= 0")
     if args.quick:
         args.steps = min(args.steps or 2, 2)
-        args.set = [*QUICK, *args.set]
+        args.set = [*setting.quick, *args.set]
     return args
 
 
-def overrides(args: argparse.Namespace, arm: str) -> list[str]:
-    mode, seed_instruction = ARMS.get(arm, ("static", "@weak"))
+def overrides(args: argparse.Namespace, arm: str, setting: Setting = MULTIHOP) -> list[str]:
+    mode, seed_instruction = setting.arms.get(arm, ("static", "@weak"))
     steps = [f"rl.steps={args.steps}"] if args.steps else []
     return [f"mode={mode}", f"seed_instruction={seed_instruction}", f"rl.seed={args.seed}", *steps,
             f"output_dir={run_dir(args, arm)}", *args.set]
@@ -135,24 +171,43 @@ def has_checkpoint(directory: Path) -> bool:
     return any(p.is_dir() and p.name.startswith("checkpoint-") for p in directory.glob("checkpoint-*"))
 
 
-def test_hops(config) -> dict[str, int]:
-    """Hop count of every test question the runs are scored on (from the questions' metadata)."""
+def test_groups(config, setting: Setting = MULTIHOP) -> dict[str, str]:
+    """The group of every test question the runs are scored on (``setting.group``)."""
     from inspo.envs.build import build_env, load_questions
 
     data = config.data
     questions = load_questions(build_env(config), data.eval, data.test_split, data.max_test_questions,
                                field_name="data.eval", max_hops=data.max_hops)
-    return {q.id: int(q.meta.get("hops", 0) or 0) for q in questions}
+    return {q.id: setting.group(q) for q in questions}
 
 
-def run_arm(arm: str, args: argparse.Namespace) -> dict:
+def test_hops(config) -> dict[str, int]:
+    """Hop count of every test question the runs are scored on (from the questions' metadata)."""
+    return {qid: int(group) for qid, group in test_groups(config, MULTIHOP).items()}
+
+
+def extra_scores(config, policy: str, texts: Sequence[str], source: str) -> tuple[list[str], list[list[float]]]:
+    """``policy``'s greedy rewards under each of ``texts`` on another test set (``source``: a file,
+    or ``SOURCE@SPLIT``), with ``config``'s agent: an arm's final agent on questions phrased
+    otherwise. Returns the question ids and one reward list per text."""
+    from dataclasses import replace
+
+    data_source, _, split = source.partition("@")
+    scored = replace(config, data=replace(config.data, eval=data_source, test_split=split or "test",
+                                          eval_split="dev" if (split or "test") != "dev" else "train",
+                                          max_test_questions=ALL_QUESTIONS))
+    return _sibling("rl_static_vs_inspo").greedy_test_scores(scored, policy, texts)
+
+
+def run_arm(arm: str, args: argparse.Namespace, setting: Setting = MULTIHOP) -> dict:
     """One training run (resumed when a checkpoint of it exists); its held-out test scores per
-    question, spend, Fig. 2 curves and event counts."""
+    question, spend, Fig. 2 curves and event counts; and, for each extra test set, its final agent
+    scored there (greedy, under the instruction it returns and under its seed)."""
     from inspo.train.config import resolve
     from inspo.train.run import run_training
 
     rl = _sibling("rl_static_vs_inspo")
-    config = resolve(args.preset, None, overrides(args, arm))
+    config = resolve(args.preset, None, overrides(args, arm, setting))
     out = Path(config.output_dir)
     resume = has_checkpoint(out)
     if out.exists() and not resume:  # killed before its first checkpoint: nothing to resume from
@@ -163,7 +218,7 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
     if not final.get("test_rewards"):
         raise SystemExit(f"the {arm} run scored no test questions: is data.max_test_questions 0?")
     led = summary.ledger
-    return {
+    result = {
         "arm": arm, "mode": config.mode, "seed_instruction": config.seed_instruction, "resumed": resume,
         "wall_s": time.perf_counter() - started, "run_dir": str(out),
         "returned_id": final["returned_id"], "returned_is_seed": final["seed_returned"],
@@ -173,25 +228,45 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
         "selection_rollouts": summary.selection_rollouts, "optimizer_calls": led.get("optimizer_calls", 0),
         "curves": rl.curves(out / "metrics.jsonl"), "events": rl.rule_counts(out / "events.jsonl"),
     }
+    offline = out / config.mode / "events.jsonl"  # pre-/post-policy: the offline stage evolved the instruction
+    if config.mode in ("pre-policy", "post-policy") and offline.is_file():
+        result["events"] = {k: v + rl.rule_counts(offline).get(k, 0) for k, v in result["events"].items()}
+    for group, source in setting.extra_tests.items():
+        texts = [final["returned_text"], ""] if config.mode in ("inspo", "pre-policy") else [""]
+        ids, rewards = extra_scores(config, str(out / "model"), texts, source)
+        result.setdefault("extra", {})[group] = {
+            "question_ids": ids, "rewards": dict(zip(["returned", "seed"] if len(texts) == 2 else ["seed"], rewards,
+                                                     strict=True))}
+    return result
 
 
-def run_untrained(args: argparse.Namespace) -> dict:
-    """The base policy, greedy, under both seeds, on the runs' test questions (their own evaluation)."""
-    from inspo.envs.search_r1.protocol import SEARCH_R1_INSTRUCTION, WEAK_INSTRUCTION
+def run_untrained(args: argparse.Namespace, setting: Setting = MULTIHOP) -> dict:
+    """The base policy, greedy, under each of ``setting.untrained`` (name -> seed), on the runs'
+    test questions (their own evaluation) and on each extra test set."""
+    from inspo.envs.build import build_env, seed_of
     from inspo.train.config import resolve
 
     started = time.perf_counter()
-    config = resolve(args.preset, None, overrides(args, "untrained"))
-    ids, (weak, sr1) = _sibling("rl_static_vs_inspo").greedy_test_scores(config, "", [WEAK_INSTRUCTION, SEARCH_R1_INSTRUCTION])
-    return {"arm": "untrained", "wall_s": time.perf_counter() - started, "test_question_ids": ids,
-            "test_rewards": {"weak": weak, "search-r1": sr1}}
+    config = resolve(args.preset, None, overrides(args, "untrained", setting))
+    env = build_env(config)
+    texts = [seed_of(env, spec) for spec in setting.untrained.values()]
+    rl = _sibling("rl_static_vs_inspo")
+    ids, rewards = rl.greedy_test_scores(config, "", texts)
+    result = {"arm": "untrained", "wall_s": 0.0, "test_question_ids": ids,
+              "test_rewards": dict(zip(setting.untrained, rewards, strict=True))}
+    for group, source in setting.extra_tests.items():
+        extra_ids, extra = extra_scores(config, "", texts, source)
+        result.setdefault("extra", {})[group] = {"question_ids": extra_ids,
+                                                 "rewards": dict(zip(setting.untrained, extra, strict=True))}
+    result["wall_s"] = time.perf_counter() - started
+    return result
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
-    args = parse_args(argv)
+def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict:
+    args = parse_args(argv, setting)
     if args.combine:
-        combined = combine(load_results(args.combine))
-        print_combined(combined)
+        combined = combine(load_results(args.combine), setting)
+        print_combined(combined, setting)
         if args.json:
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).write_text(json.dumps(combined, indent=2))
@@ -203,23 +278,25 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    info = provenance(["benchmarks/multihop_coevolution.py", *(argv if argv is not None else sys.argv[1:])])
+    info = provenance([setting.script, *(argv if argv is not None else sys.argv[1:])])
     print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})", flush=True)
-    hops = test_hops(resolve(args.preset, None, overrides(args, "static-weak")))
+    groups = test_groups(resolve(args.preset, None, overrides(args, next(iter(setting.arms)), setting)), setting)
     done = {}
-    for arm in [a for a in ALL_ARMS if a in args.arms]:
+    for arm in [a for a in setting.all_arms if a in args.arms]:
         path = result_path(args.out, arm, args.seed)
         if path.is_file():
             print(f"{arm} seed {args.seed}: done before ({path})", flush=True)
             done[arm] = json.loads(path.read_text())
             continue
-        result = run_untrained(args) if arm == "untrained" else run_arm(arm, args)
+        result = run_untrained(args, setting) if arm == "untrained" else run_arm(arm, args, setting)
         result.update(seed=args.seed, preset=args.preset, steps=args.steps, set=args.set, provenance=info,
-                      test_hops=[hops[q] for q in result["test_question_ids"]])
+                      test_groups=[groups[q] for q in result["test_question_ids"]])
+        if setting is MULTIHOP:  # results of this script before the groups were general
+            result["test_hops"] = [int(g) for g in result["test_groups"]]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result, indent=2))  # after each arm: a stopped invocation keeps it
         means = {k: round(statistics.fmean(v), 4) for k, v in result["test_rewards"].items()}
-        print(json.dumps({"arm": arm, "seed": args.seed, "wall_s": round(result["wall_s"], 1), "test_em": means}),
+        print(json.dumps({"arm": arm, "seed": args.seed, "wall_s": round(result["wall_s"], 1), "test": means}),
               flush=True)
         done[arm] = result
     return done
@@ -236,35 +313,53 @@ def load_results(paths: Sequence[str]) -> list[dict]:
     return [json.loads(f.read_text()) for f in files]
 
 
-def scores(result: dict) -> dict[str, list[float]]:
-    """One arm's per-question score lists, named ``arm`` (its main score) and ``arm:which``."""
+def scores(result: dict, setting: Setting = MULTIHOP) -> dict[str, list[float]]:
+    """One arm's per-question score lists, named ``arm`` (its main score) and ``arm:which``; the
+    extra test sets' scores are appended to the main test's, in ``setting.extra_tests`` order
+    (their groups tell them apart)."""
     arm, rewards = result["arm"], result["test_rewards"]
+    extra = result.get("extra", {})
+
+    def joined(which: str) -> list[float]:
+        return list(rewards[which]) + [v for group in setting.extra_tests for v in extra[group]["rewards"][which]]
+
     if arm == "untrained":
-        return {"untrained:weak": rewards["weak"], "untrained:sr1": rewards["search-r1"]}
-    main = rewards["returned"] if ARMS[arm][0] in ("inspo", "pre-policy") else rewards["seed"]
-    out = {arm: main}
-    if ARMS[arm][0] in ("inspo", "pre-policy"):
-        out[f"{arm}:seed"] = rewards["seed"]
+        names = {"weak": "untrained:weak", "search-r1": "untrained:sr1"} if setting is MULTIHOP else \
+            {name: f"untrained:{name}" for name in setting.untrained}
+        return {label: joined(name) for name, label in names.items()}
+    twofold = setting.arms[arm][0] in ("inspo", "pre-policy")
+    out = {arm: joined("returned" if twofold else "seed")}
+    if twofold:
+        out[f"{arm}:seed"] = joined("seed")
     return out
 
 
-def subset(values: Sequence[float], hops: Sequence[int], hop: str) -> list[float]:
-    return [v for v, h in zip(values, hops, strict=True) if str(h) == hop]
+def groups_of(result: dict, setting: Setting = MULTIHOP) -> list[str]:
+    """The group of each of ``result``'s scores (:func:`scores`): the main test's, then the extra sets'."""
+    main = result.get("test_groups") or [str(h) for h in result["test_hops"]]
+    extra = result.get("extra", {})
+    return [*main, *(group for group in setting.extra_tests for _ in extra.get(group, {}).get("question_ids", []))]
 
 
-def combine(results: Sequence[dict]) -> dict:
-    """Pool per-(arm, seed) results: means, paired comparisons by hop count, power, Fig. 2 curves."""
+def subset(values: Sequence[float], groups: Sequence[str], group: str) -> list[float]:
+    return [v for v, g in zip(values, groups, strict=True) if str(g) == group]
+
+
+def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
+    """Pool per-(arm, seed) results: means, paired comparisons by group, power, Fig. 2 curves."""
     from inspo.eval.power import detectable_effect, seeds_needed
     from inspo.eval.stats import over_seeds, paired_difference
 
     ids = {tuple(r["test_question_ids"]) for r in results}
     if len(ids) != 1:
         raise SystemExit("--combine needs every arm and seed scored on the same test questions, in the same order")
-    hops = results[0]["test_hops"]
+    groups = groups_of(results[0], setting)
     per_seed: dict[int, dict[str, list[float]]] = {}
     commits = sorted({str(r.get("provenance", {}).get("commit")) for r in results})
     for r in results:
-        named = scores(r)
+        if groups_of(r, setting) != groups:
+            raise SystemExit("--combine needs every arm and seed scored on the same test questions, in the same order")
+        named = scores(r, setting)
         seeds = [r["seed"]] if r["arm"] != "untrained" else sorted({x["seed"] for x in results})
         for seed in seeds:  # the untrained policy is greedy and untrained: one scoring stands for every seed
             into = per_seed.setdefault(seed, {})
@@ -273,38 +368,40 @@ def combine(results: Sequence[dict]) -> dict:
                 raise SystemExit(f"seed {seed}: {', '.join(sorted(twice))} given twice")
             into.update({k: v for k, v in named.items() if k not in into})
     seeds = sorted(per_seed)
-    out: dict = {"seeds": seeds, "commits": commits, "test_questions": {h: sum(str(x) == h for x in hops) for h in HOPS},
+    order = [g for g in (*setting.groups, *setting.extra_tests) if g in groups]
+    out: dict = {"seeds": seeds, "commits": commits, "test_questions": {g: sum(x == g for x in groups) for g in order},
                  "means": {}, "comparisons": {}, "curves": {}, "events": {}, "returned_is_seed": {}, "wall_s": {}}
     for name in sorted({k for s in per_seed.values() for k in s}):
         have = [seed for seed in seeds if name in per_seed[seed]]
-        out["means"][name] = {h: {str(seed): statistics.fmean(subset(per_seed[seed][name], hops, h)) for seed in have}
-                              for h in HOPS}
-    for a, b in COMPARISONS:
+        out["means"][name] = {g: {str(seed): statistics.fmean(subset(per_seed[seed][name], groups, g)) for seed in have}
+                              for g in order}
+    for a, b in setting.comparisons:
         both = [seed for seed in seeds if a in per_seed[seed] and b in per_seed[seed]]
         if not both:
             continue
-        by_hop = {}
-        for h in HOPS:
-            xa = [subset(per_seed[s][a], hops, h) for s in both]
-            xb = [subset(per_seed[s][b], hops, h) for s in both]
+        by_group = {}
+        for g in order:
+            xa = [subset(per_seed[s][a], groups, g) for s in both]
+            xb = [subset(per_seed[s][b], groups, g) for s in both]
             if len(both) >= 2:
                 d = over_seeds(xa, xb)
                 sd = statistics.stdev(x["mean"] for x in d["per_seed"])
                 d["seed_sd"] = sd
                 d["detectable_effect"] = detectable_effect(sd, len(both))
-                d["seeds_for_effect"] = seeds_needed(sd, EFFECT)
+                d["seeds_for_effect"] = seeds_needed(sd, setting.effect)
             else:
                 one = paired_difference(xa[0], xb[0]).to_dict()
                 d = {"per_seed": [one], "seed_mean": one["mean"], "seed_low": math.nan, "seed_high": math.nan,
                      "pooled": one, "seed_sd": math.nan, "detectable_effect": math.nan, "seeds_for_effect": None}
-            by_hop[h] = d
-        out["comparisons"][f"{a} - {b}"] = {"seeds": both, "hops": by_hop}
-    for arm in ARMS:
+            by_group[g] = d
+        out["comparisons"][f"{a} - {b}"] = {"seeds": both, "hops": by_group}
+    for arm in setting.arms:
         runs = [r for r in results if r["arm"] == arm]
         if not runs:
             continue
         curves = [r["curves"] for r in runs]
-        out["curves"][arm] = {k: [_nanmean(v) for v in zip(*(c[k] for c in curves), strict=False)] for k in curves[0]}
+        shared = [k for k in curves[0] if all(k in c for c in curves)]  # results written before a curve was kept
+        out["curves"][arm] = {k: [_nanmean(v) for v in zip(*(c[k] for c in curves), strict=False)] for k in shared}
         out["events"][arm] = [r.get("events", {}) for r in runs]
         out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs]
         out["wall_s"][arm] = [r["wall_s"] for r in runs]
@@ -316,20 +413,22 @@ def _nanmean(values: Sequence[float]) -> float:
     return statistics.fmean(kept) if kept else math.nan
 
 
-def print_combined(c: dict) -> None:
+def print_combined(c: dict, setting: Setting = MULTIHOP) -> None:
+    unit = "-hop" if setting is MULTIHOP else ""
     print(f"{len(c['seeds'])} seeds ({', '.join(map(str, c['seeds']))}); test questions "
-          + ", ".join(f"{h}-hop {n}" for h, n in c["test_questions"].items()) + f"; commits {', '.join(c['commits'])}")
+          + ", ".join(f"{h}{unit} {n}" for h, n in c["test_questions"].items()) + f"; commits {', '.join(c['commits'])}")
     for name, by_hop in c["means"].items():
-        print(f"  EM {name:22s} " + "; ".join(
-            f"{h}-hop " + ", ".join(f"s{seed} {m:.3f}" for seed, m in cells.items()) for h, cells in by_hop.items()))
+        print(f"  reward {name:22s} " + "; ".join(
+            f"{h}{unit} " + ", ".join(f"s{seed} {m:.3f}" for seed, m in cells.items()) for h, cells in by_hop.items()))
     for name, comp in c["comparisons"].items():
         for h, d in comp["hops"].items():
             p = d["pooled"]
             per = ", ".join(f"{x['mean']:+.3f}" for x in d["per_seed"])
             power = ("" if math.isnan(d["seed_sd"]) else
                      f"; seed SD {d['seed_sd']:.3f}, detectable {d['detectable_effect']:.3f}, "
-                     f"seeds for +{EFFECT}: {d['seeds_for_effect']}")
-            print(f"  {name:34s} {h}-hop: per seed {per}; over seeds {d['seed_mean']:+.3f} "
+                     f"seeds for +{setting.effect}: {d['seeds_for_effect']}")
+            label = f"{h}-hop" if setting is MULTIHOP else h
+            print(f"  {name:34s} {label}: per seed {per}; over seeds {d['seed_mean']:+.3f} "
                   f"[{d['seed_low']:+.3f}, {d['seed_high']:+.3f}]; pooled {p['mean']:+.3f} "
                   f"[{p['low']:+.3f}, {p['high']:+.3f}]{power}")
     for arm, series in c["curves"].items():

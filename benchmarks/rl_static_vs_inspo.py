@@ -72,7 +72,8 @@ QUICK = [
     "data.warmup_questions=2",
 ]
 CURVES = {"reward": "reward", "prompt_tokens": "rollout/prompt_tokens", "searches": "rollout/search_calls",
-          "step_s": "step_time", "population": "inspo/population_size"}
+          "step_s": "step_time", "population": "inspo/population_size", "tool_calls": "rollout/tool_calls",
+          "tool_errors": "rollout/tool_errors"}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -316,8 +317,9 @@ def combine(results: Sequence[dict]) -> dict:
         runs = [r["arms"][mode] for r in results if mode in r["arms"]]
         if not runs:
             continue
+        shared = [name for name in CURVES if all(name in run["curves"] for run in runs)]  # older results lack some
         out["curves"][mode] = {name: [statistics.fmean(v) for v in zip(*(run["curves"][name] for run in runs), strict=True)]
-                               for name in CURVES}
+                               for name in shared}
         out["wall_s"][mode] = [run["wall_s"] for run in runs]
         out["rollouts"][mode] = [{**run["rollouts"], "selection": run["selection_rollouts"],
                                   "optimizer_calls": run["optimizer_calls"]} for run in runs]
@@ -366,8 +368,8 @@ def print_combined(c: dict) -> None:
         for counts in c["events"][mode]:
             if counts.get("proposed"):
                 print("    events: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        print("    step  " + "  ".join(f"{name:>13s}" for name in CURVES))
-        for t, row in enumerate(zip(*(series[name] for name in CURVES), strict=True), start=1):
+        print("    step  " + "  ".join(f"{name:>13s}" for name in series))
+        for t, row in enumerate(zip(*series.values(), strict=True), start=1):
             print(f"    {t:4d}  " + "  ".join(f"{v:13.3f}" for v in row))
 
 

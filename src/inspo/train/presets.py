@@ -18,6 +18,9 @@ Presets:
   23's benchmark; the reasons are in its comments): two-hop and single-hop ``world-multihop``
   questions, three search turns, ``<search>`` forced only on the first, EM reward, a weak seed
   (``@weak``). Sized for one GPU (``benchmarks/multihop_coevolution.py``); runs on CPU too, slowly.
+- ``calculator``: the ``calculator`` environment (arithmetic word problems with a calculator tool),
+  the setting where the instruction decides how the 0.5B uses its tool (issue 32's pilot), from the
+  weak seed; sized for a 2-core CPU.
 - ``cpu-tiny``: the embedded default of ``inspo train`` — Qwen2.5-Coder-0.5B-Instruct on the
   built-in ``world`` data with BM25, a shortened schedule, sized to finish in about 15 minutes
   on 2 CPU cores.
@@ -85,6 +88,34 @@ PRESETS: dict[str, dict[str, Any]] = {
             # for most of the run (cpu-tiny's population collapsed to one member by step 8 of 12)
             "population_size": 4, "prune_every": 5, "evolve_every": 5, "evolve_until": 30,
             "validation_size": 16, "candidates_per_call": 3, "max_rounds": 2,
+            "admission": "beat-parent", "min_evidence": 8, "prior_rollouts": 8,
+        },
+    },
+    "calculator": {
+        # The setting where the instruction decides how the policy uses its tool (issue 32's pilot,
+        # BENCHMARKS.md "Calculator"): the frozen 0.5B answers arithmetic word problems in its head
+        # and gets them wrong under the weak seed (0 of 200 greedy), and calls the calculator and
+        # gets most right when the instruction shows how (a worked example). Training starts from
+        # the weak seed, so there is room for an evolved instruction; sized for a 2-core CPU.
+        # Nothing is forced: whether to call <calc> is the policy's choice.
+        "output_dir": "runs/calculator",
+        "seed_instruction": "@weak",
+        "final_choice": "dev",
+        "offline_steps": 10,
+        "env": {"name": "calculator", "test_size": 300},
+        "model": {"lora": True, "lora_r": 16, "lora_alpha": 32},
+        "data": {"train": "env", "eval": "env", "max_eval_questions": 32, "max_test_questions": 300,
+                 "warmup_questions": 8, "max_hops": 0},
+        "rl": {
+            # 3 calculator turns then the answer turn (a problem needs 2 calls), 64 tokens a turn
+            "steps": 16, "questions_per_step": 4, "group_size": 8, "mini_batches": 1, "micro_batch_size": 8,
+            "learning_rate": 2e-5, "warmup_ratio": 0.0, "beta": 0.0, "max_turns": 3,
+            "max_response_tokens": 64, "max_obs_tokens": 32, "max_prompt_tokens": 1024,
+            "temperature": 1.0, "prefill": "", "last_turn_nudge": False, "save_steps": 4,
+        },
+        "coevolution": {
+            "population_size": 4, "prune_every": 4, "evolve_every": 4, "evolve_until": 12,
+            "validation_size": 16, "candidates_per_call": 4, "max_rounds": 2,
             "admission": "beat-parent", "min_evidence": 8, "prior_rollouts": 8,
         },
     },

@@ -1,0 +1,135 @@
+"""The calculator's benchmarks (issues 32 and 33): the frozen-policy pilot and the campaign of arms.
+
+Quick modes play the tiny random model (it scores nothing; the tests check the machinery and the
+records). The pooling of a campaign is pure and is checked on stored fixtures with known numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from test_benchmarks import load_script
+
+from inspo.eval.power import detectable_effect, seeds_needed
+
+
+def test_the_hand_written_problems_are_forty_distinct_and_their_answers_are_their_expressions():
+    from fractions import Fraction
+
+    from inspo.data.sources import load_qa_source
+    from inspo.envs.calculator.arith import evaluate_expression
+
+    campaign = load_script("calculator_campaign")
+    questions = load_qa_source(str(campaign.HANDWRITTEN))
+    assert len(questions) == 40 and len({q.question for q in questions}) == 40 and len({q.id for q in questions}) == 40
+    for q in questions:
+        assert Fraction(q.answers[0]) == evaluate_expression(q.meta["expression"]), q.id
+    generated = {q.question for split in ("train", "dev", "test")
+                 for q in __import__("inspo.envs", fromlist=["make_env"]).make_env("calculator").questions(split)}
+    assert not generated & {q.question for q in questions}
+
+
+@pytest.mark.slow
+def test_the_pilot_quick_run_scores_each_seed_greedy_and_sampled(tmp_path):
+    pilot = load_script("calculator_pilot")
+    result = pilot.main(["--quick", "--threads", "1", "--json", str(tmp_path / "pilot.json"),
+                         "--episodes", str(tmp_path / "episodes.jsonl")])
+    assert json.loads((tmp_path / "pilot.json").read_text())["seeds"] == result["seeds"]
+    assert set(result["seeds"]) == {"notool", "weak", "calculator", "worked"}
+    for cell in result["seeds"].values():
+        assert cell["greedy"]["rollouts"] == 4 and cell["sampled"]["rollouts"] == 8  # 4 problems, G 2
+        assert len(cell["sampled"]["problem_means"]) == 4
+    assert set(result["differences"]["greedy"]) == {"notool - weak", "calculator - weak", "worked - weak"}
+    assert result["provenance"]["commit"] and "float32" in result["precision"]
+    assert set(result["lever"]) == {"greedy", "sampled"}
+    rows = [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 * (4 + 8) and "completion_ids" not in rows[0]
+
+
+def test_the_pilot_summary_counts_errors_apart_and_scores_what_remains():
+    pilot = load_script("calculator_pilot")
+    from inspo.records import Question, Rollout
+
+    q = Question("p", "?", ("3",))
+    ok = Rollout(q, "i", "<answer>3</answer>", reward=1.0, answer="3", metrics={"n_tool_errors": 1.0})
+    wrong = Rollout(q, "i", "x", reward=0.0, answer=None, metrics={"n_invalid": 1.0})
+    error = Rollout(q, "i", "", reward=0.0, finish_reason="error", error="EndpointDown: down")
+    cell = pilot.summarise([ok, wrong, error, wrong], group=2)
+    assert (cell["problems"], cell["rollouts"], cell["errors"]) == (2, 4, 1)
+    assert cell["reward"] == pytest.approx(1 / 3) and cell["format_failures"] == pytest.approx(2 / 3)
+    assert cell["pass_at_g"] == 0.5 and cell["mixed_groups"] == 0.5 and cell["problem_means"] == [0.5, 0.0]
+    assert cell["tool_errors"] == pytest.approx(1 / 3)
+
+
+def _result(arm: str, seed: int, rewards: dict, hand: dict) -> dict:
+    curves = {"reward": [0.1, 0.2], "tool_calls": [0.5, 1.5], "tool_errors": [0.2, 0.1]}
+    return {"arm": arm, "seed": seed, "test_question_ids": ["a", "b", "c"], "test_groups": ["generated"] * 3,
+            "test_rewards": rewards, "extra": {"handwritten": {"question_ids": ["h1", "h2"], "rewards": hand}},
+            "curves": curves, "events": {"proposed": 8, "refused_guard": 5, "refused_leak": 1, "admitted": 1},
+            "returned_is_seed": False, "wall_s": 1.0, "provenance": {"commit": "abc"}}
+
+
+def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_apart():
+    campaign = load_script("calculator_campaign")
+    mh = campaign._campaign()
+    setting = campaign.setting()
+    results = [_result("untrained", 0, {"weak": [0, 0, 0], "worked": [1, 1, 0]}, {"weak": [0, 0], "worked": [1, 0]})]
+    for seed, inspo, hand in ((0, [1, 1, 0], [1, 0]), (1, [1, 1, 1], [1, 1]), (2, [1, 0, 0], [0, 0])):
+        results.append(_result("static-weak", seed, {"seed": [1, 0, 0]}, {"seed": [0, 0]}))
+        results.append(_result("inspo-weak", seed, {"returned": inspo, "seed": [1, 0, 0]},
+                               {"returned": hand, "seed": [0, 0]}))
+    c = mh.combine(results, setting)
+    assert c["test_questions"] == {"generated": 3, "handwritten": 2}
+    gen = c["comparisons"]["inspo-weak - static-weak"]["hops"]["generated"]
+    assert [x["mean"] for x in gen["per_seed"]] == pytest.approx([1 / 3, 2 / 3, 0.0])
+    assert gen["seed_mean"] == pytest.approx(1 / 3) and gen["seed_sd"] == pytest.approx(1 / 3)
+    assert gen["detectable_effect"] == pytest.approx(detectable_effect(1 / 3, 3))
+    assert gen["seeds_for_effect"] == seeds_needed(1 / 3, 0.05)
+    hand = c["comparisons"]["inspo-weak - static-weak"]["hops"]["handwritten"]
+    assert [x["mean"] for x in hand["per_seed"]] == pytest.approx([0.5, 1.0, 0.0])
+    # the untrained policy, scored once, stands for every seed; policy versus prompt
+    assert c["comparisons"]["static-weak - untrained:weak"]["seeds"] == [0, 1, 2]
+    assert c["comparisons"]["inspo-weak - inspo-weak:seed"]["hops"]["generated"]["seed_mean"] == pytest.approx(1 / 3)
+    assert c["means"]["untrained:worked"]["handwritten"] == {"0": 0.5, "1": 0.5, "2": 0.5}
+    assert c["curves"]["inspo-weak"]["tool_errors"] == pytest.approx([0.2, 0.1]) and c["events"]["inspo-weak"][0]["refused_leak"] == 1
+    with pytest.raises(SystemExit, match="same test questions"):
+        mh.combine([*results, dict(_result("static-weak", 5, {"seed": [1, 0, 0]}, {"seed": [0]}),
+                                   extra={"handwritten": {"question_ids": ["h1"], "rewards": {"seed": [0]}}})], setting)
+    assert math.isnan(mh.combine(results[:3], setting)["comparisons"]["inspo-weak - static-weak"]["hops"][
+        "generated"]["seed_low"])  # one seed: its paired difference, no interval across seeds
+
+
+def test_the_campaign_defaults_to_a_language_model_optimizer():
+    campaign = load_script("calculator_campaign")
+    mh = campaign._campaign()
+    args = mh.parse_args([*(x for o in campaign.OPTIMIZER for x in ("--set", o)), "--seed", "2"], campaign.setting())
+    o = mh.overrides(args, "inspo-weak", campaign.setting())
+    assert "optimizer.kind=local" in o and "optimizer.local_model_path=qwen2.5-coder-1.5b" in o
+    assert "mode=inspo" in o and "seed_instruction=@weak" in o and "rl.seed=2" in o
+    quick = mh.parse_args(["--quick"], campaign.setting())
+    assert "optimizer.kind=rule-based" in quick.set  # the smoke run only: no evidence about instructions
+
+
+@pytest.mark.slow
+def test_the_campaign_quick_run_plays_every_arm_scores_both_groups_and_skips_what_is_done(tmp_path, capsys):
+    campaign = load_script("calculator_campaign")
+    argv = ["--quick", "--threads", "1", "--out", str(tmp_path)]
+    done = campaign.main(argv)
+    assert set(done) == {"untrained", *campaign.ARMS}
+    assert len({tuple(r["test_question_ids"]) for r in done.values()}) == 1
+    for arm, r in done.items():
+        assert r["extra"]["handwritten"]["question_ids"][:2] == ["hand-00", "hand-01"]
+        assert len(r["extra"]["handwritten"]["question_ids"]) == 40
+        if arm != "untrained":
+            assert r["curves"]["tool_calls"] == [1.0, 1.0]  # the prefill forces one calc call an episode
+    assert set(done["inspo-weak"]["extra"]["handwritten"]["rewards"]) == {"returned", "seed"}
+    assert done["inspo-weak"]["events"]["proposed"] > 0 and done["pre-policy-weak"]["events"]["proposed"] > 0
+    capsys.readouterr()
+    again = campaign.main(argv)  # NaN (a curve the calculator has no value for) != NaN: compare as written
+    assert json.dumps(again, sort_keys=True) == json.dumps(done, sort_keys=True)
+    assert capsys.readouterr().out.count("done before") == 5
+    combined = campaign.main(["--combine", str(tmp_path / "results"), "--json", str(tmp_path / "c.json")])
+    assert combined["test_questions"] == {"generated": 6, "handwritten": 40}
+    assert json.loads((tmp_path / "c.json").read_text())["seeds"] == [0]
