@@ -117,3 +117,35 @@ def test_no_import_circles_inside_inspo(import_time):
 
 def test_the_check_finds_a_circle():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+#: The environment seam's layering (issue 31): package -> packages it must never import, at any
+#: depth of its own imports (lazy ones too). The core knows nothing of any agent; the layer that
+#: builds an agent (envs) stands below training, evaluation and the trained agent, which never
+#: climb back up into training.
+FORBIDDEN = {
+    "inspo.core": ("inspo.envs", "inspo.agent", "inspo.retrieval", "inspo.train", "inspo.eval", "inspo.trained"),
+    "inspo.envs": ("inspo.train", "inspo.eval", "inspo.trained", "inspo.cli"),
+    "inspo.eval": ("inspo.train.setup", "inspo.train.run", "inspo.train.grpo", "inspo.trained"),
+    "inspo.trained": ("inspo.train.setup", "inspo.train.run", "inspo.train.grpo"),
+}
+
+
+def _direct_uses(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    return {m: targets for m, targets in graph.items() if m == package or m.startswith(package + ".")}
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_the_seams_layers_import_only_downwards(package):
+    graph = import_graph(import_time=False)
+    bad = {(m, t) for m, targets in _direct_uses(graph, package).items() for t in targets
+           if any(t == f or t.startswith(f + ".") for f in FORBIDDEN[package])
+           }
+    assert not bad, f"{package} imports what it must not: {sorted(bad)}"
+
+
+def test_the_layering_check_finds_a_forbidden_import():
+    graph = {"inspo.core.proposer": {"inspo.envs.search_r1"}, "inspo.envs.search_r1": set()}
+    found = {(m, t) for m, targets in _direct_uses(graph, "inspo.core").items() for t in targets
+             if any(t == f or t.startswith(f + ".") for f in FORBIDDEN["inspo.core"])}
+    assert found == {("inspo.core.proposer", "inspo.envs.search_r1")}
