@@ -147,9 +147,11 @@ def test_the_cards_snippet_runs(exported):
     from inspo.trained.card import snippet_of
 
     snippet = snippet_of((exported / "README.md").read_text())
-    assert f'inspo.load_agent("{exported.resolve()}")' in snippet and "agent.ask(" in snippet
+    # the card names the folder relative to itself, never the absolute path of the machine that exported it
+    assert f'inspo.load_agent("{exported.name}")' in snippet and "agent.ask(" in snippet
+    assert str(exported.parent.resolve()) not in (exported / "README.md").read_text()
     done = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(SRC)})
+                          env={**os.environ, "PYTHONPATH": str(SRC)}, cwd=exported.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     assert lines[0].startswith("question: ") and lines[1] == "turn 1"
@@ -205,7 +207,7 @@ def test_push_to_hub_uploads_every_file_with_huggingface_hub(run, tmp_path, monk
         assert main(["export", str(run), "--out", str(out), "--push-to-hub", "me/tiny-agent"]) == 2
         err = capsys.readouterr().err
         assert "the upload failed" in err and "HF_TOKEN" in err and len(err.strip().splitlines()) == 1
-        assert hub.files == {} and f'inspo.load_agent("{out.resolve()}")' in (out / "README.md").read_text()
+        assert hub.files == {} and f'inspo.load_agent("{out.name}")' in (out / "README.md").read_text()
 
         monkeypatch.setenv("HF_TOKEN", hub.token)
         out2 = tmp_path / "pushed2"

@@ -20,7 +20,7 @@ def _card(**kw):
     base = base_model_info(config.model.name_or_path)
     defaults = dict(name="my-agent", config=config, summary=SUMMARY, instruction="Search first. <search> q </search>",
                     returned_id="ins-0004", population=[{"id": "ins-0004", "origin": "reflection", "weight": 0.3}],
-                    settings=AgentSettings.from_config(config), base=base, location="/agents/my-agent",
+                    settings=AgentSettings.from_config(config), base=base, location="my-agent",
                     example="Who?", has_licence_file=True)
     return model_card(**{**defaults, **kw}), base
 
@@ -39,7 +39,7 @@ def test_the_card_reports_the_held_out_result_with_its_interval_and_the_choice()
     assert "| returned (ins-0004) | 0.310 |" in card and "| seed (ins-0001) | 0.250 |" in card
     assert "**+0.060**, 95% CI [+0.020, +0.100] over 100 questions" in card
     assert "I* = argmax of the importance weights" in card
-    assert snippet_of(card).splitlines()[2] == 'agent = inspo.load_agent("/agents/my-agent")'
+    assert snippet_of(card).splitlines()[2] == 'agent = inspo.load_agent("my-agent")'
     no_test, _ = _card(summary={**SUMMARY, "evaluation": None})
     assert "No held-out test was run" in no_test
 
@@ -50,3 +50,12 @@ def test_an_unknown_base_model_is_not_given_a_licence_it_may_not_have(tmp_path):
     assert base_model_info(str(folder)).license == "other"
     (folder / "README.md").write_text("---\nlicense: mit\n---\n# a model\n")
     assert base_model_info(str(folder)).license == "mit"
+
+
+def test_pointing_the_card_at_a_hub_id_rewrites_its_load_line_whatever_the_folder_is_now_called():
+    from inspo.trained.card import point_card_at
+
+    card, _ = _card()  # exported as my-agent, then renamed by its user: the line still gets found
+    hub = point_card_at(card, "me/agent")
+    assert snippet_of(hub).splitlines()[2] == 'agent = inspo.load_agent("me/agent")'
+    assert hub.replace('"me/agent"', '"my-agent"') == card and hub.count("inspo.load_agent(") == card.count("inspo.load_agent(")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,16 @@ CITATION = """@article{zhou2025inspo,
   url     = {https://arxiv.org/abs/2512.01945}
 }"""
 
-#: The line of the snippet that names where the agent is; :func:`inspo.trained.push_agent`
-#: rewrites it to the hub repository before uploading.
+#: The line of the snippet that names where the agent is: the exported folder's name, relative to
+#: the directory the snippet runs in (never an absolute path of the machine that trained it);
+#: :func:`inspo.trained.push_agent` points it at the hub repository before uploading.
 LOAD_LINE = 'agent = inspo.load_agent("{location}")'
+_LOAD_RE = re.compile(r'^agent = inspo\.load_agent\("[^"\n]*"\)$', re.MULTILINE)
+
+
+def point_card_at(card: str, location: str) -> str:
+    """``card`` with its snippet loading the agent from ``location`` (a folder or a hub id)."""
+    return _LOAD_RE.sub(lambda _: LOAD_LINE.format(location=location), card, count=1)
 
 
 @dataclass(frozen=True)
@@ -227,7 +235,7 @@ def model_card(*, name: str, config: Any, summary: dict[str, Any], instruction: 
                population: list[dict[str, Any]], settings: Any, base: BaseModel, location: str,
                example: str, grid: dict[str, Any] | None = None, has_licence_file: bool = False) -> str:
     """The card's Markdown (module docstring). ``location``: where the snippet loads the agent
-    from; ``example``: the question the snippet asks."""
+    from (the folder's name, relative to its parent, or a hub id); ``example``: the question the snippet asks."""
     from inspo import __version__
 
     evaluation = summary.get("evaluation")
@@ -268,6 +276,8 @@ def model_card(*, name: str, config: Any, summary: dict[str, Any], instruction: 
         snippet,
         "```",
         "",
+        "`load_agent` takes the agent's folder (as the snippet names it: from the directory that holds the "
+        "folder) or its hub id once pushed. "
         "`load_agent` also takes `env_options={...}` (the environment's settings, e.g. Search-R1's `corpus`, "
         "`retriever_url` of a `POST /retrieve` server, `topk`), `env=` (an environment object), `temperature=` and "
         "`instruction=`; `inspo ask FOLDER \"question\"` does the same from a shell. "

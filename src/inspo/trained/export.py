@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
-from inspo.trained.card import LOAD_LINE, base_model_info, licence_text, model_card
+from inspo.trained.card import base_model_info, licence_text, model_card, point_card_at
 from inspo.trained.settings import (
     CARD_FILE,
     INSTRUCTION_FILE,
@@ -140,7 +140,7 @@ def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
             (tmp / LICENSE_FILE).write_text(text, encoding="utf-8")
         card = model_card(name=name or facts.run_dir.resolve().name, config=facts.config, summary=facts.summary,
                           instruction=facts.instruction, returned_id=facts.returned_id, population=facts.population,
-                          settings=settings, base=base, location=str(out.resolve()), example=example_question(facts.config),
+                          settings=settings, base=base, location=out.name, example=example_question(facts.config),
                           grid=grid_data, has_licence_file=bool(text))
         (tmp / CARD_FILE).write_text(card, encoding="utf-8")
         os.chmod(tmp, 0o755)  # a folder to share: readable by all, as save_pretrained's own files
@@ -239,8 +239,7 @@ def push_agent(folder: str | Path, repo_id: str, *, private: bool = False, token
     if not (folder / CARD_FILE).is_file() or not (folder / INSTRUCTION_FILE).is_file():
         raise ExportError(f"{folder} is not an exported inspo agent (no {CARD_FILE} / {INSTRUCTION_FILE})")
     card = (folder / CARD_FILE).read_text(encoding="utf-8")
-    local = LOAD_LINE.format(location=str(folder.resolve()))
-    (folder / CARD_FILE).write_text(card.replace(local, LOAD_LINE.format(location=repo_id)), encoding="utf-8")
+    (folder / CARD_FILE).write_text(point_card_at(card, repo_id), encoding="utf-8")
     try:
         api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None, token=token)
         api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
