@@ -65,3 +65,19 @@ def test_two_processes_share_instructions_and_population(tmp_path):
         (e["step"], e["question_id"]): e["instruction_id"]
         for e in artifacts.read_jsonl(out / "events.jsonl") if e["kind"] == "sampled"
     }
+
+
+def test_a_step_end_that_fails_on_the_main_process_stops_every_process_with_its_message(tmp_path):
+    # rank 0 alone ends a step (verification, evaluation); when that stops the run (over
+    # rl.max_error_rate), rank 1 must stop with the same message, not wait in the broadcast
+    out = tmp_path / "ddp-fail"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
+           str(SCRIPT), str(out), "--fail-step-end", "2", "--set", "rl.steps=3", "--set", "rl.questions_per_step=2",
+           "--set", "rl.micro_batch_size=2", "--set", "rl.save_steps=0"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    message = "3 of 4 rollouts failed (injected at step 2), over rl.max_error_rate=0.1"
+    for rank in (0, 1):
+        assert f"rank {rank} stopped: {message}" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1]

@@ -1,6 +1,6 @@
 """A small training run for the subprocess tests of inspo.train (kill/resume, torchrun).
 
-Usage: python tests/train_run_script.py OUT_DIR [--resume] [--record-vllm] [--set section.key=value ...]
+Usage: python tests/train_run_script.py OUT_DIR [--resume] [--record-vllm] [--fail-step-end N] [--set section.key=value ...]
 
 ``--record-vllm`` (with ``rl.use_vllm=true``) appends one line per vLLM sync and per engine handed
 out (``{"event": "sync"|"play", "version"}``) to ``OUT_DIR/vllm_calls.rank<r>.jsonl``.
@@ -56,6 +56,21 @@ def record_vllm_calls(out: str) -> None:
         cls.engine_for = wrap(cls.engine_for, "play")
 
 
+def fail_at_step_end(step: int) -> None:
+    """Make the main process's end of ``step`` stop as a verification over ``rl.max_error_rate`` does."""
+    from inspo.records import TooManyErrors
+    from inspo.train import grpo
+
+    real = grpo.finish_step
+
+    def finish_step(coevo, t, *args, **kwargs):
+        if t == step:
+            raise TooManyErrors(f"3 of 4 rollouts failed (injected at step {t}), over rl.max_error_rate=0.1")
+        return real(coevo, t, *args, **kwargs)
+
+    grpo.finish_step = finish_step
+
+
 def main(argv: list[str]) -> int:
     import torch
 
@@ -68,12 +83,21 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--record-vllm", action="store_true")
     parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--fail-step-end", type=int, default=0, help="the main process's end of this step fails")
     args = parser.parse_args(argv)
     if args.record_vllm:
         record_vllm_calls(args.out)
+    if args.fail_step_end:
+        fail_at_step_end(args.fail_step_end)
     config = resolve("cpu-tiny", overrides=[*TINY, f"output_dir={args.out}", *args.set])
-    summary = run_training(config, resume=args.resume, progress=False, reward_fn=scripted_reward)
     rank = int(os.environ.get("RANK", "0"))
+    from inspo.records import TooManyErrors
+
+    try:
+        summary = run_training(config, resume=args.resume, progress=False, reward_fn=scripted_reward)
+    except TooManyErrors as exc:
+        print(f"rank {rank} stopped: {exc}", flush=True)
+        return 3
     # every process leaves its view of the population (the test compares them)
     from pathlib import Path
 

@@ -261,6 +261,22 @@ def make_reward_func(ctx: RolloutContext) -> Callable[..., list[float]]:
 # ---------------------------------------------------------------------------------- callback
 
 
+@dataclass(frozen=True)
+class StepFailed:
+    """What the main process broadcasts when the end of a step failed there (a run over
+    ``rl.max_error_rate`` in verification or evaluation, a crash): every other process stops
+    with the same message instead of waiting for a population that never comes."""
+
+    step: int
+    kind: str
+    message: str
+
+    def error(self) -> Exception:
+        if self.kind == TooManyErrors.__name__:
+            return TooManyErrors(self.message)
+        return RuntimeError(f"the main process stopped at the end of INSPO step {self.step} ({self.kind}): {self.message}")
+
+
 class InspoHooks:
     """The callback's logic; :func:`make_callback` makes it a ``TrainerCallback``.
 
@@ -289,11 +305,19 @@ class InspoHooks:
         payload: list[Any] = [None]
         evaluates = bool(ctx.eval_every and ctx.eval_questions and step % ctx.eval_every == 0)
         needs_model = is_evolve_step(step, ctx.coevo.config) or evaluates
+        failure: Exception | None = None
         with generation_model(self.trainer) if needs_model else nullcontext() as model:
             if ctx.is_main:
-                payload[0] = self._update(step, rollouts, model)
+                try:
+                    payload[0] = self._update(step, rollouts, model)
+                except Exception as exc:  # every rank must hear it, or the others wait in the broadcast
+                    if ctx.world_size == 1:
+                        raise
+                    failure, payload[0] = exc, StepFailed(step, type(exc).__name__, str(exc))
         if ctx.world_size > 1:
             broadcast_object_list(payload, from_process=0)
+        if isinstance(payload[0], StepFailed):
+            raise failure if failure is not None else payload[0].error()
         population, metrics = payload[0]
         if not ctx.is_main:
             set_population(ctx.coevo, population, step)
