@@ -126,3 +126,16 @@ def test_verification_batches_are_bounded():
     assert preset("cpu-tiny").rl.eval_batch_size(1) == 8
     with pytest.raises(ConfigError, match="rl.eval_every must be"):
         resolve("cpu-tiny", overrides=["rl.eval_every=-1"])
+
+
+def test_a_lora_preset_switched_to_full_fine_tuning_at_its_lora_rate_warns():
+    import warnings
+
+    with pytest.warns(UserWarning, match=r"model.lora=false trains every weight at rl.learning_rate 2e-05, the preset's"):
+        full = resolve("cpu-tiny", overrides=["model.lora=false"])
+    assert not full.model.lora and full.rl.learning_rate == 2e-5  # warned, not changed behind the user's back
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        chosen = resolve("cpu-tiny", overrides=["rl.learning_rate=1e-6", "model.lora=false"])  # the user's rate, any order
+        lora = resolve("cpu-tiny")
+    assert chosen.rl.learning_rate == 1e-6 and lora.model.lora and lora.rl.learning_rate == 2e-5

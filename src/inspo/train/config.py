@@ -463,11 +463,37 @@ def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overr
     """Preset, then the file, then the overrides; validated once at the end. ``base`` replaces
     the preset as the starting point (``inspo eval --grid``: the run directory's config.yaml)."""
     data = _preset_data(preset_name) if base is None else copy.deepcopy(base)
-    if file is not None:
-        data = merge_layer(data, read_config_file(file))
-    for text in overrides:
-        data = merge_layer(data, parse_override(text))
+    layers = ([read_config_file(file)] if file is not None else []) + [parse_override(text) for text in overrides]
+    start = data
+    for layer in layers:
+        data = merge_layer(data, layer)
+    warn_full_fine_tuning_rate(start, data, layers)
     return from_dict(data)
+
+
+def warn_full_fine_tuning_rate(start: dict[str, Any], data: dict[str, Any], layers: list[dict[str, Any]]) -> None:
+    """Warn when a LoRA starting point (a preset) is switched to full fine-tuning
+    (``model.lora=false``) by later layers that never set ``rl.learning_rate``: the preset's rate
+    is meant for an adapter, and one AdamW step on all weights of the 0.5B at cpu-tiny's 2e-5
+    visibly changed its answers (BENCHMARKS.md, step speed on vLLM). The rate is left as set."""
+    import warnings
+
+    def section(d: dict[str, Any], name: str) -> dict[str, Any]:
+        return d[name] if isinstance(d.get(name), dict) else {}  # a bad value is from_dict's to refuse
+
+    def lora(d: dict[str, Any]) -> bool:
+        return section(d, "model").get("lora", ModelConfig.lora) is True
+
+    rate = section(data, "rl").get("learning_rate")
+    if (lora(start) and not lora(data) and not any("learning_rate" in section(layer, "rl") for layer in layers)
+            and isinstance(rate, (int, float)) and rate > FULL_FINE_TUNING_RATE):
+        warnings.warn(f"model.lora=false trains every weight at rl.learning_rate {rate:g}, the preset's rate for a "
+                      f"LoRA adapter; full fine-tuning usually wants {FULL_FINE_TUNING_RATE:g} or less (the paper "
+                      "trains at 1e-6 and below): set rl.learning_rate", UserWarning, stacklevel=3)
+
+
+#: The largest rate :func:`warn_full_fine_tuning_rate` lets pass silently.
+FULL_FINE_TUNING_RATE = 1e-6
 
 
 #: Settings outside ``env:`` that belong to the environment a preset was written for: a layer that
