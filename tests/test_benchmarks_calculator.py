@@ -10,9 +10,9 @@ import json
 import math
 
 import pytest
-from test_benchmarks import load_script
 
 from inspo.eval.power import detectable_effect, seeds_needed
+from test_benchmarks import load_script
 
 
 def test_the_hand_written_problems_are_forty_distinct_and_their_answers_are_their_expressions():
