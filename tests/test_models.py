@@ -228,6 +228,52 @@ def test_build_once_builds_once_and_atomically(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
 
 
+def test_an_entry_an_older_builder_wrote_is_built_again_and_replaced(tmp_path, caplog):
+    def build(text: str):
+        def write(tmp: Path) -> dict:
+            (tmp / "weights").write_text(text)
+            return {"source": text}
+        return write
+
+    dest = tmp_path / "m"
+    build_once(dest, build("untied"))  # version 0: an entry written before the fix
+    assert read_marker(dest)["build_version"] == 0
+    with caplog.at_level("WARNING", logger="inspo.models"):
+        assert build_once(dest, build("tied"), version=1) == dest
+    assert "built by an older inspo (build 0, now 1)" in caplog.text
+    assert (dest / "weights").read_text() == "tied" and read_marker(dest)["build_version"] == 1
+    assert build_once(dest, build("again"), version=1) == dest and (dest / "weights").read_text() == "tied"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]  # the old entry is gone, nothing left over
+
+
+def test_tying_keeps_the_heads_values_as_one_parameter_saved_once(tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    from inspo.models.convert import tie_to_head
+
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=False)
+    model = AutoModelForCausalLM.from_config(config)
+    head = model.lm_head.weight.detach().clone()
+    gap = float((model.get_input_embeddings().weight - head).norm() / head.norm())
+    ids = torch.tensor([[1, 5, 9]])
+    with torch.no_grad():
+        before = model(ids).logits
+    info = tie_to_head(model)
+    assert info == {"kept": "output head", "relative_difference_before": round(gap, 5)} and gap > 0.5
+    assert model.lm_head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+    assert torch.equal(model.lm_head.weight, head)
+    model.save_pretrained(tmp_path / "tied")
+    again = AutoModelForCausalLM.from_pretrained(tmp_path / "tied")
+    assert again.config.tie_word_embeddings and torch.equal(again.lm_head.weight, head)
+    assert again.num_parameters() == model.num_parameters() == sum(p.numel() for p in model.parameters())
+    with torch.no_grad():  # the head is as it was; only the embedding of the input moved
+        assert not torch.allclose(again(ids).logits, before)
+        assert torch.equal(again.lm_head.weight @ torch.ones(16), head @ torch.ones(16))
+
+
 def test_build_once_refuses_a_directory_it_did_not_write(tmp_path):
     (tmp_path / "m").mkdir()
     with pytest.raises(FileExistsError, match="Delete that directory"):
@@ -443,8 +489,15 @@ def test_qwen_coder_converts_from_verified_chunks_and_generates(tmp_path):
     loaded = load_model("qwen2.5-coder-0.5b", cache_dir=tmp_path)
     meta = read_marker(loaded.path)
     assert meta["source"]["sha256"] == QWEN_CODER_05B_GGUF.sha256
-    assert meta["parameters"] == loaded.model.num_parameters() == 630_167_424
-    assert loaded.model.config.tie_word_embeddings is False
+    # the published model's tied head: one matrix (the GGUF's Q8_0 output copy, not its Q5_0
+    # embedding copy, which differed from it by 4.5 % in norm), saved once
+    assert meta["parameters"] == loaded.model.num_parameters() == 494_032_768 == 630_167_424 - 151_936 * 896
+    assert meta["build_version"] == 1 and meta["tied_head"]["kept"] == "output head"
+    assert 0.04 < meta["tied_head"]["relative_difference_before"] < 0.05
+    model = loaded.model
+    assert model.config.tie_word_embeddings is True
+    assert model.lm_head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+    assert (loaded.path / "model.safetensors").stat().st_size < 1.0e9  # 1.26 GB when untied
     assert not list(tmp_path.glob(".scratch-*"))  # the joined GGUF is not kept
     reply = _generate_reply(loaded, "Reply with one word: what colour is the sky?")
     assert re.search(r"[A-Za-z]{2,}", reply), reply

@@ -42,9 +42,10 @@ def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     return Path.home() / ".cache" / "inspo" / "models"
 
 
-def is_complete(path: Path) -> bool:
-    """True when ``path`` is a finished cache entry (its marker file exists)."""
-    return (path / MARKER).is_file()
+def is_complete(path: Path, version: int = 0) -> bool:
+    """True when ``path`` is a finished cache entry (its marker file exists) built by a builder
+    of at least ``version`` (the marker's ``build_version``, 0 when it has none)."""
+    return (path / MARKER).is_file() and read_marker(path).get("build_version", 0) >= version
 
 
 def read_marker(path: Path) -> dict[str, Any]:
@@ -52,16 +53,22 @@ def read_marker(path: Path) -> dict[str, Any]:
     return json.loads((path / MARKER).read_text(encoding="utf-8"))
 
 
-def build_once(dest: Path, build: Callable[[Path], dict[str, Any]]) -> Path:
+def build_once(dest: Path, build: Callable[[Path], dict[str, Any]], *, version: int = 0) -> Path:
     """Return ``dest``, building it first with ``build(tmp_dir)`` if it is not complete yet.
 
     ``build`` writes the model into the empty directory it is given and returns JSON-able
     metadata (what it was built from); that metadata becomes the marker file. On any error the
     temporary directory is removed and the error propagates; ``dest`` is untouched.
+    ``version``: the builder's version; an entry an older builder wrote is built again and
+    replaced (with a warning that says why), so a fixed conversion reaches every cache.
     """
-    if is_complete(dest):
+    if is_complete(dest, version):
         return dest
-    if dest.exists():
+    stale = is_complete(dest)
+    if stale:
+        log.warning("%s was built by an older inspo (build %s, now %d); building it again",
+                    dest, read_marker(dest).get("build_version", 0), version)
+    elif dest.exists():
         raise FileExistsError(
             f"{dest} exists but is not a finished inspo model (no {MARKER} inside); it was not "
             "written by inspo or was changed by hand. Delete that directory and run again."
@@ -73,13 +80,16 @@ def build_once(dest: Path, build: Callable[[Path], dict[str, Any]]) -> Path:
         meta = dict(build(tmp))
         meta.setdefault("name", dest.name)
         meta["marker_format"] = MARKER_FORMAT
+        meta["build_version"] = version
         meta["built_in_seconds"] = round(time.monotonic() - started, 2)
         (tmp / MARKER).write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
         tmp.chmod(0o755)  # mkdtemp makes it private; a model cache is readable like any file
+        if stale:
+            _retire(dest)
         try:
             os.rename(tmp, dest)
         except OSError:
-            if not is_complete(dest):  # not a lost race with another process: a real failure
+            if not is_complete(dest, version):  # not a lost race with another process: a real failure
                 raise
             log.info("another process finished %s first; using its copy", dest)
             shutil.rmtree(tmp, ignore_errors=True)
@@ -88,6 +98,17 @@ def build_once(dest: Path, build: Callable[[Path], dict[str, Any]]) -> Path:
         raise
     log.info("cached %s in %.1f s", dest, time.monotonic() - started)
     return dest
+
+
+def _retire(dest: Path) -> None:
+    """Move an outdated entry out of the way and delete it (a process that has its files open
+    keeps reading them); another process that retired it first is not an error."""
+    old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+    try:
+        os.rename(dest, old / dest.name)
+    except FileNotFoundError:
+        pass
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def scratch_dir(root: Path) -> tempfile.TemporaryDirectory[str]:

@@ -58,13 +58,18 @@ def save_tokenizer_from_gguf(gguf: Path, dest: Path,
 
 
 def convert_gguf(gguf: Path, dest: Path, *, tokenizer: Any | None = None,
-                 source: dict[str, Any] | None = None) -> dict[str, Any]:
+                 source: dict[str, Any] | None = None, tie_head: bool = False) -> dict[str, Any]:
     """Builder: dequantise a GGUF causal LM and save it in bfloat16 with its tokenizer.
 
     The quantizer transformers attaches on GGUF load is dropped (``model.hf_quantizer = None``
     and ``config.quantization_config`` deleted) so the saved directory is a plain bf16
     checkpoint that loads, trains and saves like any other. ``tokenizer`` defaults to the one
     stored in the GGUF. Peak memory is about 5x the bf16 size (~3 GB for Qwen2.5-0.5B).
+
+    ``tie_head``: the published model ties its input embedding and output head, but the GGUF
+    stores that matrix twice, quantized apart (Qwen2.5-Coder-0.5B q4_k_m: ``output.weight``
+    Q8_0, ``token_embd.weight`` Q5_0); both become the output head's copy, the more precise,
+    shared as one tied parameter (see :func:`tie_to_head`).
     """
     import torch
     from transformers import AutoModelForCausalLM
@@ -78,6 +83,7 @@ def convert_gguf(gguf: Path, dest: Path, *, tokenizer: Any | None = None,
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
+    tied = tie_to_head(model) if tie_head else None
     log.info("loaded %s in %.1f s; saving", gguf.name, time.monotonic() - started)
     model.save_pretrained(dest)
     if tokenizer is None:
@@ -90,9 +96,29 @@ def convert_gguf(gguf: Path, dest: Path, *, tokenizer: Any | None = None,
         "dtype": "bfloat16",
         "source": source or {"gguf": gguf.name, "bytes": gguf.stat().st_size},
     }
+    if tied is not None:
+        meta["tied_head"] = tied
     log.info("converted %s: %d parameters in %.1f s",
              gguf.name, meta["parameters"], time.monotonic() - started)
     return meta
+
+
+def tie_to_head(model: Any) -> dict[str, Any]:
+    """Tie ``model``'s input embedding to its output head, keeping the head's values (its GGUF
+    copy is the more precise one); returns how far apart the two copies were (relative norm of
+    their difference, as measured before tying)."""
+    import torch
+
+    embedding, head = model.get_input_embeddings(), model.get_output_embeddings()
+    if embedding.weight.shape != head.weight.shape:
+        raise ValueError(f"cannot tie an embedding {tuple(embedding.weight.shape)} to a head {tuple(head.weight.shape)}")
+    with torch.no_grad():
+        a, b = embedding.weight.float(), head.weight.float()
+        gap = float((a - b).norm() / b.norm())
+        embedding.weight.copy_(head.weight)
+    model.config.tie_word_embeddings = True
+    head.weight = embedding.weight  # one parameter, saved once as the published checkpoint is
+    return {"kept": "output head", "relative_difference_before": round(gap, 5)}
 
 
 @dataclass(frozen=True)

