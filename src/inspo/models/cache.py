@@ -15,6 +15,7 @@ Rules of the cache:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -104,10 +105,8 @@ def _retire(dest: Path) -> None:
     """Move an outdated entry out of the way and delete it (a process that has its files open
     keeps reading them); another process that retired it first is not an error."""
     old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.rename(dest, old / dest.name)
-    except FileNotFoundError:
-        pass
     shutil.rmtree(old, ignore_errors=True)
 
 
