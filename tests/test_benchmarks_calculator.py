@@ -133,3 +133,29 @@ def test_the_campaign_quick_run_plays_every_arm_scores_both_groups_and_skips_wha
     combined = campaign.main(["--combine", str(tmp_path / "results"), "--json", str(tmp_path / "c.json")])
     assert combined["test_questions"] == {"generated": 6, "handwritten": 40}
     assert json.loads((tmp_path / "c.json").read_text())["seeds"] == [0]
+
+
+def test_greedy_drift_pairs_greedy_episodes_by_cell_and_question_and_counts_what_changed(tmp_path, capsys):
+    drift = load_script("greedy_drift")
+
+    def row(cell, qid, response, reward, answer=None, error=None):
+        return {"cell": cell, "question": {"id": qid}, "response": response, "reward": reward,
+                "answer": answer, "error": error}
+
+    a = [row("greedy:weak", "q1", "x", 0.0, "1"), row("greedy:weak", "q2", "y", 1.0, "2"),
+         row("greedy:worked", "q1", "z", 1.0, "3"), row("greedy:worked", "q3", "e", 0.0, error="boom"),
+         row("sampled:weak", "q1", "s", 1.0, "1"), row("greedy:weak", "q9", "only in A", 0.0)]
+    b = [row("greedy:weak", "q1", "x'", 1.0, "5"), row("greedy:weak", "q2", "y", 1.0, "2"),
+         row("greedy:worked", "q1", "z'", 1.0, "3"), row("greedy:worked", "q3", "e", 1.0, "4"),
+         row("sampled:weak", "q1", "t", 0.0, "0")]
+    for name, rows in (("a", a), ("b", b)):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = drift.main([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--json", str(tmp_path / "d.json")])
+    weak, worked = result["cells"]["greedy:weak"], result["cells"]["greedy:worked"]
+    assert (weak["episodes"], weak["response_changed"], weak["answer_changed"], weak["reward_changed"]) == (2, 1, 1, 1)
+    assert weak["mean_diff"] == 0.5 and worked["errors"] == 1  # an error episode is counted apart, never scored
+    assert (worked["response_changed"], worked["answer_changed"], worked["mean_diff"]) == (1, 0, 0.0)
+    assert result["unpaired"] == 1 and "sampled:weak" not in result["cells"]  # sampled cells are not compared
+    assert result["all"]["episodes"] == 4 and result["all"]["response_changed"] == 2
+    assert json.loads((tmp_path / "d.json").read_text())["all"] == result["all"]
+    assert "1 episodes were in one file only" in capsys.readouterr().out
