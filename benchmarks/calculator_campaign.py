@@ -1,7 +1,7 @@
 """What co-evolution buys where the instruction decides tool use: the ``calculator`` preset's arms,
 paired by seed and per held-out problem (issue 33).
 
-Arms (each ``inspo.train.run.run_training`` on the ``calculator`` preset, same seed, data and steps):
+Arms (each ``inspo.training.run.run_training`` on the ``calculator`` preset, same seed, data and steps):
 
 - ``static-weak``: static GRPO under the weak seed (``@weak``: it names the calculator, nothing more);
 - ``static-worked``: static GRPO under the hand-written instruction with a worked example

@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.eval.provenance import provenance
     from inspo.models.precision import default_device, resolve_precision
     from inspo.records import Instruction
-    from inspo.train.config_files import parse_override
+    from inspo.training.config_files import parse_override
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inspo.eval.provenance import provenance
-from inspo.train.presets import PRESETS
+from inspo.training.presets import PRESETS
 
 #: Each arm's settings on top of BASE; every arm but ``cpu-tiny`` and ``paper`` changes one thing.
 ARMS: dict[str, dict] = {

@@ -268,9 +268,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.models import load_model
     from inspo.models.precision import default_device
     from inspo.records import Instruction
-    from inspo.train.config import resolve
-    from inspo.train.evolve import run_evolve
-    from inspo.train.setup import build_optimizer, prepare
+    from inspo.training.config import resolve
+    from inspo.training.evolve import run_evolve
+    from inspo.training.setup import build_optimizer, prepare
 
     print(f"command: {info['command']} (commit {info['commit']}{', with uncommitted changes' if info['dirty'] else ''})")
     print(f"python {info['python']}, torch {torch.__version__}, threads {torch.get_num_threads()}")

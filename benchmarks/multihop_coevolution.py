@@ -1,7 +1,7 @@
 """What co-evolution buys where the instruction can matter: the ``multihop`` preset's arms, paired
 by seed and per held-out question (issue 23, item 2).
 
-Arms (each ``inspo.train.run.run_training`` on the same preset, seed, data and steps):
+Arms (each ``inspo.training.run.run_training`` on the same preset, seed, data and steps):
 
 - ``static-weak``: static GRPO under the weak seed (``@weak``: never says a question may need
   several searches);
@@ -203,8 +203,8 @@ def run_arm(arm: str, args: argparse.Namespace, setting: Setting = MULTIHOP) -> 
     """One training run (resumed when a checkpoint of it exists); its held-out test scores per
     question, spend, Fig. 2 curves and event counts; and, for each extra test set, its final agent
     scored there (greedy, under the instruction it returns and under its seed)."""
-    from inspo.train.config import resolve
-    from inspo.train.run import run_training
+    from inspo.training.config import resolve
+    from inspo.training.run import run_training
 
     rl = _sibling("rl_static_vs_inspo")
     config = resolve(args.preset, None, overrides(args, arm, setting))
@@ -244,7 +244,7 @@ def run_untrained(args: argparse.Namespace, setting: Setting = MULTIHOP) -> dict
     """The base policy, greedy, under each of ``setting.untrained`` (name -> seed), on the runs'
     test questions (their own evaluation) and on each extra test set."""
     from inspo.envs.build import build_env, seed_of
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     started = time.perf_counter()
     config = resolve(args.preset, None, overrides(args, "untrained", setting))
@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict
     import torch
 
     from inspo.eval.provenance import provenance
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     if args.threads:
         torch.set_num_threads(args.threads)

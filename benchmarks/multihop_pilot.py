@@ -164,8 +164,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.eval.provenance import provenance
     from inspo.eval.stats import paired_difference
     from inspo.records import Instruction
-    from inspo.train.config import resolve
-    from inspo.train.setup import prepare
+    from inspo.training.config import resolve
+    from inspo.training.setup import prepare
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 """INSPO versus static GRPO on the same config and seed: overhead (benchmark 1) and learning
 (benchmark 4, first half), side by side in one run.
 
-Both arms run ``inspo.train.run.run_training`` on the same preset, seed, data and step count;
+Both arms run ``inspo.training.run.run_training`` on the same preset, seed, data and step count;
 only ``mode`` differs (``static`` = the Search-R1 baseline: one fixed instruction; ``inspo`` =
 co-evolution). The script prints
 
@@ -30,8 +30,8 @@ from pathlib import Path
 
 
 def run_arm(mode: str, args: argparse.Namespace, rep: int) -> dict:
-    from inspo.train.config import resolve
-    from inspo.train.run import run_training
+    from inspo.training.config import resolve
+    from inspo.training.run import run_training
 
     out = Path(args.out) / f"{mode}-rep{rep}"
     overrides = [
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     import trl  # noqa: F401
 
     from inspo.models import load_model
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     warm = resolve(args.preset, None, args.set)
     load_model(warm.model.name_or_path)  # loaded and dropped

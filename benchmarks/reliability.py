@@ -385,8 +385,8 @@ def _state(step: int = 2) -> dict[str, Any]:
     from inspo.core.proposer import Proposer
     from inspo.envs.search_r1.reflector_rules import RULES
     from inspo.llm.rule_based import RuleBasedReflector
-    from inspo.train.config import resolve
-    from inspo.train.schedule import core_config
+    from inspo.training.config import resolve
+    from inspo.training.schedule import core_config
 
     config = resolve("cpu-tiny", overrides=["model.name_or_path=tiny-qwen2", "rl.steps=4"])
     coevo = CoEvolution(core_config(config.coevolution, static=False), "Use <search> and <answer>.",
@@ -401,7 +401,7 @@ def _checkpoint(run: Path, step: int = 2) -> Path:
     from safetensors.torch import save_file
 
     from inspo import artifacts
-    from inspo.train.config import dump, resolve
+    from inspo.training.config import dump, resolve
 
     config = resolve("cpu-tiny", overrides=["model.name_or_path=tiny-qwen2", "rl.steps=4", f"output_dir={run}"])
     ckpt = run / f"checkpoint-{step}"

@@ -1,6 +1,6 @@
 """Static GRPO versus INSPO at equal steps, paired per held-out question (issue 9's benchmark 2).
 
-One seed per invocation; each arm is ``inspo.train.run.run_training`` on the same preset,
+One seed per invocation; each arm is ``inspo.training.run.run_training`` on the same preset,
 seed, data and step count, only ``mode`` differs (``static``: the Search-R1 baseline, one fixed
 instruction; ``inspo``: co-evolution with the preset's evidence rules). The default setting is
 the one where static GRPO was seen to learn on this CPU (BENCHMARKS.md §4, the probe):
@@ -161,8 +161,8 @@ def rule_counts(events_path: Path) -> dict[str, int]:
 
 def run_arm(arm: str, args: argparse.Namespace) -> dict:
     """One training run; its held-out test scores per question, spend and curves."""
-    from inspo.train.config import resolve
-    from inspo.train.run import run_training
+    from inspo.training.config import resolve
+    from inspo.training.run import run_training
 
     config = resolve(args.preset, None, overrides(args, arm))
     started = time.perf_counter()
@@ -187,7 +187,7 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
 def greedy_scores(args: argparse.Namespace, policy: str, texts: Sequence[str]) -> tuple[list[str], list[list[float]]]:
     """The test question ids and ``policy``'s greedy rewards on them under each of ``texts`` (''
     is the seed), with this benchmark's settings (:func:`greedy_test_scores`)."""
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     return greedy_test_scores(resolve(args.preset, None, overrides(args, "static")), policy, texts)
 
@@ -202,8 +202,8 @@ def greedy_test_scores(config, policy: str, texts: Sequence[str]) -> tuple[list[
     from inspo.agent.load import load_engine
     from inspo.core.verifier import play_all
     from inspo.records import Instruction
-    from inspo.train.loop import greedy_evaluate
-    from inspo.train.setup import prepare
+    from inspo.training.loop import greedy_evaluate
+    from inspo.training.setup import prepare
 
     inputs = prepare(config, need_optimizer=False, need_eval=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs trained and tested

@@ -196,7 +196,7 @@ def build_setup(args: argparse.Namespace) -> Setup:
     if args.lora:
         from peft import LoraConfig, get_peft_model
 
-        from inspo.train.vllm_sync import max_lora_rank
+        from inspo.training.vllm_sync import max_lora_rank
 
         loaded = dataclasses.replace(loaded, model=get_peft_model(loaded.model, LoraConfig(
             r=args.lora, lora_alpha=2 * args.lora, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],

@@ -1,6 +1,6 @@
 """Where one INSPO training step spends its time (issue 9: "profile one cpu-tiny step").
 
-Runs ``inspo.train.run.run_training`` on a preset and times, without changing the library, the
+Runs ``inspo.training.run.run_training`` on a preset and times, without changing the library, the
 parts of every step by wrapping them (exclusive time: a part nested in another is subtracted
 from its parent):
 
@@ -15,7 +15,7 @@ from its parent):
   the optimizer LLM's calls, bookkeeping);
 - ``generation (verification)``: rollouts played inside the update (D_B, the parent);
 - ``vllm sync``: with ``rl.use_vllm``, handing the new weights (or LoRA adapter) to vLLM before
-  it generates with them (:mod:`inspo.train.vllm_sync`; once per optimizer step);
+  it generates with them (:mod:`inspo.training.vllm_sync`; once per optimizer step);
 - ``other``: the rest of the training loop (callbacks, logging, checkpoints, data loading).
 
 Printed: seconds per step for each part and its share, over the steps after the first (which
@@ -82,10 +82,10 @@ class Profiler:
 def install(prof: Profiler):
     """Wrap the library's parts (module attributes and the trainer class); returns an undo."""
     import inspo.envs.evaluate as evaluate_mod
-    import inspo.train.grpo as grpo
-    import inspo.train.grpo_run as run_mod
+    import inspo.training.grpo_stage as run_mod
+    import inspo.training.grpo_trainer as grpo
     from inspo.core.coevolution import CoEvolution
-    from inspo.train import vllm_sync
+    from inspo.training import vllm_sync
 
     saved = (grpo.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update)
     syncs = {cls: cls.sync for cls in (vllm_sync.WeightSync, vllm_sync.AdapterSync)}
@@ -188,8 +188,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    from inspo.train.config import resolve
-    from inspo.train.run import run_training
+    from inspo.training.config import resolve
+    from inspo.training.run import run_training
 
     overrides = [*(QUICK if args.quick else []), f"output_dir={args.out}", *args.set]
     config = resolve(args.preset, None, overrides)

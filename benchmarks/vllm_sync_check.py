@@ -2,7 +2,7 @@
 
 ``tests/test_train_vllm_weights.py`` checks this on the tiny model. This script does it on a
 real one (default: the 0.5B policy of ``cpu-tiny``): it starts the engine ``rl.use_vllm`` starts
-(:func:`inspo.train.vllm_sync.start_weight_sync`), then, before any training and after each of
+(:func:`inspo.training.vllm_sync.start_weight_sync`), then, before any training and after each of
 ``--steps`` real AdamW steps on all weights, syncs and compares ``--tokens`` greedy tokens from
 vLLM with transformers' on the same weights, for two chat prompts. It also checks that a sync
 leaves the training model's own weights untouched (vLLM gets the tensors themselves). Prints
@@ -44,8 +44,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
     from inspo.eval.provenance import provenance
     from inspo.models import load_model
-    from inspo.train.config import resolve
-    from inspo.train.vllm_sync import start_weight_sync
+    from inspo.training.config import resolve
+    from inspo.training.vllm_sync import start_weight_sync
 
     info = provenance(["benchmarks/vllm_sync_check.py", *(sys.argv[1:] if argv is None else argv)])
     config = resolve("cpu-tiny", overrides=[f"model.name_or_path={args.model}", f"model.dtype={args.dtype}",

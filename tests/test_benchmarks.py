@@ -268,7 +268,7 @@ def test_paired_difference_and_gepa_split():
 
 
 def test_evolve_vs_gepa_defaults_are_the_issue_23_rematch():
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     bench = load_script("evolve_vs_gepa")
     args = bench.parse_args([])
@@ -381,7 +381,7 @@ def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     assert again["gepa"]["rollouts"] >= result["gepa"]["rollouts"] and again["gepa"]["replayed_rollouts"] == 2
     assert again["gepa"]["optimizer_calls"] >= result["gepa"]["optimizer_calls"]
     assert work_events() == before
-    from inspo.train.setup import SetupError
+    from inspo.training.setup import SetupError
 
     with pytest.raises(SetupError, match="nothing to resume"):
         bench.main(["--quick", "--resume", "--out", str(tmp_path / "fresh")])

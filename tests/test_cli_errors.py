@@ -14,8 +14,8 @@ from inspo.cli import main
 from inspo.core.coevolution import CoEvolution
 from inspo.core.proposer import Proposer
 from inspo.llm.rule_based import RuleBasedReflector
-from inspo.train.config import _SECTIONS, TrainConfig, dump, resolve
-from inspo.train.schedule import core_config
+from inspo.training.config import _SECTIONS, TrainConfig, dump, resolve
+from inspo.training.schedule import core_config
 
 BASE = ["model.name_or_path=tiny-qwen2", "rl.steps=4"]
 
@@ -142,29 +142,29 @@ def _flip(path):
 ], ids=["optimizer-cut", "optimizer-flipped", "scheduler-junk", "adapter-cut", "trainer-state-cut", "step-cut",
         "step-empty", "state-empty", "adapter-config-not-utf8"])
 def test_train_resume_from_a_damaged_checkpoint_names_the_file(tmp_path, capsys, monkeypatch, damage, expected):
-    import inspo.train.grpo_run as grpo_run
+    import inspo.training.grpo_stage as grpo_stage
 
     run = tmp_path / "run"
     _checkpoint(run, step=1)
     damage(_checkpoint(run, step=2))
-    monkeypatch.setattr(grpo_run, "prepare", lambda *a, **k: pytest.fail("prepared before refusing"))
+    monkeypatch.setattr(grpo_stage, "prepare", lambda *a, **k: pytest.fail("prepared before refusing"))
     message = refused(capsys, ["train", "--output-dir", str(run), "--resume", "--no-progress", *_sets(BASE)])
     assert f"cannot resume from {run / 'checkpoint-2'}: " in message and expected in message
     assert f"Resume from the checkpoint before it with --resume {run / 'checkpoint-1'}" in message
 
 
 def test_an_intact_checkpoint_passes_the_check(tmp_path):
-    from inspo.train.resume import check_checkpoint
+    from inspo.training.resume import check_checkpoint
 
     assert check_checkpoint(_checkpoint(tmp_path / "run"))["inspo_step"] == 2
 
 
 def test_a_damaged_only_checkpoint_says_to_start_a_new_run(tmp_path, capsys, monkeypatch):
-    import inspo.train.grpo_run as grpo_run
+    import inspo.training.grpo_stage as grpo_stage
 
     run = tmp_path / "run"
     _cut(_checkpoint(run) / "optimizer.pt")
-    monkeypatch.setattr(grpo_run, "prepare", lambda *a, **k: pytest.fail("prepared before refusing"))
+    monkeypatch.setattr(grpo_stage, "prepare", lambda *a, **k: pytest.fail("prepared before refusing"))
     message = refused(capsys, ["train", "--output-dir", str(run), "--resume", "--no-progress", *_sets(BASE)])
     assert f"There is no earlier checkpoint in {run}: start a new run in another --output-dir" in message
 
@@ -217,7 +217,7 @@ def test_every_boolean_setting_refuses_a_value_that_is_not_true_or_false(capsys)
 
 def test_the_python_api_refuses_a_non_boolean_too():
     from inspo.core.config import ConfigError
-    from inspo.train.config import ModelConfig, RLConfig
+    from inspo.training.config import ModelConfig, RLConfig
 
     with pytest.raises(ConfigError, match="model.lora must be true or false; got 'maybe'"):
         ModelConfig(lora="maybe")

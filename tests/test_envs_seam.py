@@ -172,7 +172,7 @@ def test_a_tool_without_a_docstring_or_with_varargs_is_refused():
 ])
 def test_an_env_name_that_names_nothing_is_refused_when_the_config_is_read(name, says):
     from inspo.core.config import ConfigError
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     with pytest.raises(ConfigError) as info:
         resolve("cpu-tiny", overrides=[f"env.name={name}"])
@@ -187,7 +187,7 @@ def test_a_module_that_raises_on_import_shows_its_error(tmp_path):
 
 def test_a_factory_that_fails_or_returns_no_environment_is_a_setup_error(tmp_path):
     from inspo.envs.build import build_env
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     (tmp_path / "user_env.py").write_text(
         "def broken(**kw):\n    raise OSError('corpus missing: /data/x.jsonl')\n\n"
@@ -202,7 +202,7 @@ def test_a_factory_that_fails_or_returns_no_environment_is_a_setup_error(tmp_pat
 
 
 def test_a_preset_switched_to_another_environment_drops_the_old_ones_settings():
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     config = resolve("cpu-tiny", overrides=["env.name=calculator", "env.steps=3"])
     assert config.env.name == "calculator" and config.env.options["steps"] == 3
@@ -221,7 +221,7 @@ def test_a_prefill_that_opens_a_tag_the_environment_lacks_is_refused():
 
 
 def test_switching_environment_resets_the_presets_prefill_unless_it_is_given():
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     assert resolve("cpu-tiny").rl.prefill == "<search>"  # cpu-tiny is Search-R1's, its first search forced
     assert resolve("cpu-tiny", overrides=["env.name=calculator"]).rl.prefill == ""

@@ -149,7 +149,7 @@ def engines(monkeypatch):
 
 def _trained_run(tmp_path):
     """A finished run directory whose config trains a short, prefilled, nudged agent."""
-    from inspo.train.config import dump, resolve
+    from inspo.training.config import dump, resolve
 
     run = tmp_path / "run"
     (run / "model").mkdir(parents=True)

@@ -126,8 +126,8 @@ def _run_record(out: Path) -> dict:
 
 
 def _training(tmp: Path) -> dict:
-    from inspo.train.config import resolve
-    from inspo.train.run import run_training
+    from inspo.training.config import resolve
+    from inspo.training.run import run_training
     from train_run_script import TINY, scripted_reward
 
     out = tmp / "train"
@@ -140,8 +140,8 @@ def _training(tmp: Path) -> dict:
 
 def _evolve(tmp: Path) -> dict:
     from inspo.agent.engines import HFEngine
-    from inspo.train.config import resolve
-    from inspo.train.evolve import run_evolve
+    from inspo.training.config import resolve
+    from inspo.training.evolve import run_evolve
 
     out = tmp / "evolve"
     tiny = _tiny()

@@ -17,7 +17,7 @@ from inspo.envs.search_r1.protocol import (
     WEAK_INSTRUCTION,
 )
 from inspo.eval import parse_instruction
-from inspo.train.config import preset, resolve
+from inspo.training.config import preset, resolve
 
 
 def test_world_multihop_has_the_worlds_corpus_and_over_200_held_out_two_hop_questions():

@@ -237,8 +237,8 @@ def test_a_policy_endpoint_that_does_not_serve_the_model_is_refused():
 
 def test_inspo_evolve_stops_on_a_killed_retriever_with_every_step_before_it_saved(tmp_path):
     from inspo import artifacts
-    from inspo.train.config import resolve
-    from inspo.train.evolve import run_evolve
+    from inspo.training.config import resolve
+    from inspo.training.evolve import run_evolve
 
     out = tmp_path / "evo"
     with dying_server(alive=8) as (url, served):
@@ -265,7 +265,7 @@ def test_a_grpo_step_whose_rollouts_hit_an_outage_stops_instead_of_training_on_z
     from contextlib import nullcontext
     from types import SimpleNamespace
 
-    import inspo.train.grpo as grpo
+    import inspo.training.grpo_trainer as grpo
     from inspo.core.coevolution import CoEvolution
     from inspo.core.config import CoEvolutionConfig
     from inspo.core.proposer import Proposer

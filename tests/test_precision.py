@@ -20,8 +20,8 @@ from inspo.models.precision import (
     probe_bf16,
     resolve_precision,
 )
-from inspo.train.config import resolve
-from inspo.train.precision import run_precision
+from inspo.training.config import resolve
+from inspo.training.precision import run_precision
 
 SLOW_CPU = Bf16Support(False, "CPU AVX2: no fast bf16 matmul")
 FAST_CPU = Bf16Support(True, "CPU AVX512: oneDNN bf16 matmul")
@@ -146,7 +146,7 @@ def test_a_run_config_is_made_concrete():
 
 
 def test_grpo_settings_resolve_an_auto_left_in_the_config(monkeypatch):
-    from inspo.train.trainer import grpo_settings
+    from inspo.training.grpo_config import grpo_settings
 
     monkeypatch.setattr(precision_module, "probe_bf16", slow)
     settings = grpo_settings(resolve("cpu-tiny"), world_size=1, cuda=False)
@@ -177,9 +177,9 @@ def test_dry_run_prints_the_resolved_precision(monkeypatch, capsys):
 def test_resume_under_auto_keeps_the_checkpoints_dtype_instead_of_refusing(tmp_path, monkeypatch, caplog):
     """A run checkpointed in bfloat16 (the old default) resumed with model.dtype=auto on a CPU without
     fast bf16: auto would pick float32, which the checkpoint's weights refuse; auto keeps bfloat16."""
-    import inspo.train.grpo_run as grpo_run
-    import inspo.train.run as run_module
-    from inspo.train.resume import ResumeRefused
+    import inspo.training.grpo_stage as grpo_stage
+    import inspo.training.run as run_module
+    from inspo.training.resume import ResumeRefused
     from test_train_resume_settings import BASE, _checkpoint
 
     run = tmp_path / "run"
@@ -192,7 +192,7 @@ def test_resume_under_auto_keeps_the_checkpoints_dtype_instead_of_refusing(tmp_p
     def prepared(*args, **kwargs):
         raise Prepared
 
-    monkeypatch.setattr(grpo_run, "prepare", prepared)  # past the resume plan: stop before any model loads
+    monkeypatch.setattr(grpo_stage, "prepare", prepared)  # past the resume plan: stop before any model loads
     monkeypatch.setattr(precision_module, "probe_bf16", slow)
     caplog.set_level(logging.INFO, logger="inspo.train")
     with pytest.raises(Prepared):
@@ -215,7 +215,7 @@ def test_a_tiny_run_records_the_precision_that_ran(tmp_path, monkeypatch, caplog
     import torch
     import yaml
 
-    from inspo.train.run import run_training
+    from inspo.training.run import run_training
     from train_run_script import TINY, scripted_reward
 
     monkeypatch.setattr(precision_module, "probe_bf16", fast)

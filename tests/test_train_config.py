@@ -1,8 +1,8 @@
 import pytest
 
 from inspo.core.config import ConfigError
-from inspo.train.config import dump, parse_override, preset, read_config_file, resolve
-from inspo.train.plan import plan_run
+from inspo.training.config import dump, parse_override, preset, read_config_file, resolve
+from inspo.training.plan import plan_run
 
 
 def test_paper_preset_is_app_b():

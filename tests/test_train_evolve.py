@@ -14,9 +14,9 @@ from agent_helpers import ScriptedPolicy
 from inspo import artifacts
 from inspo.data.sources import load_qa_source
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
-from inspo.train.config import resolve
-from inspo.train.evolve import run_evolve, step_questions
-from inspo.train.setup import SetupError
+from inspo.training.config import resolve
+from inspo.training.evolve import run_evolve, step_questions
+from inspo.training.setup import SetupError
 
 
 def _config(out, steps=4):
@@ -124,8 +124,8 @@ class StubGrpo:
     def run(self, run, handoff):
         from dataclasses import replace
 
-        from inspo.train.grpo_run import Policy
-        from inspo.train.summary import RunSummary
+        from inspo.training.grpo_stage import Policy
+        from inspo.training.summary import RunSummary
 
         assert self.static  # both offline modes train a population of one
         StubGrpo.handed.append(handoff.instruction)
@@ -140,7 +140,7 @@ class StubGrpo:
 
 @pytest.fixture
 def stub_grpo(monkeypatch):
-    from inspo.train import run
+    from inspo.training import run
 
     monkeypatch.setattr(run, "GrpoStage", StubGrpo)
     StubGrpo.handed = []
@@ -149,7 +149,7 @@ def stub_grpo(monkeypatch):
 
 def test_post_policy_stage_makes_the_online_runs_evolution_rounds(tmp_path, scripted_engine, stub_grpo):
     """The GRPO stage is stubbed (no model); the offline stage after it is the real one."""
-    from inspo.train import run
+    from inspo.training import run
 
     summary = run.run_training(_offline_config(tmp_path / "post", "post-policy"), progress=False)
     stage = tmp_path / "post" / "post-policy"
@@ -167,7 +167,7 @@ def test_post_policy_stage_makes_the_online_runs_evolution_rounds(tmp_path, scri
 
 
 def test_pre_policy_stage_makes_the_online_runs_evolution_rounds(tmp_path, monkeypatch, scripted_engine, stub_grpo):
-    from inspo.train import run
+    from inspo.training import run
 
     monkeypatch.setattr(run, "base_policy", lambda run, handoff, rng: ScriptedPolicy())
     summary = run.run_training(_offline_config(tmp_path / "pre", "pre-policy"), progress=False)
@@ -187,7 +187,7 @@ class Killed(BaseException):
 
 
 def _killed_before_its_first_state(out, monkeypatch):
-    import inspo.train.evolve as evolve
+    import inspo.training.evolve as evolve
 
     def die(*args, **kwargs):
         raise Killed

@@ -4,7 +4,7 @@ the seed on dev), with a scripted evaluate whose per-question rewards are known.
 import pytest
 
 from inspo.records import Instruction, Question, Rollout
-from inspo.train.final import choose_instruction
+from inspo.training.final import choose_instruction
 
 SEED = Instruction(id="ins-0001", text="seed", origin="seed")
 LUCKY = Instruction(id="ins-0002", text="lucky", origin="reflection")  # the weights' I*
@@ -69,7 +69,7 @@ def test_weight_rule_is_algorithm_1_and_still_reports_the_seed():
 def test_lines_survive_a_round_trip_through_json():
     import json
 
-    from inspo.train.final import final_choice_lines
+    from inspo.training.final import final_choice_lines
 
     table = {"seed": {"d": [1, 1, 0, 1], "t": [1, 0, 1, 1, 0]}, "lucky": {"d": [0, 1, 0, 0], "t": [0, 0, 1, 0, 0]}}
     choice = choose_instruction(scripted(table), rule="dev", population=[LUCKY], seed=SEED, by_weight=LUCKY,

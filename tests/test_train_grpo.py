@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("trl")
 
 from inspo import artifacts  # noqa: E402
-from inspo.train.config import resolve  # noqa: E402
-from inspo.train.run import run_training  # noqa: E402
+from inspo.training.config import resolve  # noqa: E402
+from inspo.training.run import run_training  # noqa: E402
 from train_run_script import TINY, scripted_reward  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from inspo.cli import main
-from inspo.train.config import preset, resolve
-from inspo.train.paper import paper_parts
+from inspo.training.config import preset, resolve
+from inspo.training.paper import paper_parts
 
 OPTIMIZER_ENV = ("INSPO_OPTIMIZER_BASE_URL", "OPENAI_BASE_URL", "INSPO_OPTIMIZER_API_KEY", "OPENAI_API_KEY",
                  "INSPO_OPTIMIZER_MODEL")
@@ -46,13 +46,13 @@ def no_work(monkeypatch):
     """Fail the test if a run builds its environment (the retriever), reads questions or resolves/fetches a model."""
     import inspo.models
     import inspo.models.registry
-    import inspo.train.setup
+    import inspo.training.setup
 
     def refuse(*args, **kwargs):
         raise AssertionError("work started before the paper's parts were checked")
 
-    for module, name in ((inspo.train.setup, "load_questions"), (inspo.train.setup, "build_env"),
-                         (inspo.train.setup, "resolve_model_dir"), (inspo.models.registry, "model_path"),
+    for module, name in ((inspo.training.setup, "load_questions"), (inspo.training.setup, "build_env"),
+                         (inspo.training.setup, "resolve_model_dir"), (inspo.models.registry, "model_path"),
                          (inspo.models, "model_path")):
         monkeypatch.setattr(module, name, refuse)
 

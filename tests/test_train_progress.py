@@ -23,8 +23,8 @@ from inspo.core.events import (
     Verified,
     WarmedUp,
 )
-from inspo.train.evolve import run_evolve
-from inspo.train.progress import PhaseAnnouncer, announce_events
+from inspo.training.evolve import run_evolve
+from inspo.training.progress import PhaseAnnouncer, announce_events
 from test_train_evolve import _config
 
 #: What a run of test_train_evolve's config must say, in this order (regexes).

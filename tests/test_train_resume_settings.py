@@ -14,10 +14,10 @@ from inspo.cli import main
 from inspo.core.coevolution import CoEvolution
 from inspo.core.proposer import Proposer
 from inspo.llm.rule_based import RuleBasedReflector
-from inspo.train.config import dump, resolve
-from inspo.train.evolve import run_evolve
-from inspo.train.resume import ResumeRefused, plan_resume
-from inspo.train.schedule import core_config
+from inspo.training.config import dump, resolve
+from inspo.training.evolve import run_evolve
+from inspo.training.resume import ResumeRefused, plan_resume
+from inspo.training.schedule import core_config
 
 BASE = ["model.name_or_path=tiny-qwen2", "rl.steps=4", "coevolution.max_rounds=2"]
 
@@ -77,7 +77,7 @@ def _checkpoint(run, config, step=2):
 
 
 def test_train_refuses_a_change_the_checkpoint_cannot_honour_before_any_work(tmp_path, monkeypatch, capsys):
-    import inspo.train.grpo_run as grpo_run
+    import inspo.training.grpo_stage as grpo_stage
 
     run = tmp_path / "run"
     _checkpoint(run, resolve("cpu-tiny", overrides=[*BASE, f"output_dir={run}"]))
@@ -86,7 +86,7 @@ def test_train_refuses_a_change_the_checkpoint_cannot_honour_before_any_work(tmp
     def no_work(*args, **kwargs):
         raise AssertionError("the run prepared its inputs before refusing the resume")
 
-    monkeypatch.setattr(grpo_run, "prepare", no_work)
+    monkeypatch.setattr(grpo_stage, "prepare", no_work)
     args = ["train", "--output-dir", str(run), "--resume", "--no-progress"]
     for o in [*BASE, "rl.learning_rate=1e-4", "coevolution.population_size=5", "rl.max_turns=2"]:
         args += ["--set", o]
@@ -98,8 +98,8 @@ def test_train_refuses_a_change_the_checkpoint_cannot_honour_before_any_work(tmp
 
 
 def test_train_falls_back_to_the_run_config_for_old_checkpoints(tmp_path, monkeypatch):
-    import inspo.train.grpo_run as grpo_run
-    import inspo.train.run as run_module
+    import inspo.training.grpo_stage as grpo_stage
+    import inspo.training.run as run_module
 
     run = tmp_path / "run"
     config = resolve("cpu-tiny", overrides=[*BASE, f"output_dir={run}"])
@@ -107,7 +107,7 @@ def test_train_falls_back_to_the_run_config_for_old_checkpoints(tmp_path, monkey
     info = artifacts.read_step(ckpt)
     del info["config"]  # written before checkpoints recorded their config
     artifacts.write_json(ckpt / artifacts.STEP_FILE, info)
-    monkeypatch.setattr(grpo_run, "prepare", lambda *a, **k: pytest.fail("prepared before refusing"))
+    monkeypatch.setattr(grpo_stage, "prepare", lambda *a, **k: pytest.fail("prepared before refusing"))
     with pytest.raises(ResumeRefused, match=r"(?s)model.name_or_path: 'tiny-qwen2' -> 'smollm2-135m'.*settings are in .*config.yaml"):
         run_module.run_training(resolve("cpu-tiny", overrides=[*BASE, f"output_dir={run}",
                                                                "model.name_or_path=smollm2-135m"]),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from inspo import artifacts
-from inspo.train.summary import RunSummary
+from inspo.training.summary import RunSummary
 
 BASE = dict(run_dir="runs/x", mode="demo", steps=3, reward_start=0.1, reward_end=0.4, tool_calls_start=None,
             tool_calls_end=None, window=1, best_instruction_id="ins-0002", best_instruction="Search first.",

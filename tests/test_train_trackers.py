@@ -13,8 +13,8 @@ import logging
 import pytest
 
 from inspo.core.config import ConfigError
-from inspo.train.config import resolve
-from inspo.train.trackers import missing_tracker_message
+from inspo.training.config import resolve
+from inspo.training.trackers import missing_tracker_message
 from test_train_progress import _in_order
 from train_run_script import TINY, scripted_reward
 
@@ -27,7 +27,7 @@ def test_unknown_tracker_is_a_config_error():
 
 
 def test_missing_tracker_is_refused_before_anything_loads(tmp_path, monkeypatch, capsys):
-    import inspo.train.grpo_run as grpo_run
+    import inspo.training.grpo_stage as grpo_stage
     from inspo.cli import main
 
     real = importlib.util.find_spec
@@ -36,7 +36,7 @@ def test_missing_tracker_is_refused_before_anything_loads(tmp_path, monkeypatch,
     def must_not_load(*args, **kwargs):
         raise AssertionError("the run's inputs were prepared before the missing tracker was refused")
 
-    monkeypatch.setattr(grpo_run, "prepare", must_not_load)
+    monkeypatch.setattr(grpo_stage, "prepare", must_not_load)
     code = main(["train", "--set", "rl.report_to=[tensorboard,wandb]", "--output-dir", str(tmp_path / "run")])
     err = capsys.readouterr().err.strip()
     assert code == 2
@@ -52,7 +52,7 @@ def test_one_grpo_step_writes_inspo_and_rollout_scalars_to_tensorboard(tmp_path,
     import torch
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from inspo.train.run import run_training
+    from inspo.training.run import run_training
 
     monkeypatch.delenv("TENSORBOARD_LOGGING_DIR", raising=False)
     out = tmp_path / "run"

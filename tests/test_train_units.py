@@ -1,4 +1,4 @@
-"""inspo.train without a training run: the config -> TRL mapping, the rollout batch TRL gets,
+"""inspo.training without a training run: the config -> TRL mapping, the rollout batch TRL gets,
 run-directory bookkeeping (resume truncation, checkpoint discovery), step helpers, and the
 pre-flight errors that must come before any training time is spent."""
 
@@ -19,12 +19,12 @@ from inspo.core.coevolution import StepReport
 from inspo.core.config import ConfigError
 from inspo.models.sources import ModelNotInstalledError
 from inspo.records import Instruction, Question, Rollout, ToolCall
-from inspo.train.config import resolve
-from inspo.train.grpo import rollout_batch
-from inspo.train.loop import choose_groups, step_line, step_metrics
-from inspo.train.run import grpo_settings, run_training
-from inspo.train.setup import SetupError, agent_config
-from inspo.train.summary import start_end
+from inspo.training.config import resolve
+from inspo.training.grpo_trainer import rollout_batch
+from inspo.training.loop import choose_groups, step_line, step_metrics
+from inspo.training.run import grpo_settings, run_training
+from inspo.training.setup import SetupError, agent_config
+from inspo.training.summary import start_end
 
 
 def free_port() -> int:
@@ -198,7 +198,7 @@ def test_find_checkpoint_skips_incomplete_ones(tmp_path):
 
 
 def test_each_mode_is_a_list_of_named_stages():
-    from inspo.train.run import mode_stages
+    from inspo.training.run import mode_stages
 
     names = {mode: [s.name for s in mode_stages(mode)] for mode in ("inspo", "static", "pre-policy", "post-policy")}
     assert names == {"inspo": ["grpo"], "static": ["grpo"], "pre-policy": ["pre-policy", "grpo"],
@@ -223,8 +223,8 @@ class Recording:
 
 
 def test_the_driver_checks_every_stage_first_then_hands_each_stage_on(tmp_path):
-    from inspo.train.run import Run, run_stages
-    from inspo.train.summary import RunSummary
+    from inspo.training.run import Run, run_stages
+    from inspo.training.summary import RunSummary
 
     summary = RunSummary(run_dir=str(tmp_path), mode="pre-policy", steps=1, reward_start=0.0, reward_end=0.0,
                          tool_calls_start=None, tool_calls_end=None, window=1, best_instruction_id="ins-0001",
@@ -243,8 +243,8 @@ def test_the_driver_checks_every_stage_first_then_hands_each_stage_on(tmp_path):
 
 
 def test_a_finished_grpo_stage_is_picked_up_on_resume_only_before_another_stage(tmp_path, monkeypatch):
-    import inspo.train.run as run_module
-    from inspo.train.run import GrpoStage, Run
+    import inspo.training.run as run_module
+    from inspo.training.run import GrpoStage, Run
 
     preflights = []
     monkeypatch.setattr(run_module, "preflight", lambda config, **kwargs: preflights.append(kwargs) or "start")
@@ -355,7 +355,7 @@ def test_cpu_logprobs_match_trls_fused_lm_head():
     from trl.trainer.utils import add_fused_lm_head
 
     from inspo.models import load_model
-    from inspo.train.grpo import cpu_logps_and_entropies
+    from inspo.training.grpo_trainer import cpu_logps_and_entropies
 
     try:
         loaded = load_model("tiny-qwen2", dtype="float32")
@@ -382,7 +382,7 @@ def test_cpu_logprobs_match_trls_fused_lm_head():
 
 def test_prepare_gives_the_proposer_a_prompt_length_check():
     # issue 12.7: only the seed's prompt was checked against rl.max_prompt_tokens
-    from inspo.train.setup import prepare
+    from inspo.training.setup import prepare
 
     cfg = resolve("cpu-tiny", overrides=["model.name_or_path=tiny-qwen2", "rl.max_prompt_tokens=300"])
     try:

@@ -1,4 +1,5 @@
-"""Training with ``rl.use_vllm``: the LoRA adapter synced into a real vLLM (inspo.train.vllm_sync).
+"""Training with ``rl.use_vllm``: the LoRA adapter synced into a real vLLM
+(inspo.training.vllm_sync).
 
 Needs the ``vllm`` module (``make test`` runs this file in the vLLM venv, see the Makefile);
 without it every test here skips at the import. The model is ``tiny-qwen2-hd32`` in float32
@@ -17,7 +18,7 @@ pytest.importorskip("peft")
 from agent_helpers import greedy_ids, hf_greedy_ids  # noqa: E402
 from inspo import artifacts  # noqa: E402
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION  # noqa: E402
-from inspo.train.config import resolve  # noqa: E402
+from inspo.training.config import resolve  # noqa: E402
 from train_run_script import TINY, scripted_reward  # noqa: E402
 
 TOKENS = 10  # greedy tokens compared between vLLM and transformers
@@ -32,7 +33,7 @@ def adapter_sync(tmp_path_factory):
     from peft import LoraConfig, get_peft_model
 
     from inspo.models import load_model
-    from inspo.train.vllm_sync import start_adapter_sync
+    from inspo.training.vllm_sync import start_adapter_sync
 
     config = resolve("cpu-tiny", overrides=[f"model.name_or_path={MODEL}", "model.dtype=float32", "model.lora=true",
                                             "model.lora_r=8", *VLLM])
@@ -75,8 +76,8 @@ def test_synced_adapter_generates_what_the_trained_model_generates(adapter_sync)
 def test_training_with_use_vllm_plays_every_rollout_in_vllm(tmp_path, monkeypatch):
     import torch
 
-    from inspo.train.run import run_training
-    from inspo.train.vllm_sync import AdapterSync
+    from inspo.training.run import run_training
+    from inspo.training.vllm_sync import AdapterSync
 
     synced: list[int] = []
     played: list[int] = []

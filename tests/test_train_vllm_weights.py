@@ -1,5 +1,5 @@
 """Full fine-tuning with ``rl.use_vllm``: every weight synced into a real vLLM in the training
-process (inspo.train.vllm_sync.WeightSync), on one process and on two under torchrun.
+process (inspo.training.vllm_sync.WeightSync), on one process and on two under torchrun.
 
 Needs the ``vllm`` module (``make test`` runs this file in the vLLM venv, see the Makefile);
 without it every test here skips at the import. The model is ``tiny-qwen2-hd32`` in float32
@@ -28,7 +28,7 @@ pytest.importorskip("vllm")
 from agent_helpers import greedy_ids, hf_greedy_ids  # noqa: E402
 from inspo import artifacts  # noqa: E402
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION  # noqa: E402
-from inspo.train.config import resolve  # noqa: E402
+from inspo.training.config import resolve  # noqa: E402
 from openai_compat_server import free_port  # noqa: E402
 
 TOKENS = 12  # greedy tokens compared between vLLM and transformers
@@ -45,7 +45,7 @@ def weight_sync():
     import vllm.envs
 
     from inspo.models import load_model
-    from inspo.train.vllm_sync import start_weight_sync
+    from inspo.training.vllm_sync import start_weight_sync
 
     set_threads, env = torch.set_num_threads, os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING")
     config = resolve("cpu-tiny", overrides=[f"model.name_or_path={MODEL}", "model.dtype=float32", "model.lora=false",

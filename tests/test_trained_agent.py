@@ -38,8 +38,8 @@ FORCED_SEARCH = "<search> Venven Miselgol</search>"
 def run(tmp_path_factory):
     import torch
 
-    from inspo.train.config import resolve
-    from inspo.train.run import run_training
+    from inspo.training.config import resolve
+    from inspo.training.run import run_training
 
     out = tmp_path_factory.mktemp("trained") / "run"
     config = resolve("cpu-tiny", overrides=[*TINY, f"output_dir={out}", "rl.steps=2", "rl.save_steps=2",

@@ -1,4 +1,4 @@
-"""A small training run for the subprocess tests of inspo.train (kill/resume, torchrun).
+"""A small training run for the subprocess tests of inspo.training (kill/resume, torchrun).
 
 Usage: python tests/train_run_script.py OUT_DIR [--resume] [--record-vllm] [--fail-step-end N] [--set section.key=value ...]
 
@@ -41,7 +41,7 @@ def record_vllm_calls(out: str) -> None:
 
     from inspo import artifacts
     from inspo.agent import vllm_server
-    from inspo.train import vllm_sync
+    from inspo.training import vllm_sync
 
     path = Path(out) / f"vllm_calls.rank{os.environ.get('RANK', '0')}.jsonl"
     for cls in (vllm_sync.WeightSync, vllm_sync.AdapterSync, vllm_server.AdapterPusher):
@@ -59,24 +59,24 @@ def record_vllm_calls(out: str) -> None:
 def fail_at_step_end(step: int) -> None:
     """Make the main process's end of ``step`` stop as a verification over ``rl.max_error_rate`` does."""
     from inspo.records import TooManyErrors
-    from inspo.train import grpo
+    from inspo.training import grpo_trainer
 
-    real = grpo.finish_step
+    real = grpo_trainer.finish_step
 
     def finish_step(coevo, t, *args, **kwargs):
         if t == step:
             raise TooManyErrors(f"3 of 4 rollouts failed (injected at step {t}), over rl.max_error_rate=0.1")
         return real(coevo, t, *args, **kwargs)
 
-    grpo.finish_step = finish_step
+    grpo_trainer.finish_step = finish_step
 
 
 def main(argv: list[str]) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from inspo.train.config import resolve
-    from inspo.train.run import run_training
+    from inspo.training.config import resolve
+    from inspo.training.run import run_training
 
     parser = argparse.ArgumentParser()
     parser.add_argument("out")

@@ -23,10 +23,11 @@ __all__ = ["Candidate", "Instruction", "Passage", "Question", "Rollout", "Tagged
            "train"]
 __version__ = "0.1.0"
 
-#: Names of ``inspo`` imported from their module when first used (``inspo.evolve``,
-#: ``inspo.load_agent``). ``train`` is not here: ``inspo.train`` is the training subpackage, and
-#: calling it runs :func:`inspo.api.train` (see inspo/train/__init__.py).
-_LAZY = {"evaluate": "inspo.api", "evolve": "inspo.api", "load_config": "inspo.api",
+#: Names of ``inspo`` imported from their module when first used (``inspo.train``,
+#: ``inspo.load_agent``). ``inspo.train`` is a plain function; the training package is
+#: ``inspo.training``.
+_LAZY = {"train": "inspo.api", "evolve": "inspo.api", "evaluate": "inspo.api",
+         "load_config": "inspo.api",
          "export_agent": "inspo.trained", "load_agent": "inspo.trained", "push_agent": "inspo.trained",
          "TaggedToolEnv": "inspo.envs", "tool": "inspo.envs", "make_env": "inspo.envs"}
 

@@ -12,14 +12,13 @@
 
     evolved = inspo.evolve(config, steps=4)         # inspo evolve: instruction-only, the policy frozen
 
-Each function is a thin wrapper over what the command runs (:func:`inspo.train.run.run_training`,
-:func:`inspo.train.evolve.run_evolve`, :func:`inspo.eval.runner.evaluate_config`), so a run
+Each function is a thin wrapper over what the command runs (:func:`inspo.training.run.run_training`,
+:func:`inspo.training.evolve.run_evolve`, :func:`inspo.eval.runner.evaluate_config`), so a run
 started here leaves the same run directory, logs and summary as one started from the shell.
 Heavy modules (torch, transformers, TRL) load when a function is called, not on ``import inspo``.
 
-``inspo.train`` is also the training subpackage; calling it (``inspo.train(config)``, or
-``from inspo import train`` then ``train(config)``) runs :func:`train`. Code that wants plain
-functions can ``from inspo.api import train, evolve, evaluate, load_config``.
+``inspo.train`` (or ``from inspo import train``) is :func:`train` itself, a plain function; the
+training package behind it is :mod:`inspo.training`.
 """
 
 from __future__ import annotations
@@ -30,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from inspo.eval import EvalReport
-    from inspo.train.config import TrainConfig
-    from inspo.train.loop import RewardFn
-    from inspo.train.summary import RunSummary
+    from inspo.training.config import TrainConfig
+    from inspo.training.loop import RewardFn
+    from inspo.training.summary import RunSummary
 
 __all__ = ["evaluate", "evolve", "load_config", "train"]
 
@@ -56,7 +55,7 @@ def load_config(
         ConfigError: an unknown preset or key, or a value out of range (the message names it).
         FileNotFoundError: ``file`` does not exist.
     """
-    from inspo.train.config import from_dict, merge_layer, resolve
+    from inspo.training.config import from_dict, merge_layer, resolve
 
     if isinstance(overrides, Mapping):
         config = resolve(preset, file)
@@ -97,14 +96,14 @@ def train(
             ``config.env.name`` names; see docs/your-own-agent.md.
 
     Returns:
-        The run's :class:`~inspo.train.summary.RunSummary` (also ``summary.json``):
+        The run's :class:`~inspo.training.summary.RunSummary` (also ``summary.json``):
         ``best_instruction``, ``evaluation`` (the final choice and held-out test), ``run_dir`` ...
 
     Raises:
         SetupError: before anything trains: a tracker that is not installed, a bad path, an
             unreachable server, a batch that does not divide ... (the message says what to change).
     """
-    from inspo.train.run import run_training
+    from inspo.training.run import run_training
 
     return run_training(config if config is not None else load_config(), resume=resume, progress=progress,
                         reward_fn=reward_fn, env=env)
@@ -138,7 +137,7 @@ def evolve(
     Returns:
         The run's summary (also ``summary.json``), as :func:`train`'s without a trained model.
     """
-    from inspo.train.evolve import run_evolve
+    from inspo.training.evolve import run_evolve
 
     return run_evolve(config if config is not None else load_config(), steps=steps, policy_url=policy_url,
                       policy_model=policy_model, engine=engine, out_dir=out_dir, resume=resume, progress=progress,

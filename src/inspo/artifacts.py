@@ -7,11 +7,11 @@ demo writes ``config.json`` instead of ``config.yaml`` and no choices)::
     resume.json            RESUME_FILE: one entry per resume: the checkpoint and the settings it changed
     config.json            DEMO_CONFIG_FILE: the demo's settings (the report reads either)
     events.jsonl           EVENTS_FILE: the core's typed events, one per line (main process only)
-    metrics.jsonl          METRICS_FILE: one line per INSPO step (schema: inspo.train.loop)
+    metrics.jsonl          METRICS_FILE: one line per INSPO step (schema: inspo.training.loop)
     choices.rank<R>.jsonl  choices_file(R): which instruction each process used for each question group
     inspo_state.json       STATE_FILE: the core state at the end (population, buffer, ledger, RNG)
     best_instruction.txt   BEST_INSTRUCTION_FILE: the returned instruction
-    summary.json           SUMMARY_FILE: the run's summary (inspo.train.summary.RunSummary), written when it ends
+    summary.json           SUMMARY_FILE: the run's summary (inspo.training.summary.RunSummary), written when it ends
     training_summary.json  TRAINING_SUMMARY_FILE: post-policy only, the finished GRPO stage's summary (resume)
     report.html            REPORT_FILE: the HTML report (inspo.report)
     model/                 MODEL_DIR: the trained model + tokenizer (LoRA merged)

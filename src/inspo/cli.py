@@ -69,10 +69,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------ train
 def cmd_train(args: argparse.Namespace) -> int:
-    from inspo.train.config import dump
-    from inspo.train.paper import paper_lines
-    from inspo.train.plan import plan_run, rollout_engine
-    from inspo.train.precision import run_precision
+    from inspo.training.config import dump
+    from inspo.training.paper import paper_lines
+    from inspo.training.plan import plan_run, rollout_engine
+    from inspo.training.precision import run_precision
 
     config = resolve_config(args)
     if args.dry_run:  # no work: print what a run would use and cost, refuse nothing
@@ -83,7 +83,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                         + [f"warning: {w}" for w in precision.warnings()] + paper_lines(config)))
         return 0
     from inspo.records import SetupError
-    from inspo.train.run import run_training
+    from inspo.training.run import run_training
 
     try:
         summary = run_training(config, resume=args.resume or False, progress=not args.no_progress)
@@ -121,7 +121,7 @@ def _write_report_quietly(run_dir: str) -> None:
 
 def cmd_evolve(args: argparse.Namespace) -> int:
     from inspo.records import SetupError
-    from inspo.train.evolve import run_evolve
+    from inspo.training.evolve import run_evolve
 
     config = resolve_config(args)
     try:

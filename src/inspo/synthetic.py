@@ -170,7 +170,8 @@ def run_synthetic(
     Batches are drawn from an RNG derived from (env seed, step), so a run resumed at step
     ``start`` sees exactly the batches an uninterrupted run would. ``update(step, rollouts,
     evaluate) -> StepReport`` ends each step: ``coevo.update`` unless given (the demo passes the
-    training loop's end of a step, :func:`inspo.train.loop.finish_step`). Returns the step reports.
+    training loop's end of a step, :func:`inspo.training.loop.finish_step`). Returns the step
+    reports.
     """
     update = update if update is not None else coevo.update
     if start == 1:

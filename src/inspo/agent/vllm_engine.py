@@ -25,7 +25,7 @@ it unchanged:
   its own ``logprobs_mode`` (vLLM's default is the raw model distribution);
 - :meth:`~VLLMEngine.use_adapter` makes every later call generate with a LoRA adapter saved by
   peft (a new id per adapter: vLLM caches adapters by id); the engine must be started with
-  ``enable_lora=True`` (training with ``rl.use_vllm``, :mod:`inspo.train.vllm_sync`);
+  ``enable_lora=True`` (training with ``rl.use_vllm``, :mod:`inspo.training.vllm_sync`);
 - :meth:`~VLLMEngine.load_weights` replaces every weight in place (full fine-tuning with
   ``rl.use_vllm``) through vLLM's own in-place reload (the worker's ``reload_weights``), which
   needs the engine in this process: :meth:`~VLLMEngine.from_pretrained` with ``in_process=True``;

@@ -44,7 +44,7 @@ def evaluate_config(
     ``settings`` record what the cells were measured under.
 
     Args:
-        config: a resolved :class:`~inspo.train.config.TrainConfig`.
+        config: a resolved :class:`~inspo.training.config.TrainConfig`.
         policies: model names or folders, or run directories (their trained ``model/``);
             empty: ``config.model.name_or_path``.
         instructions: ``seed``, ``@NAME``, a run directory (its ``best_instruction.txt``) or a

@@ -302,7 +302,7 @@ def _returned_id(folder: Path) -> str:
 
 def _run(run: Path) -> AgentSource:
     from inspo import artifacts
-    from inspo.train.config import from_dict, read_config_file
+    from inspo.training.config import from_dict, read_config_file
 
     model = run / artifacts.MODEL_DIR
     if not (model / "config.json").is_file():
@@ -321,7 +321,7 @@ def _run(run: Path) -> AgentSource:
 
 
 def _model(name: str) -> AgentSource:
-    from inspo.train.config import resolve
+    from inspo.training.config import resolve
 
     config = resolve("cpu-tiny")
     settings = replace(AgentSettings.from_config(config), base_model=name, training_temperature=None)

@@ -1,20 +1,9 @@
 """GRPO training with co-evolving instructions, on TRL (heavy imports stay inside functions).
 
-The package is also :func:`inspo.api.train`: ``inspo.train(config)`` (or ``from inspo import
-train``, then ``train(config)``) runs ``inspo train`` on ``config``. A package and a function
-cannot share the name ``inspo.train`` (importing any ``inspo.train.*`` module would replace the
-function with the package), so the package itself is callable.
+``inspo train`` runs :func:`inspo.training.run.run_training`; from Python, :func:`inspo.train`
+(:func:`inspo.api.train`) is the plain function in front of it. The GRPO files are named after
+TRL's own for the same roles: ``grpo_config.py`` (inspo's config mapped to ``GRPOConfig``, the
+trainer built on it), ``grpo_trainer.py`` (the trainer subclass, ``rollout_func``, reward function
+and step callback: the only module on TRL's private API); ``grpo_stage.py`` is one GRPO stage of
+a run. docs/architecture.md maps the rest.
 """
-
-import sys as _sys
-import types as _types
-
-
-class _CallablePackage(_types.ModuleType):
-    def __call__(self, *args, **kwargs):
-        from inspo.api import train
-
-        return train(*args, **kwargs)
-
-
-_sys.modules[__name__].__class__ = _CallablePackage

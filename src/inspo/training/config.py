@@ -5,11 +5,11 @@ One :class:`TrainConfig` holds a sub-config per component; each component is han
 own part. Every field has a one-line doc; every value is validated in ``__post_init__`` with a
 message naming the field, the value, and what is allowed.
 
-Presets (named starting points) are in :mod:`inspo.train.presets`.
+Presets (named starting points) are in :mod:`inspo.training.presets`.
 
 Files map onto the same tree (``[rl]``, ``[coevolution]`` …); overrides are dotted
 ``section.field=value`` strings whose values are parsed as YAML scalars (both read in
-:mod:`inspo.train.config_files`).
+:mod:`inspo.training.config_files`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
 from inspo.envs.registry import check_seed_name
 from inspo.llm.factory import OptimizerLLMConfig
 from inspo.models.precision import DTYPES
-from inspo.train.config_files import merge, parse_override, read_config_file
-from inspo.train.final import FINAL_CHOICES
-from inspo.train.presets import PRESETS
-from inspo.train.schedule import offline_round_problem
-from inspo.train.trackers import check_tracker_names
+from inspo.training.config_files import merge, parse_override, read_config_file
+from inspo.training.final import FINAL_CHOICES
+from inspo.training.presets import PRESETS
+from inspo.training.schedule import offline_round_problem
+from inspo.training.trackers import check_tracker_names
 
 MODES = ("inspo", "static", "pre-policy", "post-policy")
 OFFLINE_SCHEDULES = ("compressed", "unchanged")
@@ -231,7 +231,7 @@ class RLConfig:
     use_vllm: bool | str = False
     """Play the training rollouts with vLLM (needs the vllm module): the weights (or, with
     model.lora=true, the LoRA adapter) are synced into a vLLM engine in each training process every
-    step (inspo.train.vllm_sync); model.vllm_* size the engine. auto: vLLM when the vllm module
+    step (inspo.training.vllm_sync); model.vllm_* size the engine. auto: vLLM when the vllm module
     is installed and a CUDA GPU is visible, else transformers (the paper presets)."""
     vllm_mode: str = "colocate"
     """colocate (a vLLM engine in each training process) or server (a running vLLM OpenAI server at
@@ -338,7 +338,7 @@ class TrainConfig:
     (coevolution's K_p, K_e, T_e as they are)."""
     require_paper_parts: bool = False
     """Refuse to start unless the paper's parts are supplied (policy, data, E5/wiki-18 retrieval, an
-    optimizer LLM), listing what is missing; the paper presets turn it on (see inspo.train.paper)."""
+    optimizer LLM), listing what is missing; the paper presets turn it on (see inspo.training.paper)."""
     final_choice: str = "weight"
     """How the returned instruction is chosen: weight (I* = argmax w, Algorithm 1) or dev (a paired
     evaluation of the final population and the seed on data.eval's dev questions; the seed wins ties)."""

@@ -1,5 +1,5 @@
 """Settings as text: config files (YAML/TOML) and dotted ``--set`` overrides, read into the
-nested dicts :func:`inspo.train.config.resolve` merges over a preset before validating."""
+nested dicts :func:`inspo.training.config.resolve` merges over a preset before validating."""
 
 from __future__ import annotations
 

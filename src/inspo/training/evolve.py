@@ -2,7 +2,7 @@
 
 Each step takes the next ``rl.questions_per_step`` training questions (a seeded order,
 reshuffled every pass), rolls each out ``rl.group_size`` times under the instruction its group
-drew, and ends the step as training does (:func:`inspo.train.loop.finish_step`: weights, pruning
+drew, and ends the step as training does (:func:`inspo.training.loop.finish_step`: weights, pruning
 and verified evolution, with ``evaluate`` using the same frozen policy; the same metrics).
 
 The policy is one of: an engine passed in (the pre-/post-policy modes hand over the base or
@@ -43,9 +43,9 @@ from inspo.envs.evaluate import play_isolated
 from inspo.envs.loop import Episode
 from inspo.records import Question, TooManyErrors, check_error_rate
 from inspo.rng import derived_rng
-from inspo.train.config import EnvConfig, TrainConfig, dump
-from inspo.train.final import choose_for_run
-from inspo.train.loop import (
+from inspo.training.config import EnvConfig, TrainConfig, dump
+from inspo.training.final import choose_for_run
+from inspo.training.loop import (
     MetricsLog,
     RewardFn,
     build_coevolution,
@@ -58,10 +58,10 @@ from inspo.train.loop import (
     verification_evaluate,
     warmup_questions,
 )
-from inspo.train.precision import announce, run_precision
-from inspo.train.progress import announce_events, say
-from inspo.train.setup import SetupError, prepare
-from inspo.train.summary import RunSummary, summarize
+from inspo.training.precision import announce, run_precision
+from inspo.training.progress import announce_events, say
+from inspo.training.setup import SetupError, prepare
+from inspo.training.summary import RunSummary, summarize
 
 log = logging.getLogger("inspo.train")
 
@@ -109,11 +109,11 @@ def run_evolve(
             refused, as :func:`check_run_dir` says.
         progress: a tqdm bar over steps and over long evaluations, one line per phase and per
             step; off, those lines go to the ``inspo.train`` log at INFO.
-        reward_fn: replaces the environment's response-only reward (see :data:`inspo.train.loop.RewardFn`).
+        reward_fn: replaces the environment's response-only reward (see :data:`inspo.training.loop.RewardFn`).
         env: an environment object given in Python instead of the one ``config.env`` names.
 
     Raises:
-        SetupError: as :func:`inspo.train.setup.prepare` and :func:`check_run_dir` (before any rollout).
+        SetupError: as :func:`inspo.training.setup.prepare` and :func:`check_run_dir` (before any rollout).
     """
     started = time.time()
     if env is not None and not config.env.python:  # recorded by name, as an object given in Python
@@ -139,7 +139,7 @@ def run_evolve(
     check_run_dir(run_dir, resume=resume, overwrite=overwrite)
     plan, saved_state = None, None
     if resume:  # a refused change stops here, before anything loads
-        from inspo.train.resume import FIXED_ON_EVOLVE_RESUME, plan_resume, read_old_config
+        from inspo.training.resume import FIXED_ON_EVOLVE_RESUME, plan_resume, read_old_config
 
         try:
             saved_state = read_state(state_path)

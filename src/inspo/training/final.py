@@ -197,8 +197,8 @@ def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *
                    tell: Callable[[str], None] | None = None) -> FinalChoice:
     """:func:`choose_instruction` at the end of a run: the final population, the seed and I* of
     ``coevo`` (a :class:`~inspo.core.coevolution.CoEvolution`), the dev and test questions of
-    ``inputs`` (:class:`~inspo.train.setup.RunInputs`), the metric and split names of ``config``
-    (a :class:`~inspo.train.config.TrainConfig`); ``tell`` as in :func:`choose_instruction`."""
+    ``inputs`` (:class:`~inspo.training.setup.RunInputs`), the metric and split names of ``config``
+    (a :class:`~inspo.training.config.TrainConfig`); ``tell`` as in :func:`choose_instruction`."""
     seed = next(i for i in coevo.population.archive.values() if i.origin == "seed")
     return choose_instruction(
         evaluate,

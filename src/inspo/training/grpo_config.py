@@ -1,6 +1,7 @@
 """The TRL trainer of a GRPO stage: the config mapped to ``GRPOConfig``, the trainer wired to
-inspo's rollout function, reward function and callback (all in :mod:`inspo.train.grpo`), and the
-trained model taken out of it.
+inspo's rollout function, reward function and callback (all in
+:mod:`inspo.training.grpo_trainer`), and the trained model taken out of it. The name follows TRL's
+own pair, ``trl/trainer/grpo_config.py`` and ``grpo_trainer.py``.
 
 Heavy imports (trl, transformers, peft, datasets) happen inside functions.
 """
@@ -11,8 +12,8 @@ import warnings
 from typing import Any
 
 from inspo.records import Question
-from inspo.train.config import TrainConfig
-from inspo.train.setup import SetupError
+from inspo.training.config import TrainConfig
+from inspo.training.setup import SetupError
 
 
 def _largest_divisor_at_most(n: int, cap: int) -> int:
@@ -31,7 +32,7 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
     observation's budget; the prefill is not counted). With a ``rollout_func`` TRL truncates
     nothing by it; it is ``dr_grpo``'s normaliser and the cap of TRL's own generators.
     ``run_training`` hands a config whose ``model.dtype`` and ``rl.bf16`` are resolved
-    (:mod:`inspo.train.precision`); an ``auto`` left here is resolved by the same rule for
+    (:mod:`inspo.training.precision`); an ``auto`` left here is resolved by the same rule for
     ``cuda`` or the CPU.
     """
     from inspo.models.precision import concrete_dtype, fast_bf16, resolve_bf16_setting
@@ -74,7 +75,7 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
         "save_steps": max(rl.save_steps, 1) * rl.mini_batches,
         "save_only_model": False,
         "seed": rl.seed,
-        "use_vllm": False,  # rl.use_vllm: inspo's own vLLM engine plays the rollouts (inspo.train.vllm_sync)
+        "use_vllm": False,  # rl.use_vllm: inspo's own vLLM engine plays the rollouts (inspo.training.vllm_sync)
         "gradient_checkpointing": config.model.gradient_checkpointing,
         "remove_unused_columns": False,
         "shuffle_dataset": True,
@@ -102,9 +103,9 @@ def grpo_args(settings: dict[str, Any]) -> Any:
 def build_trainer(config: TrainConfig, args: Any, inputs: Any, ctx: Any, callback: Any, progress: bool) -> Any:
     """``InspoGRPOTrainer`` on ``inputs``' questions and model (loaded by TRL from its path, with
     LoRA when ``config.model.lora``), with the rollout function, reward function and ``callback``
-    of ``ctx`` (a :class:`~inspo.train.grpo.RolloutContext`); TRL's log printout replaced by a
-    quiet progress bar."""
-    from inspo.train.grpo import (
+    of ``ctx`` (a :class:`~inspo.training.grpo_trainer.RolloutContext`); TRL's log printout
+    replaced by a quiet progress bar."""
+    from inspo.training.grpo_trainer import (
         make_reward_func,
         make_rollout_func,
         quiet_progress_callback,

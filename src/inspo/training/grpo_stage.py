@@ -3,22 +3,22 @@
 Reads top to bottom like the stage does:
 
 1. :func:`preflight` (before any stage of the run works): the checkpoint a resume starts from and
-   its :class:`~inspo.train.resume.ResumePlan` (a refused change stops here, before anything
-   loads), TRL's settings (:func:`inspo.train.trainer.grpo_settings`), the run's inputs
-   (:func:`inspo.train.setup.prepare`: the environment, data, optimizer LLM, model and prompt lengths)
+   its :class:`~inspo.training.resume.ResumePlan` (a refused change stops here, before anything
+   loads), TRL's settings (:func:`inspo.training.grpo_config.grpo_settings`), the run's inputs
+   (:func:`inspo.training.setup.prepare`: the environment, data, optimizer LLM, model and prompt lengths)
    and TRL's ``GRPOConfig``, which also sets up the processes;
 2. :func:`run_grpo`: the run directory; the core (:class:`~inspo.core.coevolution.CoEvolution`)
    from the instruction the stage is handed (else the seed), co-evolving or ``static`` (a
-   population of one); the trainer (:mod:`inspo.train.trainer`, the model loaded by TRL from its
-   path, bf16, LoRA when asked);
+   population of one); the trainer (:mod:`inspo.training.grpo_config`, the model loaded by TRL
+   from its path, bf16, LoRA when asked);
 3. a fresh run builds P_0 (warm-up rollouts of the seed, then a verified refill) on the main
    process; a resumed run loads the core state of its checkpoint; either way the population is
    broadcast so every process holds the same one;
 4. ``trainer.train()``: each INSPO step is one TRL generation batch (the step's order is in
-   :mod:`inspo.train.loop`, the TRL side in :mod:`inspo.train.grpo`);
+   :mod:`inspo.training.loop`, the TRL side in :mod:`inspo.training.grpo_trainer`);
 5. the run directory's final files: ``inspo_state.json``, ``model/``, the final choice on dev
-   (:mod:`inspo.train.final`), ``best_instruction.txt``; the stage's summary and trained policy
-   are returned (the caller, :mod:`inspo.train.run`, writes ``summary.json``).
+   (:mod:`inspo.training.final`), ``best_instruction.txt``; the stage's summary and trained policy
+   are returned (the caller, :mod:`inspo.training.run`, writes ``summary.json``).
 
 Multi-process (``torchrun`` / ``accelerate launch``): every process runs the stage; only the main
 process writes the run files (each process writes its own ``choices.rank<R>.jsonl``).
@@ -37,17 +37,17 @@ from inspo import artifacts
 from inspo.core.coevolution import CoEvolution
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
-from inspo.train.config import TrainConfig, dump
-from inspo.train.loop import RewardFn, build_coevolution, warmup_questions
-from inspo.train.plan import rollout_engine
-from inspo.train.progress import announce_events, say
-from inspo.train.setup import RunInputs, SetupError, prepare
-from inspo.train.summary import RunSummary, summarize
-from inspo.train.trackers import missing_tracker_message
-from inspo.train.trainer import build_trainer, final_model, grpo_args, grpo_settings
+from inspo.training.config import TrainConfig, dump
+from inspo.training.grpo_config import build_trainer, final_model, grpo_args, grpo_settings
+from inspo.training.loop import RewardFn, build_coevolution, warmup_questions
+from inspo.training.plan import rollout_engine
+from inspo.training.progress import announce_events, say
+from inspo.training.setup import RunInputs, SetupError, prepare
+from inspo.training.summary import RunSummary, summarize
+from inspo.training.trackers import missing_tracker_message
 
 if TYPE_CHECKING:
-    from inspo.train.resume import ResumePlan
+    from inspo.training.resume import ResumePlan
 
 log = logging.getLogger("inspo.train")
 
@@ -80,7 +80,7 @@ class GrpoStart:
     """TRL's ``GRPOConfig``."""
     started: float
     vllm: bool = False
-    """Whether vLLM plays the rollouts (``rl.use_vllm``, ``auto`` resolved: :func:`~inspo.train.plan.rollout_engine`)."""
+    """Whether vLLM plays the rollouts (``rl.use_vllm``, ``auto`` resolved: :func:`~inspo.training.plan.rollout_engine`)."""
 
     @property
     def is_main(self) -> bool:
@@ -151,7 +151,7 @@ def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
     """``rl.use_vllm``: refuse what cannot run, before anything loads.
 
     Full weights (``model.lora=false``) and LoRA adapters are synced into an engine in each
-    training process (:mod:`inspo.train.vllm_sync`), so any number of processes works.
+    training process (:mod:`inspo.training.vllm_sync`), so any number of processes works.
     """
     from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
 
@@ -189,9 +189,10 @@ def _check_vllm_server(url: str) -> None:
 
 
 def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
-    """The checked :class:`~inspo.train.resume.ResumePlan` of a resume from ``checkpoint`` and the
-    saved core state; raises ``ResumeRefused`` (a SetupError) for a change the checkpoint cannot honour."""
-    from inspo.train.resume import check_checkpoint, plan_resume, read_old_config
+    """The checked :class:`~inspo.training.resume.ResumePlan` of a resume from ``checkpoint`` and
+    the saved core state; raises ``ResumeRefused`` (a SetupError) for a change the checkpoint
+    cannot honour."""
+    from inspo.training.resume import check_checkpoint, plan_resume, read_old_config
 
     step_info = check_checkpoint(checkpoint)  # every file it holds is read once: a damaged one is named here
     if int(step_info.get("mini_batches", config.rl.mini_batches)) != config.rl.mini_batches:
@@ -231,7 +232,7 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     coevo = build_coevolution(config.coevolution, instruction or inputs.seed_instruction, inputs.optimizer, events,
                               static=start.static, fits=inputs.fits, env=inputs.env)
 
-    from inspo.train.grpo import RolloutContext, make_callback
+    from inspo.training.grpo_trainer import RolloutContext, make_callback
 
     ctx = RolloutContext(
         coevo=coevo,
@@ -252,7 +253,7 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         max_error_rate=rl.max_error_rate,
     )
     if start.vllm:
-        from inspo.train.vllm_sync import start_sync
+        from inspo.training.vllm_sync import start_sync
 
         ctx.vllm_sync = start_sync(config, inputs.model_dir, run_dir, rl.seed, rank=start.rank)
     callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main,
@@ -317,7 +318,7 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
 
 def _initialize(coevo: CoEvolution, ctx, trainer, inputs: RunInputs, config: TrainConfig, progress: bool) -> None:
     """Algorithm 1 line 2 on the main process: warm-up rollouts of the seed, then P_0."""
-    from inspo.train.grpo import generation_model
+    from inspo.training.grpo_trainer import generation_model
 
     co = coevo.config
     needs_policy = co.init_population or config.data.warmup_questions
@@ -342,7 +343,7 @@ def _sync_population(ctx, coevo: CoEvolution) -> None:
         return
     from accelerate.utils import broadcast_object_list
 
-    from inspo.train.grpo import set_population
+    from inspo.training.grpo_trainer import set_population
 
     payload = [(coevo.population.to_dict(), coevo.last_step) if ctx.is_main else None]
     broadcast_object_list(payload, from_process=0)
@@ -352,8 +353,8 @@ def _sync_population(ctx, coevo: CoEvolution) -> None:
 
 def _final_choice(ctx, model, inputs: RunInputs, coevo: CoEvolution, config: TrainConfig, progress: bool):
     """The returned instruction (``config.final_choice``) and its held-out test against the seed,
-    with the trained policy decoding greedily (see :mod:`inspo.train.final`)."""
-    from inspo.train.final import choose_for_run
+    with the trained policy decoding greedily (see :mod:`inspo.training.final`)."""
+    from inspo.training.final import choose_for_run
 
     return choose_for_run(ctx.greedy_evaluate(model, progress=progress), coevo, config, inputs,
                           rule=config.final_choice, tell=lambda line: say(line, progress))

@@ -2,7 +2,7 @@
 that hands back precomputed rewards, and the callback that ends each INSPO step.
 
 How one INSPO step ``t`` runs inside TRL (``t = global_step // mini_batches + 1``; the order of
-a step and what happens after its rollouts are in :mod:`inspo.train.loop`):
+a step and what happens after its rollouts are in :mod:`inspo.training.loop`):
 
 1. TRL's sampler deals the step's ``questions_per_step x G`` rows to the processes (each
    question G times in a row); :meth:`InspoGRPOTrainer._generate_and_score_completions` keeps
@@ -26,10 +26,10 @@ a step and what happens after its rollouts are in :mod:`inspo.train.loop`):
 4. TRL computes group advantages and makes ``mini_batches`` optimizer updates.
 5. At the step's last update (``global_step % mini_batches == 0``) the callback gathers every
    process's rollouts; the main process ends the step with
-   :func:`~inspo.train.loop.finish_step` (``coevo.update``: on evolve steps ``evaluate``
+   :func:`~inspo.training.loop.finish_step` (``coevo.update``: on evolve steps ``evaluate``
    verifies candidates with the CURRENT policy) — then broadcasts the population so every
    process holds the identical one. Metrics go to TRL's logs and to ``metrics.jsonl``
-   (:class:`~inspo.train.loop.MetricsLog`); at a save, ``inspo_state.json`` and
+   (:class:`~inspo.training.loop.MetricsLog`); at a save, ``inspo_state.json`` and
    ``inspo_step.json`` go into ``checkpoint-N/``.
 
 Heavy imports (torch, transformers, trl, accelerate) happen inside functions.
@@ -51,7 +51,7 @@ from inspo.core.state import save_state
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.records import EndpointDown, EvaluateFn, Question, Rollout, TooManyErrors, scored
 from inspo.rng import derived_rng
-from inspo.train.loop import (
+from inspo.training.loop import (
     MetricsLog,
     RewardFn,
     choose_groups,
@@ -61,7 +61,7 @@ from inspo.train.loop import (
     rescore,
     verification_evaluate,
 )
-from inspo.train.progress import say
+from inspo.training.progress import say
 
 
 @dataclass
@@ -86,12 +86,12 @@ class RolloutContext:
     eval_every: int = 0
     progress: bool = False
     """Show bars over the episodes of verification and evaluation (the main process of a run
-    with progress on); the phases are announced either way (:mod:`inspo.train.progress`)."""
+    with progress on); the phases are announced either way (:mod:`inspo.training.progress`)."""
     max_error_rate: float | None = None
     """``rl.max_error_rate``: a verification or evaluation call with more error rollouts stops the run."""
     vllm_sync: Any = None
-    """``rl.use_vllm``: the :class:`~inspo.train.vllm_sync.WeightSync` (full weights) or
-    :class:`~inspo.train.vllm_sync.AdapterSync` (LoRA) that plays the policy in vLLM."""
+    """``rl.use_vllm``: the :class:`~inspo.training.vllm_sync.WeightSync` (full weights) or
+    :class:`~inspo.training.vllm_sync.AdapterSync` (LoRA) that plays the policy in vLLM."""
     in_flight: list[Rollout] = field(default_factory=list)
     pending: list[Rollout] = field(default_factory=list)
     sampled: set[str] = field(default_factory=set)
@@ -292,7 +292,7 @@ class InspoHooks:
         self.trainer: Any = None
         self.line: dict[str, Any] | None = None
 
-    # -- the step's end (inspo.train.loop) on the main process, population to everyone --------
+    # -- the step's end (inspo.training.loop) on the main process, population to everyone --------
     def on_step_end(self, args, state, control, **kwargs):
         ctx = self.ctx
         if state.global_step % ctx.mini_batches:

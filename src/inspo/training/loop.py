@@ -1,7 +1,7 @@
 """One INSPO step, in one place: what every driver does with a step's rollouts.
 
 The order of one training step ``t`` of ``inspo train`` (GRPO on TRL, where
-``t = global_step // mini_batches + 1``; the TRL side is :mod:`inspo.train.grpo`):
+``t = global_step // mini_batches + 1``; the TRL side is :mod:`inspo.training.grpo_trainer`):
 
 1. **questions**: TRL's sampler deals the step's ``questions_per_step x G`` rows to the
    processes, each question G times in a row; the trainer keeps the rows for the rollout function;
@@ -23,7 +23,7 @@ The order of one training step ``t`` of ``inspo train`` (GRPO on TRL, where
    the core state.
 
 Step 0 builds the core (:func:`build_coevolution`) and P_0 from warm-up rollouts of the seed
-(:func:`warmup_questions`). ``inspo evolve`` (:mod:`inspo.train.evolve`) runs steps 1-3 and 5-6
+(:func:`warmup_questions`). ``inspo evolve`` (:mod:`inspo.training.evolve`) runs steps 1-3 and 5-6
 with a frozen policy, and ``inspo demo`` (:mod:`inspo.demo`) on the synthetic environment: both
 end every step with :func:`finish_step` and :class:`MetricsLog`, as training does, so all three
 write one ``metrics.jsonl`` schema.
@@ -71,7 +71,7 @@ from inspo.envs.loop import FINISH_REASONS, AgentConfig
 from inspo.llm.base import LLMClient
 from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.rng import derived_rng
-from inspo.train.schedule import core_config
+from inspo.training.schedule import core_config
 
 log = logging.getLogger("inspo.train")
 

@@ -19,7 +19,7 @@ from inspo.models.precision import (
     resolve_bf16_setting,
     resolve_precision,
 )
-from inspo.train.config import TrainConfig
+from inspo.training.config import TrainConfig
 
 log = logging.getLogger("inspo.train")
 

@@ -16,12 +16,12 @@ end the main process writes ``summary.json``, each offline stage's summary under
 
 Where the work happens:
 
-- ``grpo`` (:class:`GrpoStage`): :mod:`inspo.train.grpo_run` (pre-flight, P_0, ``trainer.train()``,
-  the run directory's final files); one INSPO step inside TRL: :mod:`inspo.train.grpo`, and the
-  step's order, :mod:`inspo.train.loop`;
-- ``pre-policy`` / ``post-policy`` (:class:`OfflineStage`): :func:`inspo.train.evolve.run_evolve`
+- ``grpo`` (:class:`GrpoStage`): :mod:`inspo.training.grpo_stage` (pre-flight, P_0,
+  ``trainer.train()``, the run directory's final files); one INSPO step inside TRL:
+  :mod:`inspo.training.grpo_trainer`, and the step's order, :mod:`inspo.training.loop`;
+- ``pre-policy`` / ``post-policy`` (:class:`OfflineStage`): :func:`inspo.training.evolve.run_evolve`
   with a frozen policy on the main process, into ``<run>/pre-policy`` or ``<run>/post-policy``, on
-  the offline schedule (:func:`inspo.train.schedule.offline_config`: by default as many evolution
+  the offline schedule (:func:`inspo.training.schedule.offline_config`: by default as many evolution
   rounds as the online schedule, compressed into ``offline_steps``).
 
 Resume (``resume=True``): a stage before the last that finished is picked up from what it left
@@ -47,14 +47,14 @@ from inspo.agent.engines import PolicyEngine
 from inspo.models.precision import Precision
 from inspo.records import SetupError
 from inspo.rng import derived_rng
-from inspo.train.config import EnvConfig, TrainConfig
-from inspo.train.grpo_run import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
-from inspo.train.loop import RewardFn
-from inspo.train.precision import announce, run_precision
-from inspo.train.progress import say
-from inspo.train.schedule import offline_config
-from inspo.train.summary import RunSummary
-from inspo.train.trainer import grpo_settings
+from inspo.training.config import EnvConfig, TrainConfig
+from inspo.training.grpo_config import grpo_settings
+from inspo.training.grpo_stage import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
+from inspo.training.loop import RewardFn
+from inspo.training.precision import announce, run_precision
+from inspo.training.progress import say
+from inspo.training.schedule import offline_config
+from inspo.training.summary import RunSummary
 
 log = logging.getLogger("inspo.train")
 
@@ -128,15 +128,15 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
     """Train ``config``'s policy with GRPO in ``config.mode`` (see the module docstring).
 
     Args:
-        config: the resolved config (``inspo.train.config.resolve``).
+        config: the resolved config (``inspo.training.config.resolve``).
         resume: ``True`` continues from the last complete ``checkpoint-N`` in ``output_dir``;
             a path resumes from that checkpoint; ``False`` starts a new run (refused when
             ``output_dir`` already holds checkpoints).
         progress: show TRL's progress bar, bars over long evaluations, one line per phase and
             per step, and the summary (main process); off, the phase and step lines go to the
-            ``inspo.train`` log at INFO (:mod:`inspo.train.progress`).
+            ``inspo.train`` log at INFO (:mod:`inspo.training.progress`).
         reward_fn: replaces the environment's response-only reward of every rollout (training
-            and verification); see :data:`inspo.train.loop.RewardFn`.
+            and verification); see :data:`inspo.training.loop.RewardFn`.
         env: an environment object (:class:`~inspo.envs.base.Environment`) instead of the one
             ``config.env`` names; the run records its name with ``env.python: true`` (a resume, or
             loading the exported agent, then needs the object again).
@@ -162,7 +162,7 @@ def _resumed_config(config: TrainConfig, resume: bool | str) -> dict[str, Any] |
     no checkpoint: pre-flight says so)."""
     if not resume:
         return None
-    from inspo.train.resume import read_old_config
+    from inspo.training.resume import read_old_config
 
     run_dir = Path(config.output_dir)
     try:
@@ -225,8 +225,8 @@ def _shared(run: Run, handoff: Handoff) -> Handoff:
 
 
 class GrpoStage:
-    """GRPO on TRL (:mod:`inspo.train.grpo_run`), seeded with the instruction it is handed (else
-    the config's seed): co-evolving, or ``static`` (a population of one that never changes).
+    """GRPO on TRL (:mod:`inspo.training.grpo_stage`), seeded with the instruction it is handed
+    (else the config's seed): co-evolving, or ``static`` (a population of one that never changes).
     Hands on its summary and the trained policy; when a stage follows, it leaves
     ``training_summary.json`` so that a resume picks the finished stage up."""
 
@@ -264,7 +264,7 @@ PolicySource = Callable[[Run, Handoff, random.Random], PolicyEngine]
 
 
 class OfflineStage:
-    """Instruction evolution with a frozen ``policy`` (:func:`inspo.train.evolve.run_evolve`) on
+    """Instruction evolution with a frozen ``policy`` (:func:`inspo.training.evolve.run_evolve`) on
     the main process, into ``<run>/<name>``, for ``offline_steps`` steps of the offline schedule.
 
     Hands on its best instruction (the next stage's seed) and its summary (``stages[name]``); after
@@ -302,7 +302,7 @@ class OfflineStage:
                        stages={**handoff.stages, self.name: evo.to_dict()})
 
     def _evolve(self, run: Run, handoff: Handoff) -> RunSummary:
-        from inspo.train.evolve import run_evolve
+        from inspo.training.evolve import run_evolve
 
         config = run.config
         engine = self.policy(run, handoff, derived_rng(config.rl.seed, self.name))
@@ -319,7 +319,7 @@ def base_policy(run: Run, handoff: Handoff, rng: random.Random) -> PolicyEngine:
     """The frozen base policy: ``config.model`` as training loads it, before any update."""
     from inspo.agent.engines import HFEngine
     from inspo.models import load_model
-    from inspo.train.setup import resolve_model_dir
+    from inspo.training.setup import resolve_model_dir
 
     model = run.config.model
     loaded = load_model(resolve_model_dir(model.name_or_path), dtype=model.dtype,

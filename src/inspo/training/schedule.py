@@ -14,7 +14,7 @@ from inspo.core.coevolution import is_evolve_step
 from inspo.core.config import CoEvolutionConfig
 
 if TYPE_CHECKING:
-    from inspo.train.config import TrainConfig
+    from inspo.training.config import TrainConfig
 
 
 def core_config(co: CoEvolutionConfig, *, static: bool) -> CoEvolutionConfig:

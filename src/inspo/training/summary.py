@@ -51,7 +51,7 @@ class RunSummary:
     (:meth:`inspo.models.precision.Precision.describe`); '' in summaries written before it."""
     resumed_from: str | None = None
     evaluation: dict[str, Any] | None = None
-    """The final choice (``final_choice``) and held-out test, as :class:`inspo.train.final.FinalChoice`."""
+    """The final choice (``final_choice``) and held-out test, as :class:`inspo.training.final.FinalChoice`."""
     stages: dict[str, Any] = field(default_factory=dict)
     """pre-/post-policy modes: the offline stage's summary."""
     eval_history: list[dict[str, float]] = field(default_factory=list)
@@ -105,7 +105,7 @@ class RunSummary:
                 f"step {h['step']:.0f} {h['eval/reward']:.3f}" for h in self.eval_history)
                 + f" (best at step {best['step']:.0f})")
         if self.evaluation:
-            from inspo.train.final import final_choice_lines
+            from inspo.training.final import final_choice_lines
 
             out += final_choice_lines(self.evaluation)
         for name, stage in self.stages.items():
