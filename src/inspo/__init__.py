@@ -16,7 +16,10 @@ typed functions (``inspo.tool``), given as ``inspo.train(config, env=...)`` or n
 ``env.name=module:attr``; docs/your-own-agent.md.
 """
 
+from inspo._moved import install as _install_moved_paths
 from inspo.records import Candidate, Instruction, Passage, Question, Rollout
+
+_install_moved_paths()  # inspo.train.X raises an ImportError that names inspo.training.X
 
 __all__ = ["Candidate", "Instruction", "Passage", "Question", "Rollout", "TaggedToolEnv", "__version__",
            "evaluate", "evolve", "export_agent", "load_agent", "load_config", "make_env", "push_agent", "tool",
