@@ -475,7 +475,7 @@ def warn_full_fine_tuning_rate(start: dict[str, Any], data: dict[str, Any], laye
     """Warn when a LoRA starting point (a preset) is switched to full fine-tuning
     (``model.lora=false``) by later layers that never set ``rl.learning_rate``: the preset's rate
     is meant for an adapter, and one AdamW step on all weights of the 0.5B at cpu-tiny's 2e-5
-    visibly changed its answers (BENCHMARKS.md, step speed on vLLM). The rate is left as set."""
+    visibly changed its answers (benchmarks/notes/history.md, training rollouts from vLLM). The rate is left as set."""
     import warnings
 
     def section(d: dict[str, Any], name: str) -> dict[str, Any]:

@@ -78,7 +78,7 @@ def rollout_engine(config: TrainConfig, *, vllm: Callable[[], bool] = _vllm_impo
     """The engine of ``config``'s training rollouts: ``rl.use_vllm`` true or false as set; ``auto``
     (the paper presets) picks vLLM when the vllm module is installed (``vllm``) and a CUDA GPU is
     visible (``cuda``), else transformers. On CPU vLLM can run too (``rl.use_vllm=true``), but
-    is not picked by ``auto``: BENCHMARKS.md section 5 measures whether it pays there."""
+    is not picked by ``auto``: BENCHMARKS.md section 2 measures whether it pays there."""
     rl = config.rl
     sync = "the LoRA adapter" if config.model.lora else "all weights"
     if rl.use_vllm is True:
