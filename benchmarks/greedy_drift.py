@@ -9,12 +9,13 @@ each seed. Only greedy cells are compared (sampled episodes differ by design onc
 
 Usage::
 
-    python benchmarks/greedy_drift.py A.jsonl B.jsonl [--json OUT]
+    python benchmarks/greedy_drift.py A.jsonl[.gz] B.jsonl[.gz] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import statistics
@@ -23,8 +24,12 @@ from pathlib import Path
 
 
 def read(path: str) -> dict[tuple[str, str], dict]:
+    """The greedy rows of an episodes file (``.jsonl`` or ``.jsonl.gz``), keyed by (cell, question id)."""
     rows = {}
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    for line in lines:
         row = json.loads(line)
         if row["cell"].startswith("greedy:"):
             rows[(row["cell"], row["question"]["id"])] = row

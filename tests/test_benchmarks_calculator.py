@@ -148,9 +148,12 @@ def test_greedy_drift_pairs_greedy_episodes_by_cell_and_question_and_counts_what
     b = [row("greedy:weak", "q1", "x'", 1.0, "5"), row("greedy:weak", "q2", "y", 1.0, "2"),
          row("greedy:worked", "q1", "z'", 1.0, "3"), row("greedy:worked", "q3", "e", 1.0, "4"),
          row("sampled:weak", "q1", "t", 0.0, "0")]
-    for name, rows in (("a", a), ("b", b)):
-        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = drift.main([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "--json", str(tmp_path / "d.json")])
+    import gzip
+
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in a))
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt") as fh:  # the committed episode files are gzipped
+        fh.write("".join(json.dumps(r) + "\n" for r in b))
+    result = drift.main([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl.gz"), "--json", str(tmp_path / "d.json")])
     weak, worked = result["cells"]["greedy:weak"], result["cells"]["greedy:worked"]
     assert (weak["episodes"], weak["response_changed"], weak["answer_changed"], weak["reward_changed"]) == (2, 1, 1, 1)
     assert weak["mean_diff"] == 0.5 and worked["errors"] == 1  # an error episode is counted apart, never scored
