@@ -28,6 +28,7 @@ Usage::
     python benchmarks/calculator_pilot.py --threads 2 --problems 200 --json benchmarks/results/calculator/pilot.json
     python benchmarks/calculator_pilot.py --engine vllm ...   # in the vLLM venv: rollouts through vLLM
     python benchmarks/calculator_pilot.py --quick              # a smoke run (tiny random model)
+    python benchmarks/calculator_pilot.py --table RESULT.json  # a stored result as a Markdown table
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", default=None, help="write the result here")
     p.add_argument("--episodes", default=None, help="write every episode here (JSONL)")
     p.add_argument("--quick", action="store_true", help="smoke run: tiny random model, 4 problems, G 2")
+    p.add_argument("--table", default=None, metavar="JSON",
+                   help="print a stored result as BENCHMARKS.md's Markdown table and exit (plays nothing)")
     args = p.parse_args(argv)
     if args.quick:
         args.model, args.problems, args.group, args.tokens, args.max_turns = "tiny-qwen2", 4, 2, 6, 1
@@ -115,8 +118,39 @@ def differences(cells: dict[str, dict], reference: str) -> dict[str, dict]:
     return out
 
 
+def markdown(result: dict) -> str:
+    """A stored result as one Markdown table: per seed, greedy and sampled reward with the paired
+    difference from ``weak``, and the sampled episodes' calls, refusals, format failures, pass@G
+    and mixed groups (greedy's where the run had no sampled episodes)."""
+    def diff(mode: str, name: str) -> str:
+        d = result.get("differences", {}).get(mode, {}).get(f"{name} - {REFERENCE}")
+        if d is None:
+            return "-"
+        return f"{d['mean']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]" if d["n"] > 1 else f"{d['mean']:+.3f}"
+
+    g = result["group"] or "-"
+    rows = [f"| seed | greedy reward | greedy - weak | sampled reward (G {g}) | sampled - weak | calls / episode | "
+            f"refused / episode | format failures | pass@{g} | mixed groups |", "|---" * 10 + "|"]
+    for name, cell in result["seeds"].items():
+        greedy, sampled = cell.get("greedy", {}), cell.get("sampled", {})
+        shown = sampled if "reward" in sampled else greedy
+
+        def reward(c: dict) -> str:
+            return f"{c['reward']:.3f}" if "reward" in c else "-"
+
+        rows.append(f"| {name} | {reward(greedy)} | {diff('greedy', name)} | {reward(sampled)} | {diff('sampled', name)} | "
+                    f"{shown.get('tool_calls', 0):.2f} | {shown.get('tool_errors', 0):.2f} | "
+                    f"{shown.get('format_failures', 0):.1%} | "
+                    + (f"{sampled['pass_at_g']:.1%} | {sampled['mixed_groups']:.1%} |" if "reward" in sampled else "- | - |"))
+    return "\n".join(rows)
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
+    if args.table:
+        stored = json.loads(Path(args.table).read_text(encoding="utf-8"))
+        print(markdown(stored))
+        return stored
     import torch
 
     from inspo.agent.load import load_engine

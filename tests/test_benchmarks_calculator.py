@@ -162,3 +162,20 @@ def test_greedy_drift_pairs_greedy_episodes_by_cell_and_question_and_counts_what
     assert result["all"]["episodes"] == 4 and result["all"]["response_changed"] == 2
     assert json.loads((tmp_path / "d.json").read_text())["all"] == result["all"]
     assert "1 episodes were in one file only" in capsys.readouterr().out
+
+
+def test_the_pilots_table_shows_each_seed_with_its_paired_difference_from_weak():
+    pilot = load_script("calculator_pilot")
+    cell = {"reward": 0.5, "tool_calls": 2.0, "tool_errors": 0.25, "format_failures": 0.1, "pass_at_g": 0.75,
+            "mixed_groups": 0.5}
+    result = {"group": 8, "seeds": {"weak": {"greedy": {**cell, "reward": 0.0}, "sampled": {**cell, "reward": 0.1}},
+                                    "worked": {"greedy": cell, "sampled": cell}},
+              "differences": {"greedy": {"worked - weak": {"mean": 0.5, "low": 0.4, "high": 0.6, "n": 200}},
+                              "sampled": {"worked - weak": {"mean": 0.4, "low": 0.3, "high": 0.5, "n": 200}}}}
+    lines = pilot.markdown(result).splitlines()
+    assert "sampled reward (G 8)" in lines[0] and "pass@8" in lines[0] and len(lines) == 4
+    assert lines[2] == "| weak | 0.000 | - | 0.100 | - | 2.00 | 0.25 | 10.0% | 75.0% | 50.0% |"
+    assert lines[3] == ("| worked | 0.500 | +0.500 [+0.400, +0.600] | 0.500 | +0.400 [+0.300, +0.500] | 2.00 | 0.25 | "
+                        "10.0% | 75.0% | 50.0% |")
+    greedy_only = pilot.markdown({"group": 0, "seeds": {"weak": {"greedy": cell}}})
+    assert greedy_only.splitlines()[2] == "| weak | 0.500 | - | - | - | 2.00 | 0.25 | 10.0% | - | - |"
