@@ -29,6 +29,11 @@ Usage::
     python benchmarks/calculator_pilot.py --engine vllm ...   # in the vLLM venv: rollouts through vLLM
     python benchmarks/calculator_pilot.py --quick              # a smoke run (tiny random model)
     python benchmarks/calculator_pilot.py --table RESULT.json  # a stored result as a Markdown table
+    python benchmarks/calculator_pilot.py --combine A.json B.json --json ALL.json  # runs of some seeds each, as one
+
+A run of one seed at a time (``--seeds worked``) writes its JSON when it ends, so a long sampled
+pilot can run in pieces; ``--combine`` joins them (same policy, engine, environment, problems, G,
+temperature and sampling seed, or it refuses) and computes the paired differences from ``weak``.
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="smoke run: tiny random model, 4 problems, G 2")
     p.add_argument("--table", default=None, metavar="JSON",
                    help="print a stored result as BENCHMARKS.md's Markdown table and exit (plays nothing)")
+    p.add_argument("--combine", nargs="+", default=None, metavar="JSON",
+                   help="join stored runs of disjoint seeds into one result (plays nothing); --json writes it")
     args = p.parse_args(argv)
     if args.quick:
         args.model, args.problems, args.group, args.tokens, args.max_turns = "tiny-qwen2", 4, 2, 6, 1
@@ -151,6 +158,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         stored = json.loads(Path(args.table).read_text(encoding="utf-8"))
         print(markdown(stored))
         return stored
+    if args.combine:
+        return finish(combine([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.combine]), args.json)
     import torch
 
     from inspo.agent.load import load_engine
@@ -178,8 +187,6 @@ def main(argv: Sequence[str] | None = None) -> dict:
     unknown = [n for n in names if n not in env.instructions]
     if unknown:
         raise SystemExit(f"unknown seed(s) {unknown}; the calculator's are: {', '.join(env.instructions)}")
-    if REFERENCE not in names:
-        raise SystemExit(f"--seeds must include {REFERENCE!r}, the reference of the paired differences")
     instructions = [Instruction(id=n, text=env.instructions[n]) for n in names]
     device = default_device()
     precision = resolve_precision(args.dtype, device=device, dtype_key="--dtype")
@@ -229,14 +236,46 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if errors > MAX_ERROR_SHARE * total:
         print(json.dumps(result, indent=2), file=sys.stderr)
         raise SystemExit(f"{errors} of {total} rollouts failed on an error (not the policy): no score is reported")
-    result["differences"] = {mode: differences({n: result["seeds"][n][mode] for n in names}, REFERENCE)
-                             for mode in ("greedy", "sampled") if mode in result["seeds"][REFERENCE]}
+    return finish(result, args.json)
+
+
+def finish(result: dict, path: str | None) -> dict:
+    """Paired differences from ``weak`` (where the run played it) and the lever checks; print; write."""
+    seeds = result["seeds"]
+    result["differences"] = {mode: differences({n: c[mode] for n, c in seeds.items()}, REFERENCE)
+                             for mode in ("greedy", "sampled") if mode in seeds.get(REFERENCE, {})}
     result["lever"] = lever(result)
     print_result(result)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+#: What two runs must share for their per-problem rewards to be paired.
+SHARED = ("model", "engine", "precision", "env", "problems", "group", "temperature", "agent", "seed")
+
+
+def combine(parts: Sequence[dict]) -> dict:
+    """Stored runs of disjoint seeds as one result. Refuses runs that differ in anything the pairing
+    rests on (:data:`SHARED`) or that played a seed twice; each part's provenance and timing is kept."""
+    first = parts[0]
+    out = {key: first[key] for key in SHARED}
+    out.update({"parts": [], "seeds": {}, "errors": 0})
+    for i, part in enumerate(parts):
+        differ = [key for key in SHARED if part.get(key) != first.get(key)]
+        if differ:
+            raise SystemExit(f"--combine: run {i + 1} differs from run 1 in {', '.join(differ)}; "
+                             "only runs of one setting can be paired")
+        twice = sorted(set(part["seeds"]) & set(out["seeds"]))
+        if twice:
+            raise SystemExit(f"--combine: seed(s) {twice} appear in more than one run; give each seed once")
+        out["seeds"].update(part["seeds"])
+        out["errors"] += part.get("errors", 0)
+        out["parts"].append({"seeds": list(part["seeds"]), "provenance": part["provenance"],
+                             "timing": part["timing"], "threads": part.get("threads"), "load_s": part.get("load_s")})
+    out["timing"] = {}
+    return out
 
 
 def lever(result: dict) -> dict:

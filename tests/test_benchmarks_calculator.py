@@ -179,3 +179,33 @@ def test_the_pilots_table_shows_each_seed_with_its_paired_difference_from_weak()
                         "10.0% | 75.0% | 50.0% |")
     greedy_only = pilot.markdown({"group": 0, "seeds": {"weak": {"greedy": cell}}})
     assert greedy_only.splitlines()[2] == "| weak | 0.500 | - | - | - | 2.00 | 0.25 | 10.0% | - | - |"
+
+
+def _pilot_part(seeds: dict[str, list[float]], **setting) -> dict:
+    base = {"model": "m", "engine": "vllm", "precision": "bf16", "env": {"steps": 2}, "problems": 3, "group": 2,
+            "temperature": 1.0, "agent": {"max_turns": 3}, "seed": 0}
+    base.update(setting)
+    cells = {name: {"text": name, "sampled": {"reward": sum(means) / len(means), "problem_means": means,
+                                              "pass_at_g": 1.0, "mixed_groups": 0.0, "tool_calls": 0.0,
+                                              "tool_errors": 0.0, "format_failures": 0.0}}
+             for name, means in seeds.items()}
+    return {**base, "seeds": cells, "provenance": {"commit": "abc"}, "timing": {"sampled": {"wall_s": 1.0}}, "errors": 0}
+
+
+def test_the_pilot_joins_runs_of_single_seeds_and_pairs_them_as_one_run_would(tmp_path):
+    pilot = load_script("calculator_pilot")
+    weak, worked = [0.0, 0.5, 0.0], [1.0, 0.5, 1.0]
+    paths = []
+    for i, part in enumerate((_pilot_part({"weak": weak}), _pilot_part({"worked": worked}))):
+        paths.append(tmp_path / f"part{i}.json")
+        paths[-1].write_text(json.dumps(part))
+    joined = pilot.main(["--combine", *map(str, paths), "--json", str(tmp_path / "all.json")])
+    diff = joined["differences"]["sampled"]["worked - weak"]
+    assert diff["mean"] == pytest.approx(2 / 3) and diff["n"] == 3
+    assert joined["lever"]["sampled"]["gap"] == pytest.approx(2 / 3)
+    assert [p["seeds"] for p in joined["parts"]] == [["weak"], ["worked"]]
+    assert json.loads((tmp_path / "all.json").read_text())["differences"] == joined["differences"]
+    with pytest.raises(SystemExit, match="differs from run 1 in group, seed"):
+        pilot.combine([_pilot_part({"weak": weak}), _pilot_part({"worked": worked}, group=8, seed=1)])
+    with pytest.raises(SystemExit, match=r"seed\(s\) \['weak'\] appear in more than one run"):
+        pilot.combine([_pilot_part({"weak": weak}), _pilot_part({"weak": worked})])
