@@ -32,3 +32,36 @@ def test_outside_a_repository_and_a_missing_library_are_none_not_guesses(tmp_pat
     assert provenance([], repo=tmp_path)["commit"] == "abc123"
     assert provenance([], repo=tmp_path)["commit_from"] == "INSPO_COMMIT"
     assert library_versions(["no-such-distribution-xyz"]) == {"no-such-distribution-xyz": None}
+
+
+def test_the_machine_names_the_cpu_and_only_the_flags_that_choose_kernels(tmp_path):
+    from inspo.eval.provenance import machine
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse avx2 fma avx512f amx_bf16\n"
+                       "processor\t: 1\nmodel name\t: Other\nflags\t\t: fpu\n")
+    info = machine(cpuinfo)
+    assert info["cpu"] == "Test CPU 9000" and info["cpu_flags"] == ["avx2", "fma", "avx512f", "amx_bf16"]
+    assert info["cores"] >= 1
+    missing = machine(tmp_path / "absent")
+    assert missing["cpu"] is None and missing["cpu_flags"] is None
+
+
+def test_the_harness_records_device_dtype_and_threads_and_refuses_a_result_without_provenance(tmp_path, capsys):
+    import argparse
+
+    import pytest
+
+    from inspo.eval.harness import add_common, start, write_result
+
+    args = add_common(argparse.ArgumentParser(), threads=1).parse_args(["--json", str(tmp_path / "r.json")])
+    assert (args.threads, args.seed) == (1, 0)
+    info = start("benchmarks/x.py", ["--json", "r.json"], threads=args.threads, dtype="float32")
+    assert info["device"] in {"cpu", "cuda"} and info["dtype"] == "float32" and info["torch_threads"] == 1
+    assert info["command"].endswith("benchmarks/x.py --json r.json") and info["machine"]["cores"] >= 1
+    assert "benchmarks/x.py --json r.json" in capsys.readouterr().out
+    written = write_result(args.json, {"value": 1, "provenance": info})
+    assert json.loads(written.read_text())["provenance"]["dtype"] == "float32"
+    assert write_result(None, {"value": 1}) is None
+    with pytest.raises(ValueError, match="needs its 'provenance'"):
+        write_result(tmp_path / "bare.json", {"value": 1})

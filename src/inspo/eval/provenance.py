@@ -1,4 +1,4 @@
-"""Where a result came from: the commit, the command and the library versions behind it.
+"""Where a result came from: the commit, the command, the library versions and the machine behind it.
 
 Every benchmark's result JSON carries :func:`provenance` under ``"provenance"``, so a figure
 quoted in BENCHMARKS.md can be traced to the code and the invocation that produced it. Nothing
@@ -45,9 +45,42 @@ def library_versions(names: Sequence[str] = LIBRARIES) -> dict[str, str | None]:
     return versions
 
 
+#: The CPU flags that decide which kernels torch and vLLM's CPU build use (bf16, int8, AMX).
+CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
+
+
+def machine(cpuinfo: str | Path = "/proc/cpuinfo") -> dict[str, Any]:
+    """The CPU's model name, how many cores this process may use, which of :data:`CPU_FLAGS` it
+    has, and torch's CPU capability (the kernels it dispatches to); None where unreadable."""
+    model, flags = None, None
+    try:
+        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and model is None:
+            model = value.strip()
+        elif key.strip() == "flags" and flags is None:
+            have = set(value.split())
+            flags = [f for f in CPU_FLAGS if f in have]
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count()
+    capability = None
+    if "torch" in sys.modules:  # never imported here for its own sake
+        try:
+            capability = sys.modules["torch"].backends.cpu.get_cpu_capability()
+        except Exception:  # noqa: BLE001 - an old torch without it: recorded as None
+            capability = None
+    return {"cpu": model, "cores": cores, "cpu_flags": flags, "torch_cpu_capability": capability}
+
+
 def provenance(argv: Sequence[str] | None = None, *, repo: str | Path | None = None) -> dict[str, Any]:
     """The commit (and whether the work tree had uncommitted changes), the command line, the
-    library versions, Python, the platform and the UTC time, as a JSON-ready dict.
+    library versions, Python, the platform, the machine (:func:`machine`) and the UTC time, as a
+    JSON-ready dict.
 
     ``argv`` defaults to ``sys.argv``; ``repo`` to the folder of this source file (the checkout
     inspo was installed from in editable mode). Where git cannot tell (a copy of the work tree
@@ -67,5 +100,6 @@ def provenance(argv: Sequence[str] | None = None, *, repo: str | Path | None = N
         "versions": library_versions(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "machine": machine(),
         "utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }

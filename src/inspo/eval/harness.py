@@ -1,0 +1,87 @@
+"""What every benchmark script shares: its common arguments, its start, and its result file.
+
+A script in ``benchmarks/`` answers one question (BENCHMARKS.md has one section per question) and
+writes one JSON that carries where it came from. The parts that were the same in every script
+live here, so that each script holds only its measurement::
+
+    parser = argparse.ArgumentParser(description=...)
+    add_common(parser)                      # --threads, --seed, --json
+    parser.add_argument("--steps", ...)     # the script's own
+    args = parser.parse_args(argv)
+    info = start("benchmarks/learning/x.py", argv, threads=args.threads, dtype="float32")
+    ...
+    write_result(args.json, {**result, "provenance": info})
+
+:func:`start` sets torch's threads, collects :func:`~inspo.eval.provenance.provenance` (commit,
+command, library versions, the CPU's model and flags) together with the device and dtype the
+script measured on, and prints one line that says so. Nothing here imports torch unless threads
+are set or the device is asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from inspo.eval.provenance import provenance
+
+
+def add_common(parser: argparse.ArgumentParser, *, threads: int = 0, seed: bool = True, json_help: str | None = None,
+               threads_help: str | None = None) -> argparse.ArgumentParser:
+    """Add ``--threads`` (default ``threads``; 0: torch's default), ``--seed`` (unless ``seed`` is
+    False) and ``--json`` (where the result goes) to ``parser``; returns it."""
+    parser.add_argument("--threads", type=int, default=threads,
+                        help=threads_help or f"torch threads (0: torch's default; default {threads})")
+    if seed:
+        parser.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
+    parser.add_argument("--json", default=None, help=json_help or "write the result as JSON to this path")
+    return parser
+
+
+def start(script: str, argv: Sequence[str] | None = None, *, threads: int = 0, device: str | None = None,
+          dtype: str | None = None, quiet: bool = False) -> dict[str, Any]:
+    """Begin a benchmark run: set torch's threads (when ``threads`` > 0), and return the run's
+    provenance with ``device``, ``dtype`` and the torch threads in use added (``device`` None:
+    CUDA where present, else CPU). ``argv`` defaults to ``sys.argv[1:]``; the recorded command is
+    ``script`` followed by it. Prints the command, commit, threads, device and dtype unless
+    ``quiet``."""
+    torch = None
+    if threads > 0 or device is None or "torch" in sys.modules:
+        import torch
+
+        if threads > 0:
+            torch.set_num_threads(threads)
+    if device is None:
+        device = "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
+    info = provenance([script, *(sys.argv[1:] if argv is None else list(argv))])
+    info["device"], info["dtype"] = device, dtype
+    info["torch_threads"] = torch.get_num_threads() if torch is not None else None
+    if not quiet:
+        print(describe(info), flush=True)
+    return info
+
+
+def describe(info: dict[str, Any]) -> str:
+    """The one line :func:`start` prints: command, commit, threads, device, dtype."""
+    commit = (info.get("commit") or "unknown")[:12] + (" (uncommitted changes)" if info.get("dirty") else "")
+    parts = [f"torch threads {info['torch_threads']}" if info.get("torch_threads") else None,
+             f"device {info['device']}" if info.get("device") else None,
+             f"dtype {info['dtype']}" if info.get("dtype") else None]
+    return f"command: {info['command']} (commit {commit}; " + ", ".join(p for p in parts if p) + ")"
+
+
+def write_result(path: str | Path | None, result: dict[str, Any]) -> Path | None:
+    """Write ``result`` as indented JSON to ``path`` (its folder made); nothing when ``path`` is
+    None. A result without ``"provenance"`` is refused: a figure must say where it came from."""
+    if path is None:
+        return None
+    if "provenance" not in result:
+        raise ValueError("a benchmark result needs its 'provenance' (from inspo.eval.harness.start) before it is written")
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return out
