@@ -55,7 +55,8 @@ def load_config(
         ConfigError: an unknown preset or key, or a value out of range (the message names it).
         FileNotFoundError: ``file`` does not exist.
     """
-    from inspo.training.config import from_dict, merge_layer, resolve
+    from inspo.training.config import from_dict, resolve
+    from inspo.training.config_layers import merge_layer
 
     if isinstance(overrides, Mapping):
         config = resolve(preset, file)

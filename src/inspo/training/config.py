@@ -9,7 +9,8 @@ Presets (named starting points) are in :mod:`inspo.training.presets`.
 
 Files map onto the same tree (``[rl]``, ``[coevolution]`` …); overrides are dotted
 ``section.field=value`` strings whose values are parsed as YAML scalars (both read in
-:mod:`inspo.training.config_files`).
+:mod:`inspo.training.config_files`). How the layers (preset, file, overrides) merge, and what an
+old config's keys become: :mod:`inspo.training.config_layers`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
+from inspo.envs.registry import DEFAULT as DEFAULT_ENV
 from inspo.envs.registry import check_seed_name
 from inspo.llm.factory import OptimizerLLMConfig
 from inspo.models.precision import DTYPES
-from inspo.training.config_files import merge, parse_override, read_config_file
+from inspo.training.config_files import parse_override, read_config_file
+from inspo.training.config_layers import merge_layer, migrate, warn_full_fine_tuning_rate
 from inspo.training.final import FINAL_CHOICES
 from inspo.training.presets import PRESETS
 from inspo.training.schedule import offline_round_problem
@@ -144,7 +147,7 @@ class EnvConfig:
     their defaults here; a ``module:attr`` factory gets them as keywords when it is built).
     """
 
-    name: str = "search-r1"
+    name: str = DEFAULT_ENV
     """search-r1 (the paper's search agent), calculator, or module:attr (a factory of your own, e.g.
     my_env:load_environment; see docs/your-own-agent.md)."""
     options: dict[str, Any] = field(default_factory=dict)
@@ -418,41 +421,6 @@ _SECTIONS: dict[type, dict[str, type]] = {
     }
 }
 
-#: Settings of the search agent that lived in ``data`` and ``rl`` before the environment seam; a
-#: config that still has them gets them moved into ``env:`` (with a DeprecationWarning).
-LEGACY_ENV_KEYS: dict[str, tuple[str, ...]] = {
-    "data": ("corpus", "retriever", "retriever_url", "retriever_timeout", "retriever_retries", "retriever_model",
-             "index_dir", "index_path", "faiss_index", "faiss_nprobe", "faiss_ef_search", "faiss_device"),
-    "rl": ("topk", "reward", "format_weight"),
-}
-
-
-def migrate(data: dict[str, Any], *, warn: bool = True) -> dict[str, Any]:
-    """``data`` (a config as nested dicts) with the search agent's old keys (:data:`LEGACY_ENV_KEYS`)
-    moved into ``env:``, where they win over what ``env:`` had (they were written later, or by the
-    user: presets use ``env:``). ``data.train``/``data.eval`` of ``world`` with a built-in world corpus
-    stay as they are. A DeprecationWarning names each moved key unless ``warn`` is False."""
-    import warnings
-
-    moved: dict[str, Any] = {}
-    out = dict(data)
-    for section, keys in LEGACY_ENV_KEYS.items():
-        if not isinstance(out.get(section), dict):
-            continue
-        part = dict(out[section])
-        for key in keys:
-            if key in part:
-                moved[key] = part.pop(key)
-                if warn:
-                    warnings.warn(f"{section}.{key} is now env.{key} (the search-r1 environment's own setting); "
-                                  f"write env.{key} in config files and --set", DeprecationWarning, stacklevel=3)
-        out[section] = part
-    if moved:
-        env = dict(out.get("env") or {})
-        env.update(moved)
-        out["env"] = env
-    return out
-
 
 def from_dict(data: dict[str, Any]) -> TrainConfig:
     return _build(TrainConfig, migrate(data), "")
@@ -462,59 +430,13 @@ def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overr
             base: dict[str, Any] | None = None) -> TrainConfig:
     """Preset, then the file, then the overrides; validated once at the end. ``base`` replaces
     the preset as the starting point (``inspo eval --grid``: the run directory's config.yaml)."""
-    data = _preset_data(preset_name) if base is None else copy.deepcopy(base)
+    start = _preset_data(preset_name) if base is None else copy.deepcopy(base)
     layers = ([read_config_file(file)] if file is not None else []) + [parse_override(text) for text in overrides]
-    start = data
+    data = start
     for layer in layers:
         data = merge_layer(data, layer)
-    warn_full_fine_tuning_rate(start, data, layers)
+    warn_full_fine_tuning_rate(start, data, layers, lora_default=ModelConfig.lora)
     return from_dict(data)
-
-
-def warn_full_fine_tuning_rate(start: dict[str, Any], data: dict[str, Any], layers: list[dict[str, Any]]) -> None:
-    """Warn when a LoRA starting point (a preset) is switched to full fine-tuning
-    (``model.lora=false``) by later layers that never set ``rl.learning_rate``: the preset's rate
-    is meant for an adapter, and one AdamW step on all weights of the 0.5B at cpu-tiny's 2e-5
-    visibly changed its answers (benchmarks/notes/history.md, training rollouts from vLLM). The rate is left as set."""
-    import warnings
-
-    def section(d: dict[str, Any], name: str) -> dict[str, Any]:
-        return d[name] if isinstance(d.get(name), dict) else {}  # a bad value is from_dict's to refuse
-
-    def lora(d: dict[str, Any]) -> bool:
-        return section(d, "model").get("lora", ModelConfig.lora) is True
-
-    rate = section(data, "rl").get("learning_rate")
-    if (lora(start) and not lora(data) and not any("learning_rate" in section(layer, "rl") for layer in layers)
-            and isinstance(rate, (int, float)) and rate > FULL_FINE_TUNING_RATE):
-        warnings.warn(f"model.lora=false trains every weight at rl.learning_rate {rate:g}, the preset's rate for a "
-                      f"LoRA adapter; full fine-tuning usually wants {FULL_FINE_TUNING_RATE:g} or less (the paper "
-                      "trains at 1e-6 and below): set rl.learning_rate", UserWarning, stacklevel=3)
-
-
-#: The largest rate :func:`warn_full_fine_tuning_rate` lets pass silently.
-FULL_FINE_TUNING_RATE = 1e-6
-
-
-#: Settings outside ``env:`` that belong to the environment a preset was written for: a layer that
-#: switches ``env.name`` puts them back to their defaults (unless it sets them itself).
-ENV_BOUND: dict[str, tuple[str, ...]] = {"rl": ("prefill",)}
-
-
-def merge_layer(data: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
-    """``layer`` merged over ``data``, except that a layer naming ANOTHER environment
-    (``env.name``) starts the ``env:`` section afresh and resets :data:`ENV_BOUND`: the earlier
-    layers' settings belong to the environment it replaces (cpu-tiny's corpus and its forced
-    ``<search>`` mean nothing to the calculator)."""
-    env = layer.get("env")
-    if isinstance(env, dict) and "name" in env:
-        before = data.get("env") if isinstance(data.get("env"), dict) else {}
-        if env["name"] != before.get("name", EnvConfig.name):
-            data = {**data, "env": {}}
-            for section, keys in ENV_BOUND.items():
-                if isinstance(data.get(section), dict):
-                    data[section] = {k: v for k, v in data[section].items() if k not in keys}
-    return merge(data, layer)
 
 
 def flat_settings(config: TrainConfig | dict[str, Any]) -> dict[str, Any]:

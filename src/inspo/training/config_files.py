@@ -1,25 +1,13 @@
 """Settings as text: config files (YAML/TOML) and dotted ``--set`` overrides, read into the
-nested dicts :func:`inspo.training.config.resolve` merges over a preset before validating."""
+nested dicts that :mod:`inspo.training.config_layers` merges over a preset before validating."""
 
 from __future__ import annotations
 
-import copy
 import re
 from pathlib import Path
 from typing import Any
 
 from inspo.core.config import ConfigError
-
-
-def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    """Deep-merge ``update`` into a copy of ``base`` (tables merge, values replace)."""
-    out = copy.deepcopy(base)
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

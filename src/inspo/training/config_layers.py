@@ -1,0 +1,106 @@
+"""How a config is put together from layers: a preset (or a run's config.yaml), then a file, then
+``--set`` overrides, each a nested dict merged over the last; what an old config's keys become; and
+the one warning a combination of layers earns. Pure dict-to-dict functions: validation happens
+once, on the merged result, in :func:`inspo.training.config.from_dict`."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from inspo.envs.registry import DEFAULT as DEFAULT_ENV
+
+
+def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``update`` into a copy of ``base`` (tables merge, values replace)."""
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+#: Settings of the search agent that lived in ``data`` and ``rl`` before the environment seam; a
+#: config that still has them gets them moved into ``env:`` (with a DeprecationWarning).
+LEGACY_ENV_KEYS: dict[str, tuple[str, ...]] = {
+    "data": ("corpus", "retriever", "retriever_url", "retriever_timeout", "retriever_retries", "retriever_model",
+             "index_dir", "index_path", "faiss_index", "faiss_nprobe", "faiss_ef_search", "faiss_device"),
+    "rl": ("topk", "reward", "format_weight"),
+}
+
+
+def migrate(data: dict[str, Any], *, warn: bool = True) -> dict[str, Any]:
+    """``data`` (a config as nested dicts) with the search agent's old keys (:data:`LEGACY_ENV_KEYS`)
+    moved into ``env:``, where they win over what ``env:`` had (they were written later, or by the
+    user: presets use ``env:``). ``data.train``/``data.eval`` of ``world`` with a built-in world corpus
+    stay as they are. A DeprecationWarning names each moved key unless ``warn`` is False."""
+    import warnings
+
+    moved: dict[str, Any] = {}
+    out = dict(data)
+    for section, keys in LEGACY_ENV_KEYS.items():
+        if not isinstance(out.get(section), dict):
+            continue
+        part = dict(out[section])
+        for key in keys:
+            if key in part:
+                moved[key] = part.pop(key)
+                if warn:
+                    warnings.warn(f"{section}.{key} is now env.{key} (the search-r1 environment's own setting); "
+                                  f"write env.{key} in config files and --set", DeprecationWarning, stacklevel=3)
+        out[section] = part
+    if moved:
+        env = dict(out.get("env") or {})
+        env.update(moved)
+        out["env"] = env
+    return out
+
+
+def warn_full_fine_tuning_rate(start: dict[str, Any], data: dict[str, Any], layers: list[dict[str, Any]], *,
+                               lora_default: bool = False) -> None:
+    """Warn when a LoRA starting point (a preset) is switched to full fine-tuning
+    (``model.lora=false``) by later layers that never set ``rl.learning_rate``: the preset's rate
+    is meant for an adapter, and one AdamW step on all weights of the 0.5B at cpu-tiny's 2e-5
+    visibly changed its answers (benchmarks/notes/history.md, training rollouts from vLLM). The rate is left as set.
+    ``lora_default``: ``model.lora`` where no layer gives it (ModelConfig's default)."""
+    import warnings
+
+    def section(d: dict[str, Any], name: str) -> dict[str, Any]:
+        return d[name] if isinstance(d.get(name), dict) else {}  # a bad value is from_dict's to refuse
+
+    def lora(d: dict[str, Any]) -> bool:
+        return section(d, "model").get("lora", lora_default) is True
+
+    rate = section(data, "rl").get("learning_rate")
+    if (lora(start) and not lora(data) and not any("learning_rate" in section(layer, "rl") for layer in layers)
+            and isinstance(rate, (int, float)) and rate > FULL_FINE_TUNING_RATE):
+        warnings.warn(f"model.lora=false trains every weight at rl.learning_rate {rate:g}, the preset's rate for a "
+                      f"LoRA adapter; full fine-tuning usually wants {FULL_FINE_TUNING_RATE:g} or less (the paper "
+                      "trains at 1e-6 and below): set rl.learning_rate", UserWarning, stacklevel=3)
+
+
+#: The largest rate :func:`warn_full_fine_tuning_rate` lets pass silently.
+FULL_FINE_TUNING_RATE = 1e-6
+
+
+#: Settings outside ``env:`` that belong to the environment a preset was written for: a layer that
+#: switches ``env.name`` puts them back to their defaults (unless it sets them itself).
+ENV_BOUND: dict[str, tuple[str, ...]] = {"rl": ("prefill",)}
+
+
+def merge_layer(data: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    """``layer`` merged over ``data``, except that a layer naming ANOTHER environment
+    (``env.name``) starts the ``env:`` section afresh and resets :data:`ENV_BOUND`: the earlier
+    layers' settings belong to the environment it replaces (cpu-tiny's corpus and its forced
+    ``<search>`` mean nothing to the calculator)."""
+    env = layer.get("env")
+    if isinstance(env, dict) and "name" in env:
+        before = data.get("env") if isinstance(data.get("env"), dict) else {}
+        if env["name"] != before.get("name", DEFAULT_ENV):
+            data = {**data, "env": {}}
+            for section, keys in ENV_BOUND.items():
+                if isinstance(data.get(section), dict):
+                    data[section] = {k: v for k, v in data[section].items() if k not in keys}
+    return merge(data, layer)
