@@ -141,7 +141,7 @@ def test_a_run_config_is_made_concrete():
     assert "model.dtype=auto on resume: the checkpoint's weights are bfloat16" in resumed.line()
     assert resumed.warnings() == [
         "model.dtype=bfloat16 on a device without fast bf16 (CPU AVX2: no fast bf16 matmul): its matmuls may run "
-        "tens of times slower than in float32 (benchmarks/precision.py measures it); model.dtype=auto on resume: "
+        "tens of times slower than in float32 (benchmarks/speed/precision.py measures it); model.dtype=auto on resume: "
         "the checkpoint's weights are bfloat16: a new run with model.dtype=auto would use float32 here"]
 
 
@@ -194,7 +194,7 @@ def test_resume_under_auto_keeps_the_checkpoints_dtype_instead_of_refusing(tmp_p
 
     monkeypatch.setattr(grpo_stage, "prepare", prepared)  # past the resume plan: stop before any model loads
     monkeypatch.setattr(precision_module, "probe_bf16", slow)
-    caplog.set_level(logging.INFO, logger="inspo.train")
+    caplog.set_level(logging.INFO, logger="inspo.training")
     with pytest.raises(Prepared):
         run_module.run_training(resolve("cpu-tiny", overrides=[*BASE, f"output_dir={run}"]), resume=True,
                                 progress=False)
@@ -219,7 +219,7 @@ def test_a_tiny_run_records_the_precision_that_ran(tmp_path, monkeypatch, caplog
     from train_run_script import TINY, scripted_reward
 
     monkeypatch.setattr(precision_module, "probe_bf16", fast)
-    caplog.set_level(logging.INFO, logger="inspo.train")
+    caplog.set_level(logging.INFO, logger="inspo.training")
     out = tmp_path / "run"
     overrides = [o for o in TINY if not o.startswith(("model.dtype=", "rl.bf16="))]
     config = resolve("cpu-tiny", overrides=[*overrides, f"output_dir={out}", "rl.steps=2", "rl.save_steps=2"])

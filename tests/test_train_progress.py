@@ -1,6 +1,6 @@
 """No long phase runs silently: the warm-up, each round of the initial population and of an
 evolution (proposed, verified, admitted), the final choice and the held-out test announce
-themselves, to the ``inspo.train`` log at INFO with progress off and on stdout with it on.
+themselves, to the ``inspo.training`` log at INFO with progress off and on stdout with it on.
 
 ``run_evolve`` with the scripted text-only policy (fast, no model) drives the real loop; the
 GRPO run that announces the same phases is in tests/test_train_trackers.py.
@@ -53,9 +53,9 @@ def _in_order(text: str, patterns: list[str]) -> None:
 
 
 def test_every_phase_of_an_evolve_run_is_logged_without_progress(tmp_path, caplog):
-    with caplog.at_level(logging.INFO, logger="inspo.train"):
+    with caplog.at_level(logging.INFO, logger="inspo.training"):
         run_evolve(_config(tmp_path / "evo"), engine=ScriptedPolicy(), progress=False)
-    text = "\n".join(r.getMessage() for r in caplog.records if r.name == "inspo.train")
+    text = "\n".join(r.getMessage() for r in caplog.records if r.name == "inspo.training")
     _in_order(text, PHASES)
 
 
@@ -96,7 +96,7 @@ def test_announcer_counts_refusals_and_failed_rounds():
 def test_announce_events_logs_at_info(caplog):
     events = EventLog()
     announce_events(events, progress=False)
-    with caplog.at_level(logging.INFO, logger="inspo.train"):
+    with caplog.at_level(logging.INFO, logger="inspo.training"):
         events.emit(EvolutionStarted(0, parents=("ins-0001",), target_size=2))
     assert [r.levelno for r in caplog.records] == [logging.INFO]
     assert "initial population: growing the seed into 2 instructions" in caplog.records[0].getMessage()

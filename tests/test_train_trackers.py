@@ -63,7 +63,7 @@ def test_one_grpo_step_writes_inspo_and_rollout_scalars_to_tensorboard(tmp_path,
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        with caplog.at_level(logging.INFO, logger="inspo.train"):
+        with caplog.at_level(logging.INFO, logger="inspo.training"):
             run_training(config, progress=False, reward_fn=scripted_reward)
     finally:
         torch.set_num_threads(threads)
@@ -82,7 +82,7 @@ def test_one_grpo_step_writes_inspo_and_rollout_scalars_to_tensorboard(tmp_path,
     assert acc.Scalars("train/rollout/count")[0].value == 4.0  # 2 questions x 2 rollouts
     assert any(t.startswith("train/inspo/weight/ins-") for t in tags)
 
-    text = "\n".join(r.getMessage() for r in caplog.records if r.name == "inspo.train")
+    text = "\n".join(r.getMessage() for r in caplog.records if r.name == "inspo.training")
     _in_order(text, [
         r"warm-up: rolling the seed out on 2 training question",
         r"initial population: growing the seed into 3 instructions",

@@ -89,7 +89,7 @@ def train(
         resume: True continues the run in ``output_dir`` from its last checkpoint; a path, from
             that checkpoint.
         progress: bars and one line per phase and step on stdout; False logs the lines at INFO
-            on the ``inspo.train`` logger instead.
+            on the ``inspo.training`` logger instead.
         reward_fn: replaces the environment's response-only reward of every rollout
             (``reward_fn(rollout) -> float``; it must read the response, never the prompt).
         env: the agent's environment as an object (:class:`~inspo.envs.base.Environment`, e.g.

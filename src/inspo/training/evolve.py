@@ -63,7 +63,7 @@ from inspo.training.progress import announce_events, say
 from inspo.training.setup import SetupError, prepare
 from inspo.training.summary import RunSummary, summarize
 
-log = logging.getLogger("inspo.train")
+log = logging.getLogger("inspo.training")
 
 
 def step_questions(questions: list[Question], step: int, per_step: int, seed: int) -> list[Question]:
@@ -108,7 +108,7 @@ def run_evolve(
             ``out_dir`` (``inspo train``'s offline stages, whose run decides); without it that is
             refused, as :func:`check_run_dir` says.
         progress: a tqdm bar over steps and over long evaluations, one line per phase and per
-            step; off, those lines go to the ``inspo.train`` log at INFO.
+            step; off, those lines go to the ``inspo.training`` log at INFO.
         reward_fn: replaces the environment's response-only reward (see :data:`inspo.training.loop.RewardFn`).
         env: an environment object given in Python instead of the one ``config.env`` names.
 

@@ -49,7 +49,7 @@ from inspo.training.trackers import missing_tracker_message
 if TYPE_CHECKING:
     from inspo.training.resume import ResumePlan
 
-log = logging.getLogger("inspo.train")
+log = logging.getLogger("inspo.training")
 
 
 @dataclass

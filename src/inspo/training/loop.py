@@ -73,7 +73,7 @@ from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.rng import derived_rng
 from inspo.training.schedule import core_config
 
-log = logging.getLogger("inspo.train")
+log = logging.getLogger("inspo.training")
 
 #: Replaces the environment's response-only reward of a rollout (e.g. a learned verifier or a test's
 #: scripted reward). It must read the response, never the prompt, and return a float.
@@ -296,7 +296,7 @@ def step_line(metrics: dict[str, float], total: int) -> str:
 class MetricsLog:
     """A run's ``metrics.jsonl``: :meth:`write` appends a step's line, keeps it in ``history``
     and shows its progress line (through tqdm, above any bar, with ``progress``; else to the
-    ``inspo.train`` log). ``read_existing`` starts ``history`` with the lines already there (a
+    ``inspo.training`` log). ``read_existing`` starts ``history`` with the lines already there (a
     resumed run)."""
 
     def __init__(self, path: str | Path, total_steps: int, *, progress: bool, read_existing: bool = False):

@@ -21,7 +21,7 @@ from inspo.models.precision import (
 )
 from inspo.training.config import TrainConfig
 
-log = logging.getLogger("inspo.train")
+log = logging.getLogger("inspo.training")
 
 
 def run_precision(config: TrainConfig, *, device: str | None = None, probe: Probe | None = None,

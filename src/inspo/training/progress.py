@@ -5,7 +5,7 @@ observer of its :class:`~inspo.core.events.EventLog` that turns them into lines:
 the seed, the start of P_0 or of an evolution round, each optimizer round (candidates proposed,
 then how many were verified and admitted, and the population size after it), and the end of the
 refill. A line goes out through :func:`say`: above any tqdm bar with ``progress`` on, else to the
-``inspo.train`` log at INFO (the CLI's default level), so no long phase runs silently either way.
+``inspo.training`` log at INFO (the CLI's default level), so no long phase runs silently either way.
 
 The drivers say what the events cannot announce in advance (the warm-up starting, the final
 choice and the held-out test, the periodic evaluation), and show a bar over the episodes of
@@ -31,12 +31,12 @@ from inspo.core.events import (
     WarmedUp,
 )
 
-log = logging.getLogger("inspo.train")
+log = logging.getLogger("inspo.training")
 
 
 def say(lines: str | Sequence[str], progress: bool) -> None:
     """Lines for the user: written above any tqdm bar with ``progress`` on, logged at INFO on the
-    ``inspo.train`` logger otherwise."""
+    ``inspo.training`` logger otherwise."""
     for line in [lines] if isinstance(lines, str) else lines:
         if progress:
             from tqdm.auto import tqdm

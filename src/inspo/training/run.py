@@ -56,7 +56,7 @@ from inspo.training.progress import say
 from inspo.training.schedule import offline_config
 from inspo.training.summary import RunSummary
 
-log = logging.getLogger("inspo.train")
+log = logging.getLogger("inspo.training")
 
 __all__ = ["RunSummary", "SetupError", "grpo_settings", "run_training"]
 
@@ -134,7 +134,7 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
             ``output_dir`` already holds checkpoints).
         progress: show TRL's progress bar, bars over long evaluations, one line per phase and
             per step, and the summary (main process); off, the phase and step lines go to the
-            ``inspo.train`` log at INFO (:mod:`inspo.training.progress`).
+            ``inspo.training`` log at INFO (:mod:`inspo.training.progress`).
         reward_fn: replaces the environment's response-only reward of every rollout (training
             and verification); see :data:`inspo.training.loop.RewardFn`.
         env: an environment object (:class:`~inspo.envs.base.Environment`) instead of the one

@@ -47,7 +47,7 @@ from inspo.records import Question, SetupError
 from inspo.training.config import TrainConfig
 from inspo.training.paper import missing_message, paper_parts
 
-log = logging.getLogger("inspo.train")
+log = logging.getLogger("inspo.training")
 
 
 __all__ = ["RunInputs", "SetupError", "agent_config", "load_questions", "prepare", "resolve_model_dir"]
