@@ -3,9 +3,12 @@ loading or training it: what the hub reads from the front matter, the licence, t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import yaml
 
 from inspo.trained.card import base_model_info, licence_text, model_card, snippet_of
+from inspo.trained.export import RunFacts
 from inspo.trained.settings import AgentSettings
 from inspo.training.config import resolve
 
@@ -18,11 +21,12 @@ SUMMARY = {"steps": 40, "reward_start": 0.1, "reward_end": 0.3, "optimizer": "ru
 def _card(**kw):
     config = resolve("cpu-tiny")
     base = base_model_info(config.model.name_or_path)
-    defaults = dict(name="my-agent", config=config, summary=SUMMARY, instruction="Search first. <search> q </search>",
-                    returned_id="ins-0004", population=[{"id": "ins-0004", "origin": "reflection", "weight": 0.3}],
-                    settings=AgentSettings.from_config(config), base=base, location="my-agent",
-                    example="Who?", has_licence_file=True)
-    return model_card(**{**defaults, **kw}), base
+    facts = {"config": config, "summary": SUMMARY, "instruction": "Search first. <search> q </search>",
+             "returned_id": "ins-0004", "population": [{"id": "ins-0004", "origin": "reflection", "weight": 0.3}]}
+    card = dict(name="my-agent", settings=AgentSettings.from_config(config), base=base, location="my-agent",
+                example="Who?", has_licence_file=True)
+    run = RunFacts(run_dir=Path("my-agent"), **{k: kw.pop(k, v) for k, v in facts.items()})
+    return model_card(run, **{**card, **kw}), base
 
 
 def test_the_default_base_model_is_named_with_its_licence():

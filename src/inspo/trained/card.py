@@ -231,13 +231,18 @@ def _training(config: Any, summary: dict[str, Any]) -> list[str]:
     ]
 
 
-def model_card(*, name: str, config: Any, summary: dict[str, Any], instruction: str, returned_id: str,
-               population: list[dict[str, Any]], settings: Any, base: BaseModel, location: str,
-               example: str, grid: dict[str, Any] | None = None, has_licence_file: bool = False) -> str:
-    """The card's Markdown (module docstring). ``location``: where the snippet loads the agent
-    from (the folder's name, relative to its parent, or a hub id); ``example``: the question the snippet asks."""
+def model_card(run: Any, *, name: str, settings: Any, base: BaseModel, location: str, example: str,
+               grid: dict[str, Any] | None = None, has_licence_file: bool = False) -> str:
+    """The card's Markdown (module docstring) for ``run``, the facts of the run directory
+    (:class:`~inspo.trained.export.RunFacts`: its config, summary, returned instruction and final
+    population). ``settings``: the agent's :class:`~inspo.trained.settings.AgentSettings`;
+    ``location``: where the snippet loads the agent from (the folder's name, relative to its
+    parent, or a hub id); ``example``: the question the snippet asks; ``grid``: an ``inspo eval
+    --grid`` result whose 2x2 the card shows."""
     from inspo import __version__
 
+    config, summary, instruction = run.config, run.summary, run.instruction
+    returned_id, population = run.returned_id, run.population
     evaluation = summary.get("evaluation")
     a = settings.agent
     members = [f"| {m['id']}{' (returned)' if m['id'] == returned_id else ''} | {m.get('origin', '')} | "

@@ -138,10 +138,9 @@ def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
         text = licence_text(base)
         if text:
             (tmp / LICENSE_FILE).write_text(text, encoding="utf-8")
-        card = model_card(name=name or facts.run_dir.resolve().name, config=facts.config, summary=facts.summary,
-                          instruction=facts.instruction, returned_id=facts.returned_id, population=facts.population,
-                          settings=settings, base=base, location=out.name, example=example_question(facts.config),
-                          grid=grid_data, has_licence_file=bool(text))
+        card = model_card(facts, name=name or facts.run_dir.resolve().name, settings=settings, base=base,
+                          location=out.name, example=example_question(facts.config), grid=grid_data,
+                          has_licence_file=bool(text))
         (tmp / CARD_FILE).write_text(card, encoding="utf-8")
         os.chmod(tmp, 0o755)  # a folder to share: readable by all, as save_pretrained's own files
         for path in tmp.iterdir():
