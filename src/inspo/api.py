@@ -189,12 +189,12 @@ def evaluate(
         TooManyErrors: more than ``rl.max_error_rate`` of a cell's rollouts failed on errors
             (an outage, never scored); the cells played are written to ``out`` first.
     """
-    from inspo.eval.runner import evaluate_config
+    from inspo.eval.runner import EvalGrid, EvalOrigin, EvalPlay, evaluate_config
 
-    report = evaluate_config(config if config is not None else load_config(), policies=policies,
-                             instructions=instructions, datasets=datasets, limit=limit, temperature=temperature,
-                             dtype=dtype, batch_size=batch_size, progress=progress, origin="inspo.evaluate",
-                             env=env)
+    report = evaluate_config(config if config is not None else load_config(),
+                             EvalGrid(policies=policies, instructions=instructions, datasets=datasets, limit=limit),
+                             EvalPlay(temperature=temperature, dtype=dtype, batch_size=batch_size, progress=progress),
+                             EvalOrigin(config="inspo.evaluate"), env=env)
     if out is not None:
         report.write(out)
     if report.stopped:  # an outage: never a score; what was played is in the report (and in out)

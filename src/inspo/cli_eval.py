@@ -85,7 +85,7 @@ def _policy_dir(spec: str, model: str) -> str:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from inspo.eval.runner import evaluate_config
+    from inspo.eval.runner import EvalGrid, EvalOrigin, EvalPlay, evaluate_config
     from inspo.records import SetupError
 
     if args.limit < 0:
@@ -113,10 +113,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         _policy_dir(spec, parse_policy(spec)[1])
     try:
         report = evaluate_config(
-            config, policies=policies, instructions=instructions, datasets=args.dataset or [], limit=args.limit,
-            temperature=args.temperature, dtype=args.dtype, batch_size=args.batch_size, engine=args.engine,
-            vllm=vllm, progress=not args.no_progress, origin=origin, overrides=changes,
-            error_setting="--max-error-rate (rl.max_error_rate)", dtype_setting="--dtype",
+            config,
+            EvalGrid(policies=policies, instructions=instructions, datasets=args.dataset or [], limit=args.limit),
+            EvalPlay(temperature=args.temperature, dtype=args.dtype, batch_size=args.batch_size, engine=args.engine,
+                     vllm=vllm, progress=not args.no_progress),
+            EvalOrigin(config=origin, overrides=changes, error_setting="--max-error-rate (rl.max_error_rate)",
+                       dtype_setting="--dtype"),
         )
     except (SetupError, ImportError) as exc:
         raise CLIError(str(exc)) from exc

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from inspo.eval import EvalReport, parse_dataset, parse_instruction, parse_policy, run_eval
@@ -21,49 +21,55 @@ from inspo.eval import EvalReport, parse_dataset, parse_instruction, parse_polic
 log = logging.getLogger("inspo.eval")
 
 
-def evaluate_config(
-    config: Any,
-    *,
-    policies: Sequence[str] = (),
-    instructions: Sequence[str] = (),
-    datasets: Sequence[str] = (),
-    limit: int = 0,
-    temperature: float = 0.0,
-    dtype: str = "auto",
-    batch_size: int = 16,
-    engine: str = "hf",
-    vllm: Any = None,
-    progress: bool = True,
-    origin: str = "",
-    overrides: Sequence[Any] = (),
-    error_setting: str = "rl.max_error_rate",
-    dtype_setting: str = "dtype",
-    env: Any = None,
-) -> EvalReport:
-    """Play every policy x instruction x dataset with ``config``'s agent; the report's
-    ``settings`` record what the cells were measured under.
+@dataclass(frozen=True)
+class EvalGrid:
+    """What an evaluation crosses: policies x instructions x datasets (spec strings as in
+    :mod:`inspo.eval`), at most ``limit`` questions per dataset (0: all)."""
 
-    Args:
-        config: a resolved :class:`~inspo.training.config.TrainConfig`.
-        policies: model names or folders, or run directories (their trained ``model/``);
-            empty: ``config.model.name_or_path``.
-        instructions: ``seed``, ``@NAME``, a run directory (its ``best_instruction.txt``) or a
-            text file; empty: ``["seed"]``.
-        datasets: ``SOURCE[@SPLIT]`` (``env@test``: the environment's own); empty:
-            ``config.data.eval`` at ``data.test_split``.
-        limit: at most this many questions per dataset (0: all).
-        temperature: decoding temperature (0: greedy, as a run's own end-of-run evaluation).
-        dtype: the policies' weights dtype; ``auto``: bfloat16 where the device multiplies it fast,
-            else float32 (:mod:`inspo.models.precision`; resolved once, logged, and recorded in
-            the report's ``settings["precision"]``). ``dtype_setting`` names it in that line.
-        engine / vllm: ``hf`` (transformers) or ``vllm`` with its
-            :class:`~inspo.agent.vllm_engine.VLLMOptions`.
-        progress: a tqdm bar over each cell's episodes.
-        origin / overrides: where the config came from and the
-            :class:`~inspo.core.config.SettingChange` s put on top (recorded in ``settings``).
-        error_setting: how the stop message names ``rl.max_error_rate`` (a cell whose rollouts
-            fail on errors beyond it stops the evaluation: the report's ``stopped`` says why).
-        env: an environment object instead of the one ``config.env`` names.
+    policies: Sequence[str] = ()
+    """Model names or folders, or run directories (their trained ``model/``); empty: the config's model."""
+    instructions: Sequence[str] = ()
+    """``seed``, ``@NAME``, a run directory (its ``best_instruction.txt``) or a text file; empty: ``["seed"]``."""
+    datasets: Sequence[str] = ()
+    """``SOURCE[@SPLIT]`` (``env@test``: the environment's own); empty: ``data.eval`` at ``data.test_split``."""
+    limit: int = 0
+
+
+@dataclass(frozen=True)
+class EvalPlay:
+    """How the policies play: decoding, weights dtype, batch, engine, progress bars."""
+
+    temperature: float = 0.0
+    """0: greedy, as a run's own end-of-run evaluation."""
+    dtype: str = "auto"
+    """The policies' weights dtype; ``auto``: bfloat16 where the device multiplies it fast, else float32
+    (:mod:`inspo.models.precision`; resolved once, logged, and recorded in the report's settings)."""
+    batch_size: int = 16
+    engine: str = "hf"
+    """``hf`` (transformers) or ``vllm`` with ``vllm``'s :class:`~inspo.agent.vllm_engine.VLLMOptions`."""
+    vllm: Any = None
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class EvalOrigin:
+    """Where the settings came from (recorded in the report's ``settings``), and how messages name
+    two of them: the CLI says ``--dtype``, Python ``dtype``."""
+
+    config: str = ""
+    overrides: Sequence[Any] = ()
+    """The :class:`~inspo.core.config.SettingChange` s put on top of the config."""
+    error_setting: str = "rl.max_error_rate"
+    dtype_setting: str = "dtype"
+
+
+def evaluate_config(config: Any, grid: EvalGrid = EvalGrid(), play: EvalPlay = EvalPlay(),
+                    origin: EvalOrigin = EvalOrigin(), *, env: Any = None) -> EvalReport:
+    """Play every policy x instruction x dataset of ``grid`` with ``config``'s agent (a resolved
+    :class:`~inspo.training.config.TrainConfig`), as ``play`` says; the report's ``settings``
+    record what the cells were measured under. ``env``: an environment object instead of the one
+    ``config.env`` names. A cell whose rollouts fail on errors beyond ``rl.max_error_rate`` stops
+    the evaluation: the report's ``stopped`` says why.
 
     Raises:
         ValueError: a bad ``limit``, no questions named, an empty dataset.
@@ -71,6 +77,7 @@ def evaluate_config(
         SetupError: a policy that is no model, an environment that cannot be built (a retriever).
         ImportError: ``engine="vllm"`` without the ``vllm`` module (with the install command).
     """
+    policies, instructions, datasets, limit = grid.policies, grid.instructions, grid.datasets, grid.limit
     from inspo.envs.build import agent_config, build_env, check_prefill, resolve_model_dir
     from inspo.models.precision import default_device, resolve_precision
 
@@ -91,15 +98,15 @@ def evaluate_config(
     named = [parse_instruction(spec, seed_text=config.seed_instruction, env=env)
              for spec in list(instructions) or ["seed"]]
     device = default_device()
-    precision = resolve_precision(dtype, device=device, dtype_key=dtype_setting)
+    precision = resolve_precision(play.dtype, device=device, dtype_key=origin.dtype_setting)
     log.info("%s", precision.line())
     for warning in precision.warnings():
         log.warning("%s", warning)
     # greedy unless temperature says otherwise, as the run's own end-of-run evaluation
-    agent = replace(agent_config(config.rl), temperature=temperature)
+    agent = replace(agent_config(config.rl), temperature=play.temperature)
     settings = {
-        "config": origin,
-        "overrides": [{"key": c.key, "old": c.old, "new": c.new} for c in overrides],
+        "config": origin.config,
+        "overrides": [{"key": c.key, "old": c.old, "new": c.new} for c in origin.overrides],
         "agent": asdict(agent),
         "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
                     + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
@@ -113,9 +120,9 @@ def evaluate_config(
             from inspo.agent.load import load_engine
             from inspo.envs.evaluate import make_evaluate
 
-            policy = load_engine(model, kind=engine, dtype=precision.dtype, device=device, vllm=vllm)
-            return make_evaluate(policy, env, agent, batch_size=batch_size, progress=progress,
-                                 max_error_rate=config.rl.max_error_rate, error_setting=error_setting)
+            policy = load_engine(model, kind=play.engine, dtype=precision.dtype, device=device, vllm=play.vllm)
+            return make_evaluate(policy, env, agent, batch_size=play.batch_size, progress=play.progress,
+                                 max_error_rate=config.rl.max_error_rate, error_setting=origin.error_setting)
         return make
 
     report = run_eval([(label, factory(model)) for label, model in models], named, sets, env=env)
