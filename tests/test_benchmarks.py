@@ -19,12 +19,19 @@ from inspo.records import Passage, Question
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
+def script_path(name: str) -> Path:
+    """benchmarks/<group>/<name>.py: the one script of that name in a group folder (a question's)."""
+    found = sorted(BENCHMARKS.glob(f"*/{name}.py"))
+    assert len(found) == 1, f"expected one benchmarks/<group>/{name}.py, found {found}"
+    return found[0]
+
+
 def load_script(name: str):
-    """Import benchmarks/<name>.py as a module (the folder is not a package)."""
+    """Import benchmarks/<group>/<name>.py as a module (the folders are not packages)."""
     module_name = f"inspo_benchmark_{name}"
     if module_name in sys.modules:
         return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, BENCHMARKS / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(module_name, script_path(name))
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses look their module up here
     spec.loader.exec_module(module)
@@ -37,11 +44,12 @@ def positive(x: float) -> bool:
 
 def assert_provenance(path: Path, script: str, *args: str) -> dict:
     """The result JSON at ``path`` names the commit (these tests run in the git checkout) and the
-    command: ``benchmarks/<script>.py`` with ``args``."""
+    command: ``benchmarks/<group>/<script>.py`` with ``args``."""
     info = json.loads(Path(path).read_text())["provenance"]
     assert re.fullmatch(r"[0-9a-f]{40}", info["commit"] or ""), info["commit"]
     assert isinstance(info["dirty"], bool) and info["versions"]["inspo"] is not None
-    assert f"benchmarks/{script}.py" in info["command"] and all(a in info["command"] for a in args)
+    assert script_path(script).relative_to(BENCHMARKS.parent).as_posix() in info["command"], info["command"]
+    assert all(a in info["command"] for a in args)
     return info
 
 
@@ -355,7 +363,7 @@ def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     assert saved["budget_rollouts"] == budget
     info = saved["provenance"]
     assert info["commit"] and isinstance(info["dirty"], bool) and info["versions"]["gepa"] is not None
-    assert "benchmarks/evolve_vs_gepa.py" in info["command"] and "--quick" in info["command"]
+    assert "benchmarks/learning/evolve_vs_gepa.py" in info["command"] and "--quick" in info["command"]
     assert saved["settings"]["candidates_per_call"] == 2 and saved["settings"]["validation_size"] == 2
     outcomes = saved["inspo"]["outcomes"]
     assert outcomes["optimizer_calls"] == result["inspo"]["optimizer_calls"]

@@ -362,7 +362,7 @@ def test_world_reach_counts_what_one_search_returns_and_writes_its_provenance(tm
     out = tmp_path / "reach.json"
     assert reach.main(["--questions", "60", "--json", str(out)]) == 0
     record = json.loads(out.read_text())
-    assert record["provenance"]["command"].startswith("python benchmarks/world_reach.py --questions 60")
+    assert record["provenance"]["command"].startswith("python benchmarks/learning/world_reach.py --questions 60")
     for name in ("world-multihop", "world-chain"):
         by_hops = record["worlds"][name]
         assert set(by_hops) == {"1", "2", "3"}

@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/reliability.py (issue 21): its quick run works end to end and its
+"""Smoke test of benchmarks/reliability/reliability.py (issue 21): its quick run works end to end and its
 result has the promised shape. Only outcomes are asserted (status codes, exit codes, messages,
 memory an order of magnitude apart), never a timing."""
 
@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reliability.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reliability" / "reliability.py"
 
 
 def load_script():
@@ -40,7 +40,7 @@ def test_reliability_quick(tmp_path, capsys):
     assert "(a) oversized bodies" in printed and "(b) mixed load" in printed and "(c) bad inputs" in printed
 
     info = json.loads((tmp_path / "r.json").read_text())["provenance"]
-    assert re.fullmatch(r"[0-9a-f]{40}", info["commit"] or "") and "benchmarks/reliability.py" in info["command"]
+    assert re.fullmatch(r"[0-9a-f]{40}", info["commit"] or "") and "benchmarks/reliability/reliability.py" in info["command"]
     assert "--quick" in info["command"]
 
     bodies = {(r["case"], r["max_body_mb"]): r for r in result["bodies"]}
@@ -68,7 +68,7 @@ def test_reliability_quick(tmp_path, capsys):
 
 
 def test_outages_quick_run_counts_errors_apart_and_stops_within_the_budget(tmp_path):
-    """benchmarks/outages.py (issue 21, item 1): an outage never lowers the scored EM, is counted
+    """benchmarks/reliability/outages.py (issue 21, item 1): an outage never lowers the scored EM, is counted
     apart, and max_error_rate 0.1 stops the call after fewer requests to a frozen server."""
     spec = importlib.util.spec_from_file_location("inspo_benchmark_outages", SCRIPT.parent / "outages.py")
     outages = importlib.util.module_from_spec(spec)

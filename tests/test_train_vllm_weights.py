@@ -168,10 +168,10 @@ def test_two_processes_each_play_their_shard_in_their_own_vllm(tmp_path):
 
 @pytest.mark.slow
 def test_the_sync_check_script_compares_vllm_with_transformers_after_each_step(tmp_path):
-    """benchmarks/vllm_sync_check.py (run on the 0.5B for BENCHMARKS §2) on the tiny model, in its
+    """benchmarks/speed/vllm_sync_check.py (run on the 0.5B for BENCHMARKS §2) on the tiny model, in its
     own process (it starts its own engine)."""
     out = tmp_path / "check.json"
-    script = Path(__file__).parents[1] / "benchmarks" / "vllm_sync_check.py"
+    script = Path(__file__).parents[1] / "benchmarks" / "speed" / "vllm_sync_check.py"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, str(script), "--quick", "--json", str(out)], env=env,
                           capture_output=True, text=True, timeout=900)

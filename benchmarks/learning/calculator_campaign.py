@@ -20,7 +20,7 @@ Every run ends with the library's held-out test (greedy, the trained policy, ``d
 test problems no choice saw): static arms under their seed, INSPO and pre-policy under the
 instruction they return and under the weak seed (policy versus prompt). Each final agent is also
 scored on 40 problems written by hand, phrased unlike the generator
-(``benchmarks/data/calculator-handwritten.jsonl``): the ``handwritten`` group, reported apart
+(``benchmarks/learning/data/calculator-handwritten.jsonl``): the ``handwritten`` group, reported apart
 from the ``generated`` one. Per arm the script keeps, step by step, the reward, tool calls and
 tool errors per episode, the prompt length (the instruction's) and the population (Fig. 2/3), the
 optimizer's yield from the events (proposed, refused by the tag guard, by the leak guard, admitted
@@ -34,10 +34,10 @@ seeds could detect (80% power, two-sided 5%) and the seeds a +0.05 effect would 
 
 Usage::
 
-    python benchmarks/calculator_campaign.py --seed 0 --out runs/calc        # every arm of seed 0
-    python benchmarks/calculator_campaign.py --seed 1 --arms static-weak,inspo-weak --out runs/calc
-    python benchmarks/calculator_campaign.py --combine runs/calc/results --json runs/calc/combined.json
-    python benchmarks/calculator_campaign.py --quick --out /tmp/calc            # a smoke run
+    python benchmarks/learning/calculator_campaign.py --seed 0 --out runs/calc        # every arm of seed 0
+    python benchmarks/learning/calculator_campaign.py --seed 1 --arms static-weak,inspo-weak --out runs/calc
+    python benchmarks/learning/calculator_campaign.py --combine runs/calc/results --json runs/calc/combined.json
+    python benchmarks/learning/calculator_campaign.py --quick --out /tmp/calc            # a smoke run
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ QUICK = (
 
 
 def _campaign():
-    """benchmarks/multihop_coevolution.py, the campaign machinery this script sets up."""
+    """benchmarks/learning/multihop_coevolution.py, the campaign machinery this script sets up."""
     name = "inspo_benchmark_multihop_coevolution"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, HERE / "multihop_coevolution.py")
@@ -96,7 +96,7 @@ def setting(quick: bool = False):
     """The calculator campaign's :class:`Setting` (its arms, groups and extra test set)."""
     campaign = _campaign()
     return campaign.Setting(
-        script="benchmarks/calculator_campaign.py", preset="calculator", arms=ARMS, untrained=UNTRAINED,
+        script="benchmarks/learning/calculator_campaign.py", preset="calculator", arms=ARMS, untrained=UNTRAINED,
         comparisons=COMPARISONS, groups=("generated",), group=lambda q: "generated", quick=QUICK,
         extra_tests={"handwritten": str(HANDWRITTEN)})
 

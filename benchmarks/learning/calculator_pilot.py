@@ -25,11 +25,11 @@ and the agent's (``--max-turns``, ``--tokens``) are the knobs the pilot chooses.
 
 Usage::
 
-    python benchmarks/calculator_pilot.py --threads 2 --problems 200 --json benchmarks/results/calculator/pilot.json
-    python benchmarks/calculator_pilot.py --engine vllm ...   # in the vLLM venv: rollouts through vLLM
-    python benchmarks/calculator_pilot.py --quick              # a smoke run (tiny random model)
-    python benchmarks/calculator_pilot.py --table RESULT.json  # a stored result as a Markdown table
-    python benchmarks/calculator_pilot.py --combine A.json B.json --json ALL.json  # runs of some seeds each, as one
+    python benchmarks/learning/calculator_pilot.py --threads 2 --problems 200 --json benchmarks/results/calculator/pilot.json
+    python benchmarks/learning/calculator_pilot.py --engine vllm ...   # in the vLLM venv: rollouts through vLLM
+    python benchmarks/learning/calculator_pilot.py --quick              # a smoke run (tiny random model)
+    python benchmarks/learning/calculator_pilot.py --table RESULT.json  # a stored result as a Markdown table
+    python benchmarks/learning/calculator_pilot.py --combine A.json B.json --json ALL.json  # runs of some seeds each, as one
 
 A run of one seed at a time (``--seeds worked``) writes its JSON when it ends, so a long sampled
 pilot can run in pieces; ``--combine`` joins them (same policy, engine, environment, problems, G,
@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     instructions = [Instruction(id=n, text=env.instructions[n]) for n in names]
     device = default_device()
     precision = resolve_precision(args.dtype, device=device, dtype_key="--dtype")
-    info = provenance(["benchmarks/calculator_pilot.py", *(argv if argv is not None else sys.argv[1:])])
+    info = provenance(["benchmarks/learning/calculator_pilot.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()}; "
           f"precision: {precision.describe()})", flush=True)
     vllm = None

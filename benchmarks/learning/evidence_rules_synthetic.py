@@ -27,8 +27,8 @@ Per run it records, in true quality (the success probability the environment kno
 Printed per arm: means, and the paired difference from the ``cpu-tiny`` arm with a 95% interval
 over seeds. Usage::
 
-    python benchmarks/evidence_rules_synthetic.py --seeds 300 --harm 0,0.5 --json runs/rules-synthetic.json
-    python benchmarks/evidence_rules_synthetic.py --quick      # 3 seeds, arms cpu-tiny and fair-share
+    python benchmarks/learning/evidence_rules_synthetic.py --seeds 300 --harm 0,0.5 --json runs/rules-synthetic.json
+    python benchmarks/learning/evidence_rules_synthetic.py --quick      # 3 seeds, arms cpu-tiny and fair-share
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                                                                           disable=args.quiet)]
                         for arm in args.arms}
             for harm in args.harm}
-    result = {"provenance": provenance(["benchmarks/evidence_rules_synthetic.py",
+    result = {"provenance": provenance(["benchmarks/learning/evidence_rules_synthetic.py",
                                         *(argv if argv is not None else sys.argv[1:])]),
               "seeds": args.seeds, "base": BASE, "arms": {a: ARMS[a] for a in args.arms}, "runs": runs,
               "summary": {harm: summarize(by_arm) for harm, by_arm in runs.items()},

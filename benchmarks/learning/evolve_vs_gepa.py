@@ -35,18 +35,18 @@ Usage::
 
     # the issue-23 rematch, for S in 0 1 2: the 0.5B local LLM as both optimizers' reflector,
     # with the tag check (first line) and without it (second line)
-    OMP_NUM_THREADS=1 python benchmarks/evolve_vs_gepa.py --threads 1 --gepa-prompt gepa \
+    OMP_NUM_THREADS=1 python benchmarks/learning/evolve_vs_gepa.py --threads 1 --gepa-prompt gepa \
         --set optimizer.kind=local --set optimizer.local_model_path=qwen2.5-coder-0.5b \
         --set coevolution.optimizer_max_tokens=400 --set coevolution.optimizer_temperature=0.7 \
         --seed S --out runs/gepa-R-sS --json runs/gepa-R-sS.json
-    OMP_NUM_THREADS=1 python benchmarks/evolve_vs_gepa.py ... --no-tag-check --seed S \
+    OMP_NUM_THREADS=1 python benchmarks/learning/evolve_vs_gepa.py ... --no-tag-check --seed S \
         --out runs/gepa-R-notag-sS --json runs/gepa-R-notag-sS.json
     # a stopped seed: the same command + --resume continues INSPO's saved arm (only its final
     # choice is played again) and GEPA's from its last iteration, then runs the test
-    python benchmarks/evolve_vs_gepa.py ... --seed S --out runs/gepa-R-sS --resume
-    python benchmarks/evolve_vs_gepa.py --threads 2                  # the rule-based reflector
-    python benchmarks/evolve_vs_gepa.py --quick      # a smoke run (tiny random model)
-    python benchmarks/evolve_vs_gepa.py --combine runs/gepa-R-s0.json runs/gepa-R-s1.json runs/gepa-R-s2.json
+    python benchmarks/learning/evolve_vs_gepa.py ... --seed S --out runs/gepa-R-sS --resume
+    python benchmarks/learning/evolve_vs_gepa.py --threads 2                  # the rule-based reflector
+    python benchmarks/learning/evolve_vs_gepa.py --quick      # a smoke run (tiny random model)
+    python benchmarks/learning/evolve_vs_gepa.py --combine runs/gepa-R-s0.json runs/gepa-R-s1.json runs/gepa-R-s2.json
 
 ``--combine`` reads the ``--json`` results of several seeds on the same test questions and
 prints, for each comparison, the per-seed paired differences, the mean over seeds with a 95%
@@ -257,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     from inspo.eval.provenance import provenance
 
-    info = provenance(["benchmarks/evolve_vs_gepa.py", *args.argv])
+    info = provenance(["benchmarks/learning/evolve_vs_gepa.py", *args.argv])
     if args.threads:
         torch.set_num_threads(args.threads)
     from inspo.agent.engines import HFEngine

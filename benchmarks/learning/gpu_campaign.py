@@ -36,13 +36,13 @@ and a campaign is a few commands:
 
 Usage (the device tool's ``run`` calls, in order; ``.device`` is ignored by git and carried)::
 
-    python benchmarks/gpu_campaign.py pack --dir .device            # here
+    python benchmarks/learning/gpu_campaign.py pack --dir .device            # here
     # run: carry [.device/whl, .device/model/manifest.json, .device/model/piece-00 ...]:
-    python benchmarks/gpu_campaign.py receive --dir .device
-    python benchmarks/gpu_campaign.py pilot --model qwen2.5-coder-1.5b --out /root/mh
-    python benchmarks/gpu_campaign.py rematch --seeds 0-4 --out /root/mh   # with the 0.5B carried
-    python benchmarks/gpu_campaign.py launch --seeds 0-4 --parallel 10 --deadline-s 540 --out /root/mh
-    python benchmarks/gpu_campaign.py collect --out /root/mh --to "$OUT"
+    python benchmarks/learning/gpu_campaign.py receive --dir .device
+    python benchmarks/learning/gpu_campaign.py pilot --model qwen2.5-coder-1.5b --out /root/mh
+    python benchmarks/learning/gpu_campaign.py rematch --seeds 0-4 --out /root/mh   # with the 0.5B carried
+    python benchmarks/learning/gpu_campaign.py launch --seeds 0-4 --parallel 10 --deadline-s 540 --out /root/mh
+    python benchmarks/learning/gpu_campaign.py collect --out /root/mh --to "$OUT"
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ MIB = 1 << 20
 DEVICE_WHEELS = ("trl==1.16.0", "datasets==5.2.0", "bm25s==0.3.16", "gguf==0.19.0", "dill==0.4.1",
                  "multiprocess==0.70.19", "gepa==0.1.4")  # gepa: the rematch only
 KEEP = Path("/root/inspo-device")  # outside the work tree: kept while the machine is held
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent  # benchmarks/learning: the scripts it runs
+REPO = HERE.parents[1]
 MODELS = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 
 
@@ -195,7 +196,7 @@ class Job:
                 "--out", str(out), *extra]
 
 
-WORKED_EXAMPLE = HERE / "results" / "multihop" / "worked-example-instruction.txt"
+WORKED_EXAMPLE = REPO / "benchmarks" / "results" / "multihop" / "worked-example-instruction.txt"
 
 
 @dataclass
@@ -284,8 +285,8 @@ def job_env() -> dict[str, str]:
     from inspo.eval.provenance import provenance
 
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent / "src"), env.get("PYTHONPATH")]))
-    commit = provenance([], repo=HERE.parent)["commit"]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    commit = provenance([], repo=REPO)["commit"]
     if commit:
         env["INSPO_COMMIT"] = commit
     return env

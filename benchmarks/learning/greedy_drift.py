@@ -9,7 +9,7 @@ each seed. Only greedy cells are compared (sampled episodes differ by design onc
 
 Usage::
 
-    python benchmarks/greedy_drift.py A.jsonl[.gz] B.jsonl[.gz] [--json OUT]
+    python benchmarks/learning/greedy_drift.py A.jsonl[.gz] B.jsonl[.gz] [--json OUT]
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("b")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    result = {"a": args.a, "b": args.b, "command": " ".join(["benchmarks/greedy_drift.py", *(argv or sys.argv[1:])]),
+    result = {"a": args.a, "b": args.b, "command": " ".join(["benchmarks/learning/greedy_drift.py", *(argv or sys.argv[1:])]),
               **drift(read(args.a), read(args.b))}
     print(f"{'cell':<20} {'episodes':>8} {'response':>9} {'answer':>7} {'reward':>7} {'B - A':>8}  95% CI")
     for name, c in [*result["cells"].items(), ("all", result["all"])]:

@@ -22,13 +22,13 @@ events, and what the run spent.
 
 One JSON per (arm, seed) under ``--out``/results: an arm whose JSON exists is skipped, and a
 run killed mid-way resumes from its last checkpoint (``rl.save_steps``) when invoked again, so a
-campaign can run in pieces of a few minutes (``benchmarks/gpu_campaign.py``).
+campaign can run in pieces of a few minutes (``benchmarks/learning/gpu_campaign.py``).
 
 Usage::
 
-    python benchmarks/multihop_coevolution.py --seed 0 --arms static-weak,inspo-weak --out runs/mh
-    python benchmarks/multihop_coevolution.py --combine runs/mh/results --json runs/mh/combined.json
-    python benchmarks/multihop_coevolution.py --quick --out /tmp/mh   # a smoke run (tiny random model)
+    python benchmarks/learning/multihop_coevolution.py --seed 0 --arms static-weak,inspo-weak --out runs/mh
+    python benchmarks/learning/multihop_coevolution.py --combine runs/mh/results --json runs/mh/combined.json
+    python benchmarks/learning/multihop_coevolution.py --quick --out /tmp/mh   # a smoke run (tiny random model)
 
 ``--combine`` pools the seeds: for each comparison, on each hop count, the per-seed paired
 differences, the mean over seeds with a 95% interval across seeds (Student's t), the pooled
@@ -111,13 +111,13 @@ class Setting:
         return ("untrained", *self.arms)
 
 
-MULTIHOP = Setting(script="benchmarks/multihop_coevolution.py", preset="multihop", arms=ARMS, untrained=UNTRAINED,
+MULTIHOP = Setting(script="benchmarks/learning/multihop_coevolution.py", preset="multihop", arms=ARMS, untrained=UNTRAINED,
                    comparisons=COMPARISONS, groups=HOPS, group=lambda q: str(int(q.meta.get("hops", 0) or 0)),
                    quick=tuple(QUICK))
 
 
 def _sibling(name: str):
-    """benchmarks/<name>.py as a module (this folder is no package)."""
+    """benchmarks/learning/<name>.py as a module (this folder is no package)."""
     module_name = f"inspo_benchmark_{name}"
     if module_name not in sys.modules:
         spec = importlib.util.spec_from_file_location(module_name, Path(__file__).with_name(f"{name}.py"))

@@ -25,8 +25,8 @@ counts played (``2`` alone for a two-hop probe).
 
 Usage::
 
-    python benchmarks/multihop_pilot.py --threads 2 --questions 24 --json runs/pilot.json
-    python benchmarks/multihop_pilot.py --quick      # a smoke run (tiny random model)
+    python benchmarks/learning/multihop_pilot.py --threads 2 --questions 24 --json runs/pilot.json
+    python benchmarks/learning/multihop_pilot.py --quick      # a smoke run (tiny random model)
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     group_size = args.group_size or config.rl.group_size
     if args.temperature is not None and args.temperature <= 0:
         group_size = 1  # greedy: every sample of a question would be the same
-    info = provenance(["benchmarks/multihop_pilot.py", *(argv if argv is not None else sys.argv[1:])])
+    info = provenance(["benchmarks/learning/multihop_pilot.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
     inputs = prepare(config, need_optimizer=False)
     if args.temperature is not None:

@@ -20,12 +20,12 @@ rule bit (from its events).
 
 Usage::
 
-    python benchmarks/rl_static_vs_inspo.py --seed 0 --threads 2 --json runs/rl/s0.json
-    python benchmarks/rl_static_vs_inspo.py --seed 1 --arms static,inspo --json runs/rl/s1.json
-    python benchmarks/rl_static_vs_inspo.py --seed 0 --arms top-n,no-prior,no-floor --json runs/rl/s0-ablations.json
-    python benchmarks/rl_static_vs_inspo.py --combine runs/rl/s0.json runs/rl/s1.json runs/rl/s2.json \
+    python benchmarks/learning/rl_static_vs_inspo.py --seed 0 --threads 2 --json runs/rl/s0.json
+    python benchmarks/learning/rl_static_vs_inspo.py --seed 1 --arms static,inspo --json runs/rl/s1.json
+    python benchmarks/learning/rl_static_vs_inspo.py --seed 0 --arms top-n,no-prior,no-floor --json runs/rl/s0-ablations.json
+    python benchmarks/learning/rl_static_vs_inspo.py --combine runs/rl/s0.json runs/rl/s1.json runs/rl/s2.json \
         runs/rl/s0-ablations.json
-    python benchmarks/rl_static_vs_inspo.py --quick      # a smoke run (tiny random model)
+    python benchmarks/learning/rl_static_vs_inspo.py --quick      # a smoke run (tiny random model)
 
 ``--combine`` pools the seeds: for each comparison, the per-seed paired differences, the mean
 over seeds with a 95% interval across seeds, and the pooled per-question difference with a 95%
@@ -387,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    info = provenance(["benchmarks/rl_static_vs_inspo.py", *(argv if argv is not None else sys.argv[1:])])
+    info = provenance(["benchmarks/learning/rl_static_vs_inspo.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
     result: dict = {"seed": args.seed, "steps": args.steps, "preset": args.preset, "set": [*SETTING, *args.set],
                     "provenance": info, "arms": {}}

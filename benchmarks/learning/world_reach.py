@@ -11,7 +11,7 @@ many start with each relation (a symmetric one, spouse, names the first entity i
 
 Usage::
 
-    python benchmarks/world_reach.py --json benchmarks/results/multihop/world-reach.json
+    python benchmarks/learning/world_reach.py --json benchmarks/results/multihop/world-reach.json
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name}: two-hop chains whose last passage one search reached, by their first relation: "
                   + ", ".join(f"{rel} {n}" for rel, n in two["last_by_first_relation"].items()))
     if args.json:
-        record = {"provenance": provenance(["benchmarks/world_reach.py", *(argv if argv is not None else sys.argv[1:])]),
+        record = {"provenance": provenance(["benchmarks/learning/world_reach.py", *(argv if argv is not None else sys.argv[1:])]),
                   "seed": args.seed, "k": args.k, "worlds": results}
         Path(args.json).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return 0

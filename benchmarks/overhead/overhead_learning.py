@@ -12,8 +12,8 @@ co-evolution). The script prints
 
 Usage::
 
-    python benchmarks/overhead_learning.py --preset cpu-tiny --eval-questions 50 --out runs/bench
-    python benchmarks/overhead_learning.py --quick      # a tiny smoke run (tiny random model)
+    python benchmarks/overhead/overhead_learning.py --preset cpu-tiny --eval-questions 50 --out runs/bench
+    python benchmarks/overhead/overhead_learning.py --quick      # a tiny smoke run (tiny random model)
 
 Order: the arms alternate (static first on even repetitions) so drift in machine load hits both.
 """
@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    info = provenance(["benchmarks/overhead_learning.py", *(argv if argv is not None else sys.argv[1:])])
+    info = provenance(["benchmarks/overhead/overhead_learning.py", *(argv if argv is not None else sys.argv[1:])])
     print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
 
     # One-time costs (imports, the model's first read from disk) must not land on the first arm.

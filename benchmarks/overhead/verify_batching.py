@@ -14,9 +14,9 @@ instruction) and ``shared`` (``evaluate.many(instructions, qs)``). Printed: seco
 
 Usage::
 
-    python benchmarks/verify_batching.py --threads 2                       # tiny-qwen2, 4 x 8 rows
-    python benchmarks/verify_batching.py --model qwen2.5-coder-0.5b --instructions 4 --questions 4
-    python benchmarks/verify_batching.py --quick
+    python benchmarks/overhead/verify_batching.py --threads 2                       # tiny-qwen2, 4 x 8 rows
+    python benchmarks/overhead/verify_batching.py --model qwen2.5-coder-0.5b --instructions 4 --questions 4
+    python benchmarks/overhead/verify_batching.py --quick
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         args.instructions, args.questions, args.reps, args.max_response_tokens = 2, 2, 1, 8
     from inspo.eval.provenance import provenance
 
-    info = provenance(["benchmarks/verify_batching.py", *(argv if argv is not None else sys.argv[1:])])
+    info = provenance(["benchmarks/overhead/verify_batching.py", *(argv if argv is not None else sys.argv[1:])])
     result = {**run(args), "provenance": info}
     print(f"command: {info['command']} (commit {info['commit']})")
     print(f"python {info['python']}, {result['device']}, model {result['model']}: "

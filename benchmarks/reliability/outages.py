@@ -18,8 +18,8 @@ this table measures exactly what those tests check.
 
 Usage::
 
-    python benchmarks/outages.py --json runs/outages.json
-    python benchmarks/outages.py --quick      # fewer questions, shorter timeouts (tests)
+    python benchmarks/reliability/outages.py --json runs/outages.json
+    python benchmarks/reliability/outages.py --quick      # fewer questions, shorter timeouts (tests)
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT_S, DEFAULT_RETRIES = 30.0, 3  # env.retriever_timeout / env.retriever_retries
 
 
 def _fixtures():
-    sys.path.insert(0, str(HERE.parent / "tests"))
+    sys.path.insert(0, str(REPO / "tests"))
     import test_outage_endpoints as fixtures
 
     return fixtures
@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     rates = (1.0, 0.1)
     rows = (frozen(questions, batch=args.batch, timeout=args.timeout, rates=rates)
             + killed(questions, batch=args.batch, alive=args.alive, rates=rates))
-    result = {"provenance": provenance(["benchmarks/outages.py", *(argv if argv is not None else sys.argv[1:])]),
+    result = {"provenance": provenance(["benchmarks/reliability/outages.py", *(argv if argv is not None else sys.argv[1:])]),
               "questions": len(questions), "batch": args.batch, "frozen_timeout_s": args.timeout,
               "retries": DEFAULT_RETRIES, "rows": rows}
     print(f"{len(questions)} questions, batches of {args.batch}; frozen: timeout {args.timeout} s, "

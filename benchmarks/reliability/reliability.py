@@ -27,7 +27,7 @@ not UTF-8, duplicate corpus ids, non-boolean settings. Reported: exit code, whet
 was printed, and the first line of the message; ``ok`` means exit 2, no traceback, and the
 message names what the case expects.
 
-Run: ``python benchmarks/reliability.py`` (``--quick`` for a smoke run; ``--help``).
+Run: ``python benchmarks/reliability/reliability.py`` (``--quick`` for a smoke run; ``--help``).
 """
 
 from __future__ import annotations
@@ -523,7 +523,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
     result: dict[str, Any] = {
         "benchmark": "reliability",
-        "provenance": provenance(["benchmarks/reliability.py", *args.argv]),
+        "provenance": provenance(["benchmarks/reliability/reliability.py", *args.argv]),
         "environment": {"cpu_count": os.cpu_count(), "loadavg_start": list(os.getloadavg()),
                         "versions": library_versions(("fastapi", "uvicorn", "httpx", "psutil"))},
         "settings": {k: v for k, v in vars(args).items() if k not in ("argv", "json")},

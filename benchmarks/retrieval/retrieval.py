@@ -28,7 +28,7 @@ holds its hop chain ``passage_ids``, one per hop, in reading order):
 Recall is reported for single-hop (``hops == 1``) and multi-hop (``hops >= 2``) questions.
 
 Arms are interleaved (order alternating between repetitions); medians are reported.
-Run: ``python benchmarks/retrieval.py`` (``--quick`` for a smoke run; ``--help``).
+Run: ``python benchmarks/retrieval/retrieval.py`` (``--quick`` for a smoke run; ``--help``).
 """
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
     settings = {k: v for k, v in vars(args).items() if k not in ("json", "argv")}
     result: dict[str, Any] = {"benchmark": "retrieval", "settings": settings,
-                              "provenance": provenance(["benchmarks/retrieval.py", *args.argv]),
+                              "provenance": provenance(["benchmarks/retrieval/retrieval.py", *args.argv]),
                               "environment": environment(threads)}
     world = build_world(args.world_seed)
     questions = [q for split in ("train", "dev", "test") for q in world.splits[split]]

@@ -26,7 +26,7 @@ Kinds default to a list scaled to the set: ``ivf<nlist>`` with nlist the power o
 at each ``--nprobes`` value and HNSW kinds at each ``--ef-searches`` value (the index is built
 once). Searches are interleaved over kinds, order alternating between repetitions. faiss runs on
 ``--threads`` threads (default 1: this machine is shared).
-Run: ``python benchmarks/retrieval_index_kinds.py`` (``--quick`` for a smoke run; ``--help``).
+Run: ``python benchmarks/retrieval/retrieval_index_kinds.py`` (``--quick`` for a smoke run; ``--help``).
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
     faiss.omp_set_num_threads(args.threads)
     result: dict[str, Any] = {"benchmark": "retrieval_index_kinds",
-                              "provenance": provenance(["benchmarks/retrieval_index_kinds.py", *args.argv]),
+                              "provenance": provenance(["benchmarks/retrieval/retrieval_index_kinds.py", *args.argv]),
                               "environment": environment(args), "sets": []}
     for name in args.sets:
         data = {"world": world_set, "wiki-lite": wiki_lite_set, "random": random_set}[name](args)

@@ -12,8 +12,8 @@ says for the CPU (the rule ``auto`` follows). ``--json`` writes the result with 
 
 Usage::
 
-    python benchmarks/precision.py --threads 1            # the 0.5B-sized matmul, 3 pairs, tiny-qwen2 forward
-    python benchmarks/precision.py --quick                # small shapes, 2 pairs (a smoke test)
+    python benchmarks/speed/precision.py --threads 1            # the 0.5B-sized matmul, 3 pairs, tiny-qwen2 forward
+    python benchmarks/speed/precision.py --quick                # small shapes, 2 pairs (a smoke test)
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     settings = {k: v for k, v in vars(args).items() if k not in ("json", "argv")}
     result: dict[str, Any] = {
         "benchmark": "precision", "settings": settings,
-        "provenance": provenance(["benchmarks/precision.py", *args.argv]),
+        "provenance": provenance(["benchmarks/speed/precision.py", *args.argv]),
         "environment": {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                         "loadavg_start": list(os.getloadavg())},

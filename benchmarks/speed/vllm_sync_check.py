@@ -10,8 +10,8 @@ each comparison with the decoded text; exits 1 when any differs.
 
 Usage::
 
-    .venv-vllm/bin/python benchmarks/vllm_sync_check.py                  # qwen2.5-coder-0.5b, float32
-    .venv-vllm/bin/python benchmarks/vllm_sync_check.py --quick          # tiny model
+    .venv-vllm/bin/python benchmarks/speed/vllm_sync_check.py                  # qwen2.5-coder-0.5b, float32
+    .venv-vllm/bin/python benchmarks/speed/vllm_sync_check.py --quick          # tiny model
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.training.config import resolve
     from inspo.training.vllm_sync import start_weight_sync
 
-    info = provenance(["benchmarks/vllm_sync_check.py", *(sys.argv[1:] if argv is None else argv)])
+    info = provenance(["benchmarks/speed/vllm_sync_check.py", *(sys.argv[1:] if argv is None else argv)])
     config = resolve("cpu-tiny", overrides=[f"model.name_or_path={args.model}", f"model.dtype={args.dtype}",
                                             "model.lora=false", "model.vllm_kv_cache_gib=0.25",
                                             "model.vllm_max_model_len=2048"])

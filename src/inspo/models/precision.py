@@ -4,7 +4,7 @@ bf16 halves memory everywhere, but it is only *fast* where the hardware multipli
 CUDA GPUs from Ampere on, and CPUs whose oneDNN has a bf16 kernel (AVX512 cores, AVX512-BF16,
 AMX). On a CPU with AVX2 alone torch falls back to a scalar bf16 GEMM: on an AMD EPYC (AVX2)
 one thread ran a 2048x896 @ 896x4864 matmul at 0.8 GFLOP/s in bf16 against 78 in float32
-(``benchmarks/precision.py``, BENCHMARKS.md). So ``"auto"`` picks bf16 only where it is fast:
+(``benchmarks/speed/precision.py``, BENCHMARKS.md). So ``"auto"`` picks bf16 only where it is fast:
 
 - ``model.dtype`` (weights) ``"auto"`` -> ``"bfloat16"`` where bf16 is fast, else ``"float32"``;
 - ``rl.bf16`` (TRL's bf16 autocast of the training compute) ``"auto"`` -> true where bf16 is
@@ -146,7 +146,7 @@ class Precision:
         if self.bf16:
             slow.append((f"{self.bf16_key}=true", f"set {self.bf16_key}=auto (here: false) unless bf16 is what you want"))
         return [f"{setting} on a device without fast bf16 ({self.support.why}): its matmuls may run tens of times "
-                f"slower than in float32 (benchmarks/precision.py measures it); {how}" for setting, how in slow]
+                f"slower than in float32 (benchmarks/speed/precision.py measures it); {how}" for setting, how in slow]
 
 
 def resolve_precision(
