@@ -65,3 +65,17 @@ def test_the_harness_records_device_dtype_and_threads_and_refuses_a_result_witho
     assert write_result(None, {"value": 1}) is None
     with pytest.raises(ValueError, match="needs its 'provenance'"):
         write_result(tmp_path / "bare.json", {"value": 1})
+
+
+
+def test_the_harness_resolves_an_auto_dtype_for_the_device_and_keeps_a_scripts_own_help(capsys):
+    import argparse
+
+    from inspo.eval.harness import add_common, start
+    from inspo.models.precision import concrete_dtype
+
+    parser = add_common(argparse.ArgumentParser(), seed_help="question order", json_help="also write it here")
+    assert {a.dest: a.help for a in parser._actions}["seed"] == "question order"
+    info = start("benchmarks/x.py", [], device="cpu", dtype="auto", quiet=True)
+    assert info["dtype"] == concrete_dtype("auto", "cpu") and info["dtype"] in {"float32", "bfloat16"}
+    assert capsys.readouterr().out == ""

@@ -12,10 +12,13 @@ live here, so that each script holds only its measurement::
     ...
     write_result(args.json, {**result, "provenance": info})
 
+A script whose ``main`` is only parse, measure, report and write hands those parts to
+:func:`run_benchmark`.
+
 :func:`start` sets torch's threads, collects :func:`~inspo.eval.provenance.provenance` (commit,
 command, library versions, the CPU's model and flags) together with the device and dtype the
 script measured on, and prints one line that says so. Nothing here imports torch unless threads
-are set or the device is asked for.
+are set, the device is asked for or an ``"auto"`` dtype is resolved.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +34,20 @@ from inspo.eval.provenance import provenance
 
 
 def add_common(parser: argparse.ArgumentParser, *, threads: int = 0, seed: bool = True, json_help: str | None = None,
-               threads_help: str | None = None) -> argparse.ArgumentParser:
-    """Add ``--threads`` (default ``threads``; 0: torch's default), ``--seed`` (unless ``seed`` is
-    False) and ``--json`` (where the result goes) to ``parser``; returns it."""
+               threads_help: str | None = None, seed_help: str | None = None) -> argparse.ArgumentParser:
+    """Add ``--threads`` (default ``threads``; 0: torch's default), ``--seed`` (default 0; unless
+    ``seed`` is False) and ``--json`` (where the result goes) to ``parser``; returns it. The
+    ``*_help`` texts replace the generic ones where a script's option means something narrower.
+    The generic texts name their default unless the parser's formatter shows defaults itself."""
+    shown = issubclass(parser.formatter_class, argparse.ArgumentDefaultsHelpFormatter)
+
+    def generic(text: str, default: int) -> str:
+        return text if shown else f"{text} (default {default})"
+
     parser.add_argument("--threads", type=int, default=threads,
-                        help=threads_help or f"torch threads (0: torch's default; default {threads})")
+                        help=threads_help or generic("torch threads (0: torch's default)", threads))
     if seed:
-        parser.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
+        parser.add_argument("--seed", type=int, default=0, help=seed_help or generic("the run's seed", 0))
     parser.add_argument("--json", default=None, help=json_help or "write the result as JSON to this path")
     return parser
 
@@ -46,7 +56,8 @@ def start(script: str, argv: Sequence[str] | None = None, *, threads: int = 0, d
           dtype: str | None = None, quiet: bool = False) -> dict[str, Any]:
     """Begin a benchmark run: set torch's threads (when ``threads`` > 0), and return the run's
     provenance with ``device``, ``dtype`` and the torch threads in use added (``device`` None:
-    CUDA where present, else CPU). ``argv`` defaults to ``sys.argv[1:]``; the recorded command is
+    CUDA where present, else CPU; ``dtype`` ``"auto"``: the dtype inspo picks for that device, as a
+    run resolves ``model.dtype``). ``argv`` defaults to ``sys.argv[1:]``; the recorded command is
     ``script`` followed by it. Prints the command, commit, threads, device and dtype unless
     ``quiet``."""
     torch = None
@@ -57,12 +68,28 @@ def start(script: str, argv: Sequence[str] | None = None, *, threads: int = 0, d
             torch.set_num_threads(threads)
     if device is None:
         device = "cuda" if torch is not None and torch.cuda.is_available() else "cpu"
+    if dtype == "auto":
+        from inspo.models.precision import concrete_dtype
+
+        dtype = concrete_dtype(dtype, device)
     info = provenance([script, *(sys.argv[1:] if argv is None else list(argv))])
     info["device"], info["dtype"] = device, dtype
     info["torch_threads"] = torch.get_num_threads() if torch is not None else None
     if not quiet:
         print(describe(info), flush=True)
     return info
+
+
+def run_benchmark(argv: Sequence[str] | None, parse_args: Callable[[Sequence[str] | None], argparse.Namespace],
+                  measure: Callable[[argparse.Namespace], dict[str, Any]],
+                  report: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+    """The ``main`` of a script made of three parts: parse ``argv``, ``measure`` (which calls
+    :func:`start`), print ``report(result)``, write the result to ``--json``; returns the result."""
+    args = parse_args(argv)
+    result = measure(args)
+    print(report(result))
+    write_result(args.json, result)
+    return result
 
 
 def describe(info: dict[str, Any]) -> str:
