@@ -46,6 +46,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from inspo.eval.harness import add_common, start, write_result
+
+SCRIPT = "benchmarks/learning/calculator_pilot.py"
 SEEDS = ("notool", "weak", "calculator", "worked")
 REFERENCE = "weak"
 MAX_ERROR_SHARE = 0.1
@@ -66,10 +69,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--set", action="append", default=[], metavar="env.KEY=VALUE",
                    help="a calculator setting, e.g. env.steps=3 or env.accept_equals=true")
     p.add_argument("--batch", type=int, default=64, help="episodes per generate call")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (paired across instructions)")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    add_common(p, seed_help="sampling seed (paired across instructions)", json_help="write the result here")
     p.add_argument("--vllm-kv-cache-gib", type=float, default=1.0)
-    p.add_argument("--json", default=None, help="write the result here")
     p.add_argument("--episodes", default=None, help="write every episode here (JSONL)")
     p.add_argument("--quick", action="store_true", help="smoke run: tiny random model, 4 problems, G 2")
     p.add_argument("--table", default=None, metavar="JSON",
@@ -159,7 +160,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         print(markdown(stored))
         return stored
     if args.combine:
-        return finish(combine([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.combine]), args.json)
+        combined = combine([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.combine])
+        combined["provenance"] = start(SCRIPT, argv, device="cpu")  # the joining's own; each run's is in parts
+        return finish(combined, args.json)
     import torch
 
     from inspo.agent.load import load_engine
@@ -167,13 +170,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.envs.calculator import load_environment
     from inspo.envs.evaluate import make_evaluate
     from inspo.envs.loop import AgentConfig
-    from inspo.eval.provenance import provenance
     from inspo.models.precision import default_device, resolve_precision
     from inspo.records import Instruction
     from inspo.training.config_files import parse_override
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     settings: dict = {}
     for text in args.set:
         parsed = parse_override(text)
@@ -190,9 +190,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     instructions = [Instruction(id=n, text=env.instructions[n]) for n in names]
     device = default_device()
     precision = resolve_precision(args.dtype, device=device, dtype_key="--dtype")
-    info = provenance(["benchmarks/learning/calculator_pilot.py", *(argv if argv is not None else sys.argv[1:])])
-    print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()}; "
-          f"precision: {precision.describe()})", flush=True)
+    info = start(SCRIPT, argv, threads=args.threads, device=device, dtype=precision.dtype)
+    print(f"precision: {precision.describe()}", flush=True)
     vllm = None
     if args.engine == "vllm":
         from inspo.agent.vllm_engine import VLLMOptions
@@ -246,9 +245,7 @@ def finish(result: dict, path: str | None) -> dict:
                              for mode in ("greedy", "sampled") if mode in seeds.get(REFERENCE, {})}
     result["lever"] = lever(result)
     print_result(result)
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(result, indent=2) + "\n")
+    write_result(path, result)
     return result
 
 

@@ -34,16 +34,14 @@ over seeds. Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.provenance import provenance
+from inspo.eval.harness import start, write_result
 from inspo.training.presets import PRESETS
 
 #: Each arm's settings on top of BASE; every arm but ``cpu-tiny`` and ``paper`` changes one thing.
@@ -189,19 +187,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     from tqdm.auto import tqdm
 
+    # no model, no torch: the synthetic environment and the rule-based reflector, in Python on the CPU
+    info = start("benchmarks/learning/evidence_rules_synthetic.py", argv, device="cpu", quiet=args.quiet)
     started = time.perf_counter()
     runs = {str(harm): {arm: [run_one(arm, seed, harm) for seed in tqdm(range(args.seeds), desc=f"{arm} harm {harm}",
                                                                           disable=args.quiet)]
                         for arm in args.arms}
             for harm in args.harm}
-    result = {"provenance": provenance(["benchmarks/learning/evidence_rules_synthetic.py",
-                                        *(argv if argv is not None else sys.argv[1:])]),
+    result = {"provenance": info,
               "seeds": args.seeds, "base": BASE, "arms": {a: ARMS[a] for a in args.arms}, "runs": runs,
               "summary": {harm: summarize(by_arm) for harm, by_arm in runs.items()},
               "wall_s": time.perf_counter() - started}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2))
+    write_result(args.json, result)
     if not args.quiet:
         print_summary(result)
     return result

@@ -68,6 +68,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from inspo.eval.harness import add_common, start, write_result
+
 # The schedule both arms are measured on (overridable with --set): the cpu-tiny preset's
 # population settings, evolving every EVOLVE_EVERY steps until the last step.
 EVOLVE_EVERY = 4
@@ -102,11 +104,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="rebuild the built-in world with this share of its questions in the test split "
                         "(dev stays 0.1) and use it for both arms: more held-out questions, same corpus; "
                         "0 keeps the data the preset names")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    add_common(p, json_help="also write the results here")
     p.add_argument("--set", action="append", default=[], help="extra config override (both arms)")
     p.add_argument("--out", default="runs/bench-gepa")
-    p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     p.add_argument("--resume", action="store_true",
                    help="continue the arms saved in OUT instead of starting them over: INSPO's from its state (its "
@@ -255,11 +255,6 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     import torch
 
-    from inspo.eval.provenance import provenance
-
-    info = provenance(["benchmarks/learning/evolve_vs_gepa.py", *args.argv])
-    if args.threads:
-        torch.set_num_threads(args.threads)
     from inspo.agent.engines import HFEngine
     from inspo.baselines.gepa_adapter import AgentAdapter, optimize_instruction
     from inspo.envs.build import load_questions
@@ -272,8 +267,6 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.training.evolve import run_evolve
     from inspo.training.setup import build_optimizer, prepare
 
-    print(f"command: {info['command']} (commit {info['commit']}{', with uncommitted changes' if info['dirty'] else ''})")
-    print(f"python {info['python']}, torch {torch.__version__}, threads {torch.get_num_threads()}")
     out = Path(args.out)
     data = []
     if args.test_fraction:
@@ -283,6 +276,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         write_world(build_world(seed=0, config=WorldConfig(split_fractions=fractions)), out / "world", bm25_index=False)
         data = [f"data.train={out / 'world'}", f"data.eval={out / 'world'}", f"env.corpus={out / 'world'}"]
     config = resolve(args.preset, None, [*data, *rematch_settings(args), *args.set])
+    info = start("benchmarks/learning/evolve_vs_gepa.py", args.argv, threads=args.threads, dtype=config.model.dtype)
+    print(f"python {info['python']}, torch {torch.__version__}")
     evolutions = evolution_steps(args.steps, config.coevolution)
     if args.derived_steps and len(evolutions) != args.evolutions:
         raise SystemExit(f"{args.steps} steps evolve at steps {evolutions} under evolve_every "
@@ -415,9 +410,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print("  GEPA - INSPO: " + paired_difference(test["gepa"], test["inspo"]).text())
     for name in ("inspo", "gepa"):
         print(f"\n{name} best instruction:\n{result[name]['best_instruction']}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_result(args.json, result)
     return result
 
 

@@ -19,8 +19,8 @@ import gzip
 import json
 import math
 import statistics
-import sys
-from pathlib import Path
+
+from inspo.eval.harness import start, write_result
 
 
 def read(path: str) -> dict[tuple[str, str], dict]:
@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("b")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    result = {"a": args.a, "b": args.b, "command": " ".join(["benchmarks/learning/greedy_drift.py", *(argv or sys.argv[1:])]),
+    info = start("benchmarks/learning/greedy_drift.py", argv, device="cpu")  # reads two files: no model
+    result = {"a": args.a, "b": args.b, "command": info["command"], "provenance": info,
               **drift(read(args.a), read(args.b))}
     print(f"{'cell':<20} {'episodes':>8} {'response':>9} {'answer':>7} {'reward':>7} {'B - A':>8}  95% CI")
     for name, c in [*result["cells"].items(), ("all", result["all"])]:
@@ -87,9 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
               f"{c['reward_changed']:>7} {mean:>8}  {ci}")
     if result["unpaired"]:
         print(f"{result['unpaired']} episodes were in one file only (not compared)")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.json, result)
     return result
 
 

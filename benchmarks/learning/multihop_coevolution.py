@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inspo.eval.harness import add_common, start, write_result
+
 # arm -> (mode, seed instruction as a config names it)
 ARMS: dict[str, tuple[str, str]] = {
     "static-weak": ("static", "@weak"),
@@ -131,13 +133,12 @@ def parse_args(argv: Sequence[str] | None, setting: Setting = MULTIHOP) -> argpa
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default=setting.preset)
     p.add_argument("--steps", type=int, default=0, help="training steps per arm (0: the preset's)")
-    p.add_argument("--seed", type=int, default=0, help="rl.seed of every arm (it seeds co-evolution too)")
+    add_common(p, seed_help="rl.seed of every arm (it seeds co-evolution too)",
+               json_help="--combine: also write the pooled result here")
     p.add_argument("--arms", default=",".join(setting.all_arms), help=f"comma-separated, of {', '.join(setting.all_arms)}")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--set", action="append", default=[], help="extra config override (every arm)")
     p.add_argument("--out", default=f"runs/{setting.preset}-bench", help="run folders and results/ go here")
     p.add_argument("--combine", metavar="DIR_OR_JSON", nargs="+", help="pool the results of several seeds")
-    p.add_argument("--json", default=None, help="--combine: also write the pooled result here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     args = p.parse_args(argv)
     args.arms = [a for a in args.arms.split(",") if a]
@@ -266,21 +267,15 @@ def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict
     args = parse_args(argv, setting)
     if args.combine:
         combined = combine(load_results(args.combine), setting)
+        combined["provenance"] = start(setting.script, argv, device="cpu")  # the pooling's own
         print_combined(combined, setting)
-        if args.json:
-            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.json).write_text(json.dumps(combined, indent=2))
+        write_result(args.json, combined)
         return combined
-    import torch
-
-    from inspo.eval.provenance import provenance
     from inspo.training.config import resolve
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    info = provenance([setting.script, *(argv if argv is not None else sys.argv[1:])])
-    print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})", flush=True)
-    groups = test_groups(resolve(args.preset, None, overrides(args, next(iter(setting.arms)), setting)), setting)
+    config = resolve(args.preset, None, overrides(args, next(iter(setting.arms)), setting))
+    info = start(setting.script, argv, threads=args.threads, dtype=config.model.dtype)
+    groups = test_groups(config, setting)
     done = {}
     for arm in [a for a in setting.all_arms if a in args.arms]:
         path = result_path(args.out, arm, args.seed)
@@ -293,8 +288,7 @@ def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict
                       test_groups=[groups[q] for q in result["test_question_ids"]])
         if setting is MULTIHOP:  # results of this script before the groups were general
             result["test_hops"] = [int(g) for g in result["test_groups"]]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(result, indent=2))  # after each arm: a stopped invocation keeps it
+        write_result(path, result)  # after each arm: a stopped invocation keeps it
         means = {k: round(statistics.fmean(v), 4) for k, v in result["test_rewards"].items()}
         print(json.dumps({"arm": arm, "seed": args.seed, "wall_s": round(result["wall_s"], 1), "test": means}),
               flush=True)

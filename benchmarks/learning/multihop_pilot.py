@@ -40,6 +40,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from inspo.eval.harness import add_common, start, write_result
+
 QUICK = ["model.name_or_path=tiny-qwen2", "model.lora=false", "rl.max_response_tokens=8", "rl.max_turns=2"]
 MAX_ERROR_SHARE = 0.1
 
@@ -69,18 +71,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--questions", type=int, default=24, help="training questions per hop count")
     p.add_argument("--hops", default="1,2", help="hop counts to play, of 1 and 2 (comma-separated)")
     p.add_argument("--group-size", type=int, default=0, help="G samples per question (0: the preset's rl.group_size)")
-    p.add_argument("--seed", type=int, default=0, help="picks the questions and the sampling seeds")
+    add_common(p, seed_help="picks the questions and the sampling seeds", json_help="also write the results here")
     p.add_argument("--temperature", type=float, default=None,
                    help="decoding temperature (default: the preset's rl.temperature); 0 decodes greedily, "
                         "one rollout a question (a cheap probe where sampling G a question is too slow)")
     p.add_argument("--batch", type=int, default=64, help="episodes per generate call")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--engine", default="hf", choices=["hf", "vllm"],
                    help="policy engine: transformers, or vLLM (needs the vllm module: 3-4x faster on CPU, "
                         "BENCHMARKS.md §2; episodes keep their paired seeds on both)")
     p.add_argument("--vllm-kv-cache-gib", type=float, default=2.0, help="vLLM's KV cache (RAM on CPU), GiB")
     p.add_argument("--set", action="append", default=[], help="extra config override")
-    p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--episodes", metavar="JSONL", default=None,
                    help="also write every rollout (response with its observations, reward, searches) here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 questions a hop: a smoke run")
@@ -156,32 +156,26 @@ def main(argv: Sequence[str] | None = None) -> dict:
         if args.against:
             result["against"] = print_against(result, json.loads(Path(args.against).read_text()))
         return result
-    import torch
-
     from inspo.agent.load import load_engine
     from inspo.core.verifier import play_all
     from inspo.envs.evaluate import make_evaluate
-    from inspo.eval.provenance import provenance
     from inspo.eval.stats import paired_difference
     from inspo.records import Instruction
     from inspo.training.config import resolve
     from inspo.training.setup import prepare
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     config = resolve(args.preset, None, ["mode=static", *args.set])
     group_size = args.group_size or config.rl.group_size
     if args.temperature is not None and args.temperature <= 0:
         group_size = 1  # greedy: every sample of a question would be the same
-    info = provenance(["benchmarks/learning/multihop_pilot.py", *(argv if argv is not None else sys.argv[1:])])
-    print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
+    info = start("benchmarks/learning/multihop_pilot.py", argv, threads=args.threads, dtype=config.model.dtype)
     inputs = prepare(config, need_optimizer=False)
     if args.temperature is not None:
         from dataclasses import replace
 
         inputs.agent = replace(inputs.agent, temperature=max(args.temperature, 0.0))
     by_hop = pick_questions(inputs.questions, args.questions, args.seed, args.hops)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = info["device"]  # CUDA where present, else the CPU
     vllm = None
     if args.engine == "vllm":
         from inspo.agent.vllm_engine import VLLMOptions
@@ -204,11 +198,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
                     "instructions": {}, "differences": {}}
     total_errors = 0
     for ins, rollouts in zip(instructions, played, strict=True):
-        cells, start = {}, 0
+        cells, first = {}, 0
         for h in args.hops:
-            end = start + len(by_hop[h]) * group_size
-            cells[str(h)] = summarise(rollouts[start:end], group_size)
-            start = end
+            end = first + len(by_hop[h]) * group_size
+            cells[str(h)] = summarise(rollouts[first:end], group_size)
+            first = end
         total_errors += sum(c["errors"] for c in cells.values())
         result["instructions"][ins.id] = {"text": ins.text, "hops": cells}
     total = sum(map(len, played))
@@ -230,9 +224,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.episodes:
         write_episodes(args.episodes, played)
     print_result(result)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_result(args.json, result)
     return result
 
 

@@ -42,10 +42,13 @@ import argparse
 import json
 import math
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from inspo.eval.harness import add_common, start, write_result
+
+SCRIPT = "benchmarks/learning/rl_static_vs_inspo.py"
 
 # Ablations (benchmark 3): INSPO with one evidence rule of the preset turned off, one arm each.
 ABLATIONS = {
@@ -80,13 +83,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="cpu-tiny")
     p.add_argument("--steps", type=int, default=12, help="training steps per arm")
-    p.add_argument("--seed", type=int, default=0, help="rl.seed of both arms (it seeds co-evolution too)")
+    add_common(p, seed_help="rl.seed of both arms (it seeds co-evolution too)", json_help="also write the results here")
     p.add_argument("--arms", default="untrained,static,inspo",
                    help=f"comma-separated, of {', '.join(ARMS)} (the last four: ablations)")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--set", action="append", default=[], help="extra config override (every arm)")
     p.add_argument("--out", default="runs/bench-rl")
-    p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     p.add_argument("--combine", nargs="+", metavar="JSON", help="pool the --json results of several seeds")
     args = p.parse_args(argv)
@@ -377,18 +378,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     if args.combine:
         combined = combine([json.loads(Path(p).read_text()) for p in args.combine])
+        combined["provenance"] = start(SCRIPT, argv, device="cpu")  # the pooling's own; each input's is in inputs
         print_combined(combined)
-        if args.json:
-            Path(args.json).write_text(json.dumps(combined, indent=2))
+        write_result(args.json, combined)
         return combined
-    import torch
+    from inspo.training.config import resolve
 
-    from inspo.eval.provenance import provenance
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    info = provenance(["benchmarks/learning/rl_static_vs_inspo.py", *(argv if argv is not None else sys.argv[1:])])
-    print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
+    config = resolve(args.preset, None, [*SETTING, *args.set])
+    info = start(SCRIPT, argv, threads=args.threads, dtype=config.model.dtype)
     result: dict = {"seed": args.seed, "steps": args.steps, "preset": args.preset, "set": [*SETTING, *args.set],
                     "provenance": info, "arms": {}}
     # alternate which training arm goes first, so drift in machine load does not always hit the same one
@@ -403,15 +400,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         result["arms"][mode] = arm
         mean = {k: round(statistics.fmean(v), 4) for k, v in arm["test_rewards"].items()}
         print(json.dumps({"mode": mode, "wall_s": round(arm["wall_s"], 1), "test_mean": mean}), flush=True)
-        if args.json:  # after each arm, so a stopped invocation keeps what it finished
-            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.json).write_text(json.dumps(result, indent=2))
+        write_result(args.json, result)  # after each arm, so a stopped invocation keeps what it finished
     ids = {tuple(arm["test_question_ids"]) for arm in result["arms"].values()}
     if len(ids) != 1:
         raise SystemExit("the arms were scored on different test questions")
     result["test_question_ids"] = list(ids.pop())
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_result(args.json, result)
     return result
 
 

@@ -17,11 +17,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
+
+from inspo.eval.harness import start, write_result
 
 
 def _found(questions: list, position: int, results: list) -> int:
@@ -59,8 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--questions", type=int, default=400, help="training questions per hop count")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    from inspo.eval.provenance import provenance
-
+    info = start("benchmarks/learning/world_reach.py", argv, device="cpu")  # BM25 only: no model, no torch
     results = {name: reach(name, seed=args.seed, k=args.k, questions=args.questions)
                for name in args.worlds.split(",")}
     print(f"one BM25 search (top {args.k}) on the question's text, seed {args.seed}:")
@@ -73,10 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if two:
             print(f"{name}: two-hop chains whose last passage one search reached, by their first relation: "
                   + ", ".join(f"{rel} {n}" for rel, n in two["last_by_first_relation"].items()))
-    if args.json:
-        record = {"provenance": provenance(["benchmarks/learning/world_reach.py", *(argv if argv is not None else sys.argv[1:])]),
-                  "seed": args.seed, "k": args.k, "worlds": results}
-        Path(args.json).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_result(args.json, {"provenance": info, "seed": args.seed, "k": args.k, "worlds": results})
     return 0
 
 

@@ -23,10 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from inspo.eval.harness import add_common, start, write_result
 
 
 def run_arm(mode: str, args: argparse.Namespace, rep: int) -> dict:
@@ -75,11 +76,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--steps", type=int, default=0, help="training steps per arm (0: the preset's)")
     p.add_argument("--eval-questions", type=int, default=50, help="test questions evaluated per arm")
     p.add_argument("--reps", type=int, default=1, help="repetitions of the pair")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    add_common(p, json_help="also write the results here")
     p.add_argument("--set", action="append", default=[], help="extra config override for both arms")
     p.add_argument("--out", default="runs/bench-overhead")
-    p.add_argument("--json", default=None, help="also write the results here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     args = p.parse_args(argv)
     if args.quick:
@@ -93,20 +92,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
         ]
     import torch
 
-    from inspo.eval.provenance import provenance
+    from inspo.training.config import resolve
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    info = provenance(["benchmarks/overhead/overhead_learning.py", *(argv if argv is not None else sys.argv[1:])])
-    print(f"command: {info['command']} (commit {info['commit']}, torch threads {torch.get_num_threads()})")
+    warm = resolve(args.preset, None, args.set)
+    info = start("benchmarks/overhead/overhead_learning.py", argv, threads=args.threads, dtype=warm.model.dtype)
 
     # One-time costs (imports, the model's first read from disk) must not land on the first arm.
     import trl  # noqa: F401
 
     from inspo.models import load_model
-    from inspo.training.config import resolve
 
-    warm = resolve(args.preset, None, args.set)
     load_model(warm.model.name_or_path)  # loaded and dropped
 
     arms: list[dict] = []
@@ -146,9 +141,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"test {metric}, INSPO policy + best I*:    {result['test_inspo_best']:.3f}")
     print(f"test {metric}, INSPO policy + seed:       {result['test_inspo_seed']:.3f}")
     print(f"training reward, last steps (static / INSPO): {result['reward_end_static']:.3f} / {result['reward_end_inspo']:.3f}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_result(args.json, result)
     return result
 
 

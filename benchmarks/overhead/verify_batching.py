@@ -22,11 +22,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
 import time
 from collections.abc import Sequence
+
+from inspo.eval.harness import add_common, start, write_result
 
 
 def _instructions(n: int):
@@ -50,8 +50,6 @@ def run(args: argparse.Namespace) -> dict:
     from inspo.models import load_model
     from inspo.retrieval.bm25 import BM25Retriever
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
     loaded = load_model(args.model, dtype=args.dtype)
     if torch.cuda.is_available() and not args.cpu:
         loaded.model.to("cuda")
@@ -105,18 +103,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--max-response-tokens", type=int, default=48)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--threads", type=int, default=0)
+    add_common(p, seed=False)
     p.add_argument("--cpu", action="store_true", help="stay on the CPU even where CUDA is available")
     p.add_argument("--quick", action="store_true", help="2 instructions x 2 questions, 1 repetition")
-    p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     if args.quick:
         args.instructions, args.questions, args.reps, args.max_response_tokens = 2, 2, 1, 8
-    from inspo.eval.provenance import provenance
-
-    info = provenance(["benchmarks/overhead/verify_batching.py", *(argv if argv is not None else sys.argv[1:])])
+    info = start("benchmarks/overhead/verify_batching.py", argv, threads=args.threads,
+                 device="cpu" if args.cpu else None, dtype=args.dtype)
     result = {**run(args), "provenance": info}
-    print(f"command: {info['command']} (commit {info['commit']})")
     print(f"python {info['python']}, {result['device']}, model {result['model']}: "
           f"{result['instructions']} instructions x {result['questions']} questions")
     for name, s in result["seconds"].items():
@@ -124,9 +119,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"separate / shared (median of per-repetition ratios): {result['ratio_separate_over_shared']:.2f}  "
           f"(each: {', '.join(f'{r:.2f}' for r in result['ratios'])})")
     print(f"identical rollouts in the two arms: {result['identical_rollouts']}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    write_result(args.json, result)
     return result
 
 

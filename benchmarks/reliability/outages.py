@@ -25,11 +25,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from inspo.eval.harness import start, write_result
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT_S, DEFAULT_RETRIES = 30.0, 3  # env.retriever_timeout / env.retriever_retries
@@ -109,14 +110,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.quick:
         args.questions, args.batch, args.timeout, args.alive = 16, 8, 0.1, 1
     from inspo.data.sources import load_qa_source
-    from inspo.eval.provenance import provenance
 
+    info = start("benchmarks/reliability/outages.py", argv, device="cpu")  # no model: a scripted policy
     questions = load_qa_source("world", split="test")[:args.questions]
     rates = (1.0, 0.1)
     rows = (frozen(questions, batch=args.batch, timeout=args.timeout, rates=rates)
             + killed(questions, batch=args.batch, alive=args.alive, rates=rates))
-    result = {"provenance": provenance(["benchmarks/reliability/outages.py", *(argv if argv is not None else sys.argv[1:])]),
-              "questions": len(questions), "batch": args.batch, "frozen_timeout_s": args.timeout,
+    result = {"provenance": info, "questions": len(questions), "batch": args.batch, "frozen_timeout_s": args.timeout,
               "retries": DEFAULT_RETRIES, "rows": rows}
     print(f"{len(questions)} questions, batches of {args.batch}; frozen: timeout {args.timeout} s, "
           f"{DEFAULT_RETRIES} retries")
@@ -129,9 +129,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         if "worst_case_s_at_defaults" in r:
             print(f"{'':26s} at the default 30 s timeout: at most {r['worst_case_s_at_defaults']:.0f} s "
                   "(connections x timeout)")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_result(args.json, result)
     return result
 
 

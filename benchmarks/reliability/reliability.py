@@ -50,6 +50,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inspo.eval.harness import run_benchmark, start
+
 MIB = 1024 * 1024
 NO_LIMIT_MB = 1_000_000  # --max-body-mb that no body here reaches: the server before the limit
 DEFAULT_LIMIT_MB = 8.0
@@ -519,11 +521,12 @@ def part_cli(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
-    from inspo.eval.provenance import library_versions, provenance
+    from inspo.eval.provenance import library_versions
 
     result: dict[str, Any] = {
         "benchmark": "reliability",
-        "provenance": provenance(["benchmarks/reliability/reliability.py", *args.argv]),
+        # no model, no torch: servers, clients and the CLI on the CPU
+        "provenance": start("benchmarks/reliability/reliability.py", args.argv, device="cpu"),
         "environment": {"cpu_count": os.cpu_count(), "loadavg_start": list(os.getloadavg()),
                         "versions": library_versions(("fastapi", "uvicorn", "httpx", "psutil"))},
         "settings": {k: v for k, v in vars(args).items() if k not in ("argv", "json")},
@@ -540,9 +543,7 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(result: dict[str, Any]) -> str:
-    lines = [f"command: {result['provenance']['command']}",
-             f"commit: {result['provenance']['commit']} (dirty: {result['provenance']['dirty']}); "
-             f"{result['environment']['cpu_count']} CPUs, load {result['environment']['loadavg_start'][0]:.2f}"]
+    lines = [f"{result['environment']['cpu_count']} CPUs, load {result['environment']['loadavg_start'][0]:.2f}"]
     if "bodies" in result:
         lines += ["", "(a) oversized bodies: server RSS in MB (before -> peak), answers, seconds",
                   "| case | sent | server | answers | seconds | RSS before | RSS peak | added | healthy after |",
@@ -607,13 +608,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, return the result dict."""
-    args = parse_args(argv)
-    result = benchmark(args)
-    print(report(result))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return run_benchmark(argv, parse_args, benchmark, report)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ Run: ``python benchmarks/retrieval/retrieval.py`` (``--quick`` for a smoke run; 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import socket
@@ -45,6 +44,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+
+from inspo.eval.harness import add_common, run_benchmark, start
 
 HIT_KINDS = ("first_hop", "answer_passage", "answer_string")
 
@@ -266,19 +267,14 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     from inspo.data.world import build_world
     from inspo.retrieval.bm25 import BM25Retriever
 
-    threads = None
-    if "dense" in args.parts:
-        import torch
-
-        if args.threads:
-            torch.set_num_threads(args.threads)
-        threads = torch.get_num_threads()
-    from inspo.eval.provenance import provenance
-
+    dense = "dense" in args.parts  # only the dense part uses torch (the encoder, float32 on the CPU)
+    if dense:
+        import torch  # noqa: F401  (so that start records its threads)
+    info = start("benchmarks/retrieval/retrieval.py", args.argv, threads=args.threads if dense else 0,
+                 device="cpu", dtype="float32" if dense else None)
     settings = {k: v for k, v in vars(args).items() if k not in ("json", "argv")}
-    result: dict[str, Any] = {"benchmark": "retrieval", "settings": settings,
-                              "provenance": provenance(["benchmarks/retrieval/retrieval.py", *args.argv]),
-                              "environment": environment(threads)}
+    result: dict[str, Any] = {"benchmark": "retrieval", "settings": settings, "provenance": info,
+                              "environment": environment(info["torch_threads"] if dense else None)}
     world = build_world(args.world_seed)
     questions = [q for split in ("train", "dev", "test") for q in world.splits[split]]
     random.Random(args.seed).shuffle(questions)
@@ -302,7 +298,6 @@ def report(result: dict[str, Any]) -> str:
     """Human-readable summary of :func:`benchmark`'s result."""
     env, prov = result["environment"], result["provenance"]
     lines = [
-        f"command: {prov['command']} (commit {prov['commit']})",
         f"python {prov['python']} | {prov['platform']} | cpus {env['cpu_count']} | "
         f"torch threads {env['torch_threads']} | "
         + " ".join(f"{k} {v}" for k, v in {**prov["versions"], **env["versions"]}.items() if v is not None),
@@ -354,12 +349,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--k", type=int, default=3, help="passages per query (recall@k)")
     p.add_argument("--reps", type=int, default=3, help="repetitions of each measurement")
     p.add_argument("--build-reps", type=int, default=2, help="index builds per retriever")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--world-seed", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0, help="question order")
+    add_common(p, seed_help="question order", json_help="also write the result as JSON to this path")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 32 queries, 40 questions, batch sizes 1 and 16, 1 repetition")
-    p.add_argument("--json", default=None, help="also write the result as JSON to this path")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
@@ -372,13 +365,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, return the result dict."""
-    args = parse_args(argv)
-    result = benchmark(args)
-    print(report(result))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return run_benchmark(argv, parse_args, benchmark, report)
 
 
 if __name__ == "__main__":

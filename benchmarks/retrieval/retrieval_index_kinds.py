@@ -32,7 +32,6 @@ Run: ``python benchmarks/retrieval/retrieval_index_kinds.py`` (``--quick`` for a
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import random
@@ -42,6 +41,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from inspo.eval.harness import add_common, run_benchmark, start
 
 
 @dataclass
@@ -207,11 +208,11 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     import faiss
 
-    from inspo.eval.provenance import provenance
-
     faiss.omp_set_num_threads(args.threads)
+    # torch's threads are set where a set is embedded (embedded_set); torch stays unloaded otherwise
+    info = start("benchmarks/retrieval/retrieval_index_kinds.py", args.argv, device="cpu", dtype="float32")
     result: dict[str, Any] = {"benchmark": "retrieval_index_kinds",
-                              "provenance": provenance(["benchmarks/retrieval/retrieval_index_kinds.py", *args.argv]),
+                              "provenance": info,
                               "environment": environment(args), "sets": []}
     for name in args.sets:
         data = {"world": world_set, "wiki-lite": wiki_lite_set, "random": random_set}[name](args)
@@ -235,8 +236,7 @@ def report(result: dict[str, Any]) -> str:
     """The result as one table per vector set."""
     env, prov = result["environment"], result["provenance"]
     versions = {**prov["versions"], **env["versions"]}
-    lines = [f"command: {prov['command']} (commit {prov['commit']})",
-             f"python {prov['python']} | {prov['platform']} | cpus {env['cpu_count']} | faiss threads "
+    lines = [f"python {prov['python']} | {prov['platform']} | cpus {env['cpu_count']} | faiss threads "
              f"{env['faiss_threads']} | " + " ".join(f"{k} {v}" for k, v in versions.items() if v is not None),
              f"load average start {env['loadavg_start']} end {env['loadavg_end']}"]
     for s in result["sets"]:
@@ -266,12 +266,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--nprobes", type=int, nargs="+", default=[16, 64], help="IVF lists searched")
     p.add_argument("--ef-searches", type=int, nargs="+", default=[64], help="HNSW candidates kept")
     p.add_argument("--reps", type=int, default=3, help="repetitions of the timed searches")
-    p.add_argument("--threads", type=int, default=1, help="faiss (OpenMP) and torch threads")
     p.add_argument("--world-seed", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0, help="random vectors and question order")
+    add_common(p, threads=1, threads_help="faiss (OpenMP) and torch threads",
+               seed_help="random vectors and question order", json_help="also write the result as JSON to this path")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: random set only, 2000 x 32, 20 clusters, 30 queries, 1 repetition")
-    p.add_argument("--json", default=None, help="also write the result as JSON to this path")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
@@ -285,13 +284,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, return the result dict."""
-    args = parse_args(argv)
-    result = benchmark(args)
-    print(report(result))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return run_benchmark(argv, parse_args, benchmark, report)
 
 
 if __name__ == "__main__":

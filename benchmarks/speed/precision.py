@@ -19,13 +19,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from inspo.eval.harness import add_common, run_benchmark, start
 
 DTYPES = ("float32", "bfloat16")
 
@@ -88,16 +89,15 @@ def bench_forward(model_name: str, batch: int, tokens: int, reps: int) -> dict[s
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from inspo.eval.provenance import provenance
     from inspo.models.precision import bf16_support
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    info = start("benchmarks/speed/precision.py", args.argv, threads=args.threads, device="cpu",
+                 dtype=" and ".join(DTYPES))
     support = bf16_support("cpu")
     settings = {k: v for k, v in vars(args).items() if k not in ("json", "argv")}
     result: dict[str, Any] = {
         "benchmark": "precision", "settings": settings,
-        "provenance": provenance(["benchmarks/speed/precision.py", *args.argv]),
+        "provenance": info,
         "environment": {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                         "loadavg_start": list(os.getloadavg())},
@@ -148,10 +148,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--forward", default="tiny-qwen2", help="model whose forward pass is timed ('' to skip)")
     p.add_argument("--batch", type=int, default=8, help="forward: rows")
     p.add_argument("--tokens", type=int, default=128, help="forward: tokens a row")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    add_common(p, seed=False, json_help="also write the result as JSON to this path")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: a 256x128 @ 128x512 matmul, 2 pairs, 0.05 s measurements, forward of 2 x 16")
-    p.add_argument("--json", default=None, help="also write the result as JSON to this path")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
@@ -163,13 +162,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, return the result dict."""
-    args = parse_args(argv)
-    result = benchmark(args)
-    print(report(result))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return run_benchmark(argv, parse_args, benchmark, report)
 
 
 if __name__ == "__main__":

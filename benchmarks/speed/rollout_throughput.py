@@ -41,7 +41,6 @@ Run: ``python benchmarks/speed/rollout_throughput.py`` (``--quick`` for a smoke 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -51,6 +50,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from inspo.eval.harness import add_common, run_benchmark, start
 
 ARMS = ("engine", "raw_turns", "raw_same_steps", "raw_single")
 PHASES = ("model_generate", "stop_check", "trim_decode", "retrieval", "bookkeeping")
@@ -347,11 +348,8 @@ def benchmark(args: argparse.Namespace) -> dict[str, Any]:
     """Warm up, then ``args.reps`` interleaved repetitions; returns the result dict."""
     import torch
 
-    from inspo.eval.provenance import provenance
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    info = provenance(["benchmarks/speed/rollout_throughput.py", *args.argv])
+    info = start("benchmarks/speed/rollout_throughput.py", args.argv, threads=args.threads, device="cpu",
+                 dtype=args.dtype)
     env = environment(torch.get_num_threads())
     setup = build_setup(args)
     arms = [a for a in ARMS if a != "raw_single" or args.single]
@@ -414,7 +412,6 @@ def report(result: dict[str, Any]) -> str:
     """Human-readable summary of :func:`benchmark`'s result."""
     env, run, prov = result["environment"], result["engine_run"], result["provenance"]
     lines = [
-        f"command: {prov['command']} (commit {prov['commit']})",
         f"python {prov['python']} | {prov['platform']} | cpus {env['cpu_count']} | "
         f"torch threads {env['torch_threads']} | "
         + " ".join(f"{k} {v}" for k, v in prov["versions"].items() if v is not None),
@@ -452,13 +449,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prefill", default="<search>",
                    help="forced start of the response (SmolLM2 writes no tags on its own)")
     p.add_argument("--reps", type=int, default=3, help="measured repetitions (after a warm-up)")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    p.add_argument("--seed", type=int, default=0)
+    add_common(p, json_help="also write the result as JSON to this path")
     p.add_argument("--no-single", dest="single", action="store_false",
                    help="skip the raw_single arm")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: batch 2, max-turns 2, 8 tokens per turn, 1 repetition")
-    p.add_argument("--json", default=None, help="also write the result as JSON to this path")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
@@ -470,13 +465,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, return the result dict."""
-    args = parse_args(argv)
-    result = benchmark(args)
-    print(report(result))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return run_benchmark(argv, parse_args, benchmark, report)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import random
 import statistics
@@ -51,6 +50,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from inspo.eval.harness import add_common, run_benchmark, start
 
 ARMS = ("hf_engine", "vllm_engine", "vllm_replay")
 LORA_ARMS = ("hf_base", "vllm_base")  # with --lora: the same engines without the adapter
@@ -241,15 +242,14 @@ def _median(values: list[float]) -> float:
 
 
 def benchmark(args: argparse.Namespace) -> dict[str, Any]:
-    import torch
+    from inspo.models.precision import default_device
 
     if args.threads:
-        torch.set_num_threads(args.threads)
         cores = "0" if args.threads == 1 else f"0-{args.threads - 1}"
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", cores)
-    from inspo.eval.provenance import provenance
-
-    info = provenance(["benchmarks/speed/rollout_throughput_vllm.py", *args.argv])
+    # HFEngine plays on the CPU (load_model's default); vLLM where its build runs
+    info = start("benchmarks/speed/rollout_throughput_vllm.py", args.argv, threads=args.threads,
+                 device=f"HFEngine cpu, vLLM {default_device()}", dtype=args.dtype)
     env = environment(args)
     setup = build_setup(args)
     try:
@@ -322,7 +322,6 @@ def report(result: dict[str, Any]) -> str:
     env, prov = result["environment"], result["provenance"]
     versions = {**prov["versions"], **env["versions"]}
     lines = [
-        f"command: {prov['command']} (commit {prov['commit']})",
         f"python {prov['python']} | {prov['platform']} | cpus {env['cpu_count']} | torch threads "
         f"{env['torch_threads']} | VLLM_CPU_OMP_THREADS_BIND={env['vllm_cpu_omp_threads_bind']} | "
         + " ".join(f"{k} {v}" for k, v in versions.items() if v is not None),
@@ -358,17 +357,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--prefill", default="<search>", help="forced start of the response")
     p.add_argument("--reps", type=int, default=2, help="measured repetitions (after a warm-up)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch threads for HFEngine and cores 0..N-1 for vLLM's worker (0: each library's default)")
+    add_common(p, threads=1, json_help="also write the result as JSON to this path",
+               threads_help="torch threads for HFEngine and cores 0..N-1 for vLLM's worker (0: each library's default)")
     p.add_argument("--kv-cache-gib", type=float, default=1.0, help="vLLM's KV cache in GiB")
     p.add_argument("--max-model-len", type=int, default=4096, help="vLLM's longest context (0: the model's)")
     p.add_argument("--eager", action="store_true", help="vLLM enforce_eager: no compilation (faster start)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lora", type=int, default=0,
                    help="LoRA rank: both engines play a rank-R adapter, beside arms without it (0: no LoRA)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: batch 2, max-turns 1, 8 tokens per turn, 1 repetition, eager")
-    p.add_argument("--json", default=None, help="also write the result as JSON to this path")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:
@@ -381,13 +378,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark, print the report, return the result dict."""
-    args = parse_args(argv)
-    result = benchmark(args)
-    print(report(result))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=2)
-    return result
+    return run_benchmark(argv, parse_args, benchmark, report)
 
 
 if __name__ == "__main__":

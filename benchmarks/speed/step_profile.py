@@ -36,14 +36,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from contextlib import contextmanager
-from pathlib import Path
+
+from inspo.eval.harness import add_common, start, write_result
 
 QUICK = [
     "model.name_or_path=tiny-qwen2", "rl.steps=2", "rl.max_response_tokens=8", "rl.questions_per_step=2",
@@ -172,9 +171,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="cpu-tiny")
     p.add_argument("--set", action="append", default=[], help="config override")
-    p.add_argument("--threads", type=int, default=0)
+    add_common(p, seed=False)
     p.add_argument("--out", default="runs/step-profile")
-    p.add_argument("--json", default=None)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--split", action="store_true", help="prefill vs decoding steps of one turn")
     p.add_argument("--contexts", default="300,450", help="--split: context lengths in tokens")
@@ -182,17 +180,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = p.parse_args(argv)
     import torch
 
-    from inspo.eval.provenance import provenance
-
-    info = provenance(["benchmarks/speed/step_profile.py", *(sys.argv[1:] if argv is None else argv)])
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
     from inspo.training.config import resolve
     from inspo.training.run import run_training
 
     overrides = [*(QUICK if args.quick else []), f"output_dir={args.out}", *args.set]
     config = resolve(args.preset, None, overrides)
+    # --split plays the model on the CPU; a run trains where inspo puts it (CUDA where present)
+    info = start("benchmarks/speed/step_profile.py", argv, threads=args.threads,
+                 device="cpu" if args.split else None, dtype=config.model.dtype)
     if args.split:
         return split(config, [int(n) for n in args.contexts.split(",")], args.reps, info, args.json)
     import shutil
@@ -212,7 +207,6 @@ def main(argv: Sequence[str] | None = None) -> dict:
     per_step = sum(wall.values()) / len(measured)
     rows = {part: sum(prof.seconds[s].get(part, 0.0) for s in measured) / len(measured) for part in PARTS[:-1]}
     rows["other"] = max(0.0, per_step - sum(rows.values()))
-    print(f"command: {info['command']} (commit {info['commit']})")
     print(f"python {info['python']}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"load {os.getloadavg()[0]:.2f}")
     print(f"{config.rl.questions_per_step} questions x G {config.rl.group_size} per step; steps measured: "
@@ -228,9 +222,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(summary)
     result = {"provenance": info, "per_step": rows, "step_wall_s": per_step, "steps_measured": measured,
               "total_s": total, "init": init}
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_result(args.json, result)
     return result
 
 
@@ -261,7 +253,6 @@ def split(config, contexts: list[int], reps: int, info: dict, json_path: str | N
                     past = model(input_ids=token, past_key_values=past, use_cache=True).past_key_values
                 decode = time.perf_counter() - start
             rows.append({"context": context, "rep": rep, "prefill_s": prefill, "decode_s": decode})
-    print(f"command: {info['command']} (commit {info['commit']})")
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, load {os.getloadavg()[0]:.2f}; "
           f"{config.model.name_or_path} {dtype}, batch {batch}, {steps} decoding steps per turn")
     print(f"{'context':>8s} {'prefill s':>10s} {'decode s':>9s} {'prefill share':>14s}")
@@ -271,9 +262,7 @@ def split(config, contexts: list[int], reps: int, info: dict, json_path: str | N
         dec = sorted(r["decode_s"] for r in mine)[len(mine) // 2]
         print(f"{context:8d} {pre:10.2f} {dec:9.2f} {100 * pre / (pre + dec):13.1f}%")
     result = {"provenance": info, "batch": batch, "decode_steps": steps, "split": rows}
-    if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(result, indent=2))
+    write_result(json_path, result)
     return result
 
 

@@ -33,6 +33,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from inspo.eval.harness import add_common, start, write_result
+
 HERE = Path(__file__).resolve().parent
 ARMS = ("hf", "vllm")
 QUICK = [
@@ -96,19 +98,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="cpu-tiny")
     p.add_argument("--set", action="append", default=[], help="config override for both arms")
-    p.add_argument("--threads", type=int, default=0, help="torch threads of the training process")
+    add_common(p, seed=False, threads_help="torch threads of the training process (0: torch's default)")
     p.add_argument("--steps", type=int, default=None, help="steps per run (the first is not measured; default 4)")
     p.add_argument("--pairs", type=int, default=None, help="alternating pairs (default 3)")
     p.add_argument("--lora", action="store_true", help="keep the preset's LoRA (vLLM gets the adapter each step)")
     p.add_argument("--quick", action="store_true", help="tiny model; 2 steps and 1 pair unless given")
     p.add_argument("--quiet", action="store_true", help="hide each run's own output")
-    p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     args.steps = args.steps or (2 if args.quick else 4)
     args.pairs = args.pairs or (1 if args.quick else 3)
-    from inspo.eval.provenance import provenance
-
-    info = provenance(["benchmarks/speed/step_vllm.py", *(sys.argv[1:] if argv is None else argv)])
+    # the runs are child processes (step_profile.py): this records their threads and device
+    info = start("benchmarks/speed/step_vllm.py", argv, threads=args.threads)
     import importlib.util
 
     if importlib.util.find_spec("vllm") is None:
@@ -124,10 +124,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                     result = profile(arm, args, out)
                 except subprocess.CalledProcessError as e:
                     # keep what ran: a failed arm (an engine that did not start) must not cost the others
-                    if args.json:
-                        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-                        Path(args.json).write_text(json.dumps({"provenance": info, "runs": runs,
-                                                               "failed": {"pair": pair, "arm": arm}}, indent=2))
+                    write_result(args.json, {"provenance": info, "runs": runs, "failed": {"pair": pair, "arm": arm}})
                     raise SystemExit(f"step_vllm: the {arm} run of pair {pair} failed (exit {e.returncode}; its "
                                      f"output is above); {len(runs)} finished run(s) kept"
                                      + (f" in {args.json}" if args.json else "")) from e
@@ -136,8 +133,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                              "total_s": result["total_s"], "steps_measured": result["steps_measured"]})
                 print(f"step_vllm: pair {pair} {arm}: {result['step_wall_s']:.1f} s a measured step", flush=True)
     summary = summarize(runs)
-    print(f"\ncommand: {info['command']} (commit {info['commit']})")
-    print(f"python {info['python']}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}; "
+    print(f"\npython {info['python']}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}; "
           f"{args.pairs} pair(s), {args.steps} steps per run, steps after the first measured; "
           f"{'LoRA' if args.lora else 'all weights'} trained")
     print(f"{'part (s / step)':34s} {'hf':>9s} {'vllm':>9s}")
@@ -148,9 +144,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"{'outside: initial population':34s} {arms['hf']['init_s']:9.2f} {arms['vllm']['init_s']:9.2f}")
     print("step time HF / vLLM per pair: " + ", ".join(f"{r:.2f}" for r in summary["ratios"]))
     result = {"provenance": info, "runs": runs, **summary}
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_result(args.json, result)
     return result
 
 

@@ -17,11 +17,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
+
+from inspo.eval.harness import add_common, start, write_result
 
 PROMPTS = ("Where was Ama Rot born?", "Where was Kel Vane born?")
 
@@ -34,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--tokens", type=int, default=24, help="greedy tokens compared per prompt")
     p.add_argument("--quick", action="store_true", help="tiny-qwen2-hd32, a large rate, 12 tokens")
-    p.add_argument("--json", default=None)
+    add_common(p, seed=False)
     args = p.parse_args(argv)
     if args.quick:
         args.model, args.lr, args.tokens = "tiny-qwen2-hd32", 0.05, 12
@@ -42,12 +41,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     from inspo.agent.engines import GenerationInput, HFEngine
     from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
-    from inspo.eval.provenance import provenance
     from inspo.models import load_model
+    from inspo.models.precision import default_device
     from inspo.training.config import resolve
     from inspo.training.vllm_sync import start_weight_sync
 
-    info = provenance(["benchmarks/speed/vllm_sync_check.py", *(sys.argv[1:] if argv is None else argv)])
+    # transformers' copy trains on the CPU (load_model's default); vLLM runs where its build runs
+    info = start("benchmarks/speed/vllm_sync_check.py", argv, threads=args.threads,
+                 device=f"transformers cpu, vLLM {default_device()}", dtype=args.dtype)
     config = resolve("cpu-tiny", overrides=[f"model.name_or_path={args.model}", f"model.dtype={args.dtype}",
                                             "model.lora=false", "model.vllm_kv_cache_gib=0.25",
                                             "model.vllm_max_model_len=2048"])
@@ -92,9 +93,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         sync.shutdown()
     result = {"provenance": info, "model": args.model, "dtype": args.dtype, "lr": args.lr, "checks": checks,
               "ok": all(c["equal"] and not c["touched"] for c in checks)}
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2))
+    write_result(args.json, result)
     return result
 
 
