@@ -17,7 +17,7 @@ Presets:
 - ``multihop``: a setting where the instruction can change how the policy uses its tool (issue
   23's benchmark; the reasons are in its comments): two-hop and single-hop ``world-multihop``
   questions, three search turns, ``<search>`` forced only on the first, EM reward, a weak seed
-  (``@weak``). Sized for one GPU (``benchmarks/multihop_coevolution.py``); runs on CPU too, slowly.
+  (``@weak``). Sized for one GPU (``benchmarks/learning/multihop_coevolution.py``); runs on CPU too, slowly.
 - ``calculator``: the ``calculator`` environment (arithmetic word problems with a calculator tool),
   the setting where the instruction decides how the 0.5B uses its tool (issue 32's pilot), from the
   weak seed; sized for a 2-core CPU.
