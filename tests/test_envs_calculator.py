@@ -583,3 +583,20 @@ def test_token_ids_and_env_mask_on_the_tiny_model(monkeypatch):
     assert [m for m, _ in runs] == [1, 0, 1]
     assert engine.decode(runs[1][1]) == env.observe(ToolCall("calc", ""), "14")
     assert (second.reward, second.answer, env.metrics(second)["calc_errors"]) == (0.0, "15", 0.0)
+
+
+def test_a_shown_problem_copied_into_an_instruction_is_a_leak_even_when_its_answer_is_short():
+    from inspo.core.proposer import leaked_answer
+    from inspo.envs.calculator import NAMED_INSTRUCTIONS, load_environment
+    from inspo.records import Question
+
+    env = load_environment()
+    q = Question("calc-train-1", "Chloe has 3 cases, each holding 13 candles. Chloe then loses 10 candles. "
+                                 "What is the number of candles Chloe has at the end?", ("29",))
+    copied = (f"Question: {q.question}\nResponse: <calc>3 * 13 - 10</calc>\n<answer>29</answer>\n"
+              "Correct answer: 29")  # the 1.5B optimizer's candidate, with the tags the guard asks for
+    assert leaked_answer(copied, ["29"]) is None  # two characters: the answer check alone lets it pass
+    assert leaked_answer(copied, env.leak_terms(q)) == q.question
+    shown = env.questions("train")[:50]
+    terms = [t for p in shown for t in env.leak_terms(p)]
+    assert all(leaked_answer(text, terms) is None for text in NAMED_INSTRUCTIONS.values())

@@ -27,6 +27,7 @@ refuses the expression: :mod:`.arith` has the grammar, a knob of the benchmark),
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -225,6 +226,13 @@ class CalculatorEnv(TaggedToolEnv):
         correct = 0.0 if rollout.error else self.reward(rollout.response, rollout.question)
         return {"correct": correct, "answered": float(rollout.error is None and rollout.answer is not None),
                 "calc_calls": float(len(calls)), "calc_errors": float(sum(is_refusal(r) for _, r in calls))}
+
+    def leak_terms(self, question: Question) -> Sequence[str]:
+        """The gold answers and the problem's own text. An instruction that copies a shown problem
+        whole (the 1.5B optimizer's most common miss: "Question: ... Response: ... Correct answer:
+        29") teaches that problem's answer, which the answer check alone misses when the answer is
+        shorter than three characters (:func:`~inspo.core.proposer.leaked_answer`)."""
+        return [*question.answers, question.question]
 
     def feedback(self, rollout: Rollout) -> str:
         gold = " | ".join(rollout.question.answers)
