@@ -56,6 +56,8 @@ def test_the_harness_records_device_dtype_and_threads_and_refuses_a_result_witho
 
     args = add_common(argparse.ArgumentParser(), threads=1).parse_args(["--json", str(tmp_path / "r.json")])
     assert (args.threads, args.seed) == (1, 0)
+    bare = add_common(argparse.ArgumentParser(), threads=None, seed=False).parse_args([])
+    assert vars(bare) == {"json": None}  # a script that runs no torch gets no --threads
     info = start("benchmarks/x.py", ["--json", "r.json"], threads=args.threads, dtype="float32")
     assert info["device"] in {"cpu", "cuda"} and info["dtype"] == "float32" and info["torch_threads"] == 1
     assert info["command"].endswith("benchmarks/x.py --json r.json") and info["machine"]["cores"] >= 1

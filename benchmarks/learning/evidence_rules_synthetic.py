@@ -39,9 +39,8 @@ import re
 import statistics
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
-from inspo.eval.harness import start, write_result
+from inspo.eval.harness import add_common, start, write_result
 from inspo.training.presets import PRESETS
 
 #: Each arm's settings on top of BASE; every arm but ``cpu-tiny`` and ``paper`` changes one thing.
@@ -167,7 +166,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help=f"comma-separated, from {', '.join(ARMS)} (default: all)")
     p.add_argument("--harm", type=lambda s: [float(x) for x in s.split(",")], default=[0.0, 0.5],
                    help="comma-separated probabilities that a candidate is harmful, one experiment each")
-    p.add_argument("--json", type=Path, help="write the per-run rows and the summary here")
+    add_common(p, threads=None, seed=False, json_help="write the per-run rows and the summary here")
     p.add_argument("--quiet", action="store_true", help="no printed table")
     p.add_argument("--quick", action="store_true", help="a smoke run: 3 seeds, arms cpu-tiny and fair-share")
     args = p.parse_args(argv)

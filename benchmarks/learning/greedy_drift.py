@@ -20,7 +20,7 @@ import json
 import math
 import statistics
 
-from inspo.eval.harness import start, write_result
+from inspo.eval.harness import add_common, start, write_result
 
 
 def read(path: str) -> dict[tuple[str, str], dict]:
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("a")
     p.add_argument("b")
-    p.add_argument("--json", default=None)
+    add_common(p, threads=None, seed=False)
     args = p.parse_args(argv)
     info = start("benchmarks/learning/greedy_drift.py", argv, device="cpu")  # reads two files: no model
     result = {"a": args.a, "b": args.b, "command": info["command"], "provenance": info,

@@ -20,7 +20,7 @@ import argparse
 from collections import Counter
 from collections.abc import Sequence
 
-from inspo.eval.harness import start, write_result
+from inspo.eval.harness import add_common, start, write_result
 
 
 def _found(questions: list, position: int, results: list) -> int:
@@ -53,10 +53,9 @@ def reach(world_name: str, *, seed: int, k: int, questions: int) -> dict[int, di
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--worlds", default="world-multihop,world-chain", help="comma-separated built-in worlds")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--k", type=int, default=3, help="passages per search (rl.topk)")
     p.add_argument("--questions", type=int, default=400, help="training questions per hop count")
-    p.add_argument("--json", default=None)
+    add_common(p, threads=None)  # BM25 only: no torch
     args = p.parse_args(argv)
     info = start("benchmarks/learning/world_reach.py", argv, device="cpu")  # BM25 only: no model, no torch
     results = {name: reach(name, seed=args.seed, k=args.k, questions=args.questions)

@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.harness import start, write_result
+from inspo.eval.harness import add_common, start, write_result
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT_S, DEFAULT_RETRIES = 30.0, 3  # env.retriever_timeout / env.retriever_retries
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--timeout", type=float, default=0.5, help="the frozen case's retriever timeout, seconds")
     p.add_argument("--alive", type=int, default=2, help="searches the killed server answers before it stops")
-    p.add_argument("--json", default=None)
+    add_common(p, threads=None, seed=False)
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
     if args.quick:

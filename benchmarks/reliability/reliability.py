@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inspo.eval.harness import run_benchmark, start
+from inspo.eval.harness import add_common, run_benchmark, start
 
 MIB = 1024 * 1024
 NO_LIMIT_MB = 1_000_000  # --max-body-mb that no body here reaches: the server before the limit
@@ -590,10 +590,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--load-seconds", type=float, default=90.0, help="most seconds of sending in the load part")
     p.add_argument("--load-clients", type=int, default=8, help="client threads in the load part")
     p.add_argument("--cli-timeout", type=float, default=120.0, help="most seconds of one CLI case")
-    p.add_argument("--seed", type=int, default=0, help="the load part's choice of request kinds")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 12 MB and 4 x 3 MB bodies, 150 requests from 4 clients, 5 CLI cases")
-    p.add_argument("--json", default=None, help="also write the result as JSON to this path")
+    add_common(p, threads=None, seed_help="the load part's choice of request kinds",
+               json_help="also write the result as JSON to this path")
     args = p.parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)  # recorded in the result's provenance
     if args.quick:

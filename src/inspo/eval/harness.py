@@ -33,10 +33,12 @@ from typing import Any
 from inspo.eval.provenance import provenance
 
 
-def add_common(parser: argparse.ArgumentParser, *, threads: int = 0, seed: bool = True, json_help: str | None = None,
-               threads_help: str | None = None, seed_help: str | None = None) -> argparse.ArgumentParser:
-    """Add ``--threads`` (default ``threads``; 0: torch's default), ``--seed`` (default 0; unless
-    ``seed`` is False) and ``--json`` (where the result goes) to ``parser``; returns it. The
+def add_common(parser: argparse.ArgumentParser, *, threads: int | None = 0, seed: bool = True,
+               json_help: str | None = None, threads_help: str | None = None,
+               seed_help: str | None = None) -> argparse.ArgumentParser:
+    """Add ``--threads`` (default ``threads``; 0: torch's default; None: no such option, for a
+    script that runs no torch), ``--seed`` (default 0; unless ``seed`` is False) and ``--json``
+    (where the result goes) to ``parser``; returns it. The
     ``*_help`` texts replace the generic ones where a script's option means something narrower.
     The generic texts name their default unless the parser's formatter shows defaults itself."""
     shown = issubclass(parser.formatter_class, argparse.ArgumentDefaultsHelpFormatter)
@@ -44,8 +46,9 @@ def add_common(parser: argparse.ArgumentParser, *, threads: int = 0, seed: bool 
     def generic(text: str, default: int) -> str:
         return text if shown else f"{text} (default {default})"
 
-    parser.add_argument("--threads", type=int, default=threads,
-                        help=threads_help or generic("torch threads (0: torch's default)", threads))
+    if threads is not None:
+        parser.add_argument("--threads", type=int, default=threads,
+                            help=threads_help or generic("torch threads (0: torch's default)", threads))
     if seed:
         parser.add_argument("--seed", type=int, default=0, help=seed_help or generic("the run's seed", 0))
     parser.add_argument("--json", default=None, help=json_help or "write the result as JSON to this path")
