@@ -16,7 +16,8 @@ from contextlib import contextmanager
 import pytest
 
 from agent_helpers import ScriptedPolicy
-from inspo.agent.engines import Generation, OpenAIEngine
+from inspo.agent.engines import Generation
+from inspo.agent.openai_engine import OpenAIEngine
 from inspo.cli import main
 from inspo.data.sources import load_qa_source
 from inspo.envs.evaluate import make_evaluate

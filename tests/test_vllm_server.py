@@ -2,7 +2,7 @@
 
 The optimizer client (:class:`~inspo.llm.openai_client.OpenAICompatibleClient`: chat
 completions, n > 1, a timeout) and the frozen-policy engine of ``inspo evolve``
-(:class:`~inspo.agent.engines.OpenAIEngine`: completions with stop strings) are tested against
+(:class:`~inspo.agent.openai_engine.OpenAIEngine`: completions with stop strings) are tested against
 the FastAPI stand-in elsewhere; here the server is the real one. It serves ``tiny-qwen2-hd32``
 in float32, so its greedy text can be checked against transformers on the same weights. Needs
 the ``vllm`` module (``make test`` runs this file in ``.venv-vllm``); starting the server takes
@@ -24,7 +24,8 @@ import pytest
 pytest.importorskip("vllm")
 httpx = pytest.importorskip("httpx")
 
-from inspo.agent.engines import GenerationInput, HFEngine, OpenAIEngine  # noqa: E402
+from inspo.agent.engines import GenerationInput, HFEngine  # noqa: E402
+from inspo.agent.openai_engine import OpenAIEngine  # noqa: E402
 from inspo.llm.base import LLMError  # noqa: E402
 from inspo.llm.openai_client import OpenAICompatibleClient  # noqa: E402
 from openai_compat_server import free_port  # noqa: E402

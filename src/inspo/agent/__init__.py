@@ -13,11 +13,11 @@ from inspo.agent.engines import (
     Generation,
     GenerationInput,
     HFEngine,
-    OpenAIEngine,
     PolicyEngine,
     render_messages,
 )
 from inspo.agent.load import load_engine
+from inspo.agent.openai_engine import OpenAIEngine
 from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Outages of an OpenAI-compatible policy endpoint (:class:`~inspo.agent.engines.OpenAIEngine`).
+"""Outages of an OpenAI-compatible policy endpoint (:class:`~inspo.agent.openai_engine.OpenAIEngine`).
 
 - :func:`is_outage`: a connection error, a timeout or a 5xx from the ``openai`` client (after
   its own retries) is the endpoint's failure, not the example's;

@@ -7,7 +7,7 @@ and verified evolution, with ``evaluate`` using the same frozen policy; the same
 
 The policy is one of: an engine passed in (the pre-/post-policy modes hand over the base or
 the trained model), an OpenAI-compatible endpoint (``policy_url`` + ``policy_model``: vLLM,
-llama.cpp, Ollama … through :class:`~inspo.agent.engines.OpenAIEngine`), or by default
+llama.cpp, Ollama … through :class:`~inspo.agent.openai_engine.OpenAIEngine`), or by default
 ``config.model`` loaded locally by ``model.engine``: :class:`~inspo.agent.engines.HFEngine`
 (``hf``) or :class:`~inspo.agent.vllm_engine.VLLMEngine` (``vllm``, token ids end to end; an
 engine started here is shut down when the run ends).
@@ -292,7 +292,7 @@ def _saved_step(state: Path) -> str:
 def _remote_policy(policy_url: str, policy_model: str):
     """The policy at ``policy_url``, asked for its models once before any work: a dead endpoint,
     or one that does not serve ``policy_model``, is refused with a one-line SetupError."""
-    from inspo.agent.engines import OpenAIEngine
+    from inspo.agent.openai_engine import OpenAIEngine
 
     remote = OpenAIEngine(policy_model, base_url=policy_url)
     try:
