@@ -209,3 +209,72 @@ def test_the_pilot_joins_runs_of_single_seeds_and_pairs_them_as_one_run_would(tm
         pilot.combine([_pilot_part({"weak": weak}), _pilot_part({"worked": worked}, group=8, seed=1)])
     with pytest.raises(SystemExit, match=r"seed\(s\) \['weak'\] appear in more than one run"):
         pilot.combine([_pilot_part({"weak": weak}), _pilot_part({"weak": worked})])
+
+
+def _failure(question: str, answer: str, response: str):
+    from inspo.records import Question, Rollout
+
+    return Rollout(question=Question(id=question[:8], question=question, answers=(answer,)), instruction_id="weak",
+                   response=response, reward=0.0)
+
+
+def test_the_optimizer_yield_reads_answers_as_a_run_would_and_counts_each_refusal_once():
+    import itertools
+
+    from inspo.envs import make_env
+    from inspo.records import Instruction
+
+    yield_ = load_script("optimizer_yield")
+    env = make_env("calculator")
+    parent = Instruction(id="weak", text=env.instructions["weak"])
+    shown = [_failure("A box holds 7 packs of 23 pens. How many pens?", "161", "<answer> 150 </answer>"),
+             _failure("Sam has 4 bags of 12 nuts and eats 9. How many are left?", "39", "<answer> 40 </answer>")]
+    good = "Use <calc> 7 * 23 </calc> for each step, numbers and + - * / only. Put the number in <answer> </answer>."
+    answers = [
+        ("Analysis.\n<ins_1>\n" + good + "\n</ins_1>\n<ins_2>\nShow your steps and give the answer.\n</ins_2>\n"
+         "<ins_3>\nQuestion: A box holds 7 packs of 23 pens. How many pens? <calc>7*23</calc> Correct answer: 161"
+         " <answer> </answer>\n</ins_3>\n<ins_4>\nAlways answer 161 with <calc> x </calc> and <answer> </answer>.\n</ins_4>",
+         "stop"),
+        ("no tags at all", "stop"),
+        ("<ins_1>\nUse <calc> 2 + 2 </calc> then put it in <answer> </answer> and", "length"),
+    ]
+    proposer_args = {"template": "reflection", "n_candidates": 4, "max_tokens": 700, "temperature": 0.7,
+                     "guard_tags": env.required_tags, "feedback": None}
+    counts, rows, usable = yield_.tally(answers, [shown, shown, shown], parent, env, proposer_args, [],
+                                        itertools.count(1))
+    assert counts["prompts"] == 3 and counts["candidates"] == 5
+    assert counts["no_candidate"] == 2 and counts["cut_off"] == 1 and counts["truncated"] == 1
+    assert counts["tag_guard"] == 1                      # "Show your steps ..." drops both tags
+    assert counts["leak_guard"] == 2                     # a copied problem, and "161" named outright
+    assert counts["copies_shown"] == 1
+    assert counts["usable"] == 1 and [c.text for _, c in usable] == [good] and usable[0][0] == 0
+    assert [len(r["candidates"]) for r in rows] == [4, 0, 1]
+
+
+def test_the_optimizer_yield_interval_is_students_t_and_copies_are_found_whatever_the_spacing():
+    yield_ = load_script("optimizer_yield")
+    values = [0, 1, 0, 2, 1, 0, 0, 1]
+    iv = yield_.interval(values)
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    assert iv["mean"] == pytest.approx(mean) and iv["high"] - mean == pytest.approx(2.365 * sd / math.sqrt(8))
+    assert yield_.interval([3])["low"] is None
+    assert yield_.copies_shown("Q:  a  Box holds 7 packs\n", ["A box holds 7 packs"])
+    assert yield_.copies_shown("... Correct Answer: 5", [])
+    assert not yield_.copies_shown("Use <calc> a * b </calc>.", ["A box holds 7 packs"])
+
+
+@pytest.mark.slow
+def test_the_optimizer_yield_quick_run_counts_every_prompt_of_every_presentation(tmp_path):
+    yield_ = load_script("optimizer_yield")
+    result = yield_.main(["--quick", "--threads", "1", "--json", str(tmp_path / "yield.json")])
+    assert set(result["presentations"]) == {"reflection", "feedback", "paraphrase"}
+    for stats in result["presentations"].values():
+        counts = stats["counts"]
+        assert counts["prompts"] == 2 and len(stats["rows"]) == 2
+        refused = sum(counts.get(k, 0) for k in ("tag_guard", "other_guard", "truncated", "leak_guard"))
+        assert counts["candidates"] == refused + counts.get("usable", 0)
+    assert "Feedback:" in result["presentations"]["feedback"]["example_prompt"]
+    assert "Feedback:" not in result["presentations"]["reflection"]["example_prompt"]
+    assert "<example>" not in result["presentations"]["paraphrase"]["example_prompt"]
+    assert json.loads((tmp_path / "yield.json").read_text())["provenance"]["commit"]

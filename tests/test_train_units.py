@@ -380,6 +380,46 @@ def test_cpu_logprobs_match_trls_fused_lm_head():
     assert torch.allclose(entropies, fused.entropy[:, -keep:], atol=1e-4)
 
 
+def test_cpu_logps_cut_each_chunk_after_its_last_attended_token_and_agree_with_the_full_forward():
+    # TRL pads a step's completions to its longest; a chunk runs only as far as its own longest row
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    from contextlib import nullcontext
+    from types import SimpleNamespace
+
+    from inspo.models import load_model
+    from inspo.training.grpo_trainer import attended_end, cpu_logps_and_entropies
+
+    try:
+        model = load_model("tiny-qwen2", dtype="float32").model
+    except ModelNotInstalledError as exc:
+        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
+    torch.manual_seed(0)
+    ids = torch.randint(10, 5000, (4, 20))
+    mask = torch.ones_like(ids)
+    mask[0, :2] = 0                 # a left-padded prompt
+    mask[0, 12:] = 0                # rows 0-1 (one chunk) end at column 14 at the latest
+    mask[1, 14:] = 0
+    mask[2, 19:] = 0                # rows 2-3 run to the end
+    keep = 10                       # completion: the last 10 columns
+    assert attended_end(mask[:2], keep) == 14 and attended_end(mask[2:], keep) == 20
+    prompt_only = torch.zeros_like(mask[:2])
+    prompt_only[:, :8] = 1
+    assert attended_end(prompt_only, keep) == 20 - keep + 1          # one completion column at least
+    assert attended_end(torch.zeros_like(mask[:2]), keep) == 20      # nothing attended: nothing cut
+    trainer = SimpleNamespace(accelerator=SimpleNamespace(autocast=nullcontext), temperature=0.7)
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, -keep - 1:-1, :] / 0.7
+        full = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, -keep:].unsqueeze(-1)).squeeze(-1)
+        logps, entropies, _ = cpu_logps_and_entropies(trainer, model, ids, mask, keep, batch_size=2,
+                                                      compute_entropy=True)
+    attended = mask[:, -keep:].bool()
+    assert logps.shape == entropies.shape == (4, keep)
+    assert torch.allclose(logps[attended], full[attended], atol=1e-5)
+    assert torch.all(logps[:2, 4:] == 0) and torch.all(entropies[:2, 4:] == 0)   # cut columns: zeros
+    assert torch.all(entropies[attended] > 0)
+
+
 def test_prepare_gives_the_proposer_a_prompt_length_check():
     # issue 12.7: only the seed's prompt was checked against rl.max_prompt_tokens
     from inspo.training.setup import prepare
