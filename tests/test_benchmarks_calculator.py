@@ -129,7 +129,7 @@ def test_the_campaign_quick_run_plays_every_arm_scores_both_groups_and_skips_wha
     capsys.readouterr()
     again = campaign.main(argv)  # NaN (a curve the calculator has no value for) != NaN: compare as written
     assert json.dumps(again, sort_keys=True) == json.dumps(done, sort_keys=True)
-    assert capsys.readouterr().out.count("done before") == 5
+    assert capsys.readouterr().out.count("done before") == len(campaign.ARMS) + 1
     combined = campaign.main(["--combine", str(tmp_path / "results"), "--json", str(tmp_path / "c.json")])
     assert combined["test_questions"] == {"generated": 6, "handwritten": 40}
     assert json.loads((tmp_path / "c.json").read_text())["seeds"] == [0]
@@ -278,3 +278,5 @@ def test_the_optimizer_yield_quick_run_counts_every_prompt_of_every_presentation
     assert "Feedback:" not in result["presentations"]["reflection"]["example_prompt"]
     assert "<example>" not in result["presentations"]["paraphrase"]["example_prompt"]
     assert json.loads((tmp_path / "yield.json").read_text())["provenance"]["commit"]
+    table = yield_.markdown([result, result])
+    assert table.count("| weak (") == 6 and "paraphrase - reflection: usable per prompt" in table

@@ -9,7 +9,11 @@ Arms (each ``inspo.training.run.run_training`` on the ``calculator`` preset, sam
 - ``inspo-weak``: INSPO from the weak seed;
 - ``pre-policy-weak``: the instruction evolved with the frozen policy first, then static GRPO under
   it (separates co-evolution from prompt search);
-- ``untrained``: the base policy, greedy, under the weak and the worked seed (no training).
+- ``untrained``: the base policy, greedy, under the weak, the worked and the calculator seed (no training);
+- ``static-calculator``, ``inspo-calculator``, ``pre-policy-calculator``: the same three arms from the
+  environment's own seed (``@calculator``, the protocol in words: 0.355 greedy). From the weak seed the
+  1.5B optimizer wrote no candidate that beat it (0 of 282, ``optimizer_yield.py``), so an INSPO arm
+  from there tests the loop's machinery, not an instruction; from ``@calculator`` it did, rarely.
 
 The optimizer is a language model, never the rule-based reflector (its rules are written by us):
 by default Qwen2.5-Coder-1.5B-Instruct run locally (``--set optimizer...`` changes it;
@@ -55,8 +59,13 @@ ARMS: dict[str, tuple[str, str]] = {
     "static-worked": ("static", "@worked"),
     "inspo-weak": ("inspo", "@weak"),
     "pre-policy-weak": ("pre-policy", "@weak"),
+    # From the environment's own seed: the 1.5B optimizer beat it in 1 call of 20 (with the feedback
+    # line), and never beat the weak seed in 60 (benchmarks/learning/optimizer_yield.py).
+    "static-calculator": ("static", "@calculator"),
+    "inspo-calculator": ("inspo", "@calculator"),
+    "pre-policy-calculator": ("pre-policy", "@calculator"),
 }
-UNTRAINED = {"weak": "@weak", "worked": "@worked"}
+UNTRAINED = {"weak": "@weak", "worked": "@worked", "calculator": "@calculator"}
 COMPARISONS = (
     ("inspo-weak", "static-weak"),            # the claim: co-evolution beats static GRPO from the same seed
     ("inspo-weak", "pre-policy-weak"),        # co-evolution against prompt search, then RL
@@ -66,6 +75,10 @@ COMPARISONS = (
     ("static-worked", "static-weak"),         # does the seed instruction matter to static GRPO?
     ("static-weak", "untrained:weak"),        # does static GRPO learn here at all?
     ("inspo-weak", "untrained:weak"),
+    ("inspo-calculator", "static-calculator"),  # the same claims from the seed the optimizer can improve
+    ("inspo-calculator", "pre-policy-calculator"),
+    ("inspo-calculator:seed", "static-calculator"),
+    ("static-calculator", "untrained:calculator"),
 )
 #: The optimizer of the real campaign: the 1.5B, locally (DESIGN.md: the 0.5B writes no usable
 #: instruction; the 1.5B found the lever in about 1 candidate of 22).

@@ -320,7 +320,8 @@ def scores(result: dict, setting: Setting = MULTIHOP) -> dict[str, list[float]]:
     if arm == "untrained":
         names = {"weak": "untrained:weak", "search-r1": "untrained:sr1"} if setting is MULTIHOP else \
             {name: f"untrained:{name}" for name in setting.untrained}
-        return {label: joined(name) for name, label in names.items()}
+        # a seed the untrained policy was not scored under (a result from before the seed was added) is left out
+        return {label: joined(name) for name, label in names.items() if name in rewards}
     twofold = setting.arms[arm][0] in ("inspo", "pre-policy")
     out = {arm: joined("returned" if twofold else "seed")}
     if twofold:

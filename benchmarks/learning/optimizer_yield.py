@@ -30,17 +30,20 @@ Usage::
     VLLM_CPU_NUM_OF_RESERVED_CPU=0 .venv-vllm/bin/python benchmarks/learning/optimizer_yield.py --engine vllm \\
         --threads 2 --json benchmarks/results/calculator/optimizer-yield-1.5b.json
     python benchmarks/learning/optimizer_yield.py --quick     # tiny random models: the machinery only
+    python benchmarks/learning/optimizer_yield.py --table benchmarks/results/calculator/optimizer-yield-1.5b-*.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from inspo.eval.harness import add_common, start, write_result
 
@@ -71,6 +74,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--score", type=int, default=40, help="dev problems each usable candidate is scored on")
     p.add_argument("--vllm-kv-cache-gib", type=float, default=2.0)
     p.add_argument("--quick", action="store_true", help="tiny random models, few prompts: the machinery only")
+    p.add_argument("--table", nargs="+", metavar="JSON", help="print the yield table of stored results, run nothing")
     add_common(p, threads=0, json_help="where the result JSON goes")
     args = p.parse_args(argv)
     if args.quick:
@@ -168,6 +172,10 @@ def tally(answers: Sequence[tuple[str, str]], shown_sets: Sequence[Sequence], pa
 
 def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
+    if args.table:
+        stored = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.table]
+        print(markdown(stored))
+        return {"results": stored}
     import itertools
     from dataclasses import replace
 
@@ -207,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     rng = random.Random(args.seed)
     draws = [rng.sample(range(len(failures)), args.shown) for _ in range(args.prompts)]
     result: dict = {"provenance": info, "precision": precision.describe(), "engine": args.engine,
-                    "policy": args.policy, "optimizer": args.optimizer, "parent": parent.text,
+                    "policy": args.policy, "optimizer": args.optimizer, "parent_name": args.parent,
+                    "parent": parent.text,
                     "pool": {"episodes": len(played), "errors": errors, "failures": len(failures),
                              "reward": statistics.fmean(r.reward for r in played if r.error is None)},
                     "settings": {k: getattr(args, k) for k in ("prompts", "shown", "candidates", "temperature",
@@ -271,19 +280,31 @@ def main(argv: Sequence[str] | None = None) -> dict:
     return result
 
 
+COLUMNS = ("prompts", "candidates", "no_candidate", "cut_off", "tag_guard", "other_guard", "truncated",
+           "leak_guard", "copies_shown", "usable", "admitted")
+
+
+def markdown(results: Sequence[dict]) -> str:
+    """One table row per (parent, presentation) of ``results``, then the paired per-prompt differences."""
+    lines = ["| parent (score) | presentation | " + " | ".join(COLUMNS) + " | prompts admitting | best |",
+             "|---" * (len(COLUMNS) + 4) + "|"]
+    paired = []
+    for result in results:
+        parent = f"{result.get('parent_name') or repr(result['parent'][:40])} ({result['parent_score']:.3f})"
+        for name, stats in result["presentations"].items():
+            best = stats["best"]
+            shown = f"{best[0]:.3f}: {' '.join(best[1].split())[:50]!r}" if best else "-"
+            hits = sum(1 for row in stats["rows"] if row.get("admitted"))
+            lines.append(f"| {parent} | {name} | " + " | ".join(str(stats["counts"].get(c, 0)) for c in COLUMNS)
+                         + f" | {hits} | {shown} |")
+        for key, iv in result["paired"].items():
+            low = "-" if iv["low"] is None else f"[{iv['low']:+.2f}, {iv['high']:+.2f}]"
+            paired.append(f"{parent} {key}: {iv['mean']:+.2f} {low} over {iv['n']} prompts")
+    return "\n".join(lines + [""] + paired)
+
+
 def print_result(result: dict) -> None:
-    cols = ("prompts", "candidates", "no_candidate", "cut_off", "tag_guard", "other_guard", "truncated",
-            "leak_guard", "copies_shown", "usable", "admitted")
-    print(f"parent ({result['parent']!r}) scores {result['parent_score']:.3f} on the scoring problems")
-    print("| presentation | " + " | ".join(cols) + " | best |")
-    print("|---" * (len(cols) + 2) + "|")
-    for name, stats in result["presentations"].items():
-        best = stats["best"]
-        shown = f"{best[0]:.3f}: {' '.join(best[1].split())[:60]!r}" if best else "-"
-        print(f"| {name} | " + " | ".join(str(stats["counts"].get(c, 0)) for c in cols) + f" | {shown} |")
-    for key, iv in result["paired"].items():
-        low = "-" if iv["low"] is None else f"[{iv['low']:+.2f}, {iv['high']:+.2f}]"
-        print(f"{key}: {iv['mean']:+.2f} {low} over {iv['n']} prompts")
+    print(markdown([result]))
     sys.stdout.flush()
 
 

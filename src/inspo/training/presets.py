@@ -117,6 +117,10 @@ PRESETS: dict[str, dict[str, Any]] = {
             "population_size": 4, "prune_every": 4, "evolve_every": 4, "evolve_until": 12,
             "validation_size": 16, "candidates_per_call": 4, "max_rounds": 2,
             "admission": "beat-parent", "min_evidence": 8, "prior_rollouts": 8,
+            # each failure's feedback line (its calls, a refused call's error, the verdict): the only
+            # presentation with which the 1.5B optimizer wrote a candidate that beat the calculator
+            # seed (1 call in 20; none in 40 without it; BENCHMARKS.md "can the 1.5B write the instruction?")
+            "feedback": True,
         },
     },
     "cpu-tiny": {
