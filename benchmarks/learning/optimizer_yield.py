@@ -10,7 +10,9 @@ failures are shown to it changes that (issue 33): the same reflection prompts, o
    guard, then the loop's leak check (the environment's ``leak_terms`` of the shown failures and of the
    scoring problems, as the loop checks D_B).
 4. Every candidate that passes is scored greedily by the same frozen policy on ``--score`` dev
-   problems, beside the parent; ``admitted`` is the loop's ``beat-parent`` rule on those problems.
+   problems, beside the parent. ``admitted`` counts the candidates that score strictly above the
+   parent there (an improvement); the loop's ``beat-parent`` admits a tie too, and the table counts
+   ties apart (``ties``: from a parent that scores 0, a tie at 0 is admitted and helps nothing).
 
 Presentations (all are knobs a run already has):
 
@@ -281,7 +283,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
 
 COLUMNS = ("prompts", "candidates", "no_candidate", "cut_off", "tag_guard", "other_guard", "truncated",
-           "leak_guard", "copies_shown", "usable", "admitted")
+           "leak_guard", "copies_shown", "usable", "ties", "admitted")
+
+
+def ties(result: dict, stats: dict) -> int:
+    """Usable candidates that scored exactly their parent's score (the loop's beat-parent admits them)."""
+    return sum(1 for row in stats["rows"] for c in row["candidates"]
+               if c.get("score") is not None and c["score"] == result["parent_score"])
 
 
 def markdown(results: Sequence[dict]) -> str:
@@ -295,7 +303,8 @@ def markdown(results: Sequence[dict]) -> str:
             best = stats["best"]
             shown = f"{best[0]:.3f}: {' '.join(best[1].split())[:50]!r}" if best else "-"
             hits = sum(1 for row in stats["rows"] if row.get("admitted"))
-            lines.append(f"| {parent} | {name} | " + " | ".join(str(stats["counts"].get(c, 0)) for c in COLUMNS)
+            counts = {**stats["counts"], "ties": ties(result, stats)}
+            lines.append(f"| {parent} | {name} | " + " | ".join(str(counts.get(c, 0)) for c in COLUMNS)
                          + f" | {hits} | {shown} |")
         for key, iv in result["paired"].items():
             low = "-" if iv["low"] is None else f"[{iv['low']:+.2f}, {iv['high']:+.2f}]"
