@@ -280,3 +280,12 @@ def test_the_optimizer_yield_quick_run_counts_every_prompt_of_every_presentation
     assert json.loads((tmp_path / "yield.json").read_text())["provenance"]["commit"]
     table = yield_.markdown([result, result])
     assert table.count("| weak (") == 6 and "paraphrase - reflection: usable per prompt" in table
+
+
+def test_the_optimizer_answers_benchmark_times_one_answer_against_a_batch_side_by_side(tmp_path):
+    bench = load_script("optimizer_answers")
+    result = bench.main(["--quick", "--threads", "1", "--answers", "3", "--json", str(tmp_path / "a.json")])
+    (pair,) = result["pairs"]
+    assert pair["n1_tokens"] >= 1 and pair["n3_tokens"] >= pair["n1_tokens"] and result["prompt_tokens"] > 100
+    assert pair["answers_per_s_ratio"] == pytest.approx(3 * pair["n1_s"] / pair["n3_s"])
+    assert bench.SCRIPT + " --quick" in json.loads((tmp_path / "a.json").read_text())["provenance"]["command"]

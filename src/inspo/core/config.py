@@ -85,6 +85,11 @@ class CoEvolutionConfig:
     candidates_per_call: int = 6
     """N: candidates asked of the optimizer per call (<ins_1> … <ins_N>), 1 to 6 (the paper's 6;
     fewer suits a small optimizer LLM, whose answer must fit optimizer_max_tokens)."""
+    answers_per_call: int = 1
+    """Answers sampled from one optimizer call (its ``n``): each is read for its N candidates, and all
+    of them are verified together. 1: the paper's one answer a call. More samples the same prompt
+    several times in one batch (the local client and OpenAI-compatible servers batch ``n``): more tries
+    for a small optimizer that is right rarely (what a batch costs: benchmarks/speed/optimizer_answers.py)."""
     admit_per_round: int = 0
     """n of Algorithm 1 line 21: the top-n candidates admitted per generate-and-verify round (never
     more than the free slots). 0: half the call's candidates, rounded up, so verification always
@@ -135,7 +140,7 @@ class CoEvolutionConfig:
     def __post_init__(self) -> None:
         positive = (
             "population_size", "n_parent", "weight_window", "prune_every", "evolve_every", "max_rounds",
-            "max_instruction_chars", "replay_capacity", "optimizer_max_tokens",
+            "max_instruction_chars", "replay_capacity", "optimizer_max_tokens", "answers_per_call",
         )
         for name in positive:
             value = getattr(self, name)

@@ -1,7 +1,8 @@
 """The proposer: asks the optimizer LLM for new instructions and guards what comes back.
 
 One :meth:`Proposer.propose` call renders one App. E template (reflection, paraphrase or
-history), makes one optimizer call for N candidates, parses ``<ins_1>…<ins_N>`` (with the
+history), makes one optimizer call for N candidates (``answers`` samples of it: N from each),
+parses ``<ins_1>…<ins_N>`` (with the
 fallbacks of :func:`inspo.core.templates.parse_answer`, each logged and counted in
 ``Proposal.parse_fallbacks``) and runs every candidate through :func:`guard`. It never raises
 for an optimizer failure: the :class:`Proposal` then carries ``error`` and no candidates.
@@ -157,7 +158,11 @@ class Proposer:
         guard_tags: Sequence[str] = (),
         fits: LengthCheck | None = None,
         feedback: Callable[[Rollout], str] | None = None,
+        answers: int = 1,
     ):
+        if answers < 1:
+            raise ValueError(f"answers must be >= 1, got {answers}")
+        self.answers = answers
         self.llm = llm
         self.fits = fits
         self.feedback = feedback
@@ -184,6 +189,7 @@ class Proposer:
             max_tokens=config.optimizer_max_tokens,
             guard_tags=config.guard_tags if config.guard_tags is not None else required_tags,
             feedback=feedback if config.feedback else None,
+            answers=config.answers_per_call,
         )
 
     def render(
@@ -196,15 +202,15 @@ class Proposer:
         entries = list(history) or [ScoredInstruction(parent.text, 0.0)]
         return render_history(entries, self.n_candidates)
 
-    def hit_limit(self, completion_tokens: int) -> bool:
-        """Whether the last optimizer completion stopped at ``max_tokens``: the client's finish
-        reason where it gives one (``last_finish_reasons``, see :mod:`inspo.llm.base`), else
-        whether the call's ``completion_tokens`` (from ``usage``; estimated by some clients)
-        reached ``max_tokens``."""
+    def hit_limit(self, completion_tokens: int, index: int = 0) -> bool:
+        """Whether completion ``index`` of the last optimizer call stopped at ``max_tokens``: the
+        client's finish reason where it gives one (``last_finish_reasons``, see
+        :mod:`inspo.llm.base`), else whether the call's ``completion_tokens`` (from ``usage``;
+        estimated by some clients) over its completions reached ``max_tokens`` each."""
         reasons = getattr(self.llm, "last_finish_reasons", None)
-        if reasons and reasons[0] is not None:
-            return reasons[0] == FINISH_LENGTH
-        return completion_tokens >= self.max_tokens
+        if reasons and len(reasons) > index and reasons[index] is not None:
+            return reasons[index] == FINISH_LENGTH
+        return completion_tokens >= self.max_tokens * self.answers
 
     def propose(
         self,
@@ -221,7 +227,7 @@ class Proposer:
         try:
             outputs = self.llm.generate(
                 [{"role": "user", "content": prompt}],
-                n=1,
+                n=self.answers,
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
             )
@@ -231,24 +237,28 @@ class Proposer:
         finally:
             proposal.prompt_tokens = self.llm.usage.prompt_tokens - before[0]
             proposal.completion_tokens = self.llm.usage.completion_tokens - before[1]
-        answer = outputs[0] if outputs else ""
-        proposal.critique = critique_of(answer)
-        proposal.cut_off = self.hit_limit(proposal.completion_tokens)
-        parsed = parse_answer(answer, parent=parent.text, cut_off=proposal.cut_off)
-        proposal.parse_fallbacks = parsed.fallbacks
-        for kind, index in parsed.notes:
-            logger.info("optimizer answer for %s: <ins_%d> read by the %s fallback (%s)",
-                        parent.id, index, kind, PARSE_FALLBACKS[kind])
-        texts = parsed.candidates
-        if parsed.truncated is not None:
-            index, body = parsed.truncated
-            proposal.rejected.append(Candidate(
-                id=new_id(), text=body, parent_id=parent.id, origin=self.template, critique=proposal.critique,
-                rejected=f"truncated: the optimizer's answer stopped at its completion limit inside <ins_{index}> "
-                         f"after {len(body)} characters (raise coevolution.optimizer_max_tokens, now {self.max_tokens})",
-            ))
+        texts: list[str] = []
+        for index, answer in enumerate(outputs or [""]):
+            if index == 0:
+                proposal.critique = critique_of(answer)
+            cut_off = self.hit_limit(proposal.completion_tokens, index)
+            proposal.cut_off = proposal.cut_off or cut_off
+            parsed = parse_answer(answer, parent=parent.text, cut_off=cut_off)
+            for kind, count in parsed.fallbacks.items():
+                proposal.parse_fallbacks[kind] = proposal.parse_fallbacks.get(kind, 0) + count
+            for kind, ins in parsed.notes:
+                logger.info("optimizer answer for %s: <ins_%d> read by the %s fallback (%s)",
+                            parent.id, ins, kind, PARSE_FALLBACKS[kind])
+            texts += parsed.candidates
+            if parsed.truncated is not None:
+                ins, body = parsed.truncated
+                proposal.rejected.append(Candidate(
+                    id=new_id(), text=body, parent_id=parent.id, origin=self.template, critique=proposal.critique,
+                    rejected=f"truncated: the optimizer's answer stopped at its completion limit inside <ins_{ins}> "
+                             f"after {len(body)} characters (raise coevolution.optimizer_max_tokens, now {self.max_tokens})",
+                ))
         if not texts:
-            snippet = re.sub(r"\s+", " ", answer)[:200]
+            snippet = re.sub(r"\s+", " ", outputs[0] if outputs else "")[:200]
             proposal.error = f"no <ins_i> candidate in the optimizer's answer: {snippet!r}"
             return proposal
         seen = list(existing)
