@@ -240,8 +240,8 @@ def test_the_optimizer_yield_reads_answers_as_a_run_would_and_counts_each_refusa
     ]
     proposer_args = {"template": "reflection", "n_candidates": 4, "max_tokens": 700, "temperature": 0.7,
                      "guard_tags": env.required_tags, "feedback": None}
-    counts, rows, usable = yield_.tally(answers, [shown, shown, shown], parent, env, proposer_args, [],
-                                        itertools.count(1))
+    counts, rows, usable = yield_.tally([[a] for a in answers], [shown, shown, shown], parent, env, proposer_args,
+                                        [], itertools.count(1))
     assert counts["prompts"] == 3 and counts["candidates"] == 5
     assert counts["no_candidate"] == 2 and counts["cut_off"] == 1 and counts["truncated"] == 1
     assert counts["tag_guard"] == 1                      # "Show your steps ..." drops both tags
@@ -249,6 +249,11 @@ def test_the_optimizer_yield_reads_answers_as_a_run_would_and_counts_each_refusa
     assert counts["copies_shown"] == 1
     assert counts["usable"] == 1 and [c.text for _, c in usable] == [good] and usable[0][0] == 0
     assert [len(r["candidates"]) for r in rows] == [4, 0, 1]
+    # the three answers read as one call (answers_per_call 3): the same candidates, one row, one prompt
+    one, one_rows, one_usable = yield_.tally([answers], [shown], parent, env, proposer_args, [], itertools.count(1))
+    assert one["prompts"] == 1 and one["candidates"] == 5 and one["cut_off"] == 1 and one["no_candidate"] == 0
+    assert (one["tag_guard"], one["leak_guard"], one["truncated"], one["usable"]) == (1, 2, 1, 1)
+    assert one_rows[0]["finishes"] == ["stop", "stop", "length"]
 
 
 def test_the_optimizer_yield_interval_is_students_t_and_copies_are_found_whatever_the_spacing():
@@ -267,11 +272,12 @@ def test_the_optimizer_yield_interval_is_students_t_and_copies_are_found_whateve
 @pytest.mark.slow
 def test_the_optimizer_yield_quick_run_counts_every_prompt_of_every_presentation(tmp_path):
     yield_ = load_script("optimizer_yield")
-    result = yield_.main(["--quick", "--threads", "1", "--json", str(tmp_path / "yield.json")])
+    result = yield_.main(["--quick", "--threads", "1", "--answers", "2", "--json", str(tmp_path / "yield.json")])
     assert set(result["presentations"]) == {"reflection", "feedback", "paraphrase"}
     for stats in result["presentations"].values():
         counts = stats["counts"]
         assert counts["prompts"] == 2 and len(stats["rows"]) == 2
+        assert [len(row["answers"]) for row in stats["rows"]] == [2, 2]
         refused = sum(counts.get(k, 0) for k in ("tag_guard", "other_guard", "truncated", "leak_guard"))
         assert counts["candidates"] == refused + counts.get("usable", 0)
     assert "Feedback:" in result["presentations"]["feedback"]["example_prompt"]

@@ -71,6 +71,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--prompts", type=int, default=20)
     p.add_argument("--shown", type=int, default=3, help="failures shown per reflection prompt")
     p.add_argument("--candidates", type=int, default=4, help="N, candidates asked per prompt")
+    p.add_argument("--answers", type=int, default=1,
+                   help="answers sampled per prompt, read as one call (coevolution.answers_per_call)")
     p.add_argument("--temperature", type=float, default=0.7, help="the optimizer's")
     p.add_argument("--max-tokens", type=int, default=700, help="the optimizer's completion limit")
     p.add_argument("--score", type=int, default=40, help="dev problems each usable candidate is scored on")
@@ -116,41 +118,55 @@ def classify(reason: str) -> str:
     return "other_guard"
 
 
-def propose_all(optimizer, prompts: list[str], *, temperature: float, max_tokens: int, seed: int) -> list[tuple[str, str]]:
-    """(answer, finish) of the optimizer engine for every prompt, in one batch; each row has its own seed."""
+def propose_all(optimizer, prompts: list[str], *, temperature: float, max_tokens: int, seed: int,
+                answers: int = 1) -> list[list[tuple[str, str]]]:
+    """``answers`` (answer, finish) of the optimizer engine for every prompt, all in one batch; each
+    row has its own seed (answer 0 of prompt i the same whatever ``answers``)."""
     from inspo.agent.engines import GenerationInput
 
     inputs = []
     for i, prompt in enumerate(prompts):
         text = optimizer.prompt_text([{"role": "user", "content": prompt}])
-        inputs.append(GenerationInput(prompt_ids=optimizer.encode(text) or [], completion_ids=[], text=text,
-                                      seed=seed * 100_003 + i))
+        ids = optimizer.encode(text) or []
+        inputs += [GenerationInput(prompt_ids=ids, completion_ids=[], text=text, seed=seed * 100_003 + i + 1000 * j)
+                   for j in range(answers)]
     out = optimizer.generate(inputs, max_new_tokens=max_tokens, temperature=temperature, top_p=1.0, stop=[])
-    return [(g.text, "length" if g.finish == "length" else "stop") for g in out]
+    rows = [(g.text, "length" if g.finish == "length" else "stop") for g in out]
+    return [rows[i * answers:(i + 1) * answers] for i in range(len(prompts))]
 
 
-def read_answer(answer: str, finish: str, proposer_args: dict, parent, failures, ids) -> object:
-    """The proposer's own parse and guard of one stored answer (a one-answer scripted client)."""
+def read_answer(outputs: Sequence[tuple[str, str]], proposer_args: dict, parent, failures, ids) -> object:
+    """The proposer's own parse and guard of one call's stored (answer, finish) pairs, read as one
+    call with ``answers_per_call`` = their number (a scripted client that hands them back)."""
     from inspo.core.proposer import Proposer
     from inspo.llm.scripted import ScriptedLLM
 
-    proposer = Proposer(ScriptedLLM([answer], finish_reason=finish), **proposer_args)
+    llm = ScriptedLLM(lambda messages, n: [answer for answer, _ in outputs])
+    generate = llm.generate
+
+    def stored(*args, **kwargs):
+        texts = generate(*args, **kwargs)
+        llm.last_finish_reasons = [finish for _, finish in outputs]
+        return texts
+
+    llm.generate = stored
+    proposer = Proposer(llm, **proposer_args, answers=len(outputs))
     return proposer.propose(parent, failures, new_id=lambda: f"c{next(ids):04d}")
 
 
-def tally(answers: Sequence[tuple[str, str]], shown_sets: Sequence[Sequence], parent, env, proposer_args: dict,
+def tally(answers: Sequence[Sequence[tuple[str, str]]], shown_sets: Sequence[Sequence], parent, env, proposer_args: dict,
           scoring_terms: Sequence[str], ids) -> tuple[Counter, list[dict], list[tuple[int, object]]]:
-    """Read every (answer, finish) as a run would: the proposer's parse and guard, then the loop's
+    """Read every prompt's (answer, finish) pairs as a run would read one call: the proposer's parse and guard, then the loop's
     leak check against the shown failures' and the scoring problems' ``leak_terms``. Returns the
     counts, one row per prompt, and the usable candidates as (prompt index, candidate)."""
     from inspo.core.proposer import leaked_answer
 
     counts: Counter = Counter()
     rows, usable = [], []
-    for k, ((answer, finish), shown) in enumerate(zip(answers, shown_sets, strict=True)):
-        proposal = read_answer(answer, finish, proposer_args, parent, shown, ids)
+    for k, (outputs, shown) in enumerate(zip(answers, shown_sets, strict=True)):
+        proposal = read_answer(outputs, proposer_args, parent, shown, ids)
         counts["prompts"] += 1
-        counts["cut_off"] += finish == "length"
+        counts["cut_off"] += sum(finish == "length" for _, finish in outputs)
         counts["no_candidate"] += bool(proposal.error)
         texts = [c.text for c in proposal.candidates + proposal.rejected]
         counts["candidates"] += len(texts)
@@ -166,7 +182,8 @@ def tally(answers: Sequence[tuple[str, str]], shown_sets: Sequence[Sequence], pa
             else:
                 usable.append((k, cand))
                 counts["usable"] += 1
-        rows.append({"prompt": k, "answer": answer, "finish": finish, "error": proposal.error,
+        rows.append({"prompt": k, "answers": [a for a, _ in outputs], "finishes": [f for _, f in outputs],
+                     "error": proposal.error,
                      "candidates": [{"id": c.id, "text": c.text, "refused": c.rejected}
                                     for c in proposal.candidates + proposal.rejected]})
     return counts, rows, usable
@@ -221,8 +238,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
                     "parent": parent.text,
                     "pool": {"episodes": len(played), "errors": errors, "failures": len(failures),
                              "reward": statistics.fmean(r.reward for r in played if r.error is None)},
-                    "settings": {k: getattr(args, k) for k in ("prompts", "shown", "candidates", "temperature",
-                                                               "max_tokens", "score", "seed")},
+                    "settings": {k: getattr(args, k) for k in ("prompts", "shown", "candidates", "answers",
+                                                               "temperature", "max_tokens", "score", "seed")},
                     "presentations": {}, "timing": {"pool_s": time.perf_counter() - t0}}
     optimizer = load_engine(args.optimizer, kind=args.engine, dtype=precision.dtype, device=device, vllm=vllm)
     ids = itertools.count(1)
@@ -239,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         prompts = [renderer.render(parent, shown, ()) for shown in shown_sets]
         t1 = time.perf_counter()
         answers = propose_all(optimizer, prompts, temperature=args.temperature, max_tokens=args.max_tokens,
-                              seed=args.seed)
+                              seed=args.seed, answers=args.answers)
         result["timing"][f"{name}_optimizer_s"] = time.perf_counter() - t1
         counts, rows, usable = tally(answers, shown_sets, parent, env, proposer_args, shown_terms, ids)
         candidates += [(name, k, c) for k, c in usable]
