@@ -120,26 +120,17 @@ def test_other_templates_render(template):
 
 
 def test_several_answers_a_call_are_read_each_for_its_candidates_in_one_request():
-    from inspo.llm.base import FINISH_LENGTH, FINISH_STOP
+    from inspo.llm.base import FINISH_LENGTH, FINISH_STOP, LLMError
     from inspo.llm.scripted import ScriptedLLM
 
     good = SEED + " Check each step."
     answers = [f"Why: steps.\n<ins_1>\n{good}\n</ins_1>\n<ins_2>\n{SEED}\n</ins_2>",   # 2: a copy of its parent
                "nothing here",
                f"<ins_1>\n{good}\n</ins_1>\n<ins_2>\n{SEED} Be brief.\n</ins_2>\n<ins_3>\n{SEED} Then"]  # cut off
-    llm = ScriptedLLM(lambda messages, n: answers[:n])
+    # one request for all three answers; the third stopped at the limit
+    llm = ScriptedLLM(lambda messages, n: answers[:n], finish_reason=[FINISH_STOP, FINISH_STOP, FINISH_LENGTH])
     proposer = Proposer.from_config(llm, CoEvolutionConfig(answers_per_call=3, candidates_per_call=3),
                                     required_tags=GUARD)
-    llm.finish_reason = FINISH_STOP
-    llm_reasons = [FINISH_STOP, FINISH_STOP, FINISH_LENGTH]
-    real_generate = llm.generate
-
-    def generate(*args, **kwargs):  # one request for all three answers; the third stopped at the limit
-        out = real_generate(*args, **kwargs)
-        llm.last_finish_reasons = llm_reasons
-        return out
-
-    llm.generate = generate
     proposal = proposer.propose(PARENT, [], new_id=ids())
     assert llm.usage.calls == 1
     assert proposal.critique == "Why: steps."
@@ -147,6 +138,8 @@ def test_several_answers_a_call_are_read_each_for_its_candidates_in_one_request(
     reasons = sorted(c.rejected.split(":")[0] for c in proposal.rejected)
     assert reasons == ["duplicate of an existing instruction or candidate", "duplicate of its parent", "truncated"]
     assert proposal.cut_off and proposal.error is None
+    with pytest.raises(LLMError, match="2 finish reasons for 3 completions"):
+        ScriptedLLM(lambda messages, n: answers[:n], finish_reason=["stop", "stop"]).generate([], n=3)
     with pytest.raises(ConfigError, match="answers_per_call must be a positive integer"):
         CoEvolutionConfig(answers_per_call=0)
     one = Proposer.from_config(ScriptedLLM(lambda messages, n: [answers[1]] * n), CoEvolutionConfig())

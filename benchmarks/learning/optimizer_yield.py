@@ -141,15 +141,8 @@ def read_answer(outputs: Sequence[tuple[str, str]], proposer_args: dict, parent,
     from inspo.core.proposer import Proposer
     from inspo.llm.scripted import ScriptedLLM
 
-    llm = ScriptedLLM(lambda messages, n: [answer for answer, _ in outputs])
-    generate = llm.generate
-
-    def stored(*args, **kwargs):
-        texts = generate(*args, **kwargs)
-        llm.last_finish_reasons = [finish for _, finish in outputs]
-        return texts
-
-    llm.generate = stored
+    llm = ScriptedLLM(lambda messages, n: [answer for answer, _ in outputs],
+                      finish_reason=[finish for _, finish in outputs])
     proposer = Proposer(llm, **proposer_args, answers=len(outputs))
     return proposer.propose(parent, failures, new_id=lambda: f"c{next(ids):04d}")
 

@@ -12,7 +12,8 @@ Rules:
 - ``prompts`` records every chat it was asked, in order, so tests can assert on them.
 - ``last_finish_reasons`` is ``finish_reason`` for every completion of the last call: ``"stop"``
   by default (a scripted answer is complete), ``"length"`` to script an answer cut off at
-  ``max_tokens`` (the text is returned as scripted, not cut).
+  ``max_tokens`` (the text is returned as scripted, not cut); a list gives each completion of a
+  call its own (its length must be the call's ``n``).
 - ``usage`` counts one call per ``generate`` and estimates tokens (about 4 characters per token,
   ``usage.estimated`` is True).
 """
@@ -36,7 +37,7 @@ class ScriptedLLM:
         *,
         cycle: bool = False,
         name: str = "scripted",
-        finish_reason: str | None = FINISH_STOP,
+        finish_reason: str | None | Sequence[str | None] = FINISH_STOP,
     ) -> None:
         if callable(responses):
             self._fn: ScriptFn | None = responses
@@ -73,6 +74,7 @@ class ScriptedLLM:
         self.prompts.append([dict(m) for m in messages])
         try:
             outputs = self._from_fn(messages, n) if self._fn else self._from_list(n)
+            reasons = self._finish_reasons(len(outputs))
         except LLMError:
             self.usage.failures += 1
             raise
@@ -81,8 +83,15 @@ class ScriptedLLM:
             raise LLMError(f"scripted LLM failed: {exc}") from exc
         prompt_chars = sum(len(m.get("content", "")) for m in messages)
         self.usage.add(estimate_tokens(prompt_chars), sum(estimate_tokens(len(o)) for o in outputs))
-        self.last_finish_reasons = [self.finish_reason] * len(outputs)
+        self.last_finish_reasons = reasons
         return outputs
+
+    def _finish_reasons(self, n: int) -> list[str | None]:
+        if self.finish_reason is None or isinstance(self.finish_reason, str):
+            return [self.finish_reason] * n
+        if len(self.finish_reason) != n:
+            raise LLMError(f"scripted LLM has {len(self.finish_reason)} finish reasons for {n} completions")
+        return list(self.finish_reason)
 
     def _from_fn(self, messages: list[Message], n: int) -> list[str]:
         assert self._fn is not None
