@@ -54,8 +54,6 @@ PRESENTATIONS = {"reflection": ("reflection", False), "feedback": ("reflection",
                  "paraphrase": ("paraphrase", False)}
 #: The calculator preset's agent (rl.max_turns, rl.max_response_tokens, rl.max_obs_tokens).
 AGENT = {"max_turns": 3, "max_response_tokens": 64, "max_obs_tokens": 32}
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-         10: 2.228, 12: 2.179, 15: 2.131, 19: 2.093, 20: 2.086, 24: 2.064, 29: 2.045, 39: 2.023}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -90,15 +88,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def interval(values: Sequence[float]) -> dict:
-    """Mean with a two-sided 95% Student-t interval (None for fewer than two values)."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return {"mean": mean, "low": None, "high": None, "n": len(values)}
-    df = len(values) - 1
-    t = T_975.get(df) or T_975[max(k for k in T_975 if k <= df)]
-    half = t * statistics.stdev(values) / len(values) ** 0.5
-    return {"mean": mean, "low": mean - half, "high": mean + half, "n": len(values)}
+def paired(b: Sequence[float], a: Sequence[float]) -> dict:
+    """``b - a`` per prompt (:func:`inspo.eval.stats.paired_difference`: mean, se and Student's t 95%
+    interval), with ``low``/``high`` None where one prompt gives no interval (JSON has no NaN)."""
+    from inspo.eval.stats import paired_difference
+
+    out = paired_difference(b, a).to_dict()
+    if out["n"] < 2:
+        out.update(se=None, low=None, high=None)
+    return out
 
 
 def copies_shown(text: str, shown: Sequence[str]) -> bool:
@@ -282,8 +280,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     result["paired"] = {}
     for other in names[1:]:
         for what in ("usable", "admitted"):
-            diffs = [b[what] - a[what] for a, b in zip(per_prompt[names[0]], per_prompt[other], strict=True)]
-            result["paired"][f"{other} - {names[0]}: {what} per prompt"] = interval(diffs)
+            result["paired"][f"{other} - {names[0]}: {what} per prompt"] = paired(
+                [row[what] for row in per_prompt[other]], [row[what] for row in per_prompt[names[0]]])
     for engine in (policy, optimizer):
         if hasattr(engine, "shutdown"):
             engine.shutdown()
