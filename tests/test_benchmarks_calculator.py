@@ -280,6 +280,7 @@ def test_the_optimizer_yield_quick_run_counts_every_prompt_of_every_presentation
         assert [len(row["answers"]) for row in stats["rows"]] == [2, 2]
         refused = sum(counts.get(k, 0) for k in ("tag_guard", "other_guard", "truncated", "leak_guard"))
         assert counts["candidates"] == refused + counts.get("usable", 0)
+    assert result["score_errors"] == 0 and result["pool"]["errors"] == 0
     assert "Feedback:" in result["presentations"]["feedback"]["example_prompt"]
     assert "Feedback:" not in result["presentations"]["reflection"]["example_prompt"]
     assert "<example>" not in result["presentations"]["paraphrase"]["example_prompt"]

@@ -264,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     score = {ins.id: statistics.fmean(r.reward for r in rs if r.error is None) 
              for ins, rs in zip(instructions, scored, strict=True)}
     result["parent_score"] = score[parent.id]
+    result["score_errors"] = score_errors  # scoring episodes that failed on an error, left out of every score
     for name in per_prompt:
         stats = result["presentations"][name]
         mine = [(k, c) for n, k, c in candidates if n == name]
