@@ -1,5 +1,7 @@
 """BM25Retriever: finds the right passage, batches, handles empty queries, saves and reloads."""
 
+import os
+
 import pytest
 
 from inspo.records import Passage
@@ -81,3 +83,20 @@ def test_save_load_round_trip_gives_equal_results(bm25, tmp_path):
 def test_load_of_a_non_index_directory_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a BM25 index directory"):
         BM25Retriever.load(tmp_path)
+
+
+def test_bm25s_is_imported_with_jax_allocating_on_demand_unless_the_user_chose(monkeypatch):
+    """bm25s runs a JAX op at import where JAX is installed; on a GPU that starts JAX, which
+    then takes 75 % of the GPU's memory (a training run beside it ran out of memory on an H200).
+    inspo's import of bm25s asks JAX to allocate on demand, and keeps a value the user set."""
+    from inspo.retrieval.bm25 import import_bm25s
+
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "placeholder")  # restored after the test
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE")
+    assert import_bm25s().BM25 is not None
+    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
+    import_bm25s()
+    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"
+    BM25Retriever([Passage(id="1", title="t", text="the only passage")])
+    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "true"

@@ -17,6 +17,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,18 @@ PASSAGES_FILE = "passages.jsonl"
 INDEX_DIR = "index"
 FORMAT = "inspo-bm25/1"
 
+
+def import_bm25s() -> Any:
+    """``bm25s``, imported so that JAX, if installed, does not take the GPU's memory.
+
+    Where JAX is installed, importing ``bm25s`` runs a JAX operation (``bm25s/selection.py``), which
+    starts JAX's GPU backend on a CUDA machine, and JAX then takes 75 % of the GPU's memory: a
+    training run beside it ran out of GPU memory on an H200 (docs/scale.md). Unless the user set
+    ``XLA_PYTHON_CLIENT_PREALLOCATE`` already, JAX allocates on demand instead."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import bm25s
+
+    return bm25s
 
 
 class BM25Retriever:
@@ -46,7 +59,7 @@ class BM25Retriever:
         stopwords: str | list[str] | None = "en",
         _index: Any = None,
     ) -> None:
-        import bm25s
+        bm25s = import_bm25s()
 
         self.passages: list[Passage] = list(passages)
         self.params = {"k1": k1, "b": b, "method": method, "stopwords": stopwords}
@@ -64,7 +77,7 @@ class BM25Retriever:
         return len(self.passages)
 
     def _query_tokens(self, queries: list[str]) -> list[list[str]]:
-        import bm25s
+        bm25s = import_bm25s()
 
         words = bm25s.tokenize(queries, stopwords=self.params["stopwords"], return_ids=False,
                                show_progress=False)
@@ -109,7 +122,7 @@ class BM25Retriever:
     @classmethod
     def load(cls, directory: str | Path) -> BM25Retriever:
         """Load what :meth:`save` wrote; raises a clear error for anything else."""
-        import bm25s
+        bm25s = import_bm25s()
 
         from inspo.data.loaders import load_corpus
 
