@@ -34,6 +34,12 @@ and a campaign is a few commands:
 4. ``collect`` (there): the result JSONs and each job's log, plus each run's metrics and events,
    into one tar under ``$OUT`` (split into 15 MiB parts if larger) to bring back and commit.
 
+Once the 0.5B is converted there, the test suite's tiny model builds from its tokenizer, so the CUDA
+tests run there too (``python3 -m pytest -n 4 tests/test_train_grpo.py ...``; before the last piece,
+carry ``_tokenizers/qwen2.5-coder`` from the model cache and point ``INSPO_CACHE`` at it). Measured on
+an H200 (2026-11-26): a piece call costs about 8 s of device time; the 9 pieces, the join, the check
+and the conversion took under 3 minutes of the session's device time, the machine's start (about 30 s) included.
+
 Usage (the device tool's ``run`` calls, in order; ``.device`` is ignored by git and carried)::
 
     python benchmarks/learning/gpu_campaign.py pack --dir .device            # here
