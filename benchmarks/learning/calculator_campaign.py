@@ -81,9 +81,12 @@ COMPARISONS = (
     ("static-calculator", "untrained:calculator"),
 )
 #: The optimizer of the real campaign: the 1.5B, locally (DESIGN.md: the 0.5B writes no usable
-#: instruction; the 1.5B found the lever in about 1 candidate of 22).
+#: instruction; the 1.5B found the lever in about 1 candidate of 22). Four answers a call: on 2
+#: cores they cost about one (3.55-4.41x the answers a second), and 5 of 20 prompts instead of 1
+#: gave a candidate above the calculator seed (optimizer_yield.py --answers 4; BENCHMARKS.md §4).
 OPTIMIZER = ("optimizer.kind=local", "optimizer.local_model_path=qwen2.5-coder-1.5b",
-             "coevolution.optimizer_temperature=0.7", "coevolution.optimizer_max_tokens=700")
+             "coevolution.optimizer_temperature=0.7", "coevolution.optimizer_max_tokens=700",
+             "coevolution.answers_per_call=4")
 QUICK = (
     "model.name_or_path=tiny-qwen2", "model.lora=false", "rl.max_response_tokens=8", "rl.max_turns=2",
     "rl.questions_per_step=2", "rl.group_size=2", "rl.micro_batch_size=4", "rl.save_steps=1",

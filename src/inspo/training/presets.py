@@ -107,14 +107,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "data": {"train": "env", "eval": "env", "max_eval_questions": 32, "max_test_questions": 300,
                  "warmup_questions": 8, "max_hops": 0},
         "rl": {
-            # 3 calculator turns then the answer turn (a problem needs 2 calls), 64 tokens a turn
-            "steps": 16, "questions_per_step": 4, "group_size": 8, "mini_batches": 1, "micro_batch_size": 8,
+            # 3 calculator turns then the answer turn (a problem needs 2 calls), 64 tokens a turn.
+            # 8 steps: a step is 185-236 s on 2 cores (BENCHMARKS.md, "A calculator step on CPU"), so
+            # an arm-seed's steps take about 30 minutes; a checkpoint every 2 steps for resuming.
+            "steps": 8, "questions_per_step": 4, "group_size": 8, "mini_batches": 1, "micro_batch_size": 8,
             "learning_rate": 2e-5, "warmup_ratio": 0.0, "beta": 0.0, "max_turns": 3,
             "max_response_tokens": 64, "max_obs_tokens": 32, "max_prompt_tokens": 1024,
-            "temperature": 1.0, "prefill": "", "last_turn_nudge": False, "save_steps": 4,
+            "temperature": 1.0, "prefill": "", "last_turn_nudge": False, "save_steps": 2,
         },
         "coevolution": {
-            "population_size": 4, "prune_every": 4, "evolve_every": 4, "evolve_until": 12,
+            # evolve at steps 2 and 4 (evolve_until is exclusive), so the last 4 steps train under what was admitted
+            "population_size": 4, "prune_every": 4, "evolve_every": 2, "evolve_until": 6,
             "validation_size": 16, "candidates_per_call": 4, "max_rounds": 2,
             "admission": "beat-parent", "min_evidence": 8, "prior_rollouts": 8,
             # each failure's feedback line (its calls, a refused call's error, the verdict): the only
