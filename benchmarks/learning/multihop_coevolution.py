@@ -423,8 +423,9 @@ def print_combined(c: dict, setting: Setting = MULTIHOP) -> None:
                      f"; seed SD {d['seed_sd']:.3f}, detectable {d['detectable_effect']:.3f}, "
                      f"seeds for +{setting.effect}: {d['seeds_for_effect']}")
             label = f"{h}-hop" if setting is MULTIHOP else h
-            print(f"  {name:34s} {label}: per seed {per}; over seeds {d['seed_mean']:+.3f} "
-                  f"[{d['seed_low']:+.3f}, {d['seed_high']:+.3f}]; pooled {p['mean']:+.3f} "
+            over = ("no interval across seeds (one seed)" if math.isnan(d["seed_low"]) else
+                    f"over seeds {d['seed_mean']:+.3f} [{d['seed_low']:+.3f}, {d['seed_high']:+.3f}]")
+            print(f"  {name:34s} {label}: per seed {per}; {over}; pooled per question {p['mean']:+.3f} "
                   f"[{p['low']:+.3f}, {p['high']:+.3f}]{power}")
     for arm, series in c["curves"].items():
         print(f"  {arm}: returned the seed in {sum(c['returned_is_seed'][arm])} of {len(c['returned_is_seed'][arm])} "
@@ -432,7 +433,7 @@ def print_combined(c: dict, setting: Setting = MULTIHOP) -> None:
         for counts in c["events"][arm]:
             if counts.get("proposed"):
                 print("    events: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        names = list(series)
+        names = [n for n in series if not all(math.isnan(v) for v in series[n])]  # e.g. searches: no search tool
         print("    step  " + "  ".join(f"{n:>13s}" for n in names))
         for t, row in enumerate(zip(*(series[n] for n in names), strict=True), start=1):
             print(f"    {t:4d}  " + "  ".join(f"{v:13.3f}" for v in row))

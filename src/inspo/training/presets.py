@@ -108,8 +108,9 @@ PRESETS: dict[str, dict[str, Any]] = {
                  "warmup_questions": 8, "max_hops": 0},
         "rl": {
             # 3 calculator turns then the answer turn (a problem needs 2 calls), 64 tokens a turn.
-            # 8 steps: a step is 185-236 s on 2 cores (BENCHMARKS.md, "A calculator step on CPU"), so
-            # an arm-seed's steps take about 30 minutes; a checkpoint every 2 steps for resuming.
+            # 8 steps on 2 cores: 270-345 s a step, 40 minutes of steps (the campaign's static arm,
+            # seed 0; 53 minutes with its held-out test; BENCHMARKS.md §4); a checkpoint every 2
+            # steps, so a stopped run resumes close to where it stopped.
             "steps": 8, "questions_per_step": 4, "group_size": 8, "mini_batches": 1, "micro_batch_size": 8,
             "learning_rate": 2e-5, "warmup_ratio": 0.0, "beta": 0.0, "max_turns": 3,
             "max_response_tokens": 64, "max_obs_tokens": 32, "max_prompt_tokens": 1024,
