@@ -97,3 +97,23 @@ def test_resume_with_new_settings_applies_and_records_them(tmp_path):
     assert artifacts.read_step(out / "checkpoint-4")["config"]["rl"]["steps"] == 4  # the next resume compares with it
     summary = json.loads((out / "summary.json").read_text())
     assert summary["resume_changes"] == ["rl.steps: 3 -> 4", "coevolution.max_rounds: 1 -> 2"]
+
+
+def test_resuming_a_finished_run_trains_no_further_step(tmp_path):
+    # Trainer.train checks max_steps only after a step: resumed at the last checkpoint it trained a
+    # step past rl.steps, and a killed campaign run's test then scored a policy one step longer.
+    out = tmp_path / "run"
+    _run(out)
+    model = (out / "model" / "model.safetensors").read_bytes()
+    state = json.loads((out / "inspo_state.json").read_text())
+    _run(out, "--resume")
+    assert not (out / "checkpoint-4").exists()
+    assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1, 2, 3]
+    assert (out / "model" / "model.safetensors").read_bytes() == model
+    assert json.loads((out / "inspo_state.json").read_text())["population"] == state["population"]
+    assert json.loads((out / "summary.json").read_text())["resumed_from"].endswith("checkpoint-3")
+
+    done = subprocess.run([sys.executable, str(SCRIPT), str(out), *ARGS, "--resume", "--set", "rl.steps=2"],
+                          env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    assert "holds INSPO step 3, past rl.steps=2" in done.stdout + done.stderr

@@ -188,6 +188,21 @@ def _check_vllm_server(url: str) -> None:
         raise SetupError(f"rl.vllm_server_url={url}: {root}/v1/models answered {response.status_code}")
 
 
+def _load_finished(trainer: Any, checkpoint: Path, steps: int, tell: Any, progress: bool) -> None:
+    """A resume from the run's last step: the checkpoint's weights and trainer state, no training.
+
+    ``Trainer.train`` checks ``max_steps`` only after a step, so resumed at the last one it trains
+    a step past ``rl.steps`` (a killed run's final choice or test would then score an extra step).
+    """
+    from transformers import TrainerState
+
+    trainer._load_from_checkpoint(str(checkpoint))  # what train(resume_from_checkpoint=...) loads first
+    trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+    if tell is not None:
+        tell(f"{checkpoint.name} holds the run's last step (rl.steps={steps}): nothing left to train; the final "
+             "files are written from it", progress)
+
+
 def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
     """The checked :class:`~inspo.training.resume.ResumePlan` of a resume from ``checkpoint`` and
     the saved core state; raises ``ResumeRefused`` (a SetupError) for a change the checkpoint
@@ -203,6 +218,9 @@ def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static
     plan = plan_resume(config, saved_core=state["config"], saved=saved, checkpoint=str(checkpoint),
                        step=int(step_info["inspo_step"]), compared_with=where, static=static)
     plan.check()
+    if plan.step > config.rl.steps:
+        raise SetupError(f"{checkpoint} holds INSPO step {plan.step}, past rl.steps={config.rl.steps}: resume with "
+                         f"--set rl.steps={plan.step} (or more), or resume from an earlier checkpoint-N")
     return plan, state
 
 
@@ -281,8 +299,11 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     # -- 4. train -------------------------------------------------------------------------
     from inspo.agent.engines import attention_kernels
 
-    with attention_kernels(trainer.accelerator.device):  # no per-shape cuDNN plans on a GPU
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+    if plan is not None and plan.step >= rl.steps:
+        _load_finished(trainer, checkpoint, rl.steps, say if main else None, progress)
+    else:
+        with attention_kernels(trainer.accelerator.device):  # no per-shape cuDNN plans on a GPU
+            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
     if ctx.vllm_sync is not None:  # the final choice plays the merged model through transformers
         ctx.vllm_sync.shutdown()
         ctx.vllm_sync = None
