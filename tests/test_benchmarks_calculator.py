@@ -101,6 +101,38 @@ def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_a
         "generated"]["seed_low"])  # one seed: its paired difference, no interval across seeds
 
 
+def test_combine_names_a_cross_scoring_by_policy_and_instruction_arm_and_pairs_it_by_seed():
+    campaign = load_script("calculator_campaign")
+    mh = campaign._campaign()
+    setting = campaign.setting()
+    results = [_result("untrained", 0, {"calculator": [0, 0, 1]}, {"calculator": [0, 0]})]
+    for seed in (0, 1):
+        results.append(_result("static-calculator", seed, {"seed": [0, 1, 0]}, {"seed": [0, 0]}))
+        results.append(_result("inspo-calculator", seed, {"returned": [1, 1, 0], "seed": [0, 0, 0]},
+                               {"returned": [1, 0], "seed": [0, 0]}))
+        cross = _result("cross-calculator", seed, {"untrained": [1, 0, 0], "static-calculator": [1, 1, seed],
+                                                   "inspo-calculator": [1, 1, 0]},
+                        {"untrained": [0, 0], "static-calculator": [1, 0], "inspo-calculator": [1, 0]})
+        results.append(dict(cross, instruction_arm="inspo-calculator"))
+    c = mh.combine(results, setting)
+    assert c["means"]["untrained@inspo-calculator"]["generated"] == {"0": 1 / 3, "1": 1 / 3}
+    comps = c["comparisons"]
+    assert comps["untrained@inspo-calculator - untrained:calculator"]["hops"]["generated"]["seed_mean"] == 0
+    assert comps["static-calculator@inspo-calculator - static-calculator"]["hops"]["generated"][
+        "seed_mean"] == pytest.approx(0.5)  # seeds: +1/3 and +2/3
+    policies = comps["inspo-calculator - static-calculator@inspo-calculator"]["hops"]["generated"]
+    assert [x["mean"] for x in policies["per_seed"]] == pytest.approx([0.0, -1 / 3])
+    again = comps["inspo-calculator@inspo-calculator - inspo-calculator"]["hops"]["handwritten"]
+    assert again["seed_mean"] == 0 and again["seeds_for_effect"] is not None
+    assert "cross-calculator" not in c["curves"]  # a scoring, not a training run
+
+
+def test_a_cross_scoring_needs_its_instruction_arm_first(tmp_path):
+    campaign = load_script("calculator_campaign")
+    with pytest.raises(SystemExit, match="run --arms inspo-calculator first"):
+        campaign.main(["--quick", "--threads", "1", "--out", str(tmp_path), "--arms", "cross-calculator"])
+
+
 def test_the_campaign_defaults_to_a_language_model_optimizer():
     campaign = load_script("calculator_campaign")
     mh = campaign._campaign()
@@ -117,19 +149,24 @@ def test_the_campaign_quick_run_plays_every_arm_scores_both_groups_and_skips_wha
     campaign = load_script("calculator_campaign")
     argv = ["--quick", "--threads", "1", "--out", str(tmp_path)]
     done = campaign.main(argv)
-    assert set(done) == {"untrained", *campaign.ARMS}
+    assert set(done) == {"untrained", *campaign.ARMS, *campaign.CROSSES}
     assert len({tuple(r["test_question_ids"]) for r in done.values()}) == 1
     for arm, r in done.items():
         assert r["extra"]["handwritten"]["question_ids"][:2] == ["hand-00", "hand-01"]
         assert len(r["extra"]["handwritten"]["question_ids"]) == 40
-        if arm != "untrained":
+        if arm in campaign.ARMS:
             assert r["curves"]["tool_calls"] == [1.0, 1.0]  # the prefill forces one calc call an episode
+    cross = done["cross-calculator"]
+    assert cross["instruction_text"] == done["inspo-calculator"]["returned_text"]
+    # INSPO's own policy under its own instruction, scored again: the same greedy rewards as its run's test
+    assert cross["test_rewards"]["inspo-calculator"] == done["inspo-calculator"]["test_rewards"]["returned"]
+    assert set(cross["extra"]["handwritten"]["rewards"]) == {"untrained", "static-calculator", "inspo-calculator"}
     assert set(done["inspo-weak"]["extra"]["handwritten"]["rewards"]) == {"returned", "seed"}
     assert done["inspo-weak"]["events"]["proposed"] > 0 and done["pre-policy-weak"]["events"]["proposed"] > 0
     capsys.readouterr()
     again = campaign.main(argv)  # NaN (a curve the calculator has no value for) != NaN: compare as written
     assert json.dumps(again, sort_keys=True) == json.dumps(done, sort_keys=True)
-    assert capsys.readouterr().out.count("done before") == len(campaign.ARMS) + 1
+    assert capsys.readouterr().out.count("done before") == len(campaign.ARMS) + len(campaign.CROSSES) + 1
     combined = campaign.main(["--combine", str(tmp_path / "results"), "--json", str(tmp_path / "c.json")])
     assert combined["test_questions"] == {"generated": 6, "handwritten": 40}
     assert json.loads((tmp_path / "c.json").read_text())["seeds"] == [0]

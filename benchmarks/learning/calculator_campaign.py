@@ -14,6 +14,8 @@ Arms (each ``inspo.training.run.run_training`` on the ``calculator`` preset, sam
   environment's own seed (``@calculator``, the protocol in words: 0.355 greedy). From the weak seed the
   1.5B optimizer wrote no candidate that beat it (0 of 282, ``optimizer_yield.py``), so an INSPO arm
   from there tests the loop's machinery, not an instruction; from ``@calculator`` it did, rarely.
+- ``cross-calculator``: INSPO's returned instruction (``inspo-calculator``, same seed) played by the base
+  policy, static GRPO's and INSPO's own: whether a gain is the instruction's or the policy's (after both arms);
 
 The optimizer is a language model, never the rule-based reflector (its rules are written by us):
 by default Qwen2.5-Coder-1.5B-Instruct run locally (``--set optimizer...`` changes it;
@@ -66,6 +68,9 @@ ARMS: dict[str, tuple[str, str]] = {
     "pre-policy-calculator": ("pre-policy", "@calculator"),
 }
 UNTRAINED = {"weak": "@weak", "worked": "@worked", "calculator": "@calculator"}
+#: INSPO's returned instruction played by the base policy, static GRPO's and INSPO's own (same seed):
+#: is a gain the instruction's, found by the loop, or the policy's, trained beside it?
+CROSSES = {"cross-calculator": ("inspo-calculator", ("untrained", "static-calculator", "inspo-calculator"))}
 COMPARISONS = (
     ("inspo-weak", "static-weak"),            # the claim: co-evolution beats static GRPO from the same seed
     ("inspo-weak", "pre-policy-weak"),        # co-evolution against prompt search, then RL
@@ -79,6 +84,10 @@ COMPARISONS = (
     ("inspo-calculator", "pre-policy-calculator"),
     ("inspo-calculator:seed", "static-calculator"),
     ("static-calculator", "untrained:calculator"),
+    ("untrained@inspo-calculator", "untrained:calculator"),  # INSPO's instruction alone, on the base policy
+    ("static-calculator@inspo-calculator", "static-calculator"),  # ... on static GRPO's policy
+    ("inspo-calculator", "static-calculator@inspo-calculator"),  # the two policies under INSPO's instruction
+    ("inspo-calculator@inspo-calculator", "inspo-calculator"),  # the same agent scored twice: the test's own noise
 )
 #: The optimizer of the real campaign: the 1.5B, locally (DESIGN.md: the 0.5B writes no usable
 #: instruction; the 1.5B found the lever in about 1 candidate of 22). Four answers a call: on 2
@@ -114,7 +123,7 @@ def setting(quick: bool = False):
     return campaign.Setting(
         script="benchmarks/learning/calculator_campaign.py", preset="calculator", arms=ARMS, untrained=UNTRAINED,
         comparisons=COMPARISONS, groups=("generated",), group=lambda q: "generated", quick=QUICK,
-        extra_tests={"handwritten": str(HANDWRITTEN)})
+        extra_tests={"handwritten": str(HANDWRITTEN)}, crosses=CROSSES)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

@@ -107,10 +107,14 @@ class Setting:
     extra_tests: dict[str, str] = field(default_factory=dict)
     effect: float = EFFECT
     quick_extra: tuple[str, ...] = ()
+    crosses: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """``name -> (arm, policies)``: ``arm``'s returned instruction (same seed) played by each of
+    ``policies`` (``untrained``: the base model; else an arm's trained policy), scored as
+    ``policy@arm``: whether a gain is the instruction's or the policy's."""
 
     @property
     def all_arms(self) -> tuple[str, ...]:
-        return ("untrained", *self.arms)
+        return ("untrained", *self.arms, *self.crosses)
 
 
 MULTIHOP = Setting(script="benchmarks/learning/multihop_coevolution.py", preset="multihop", arms=ARMS, untrained=UNTRAINED,
@@ -263,6 +267,35 @@ def run_untrained(args: argparse.Namespace, setting: Setting = MULTIHOP) -> dict
     return result
 
 
+def run_cross(name: str, args: argparse.Namespace, setting: Setting) -> dict:
+    """``setting.crosses[name]``: one arm's returned instruction (its result JSON of this seed)
+    played greedily by other policies of the same seed, on the runs' test questions and on each
+    extra test set."""
+    from inspo.training.config import resolve
+
+    arm, policies = setting.crosses[name]
+    source = result_path(args.out, arm, args.seed)
+    if not source.is_file():
+        raise SystemExit(f"{name} seed {args.seed} plays {arm}'s instruction: run --arms {arm} first (no {source})")
+    text = json.loads(source.read_text())["returned_text"]
+    started = time.perf_counter()
+    config = resolve(args.preset, None, overrides(args, arm, setting))
+    result: dict = {"arm": name, "instruction_arm": arm, "instruction_text": text, "wall_s": 0.0,
+                    "test_rewards": {}, "extra": {group: {"rewards": {}} for group in setting.extra_tests}}
+    for policy in policies:
+        model = "" if policy == "untrained" else str(run_dir(args, policy) / "model")
+        if model and not Path(model).is_dir():
+            raise SystemExit(f"{name} seed {args.seed}: no trained policy of {policy} in {model}; run --arms {policy} first")
+        ids, (rewards,) = _sibling("rl_static_vs_inspo").greedy_test_scores(config, model, [text])
+        result["test_question_ids"], result["test_rewards"][policy] = ids, rewards
+        for group, data in setting.extra_tests.items():
+            data_ids, (extra,) = extra_scores(config, model, [text], data)
+            result["extra"][group]["question_ids"] = data_ids
+            result["extra"][group]["rewards"][policy] = extra
+    result["wall_s"] = time.perf_counter() - started
+    return result
+
+
 def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict:
     args = parse_args(argv, setting)
     if args.combine:
@@ -283,7 +316,8 @@ def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict
             print(f"{arm} seed {args.seed}: done before ({path})", flush=True)
             done[arm] = json.loads(path.read_text())
             continue
-        result = run_untrained(args, setting) if arm == "untrained" else run_arm(arm, args, setting)
+        result = (run_untrained(args, setting) if arm == "untrained" else
+                  run_cross(arm, args, setting) if arm in setting.crosses else run_arm(arm, args, setting))
         result.update(seed=args.seed, preset=args.preset, steps=args.steps, set=args.set, provenance=info,
                       test_groups=[groups[q] for q in result["test_question_ids"]])
         if setting is MULTIHOP:  # results of this script before the groups were general
@@ -322,6 +356,8 @@ def scores(result: dict, setting: Setting = MULTIHOP) -> dict[str, list[float]]:
             {name: f"untrained:{name}" for name in setting.untrained}
         # a seed the untrained policy was not scored under (a result from before the seed was added) is left out
         return {label: joined(name) for name, label in names.items() if name in rewards}
+    if arm in setting.crosses:
+        return {f"{policy}@{result['instruction_arm']}": joined(policy) for policy in rewards}
     twofold = setting.arms[arm][0] in ("inspo", "pre-policy")
     out = {arm: joined("returned" if twofold else "seed")}
     if twofold:
