@@ -4,9 +4,12 @@ or a preset, with the agent's settings changed by ``--config``/``--set`` and sho
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from inspo.cli_common import CLIError, resolve_config
 from inspo.eval import parse_policy
+from inspo.eval.provenance import provenance
 
 #: ``inspo eval`` flags that are shortcuts for a config setting (flag dest -> section, field); the
 #: ``env`` ones are the search-r1 environment's settings.
@@ -122,6 +125,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
     except (SetupError, ImportError) as exc:
         raise CLIError(str(exc)) from exc
+    report.provenance = provenance([Path(sys.argv[0]).name, *sys.argv[1:]])  # the result names its code and command
     json_path, md_path = report.write(args.out)
     print(report.markdown())
     print(f"written: {json_path} and {md_path}")

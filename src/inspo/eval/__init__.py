@@ -120,6 +120,9 @@ class EvalReport:
     of ``{"key", "old", "new"}`` put on top of it), ``agent``, ``env``, ``questions``."""
     stopped: str = ""
     """Why the evaluation stopped before its end ('' : it finished)."""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    """Where the result came from (:func:`inspo.eval.provenance.provenance`: commit, command,
+    versions, machine); ``inspo eval`` fills it."""
 
     def averages(self) -> list[EvalCell]:
         """One row per (policy, instruction): the unweighted mean over datasets (the paper's Avg.)."""
@@ -150,7 +153,7 @@ class EvalReport:
     def to_dict(self) -> dict:
         return {"cells": [c.to_dict() for c in self.cells], "average": [c.to_dict() for c in self.averages()],
                 "settings": self.settings, "questions": [asdict(q) for q in self.questions],
-                "errors": self.errors, "stopped": self.stopped}
+                "errors": self.errors, "stopped": self.stopped, "provenance": self.provenance}
 
     def scores(self, policy: str, instruction: str, dataset: str, metric: str = "reward") -> list[float]:
         """One cell's per-question ``metric`` (``reward`` or one of the environment's metrics, e.g.
@@ -178,7 +181,8 @@ class EvalReport:
                      "engine crash) and are not scored: each row's means are over its n - errors other rollouts."]
         if self.stopped:
             notes += ["", f"Stopped before the end: {self.stopped}"]
-        return "\n".join([head, rule, *map(row, shown), *notes, *settings_lines(self.settings)]) + "\n"
+        return "\n".join([head, rule, *map(row, shown), *notes, *settings_lines(self.settings),
+                          *provenance_lines(self.provenance)]) + "\n"
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         out = Path(out_dir)
@@ -206,6 +210,14 @@ def settings_lines(settings: dict[str, Any]) -> list[str]:
         if key not in ("config", "overrides"):
             out.append(f"- {key}: {pairs(value) if isinstance(value, dict) else value}")
     return out
+
+
+def provenance_lines(record: dict[str, Any]) -> list[str]:
+    """The command and commit as a Markdown line ([] when there is no record)."""
+    if not record:
+        return []
+    commit = str(record.get("commit") or "unknown")[:12] + (" with uncommitted changes" if record.get("dirty") else "")
+    return [f"- run: `{record.get('command')}` (commit {commit}, {record.get('utc')})"]
 
 
 def _number(name: str, value: float | None) -> str:
