@@ -215,7 +215,9 @@ def test_eval_without_a_run_uses_the_preset_and_refuses_preset_with_grid(tmp_pat
     written = json.loads((out / "eval.json").read_text())
     settings = written["settings"]
     assert settings["config"] == "preset cpu-tiny" and settings["agent"]["prefill"] == "<search>"  # what train trains
-    assert written["provenance"]["versions"]["inspo"] and written["provenance"]["command"].startswith("python ")
+    assert written["provenance"]["versions"]["inspo"]
+    assert written["provenance"]["command"].endswith(f"inspo eval --policy m --dataset world@dev --limit 2 --out {out} "
+                                                     "--no-progress")  # what was run, not the test runner's argv
     assert f"(commit {str(written['provenance']['commit'])[:12]}" in (out / "eval.md").read_text()
     # --dtype auto (the default) is resolved once, recorded, and the model loads in what it names
     assert settings["precision"] == "weights float32, compute float32 (--dtype=auto; CPU AVX2: no fast bf16)"

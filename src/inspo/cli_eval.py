@@ -4,8 +4,6 @@ or a preset, with the agent's settings changed by ``--config``/``--set`` and sho
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 from inspo.cli_common import CLIError, resolve_config
 from inspo.eval import parse_policy
@@ -125,7 +123,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
     except (SetupError, ImportError) as exc:
         raise CLIError(str(exc)) from exc
-    report.provenance = provenance([Path(sys.argv[0]).name, *sys.argv[1:]])  # the result names its code and command
+    report.provenance = provenance(["inspo", *args.argv])  # the result names its code and command
     json_path, md_path = report.write(args.out)
     print(report.markdown())
     print(f"written: {json_path} and {md_path}")
