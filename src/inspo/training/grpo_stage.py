@@ -188,7 +188,7 @@ def _check_vllm_server(url: str) -> None:
         raise SetupError(f"rl.vllm_server_url={url}: {root}/v1/models answered {response.status_code}")
 
 
-def _load_finished(trainer: Any, checkpoint: Path, steps: int, tell: Any, progress: bool) -> None:
+def _load_finished(trainer: Any, checkpoint: Path) -> None:
     """A resume from the run's last step: the checkpoint's weights and trainer state, no training.
 
     ``Trainer.train`` checks ``max_steps`` only after a step, so resumed at the last one it trains
@@ -198,9 +198,6 @@ def _load_finished(trainer: Any, checkpoint: Path, steps: int, tell: Any, progre
 
     trainer._load_from_checkpoint(str(checkpoint))  # what train(resume_from_checkpoint=...) loads first
     trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
-    if tell is not None:
-        tell(f"{checkpoint.name} holds the run's last step (rl.steps={steps}): nothing left to train; the final "
-             "files are written from it", progress)
 
 
 def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
@@ -300,7 +297,10 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     from inspo.agent.engines import attention_kernels
 
     if plan is not None and plan.step >= rl.steps:
-        _load_finished(trainer, checkpoint, rl.steps, say if main else None, progress)
+        _load_finished(trainer, checkpoint)
+        if main:
+            say(f"{checkpoint.name} holds the run's last step (rl.steps={rl.steps}): nothing left to train; the final "
+                "files are written from it", progress)
     else:
         with attention_kernels(trainer.accelerator.device):  # no per-shape cuDNN plans on a GPU
             trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
