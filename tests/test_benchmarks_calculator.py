@@ -123,7 +123,10 @@ def test_combine_names_a_cross_scoring_by_policy_and_instruction_arm_and_pairs_i
     policies = comps["inspo-calculator - static-calculator@inspo-calculator"]["hops"]["generated"]
     assert [x["mean"] for x in policies["per_seed"]] == pytest.approx([0.0, -1 / 3])
     again = comps["inspo-calculator@inspo-calculator - inspo-calculator"]["hops"]["handwritten"]
-    assert again["seed_mean"] == 0 and again["seeds_for_effect"] is not None
+    # two seeds that agree exactly give no spread: no zero-width interval, no seed count sized from it
+    assert again["seed_mean"] == 0 and again["seed_sd"] == 0 and again["seeds_for_effect"] is None
+    assert math.isnan(again["seed_low"]) and math.isnan(again["detectable_effect"])
+    assert not math.isnan(policies["seed_low"]) and policies["seeds_for_effect"] is not None
     assert "cross-calculator" not in c["curves"]  # a scoring, not a training run
 
 

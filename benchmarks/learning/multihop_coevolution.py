@@ -418,8 +418,11 @@ def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
                 d = over_seeds(xa, xb)
                 sd = statistics.stdev(x["mean"] for x in d["per_seed"])
                 d["seed_sd"] = sd
-                d["detectable_effect"] = detectable_effect(sd, len(both))
-                d["seeds_for_effect"] = seeds_needed(sd, setting.effect)
+                if sd > 0:
+                    d["detectable_effect"] = detectable_effect(sd, len(both))
+                    d["seeds_for_effect"] = seeds_needed(sd, setting.effect)
+                else:  # the seeds agree exactly (a deterministic pair): a zero-width interval would claim certainty
+                    d.update(seed_low=math.nan, seed_high=math.nan, detectable_effect=math.nan, seeds_for_effect=None)
             else:
                 one = paired_difference(xa[0], xb[0]).to_dict()
                 d = {"per_seed": [one], "seed_mean": one["mean"], "seed_low": math.nan, "seed_high": math.nan,
@@ -455,12 +458,17 @@ def print_combined(c: dict, setting: Setting = MULTIHOP) -> None:
         for h, d in comp["hops"].items():
             p = d["pooled"]
             per = ", ".join(f"{x['mean']:+.3f}" for x in d["per_seed"])
-            power = ("" if math.isnan(d["seed_sd"]) else
+            power = ("" if math.isnan(d["detectable_effect"]) else
                      f"; seed SD {d['seed_sd']:.3f}, detectable {d['detectable_effect']:.3f}, "
                      f"seeds for +{setting.effect}: {d['seeds_for_effect']}")
             label = f"{h}-hop" if setting is MULTIHOP else h
-            over = ("no interval across seeds (one seed)" if math.isnan(d["seed_low"]) else
-                    f"over seeds {d['seed_mean']:+.3f} [{d['seed_low']:+.3f}, {d['seed_high']:+.3f}]")
+            if len(d["per_seed"]) == 1:
+                over = "no interval across seeds (one seed)"
+            elif math.isnan(d["seed_low"]):
+                over = (f"over seeds {d['seed_mean']:+.3f}, the {len(d['per_seed'])} seeds agree exactly "
+                        "(no spread to make an interval or size seeds from)")
+            else:
+                over = f"over seeds {d['seed_mean']:+.3f} [{d['seed_low']:+.3f}, {d['seed_high']:+.3f}]"
             print(f"  {name:34s} {label}: per seed {per}; {over}; pooled per question {p['mean']:+.3f} "
                   f"[{p['low']:+.3f}, {p['high']:+.3f}]{power}")
     for arm, series in c["curves"].items():
