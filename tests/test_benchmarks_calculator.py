@@ -64,7 +64,7 @@ def test_the_pilot_summary_counts_errors_apart_and_scores_what_remains():
 
 
 def _result(arm: str, seed: int, rewards: dict, hand: dict) -> dict:
-    curves = {"reward": [0.1, 0.2], "tool_calls": [0.5, 1.5], "tool_errors": [0.2, 0.1]}
+    curves = {"reward": [0.1, 0.2], "tool_calls": [0.5, 1.5], "tool_errors": [0.2, 0.1], "step_s": [3.0, 4.5]}
     return {"arm": arm, "seed": seed, "test_question_ids": ["a", "b", "c"], "test_groups": ["generated"] * 3,
             "test_rewards": rewards, "extra": {"handwritten": {"question_ids": ["h1", "h2"], "rewards": hand}},
             "curves": curves, "events": {"proposed": 8, "refused_guard": 5, "refused_leak": 1, "admitted": 1},
@@ -94,6 +94,10 @@ def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_a
     assert c["comparisons"]["inspo-weak - inspo-weak:seed"]["hops"]["generated"]["seed_mean"] == pytest.approx(1 / 3)
     assert c["means"]["untrained:worked"]["handwritten"] == {"0": 0.5, "1": 0.5, "2": 0.5}
     assert c["curves"]["inspo-weak"]["tool_errors"] == pytest.approx([0.2, 0.1]) and c["events"]["inspo-weak"][0]["refused_leak"] == 1
+    # a resumed run's wall time is its last piece's: said apart, beside the time its steps took
+    assert c["steps_s"]["inspo-weak"] == [7.5, 7.5, 7.5] and c["resumed"]["inspo-weak"] == [False, False, False]
+    resumed = mh.combine([*results[:-1], dict(results[-1], resumed=True)], setting)
+    assert resumed["resumed"]["inspo-weak"] == [False, False, True]
     with pytest.raises(SystemExit, match="same test questions"):
         mh.combine([*results, dict(_result("static-weak", 5, {"seed": [1, 0, 0]}, {"seed": [0]}),
                                    extra={"handwritten": {"question_ids": ["h1"], "rewards": {"seed": [0]}}})], setting)
@@ -101,7 +105,7 @@ def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_a
         "generated"]["seed_low"])  # one seed: its paired difference, no interval across seeds
 
 
-def test_combine_names_a_cross_scoring_by_policy_and_instruction_arm_and_pairs_it_by_seed():
+def test_combine_names_a_cross_scoring_by_policy_and_instruction_arm_and_pairs_it_by_seed(capsys):
     campaign = load_script("calculator_campaign")
     mh = campaign._campaign()
     setting = campaign.setting()
@@ -127,6 +131,10 @@ def test_combine_names_a_cross_scoring_by_policy_and_instruction_arm_and_pairs_i
     assert again["seed_mean"] == 0 and again["seed_sd"] == 0 and again["seeds_for_effect"] is None
     assert math.isnan(again["seed_low"]) and math.isnan(again["detectable_effect"])
     assert not math.isnan(policies["seed_low"]) and policies["seeds_for_effect"] is not None
+    mh.print_combined(c, setting)
+    printed = capsys.readouterr().out
+    assert "inspo-calculator@inspo-calculator - inspo-calculator handwritten: per seed +0.000, +0.000; over seeds " \
+        "+0.000, the 2 seeds agree exactly" in printed and "detectable 0.000" not in printed
     assert "cross-calculator" not in c["curves"]  # a scoring, not a training run
 
 

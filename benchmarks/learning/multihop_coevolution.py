@@ -401,7 +401,8 @@ def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
     seeds = sorted(per_seed)
     order = [g for g in (*setting.groups, *setting.extra_tests) if g in groups]
     out: dict = {"seeds": seeds, "commits": commits, "test_questions": {g: sum(x == g for x in groups) for g in order},
-                 "means": {}, "comparisons": {}, "curves": {}, "events": {}, "returned_is_seed": {}, "wall_s": {}}
+                 "means": {}, "comparisons": {}, "curves": {}, "events": {}, "returned_is_seed": {}, "wall_s": {},
+                 "steps_s": {}, "resumed": {}}
     for name in sorted({k for s in per_seed.values() for k in s}):
         have = [seed for seed in seeds if name in per_seed[seed]]
         out["means"][name] = {g: {str(seed): statistics.fmean(subset(per_seed[seed][name], groups, g)) for seed in have}
@@ -438,7 +439,9 @@ def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
         out["curves"][arm] = {k: [_nanmean(v) for v in zip(*(c[k] for c in curves), strict=False)] for k in shared}
         out["events"][arm] = [r.get("events", {}) for r in runs]
         out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs]
-        out["wall_s"][arm] = [r["wall_s"] for r in runs]
+        out["wall_s"][arm] = [r["wall_s"] for r in runs]  # of the last piece where a run was resumed
+        out["resumed"][arm] = [bool(r.get("resumed")) for r in runs]
+        out["steps_s"][arm] = [math.fsum(x for x in r["curves"].get("step_s", []) if not math.isnan(x)) for r in runs]
     return out
 
 
@@ -473,7 +476,9 @@ def print_combined(c: dict, setting: Setting = MULTIHOP) -> None:
                   f"[{p['low']:+.3f}, {p['high']:+.3f}]{power}")
     for arm, series in c["curves"].items():
         print(f"  {arm}: returned the seed in {sum(c['returned_is_seed'][arm])} of {len(c['returned_is_seed'][arm])} "
-              f"runs; wall s " + ", ".join(f"{w:.0f}" for w in c["wall_s"][arm]))
+              f"runs; wall s " + ", ".join(f"{w:.0f}" + (" (resumed: last piece only)" if resumed else "")
+                                           for w, resumed in zip(c["wall_s"][arm], c["resumed"][arm], strict=True))
+              + "; training steps s " + ", ".join(f"{t:.0f}" for t in c["steps_s"][arm]))
         for counts in c["events"][arm]:
             if counts.get("proposed"):
                 print("    events: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
