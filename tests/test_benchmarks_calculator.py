@@ -172,6 +172,9 @@ def test_the_campaign_quick_run_plays_every_arm_scores_both_groups_and_skips_wha
     # INSPO's own policy under its own instruction, scored again: the same greedy rewards as its run's test
     assert cross["test_rewards"]["inspo-calculator"] == done["inspo-calculator"]["test_rewards"]["returned"]
     assert set(cross["extra"]["handwritten"]["rewards"]) == {"untrained", "static-calculator", "inspo-calculator"}
+    frozen = done["cross-pre-policy-calculator"]  # the frozen search's instruction, played by the same policies
+    assert frozen["instruction_text"] == done["pre-policy-calculator"]["returned_text"]
+    assert set(frozen["test_rewards"]) == {"untrained", "static-calculator", "inspo-calculator"}
     assert set(done["inspo-weak"]["extra"]["handwritten"]["rewards"]) == {"returned", "seed"}
     assert done["inspo-weak"]["events"]["proposed"] > 0 and done["pre-policy-weak"]["events"]["proposed"] > 0
     capsys.readouterr()

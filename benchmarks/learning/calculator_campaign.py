@@ -16,6 +16,9 @@ Arms (each ``inspo.training.run.run_training`` on the ``calculator`` preset, sam
   from there tests the loop's machinery, not an instruction; from ``@calculator`` it did, rarely.
 - ``cross-calculator``: INSPO's returned instruction (``inspo-calculator``, same seed) played by the base
   policy, static GRPO's and INSPO's own: whether a gain is the instruction's or the policy's (after both arms);
+- ``cross-pre-policy-calculator``: the pre-policy arm's instruction (found with the frozen base policy)
+  played by the same three policies: whether co-evolution's instruction beats the frozen search's on
+  one policy (after ``pre-policy-calculator``, ``static-calculator`` and ``inspo-calculator``);
 
 The optimizer is a language model, never the rule-based reflector (its rules are written by us):
 by default Qwen2.5-Coder-1.5B-Instruct run locally (``--set optimizer...`` changes it;
@@ -70,7 +73,11 @@ ARMS: dict[str, tuple[str, str]] = {
 UNTRAINED = {"weak": "@weak", "worked": "@worked", "calculator": "@calculator"}
 #: INSPO's returned instruction played by the base policy, static GRPO's and INSPO's own (same seed):
 #: is a gain the instruction's, found by the loop, or the policy's, trained beside it?
-CROSSES = {"cross-calculator": ("inspo-calculator", ("untrained", "static-calculator", "inspo-calculator"))}
+#: The same for the pre-policy arm's instruction (found with the frozen base policy): is the
+#: instruction co-evolution found better than the one a frozen-policy search finds, on one policy?
+CROSSES = {"cross-calculator": ("inspo-calculator", ("untrained", "static-calculator", "inspo-calculator")),
+           "cross-pre-policy-calculator": ("pre-policy-calculator", ("untrained", "static-calculator",
+                                                                     "inspo-calculator"))}
 COMPARISONS = (
     ("inspo-weak", "static-weak"),            # the claim: co-evolution beats static GRPO from the same seed
     ("inspo-weak", "pre-policy-weak"),        # co-evolution against prompt search, then RL
@@ -88,6 +95,11 @@ COMPARISONS = (
     ("static-calculator@inspo-calculator", "static-calculator"),  # ... on static GRPO's policy
     ("inspo-calculator", "static-calculator@inspo-calculator"),  # the two policies under INSPO's instruction
     ("inspo-calculator@inspo-calculator", "inspo-calculator"),  # the same agent scored twice: the test's own noise
+    ("untrained@pre-policy-calculator", "untrained:calculator"),  # the frozen search's instruction alone
+    ("untrained@inspo-calculator", "untrained@pre-policy-calculator"),  # the two searches' instructions, base policy
+    ("static-calculator@inspo-calculator", "static-calculator@pre-policy-calculator"),  # ... on static's policy
+    ("inspo-calculator", "inspo-calculator@pre-policy-calculator"),  # ... on INSPO's policy
+    ("pre-policy-calculator", "static-calculator@pre-policy-calculator"),  # RL under it, or under the seed, then it
 )
 #: The optimizer of the real campaign: the 1.5B, locally (DESIGN.md: the 0.5B writes no usable
 #: instruction; the 1.5B found the lever in about 1 candidate of 22). Four answers a call: on 2
