@@ -98,6 +98,13 @@ def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_a
     assert c["steps_s"]["inspo-weak"] == [7.5, 7.5, 7.5] and c["resumed"]["inspo-weak"] == [False, False, False]
     resumed = mh.combine([*results[:-1], dict(results[-1], resumed=True)], setting)
     assert resumed["resumed"]["inspo-weak"] == [False, False, True]
+    # a pre-policy run's own "seed" test plays the instruction its offline stage handed over: not the seed
+    pre = dict(_result("pre-policy-weak", 0, {"returned": [1, 0, 0], "seed": [1, 0, 0]}, {"returned": [1, 0],
+                                                                                      "seed": [0, 0]}),
+               mode="pre-policy", returned_is_seed=True)
+    with_pre = mh.combine([*results, pre], setting)
+    assert "pre-policy-weak" in with_pre["means"] and "pre-policy-weak:seed" not in with_pre["means"]
+    assert with_pre["returned_is_seed"]["pre-policy-weak"] == []
     with pytest.raises(SystemExit, match="same test questions"):
         mh.combine([*results, dict(_result("static-weak", 5, {"seed": [1, 0, 0]}, {"seed": [0]}),
                                    extra={"handwritten": {"question_ids": ["h1"], "rewards": {"seed": [0]}}})], setting)

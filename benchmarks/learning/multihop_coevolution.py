@@ -358,9 +358,12 @@ def scores(result: dict, setting: Setting = MULTIHOP) -> dict[str, list[float]]:
         return {label: joined(name) for name, label in names.items() if name in rewards}
     if arm in setting.crosses:
         return {f"{policy}@{result['instruction_arm']}": joined(policy) for policy in rewards}
-    twofold = setting.arms[arm][0] in ("inspo", "pre-policy")
+    mode = setting.arms[arm][0]
+    twofold = mode in ("inspo", "pre-policy")
     out = {arm: joined("returned" if twofold else "seed")}
-    if twofold:
+    if mode == "inspo":
+        # pre-policy is left out: its static stage's "seed" is the instruction the offline stage
+        # handed over, so the run's own test plays that twice (seed 0: identical lists), not the seed
         out[f"{arm}:seed"] = joined("seed")
     return out
 
@@ -438,7 +441,8 @@ def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
         shared = [k for k in curves[0] if all(k in c for c in curves)]  # results written before a curve was kept
         out["curves"][arm] = {k: [_nanmean(v) for v in zip(*(c[k] for c in curves), strict=False)] for k in shared}
         out["events"][arm] = [r.get("events", {}) for r in runs]
-        out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs]
+        # pre-policy: the static stage returns the instruction handed to it as its own seed (always "the seed")
+        out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs if r.get("mode") != "pre-policy"]
         out["wall_s"][arm] = [r["wall_s"] for r in runs]  # of the last piece where a run was resumed
         out["resumed"][arm] = [bool(r.get("resumed")) for r in runs]
         out["steps_s"][arm] = [math.fsum(x for x in r["curves"].get("step_s", []) if not math.isnan(x)) for r in runs]
@@ -475,8 +479,9 @@ def print_combined(c: dict, setting: Setting = MULTIHOP) -> None:
             print(f"  {name:34s} {label}: per seed {per}; {over}; pooled per question {p['mean']:+.3f} "
                   f"[{p['low']:+.3f}, {p['high']:+.3f}]{power}")
     for arm, series in c["curves"].items():
-        print(f"  {arm}: returned the seed in {sum(c['returned_is_seed'][arm])} of {len(c['returned_is_seed'][arm])} "
-              f"runs; wall s " + ", ".join(f"{w:.0f}" + (" (resumed: last piece only)" if resumed else "")
+        returned = (f"returned the seed in {sum(c['returned_is_seed'][arm])} of {len(c['returned_is_seed'][arm])} runs"
+                    if c["returned_is_seed"][arm] else "returned what its offline stage handed over")
+        print(f"  {arm}: {returned}; wall s " + ", ".join(f"{w:.0f}" + (" (resumed: last piece only)" if resumed else "")
                                            for w, resumed in zip(c["wall_s"][arm], c["resumed"][arm], strict=True))
               + "; training steps s " + ", ".join(f"{t:.0f}" for t in c["steps_s"][arm]))
         for counts in c["events"][arm]:
