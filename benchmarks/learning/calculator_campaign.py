@@ -89,6 +89,7 @@ COMPARISONS = (
     ("inspo-weak", "untrained:weak"),
     ("inspo-calculator", "static-calculator"),  # the same claims from the seed the optimizer can improve
     ("inspo-calculator", "pre-policy-calculator"),
+    ("pre-policy-calculator", "static-calculator"),  # prompt search with the frozen policy, then RL, against RL alone
     ("inspo-calculator:seed", "static-calculator"),
     ("static-calculator", "untrained:calculator"),
     ("untrained@inspo-calculator", "untrained:calculator"),  # INSPO's instruction alone, on the base policy
