@@ -442,7 +442,7 @@ def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
         out["curves"][arm] = {k: [_nanmean(v) for v in zip(*(c[k] for c in curves), strict=False)] for k in shared}
         out["events"][arm] = [r.get("events", {}) for r in runs]
         # pre-policy: the static stage returns the instruction handed to it as its own seed (always "the seed")
-        out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs if r.get("mode") != "pre-policy"]
+        out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs] if setting.arms[arm][0] != "pre-policy" else []
         out["wall_s"][arm] = [r["wall_s"] for r in runs]  # of the last piece where a run was resumed
         out["resumed"][arm] = [bool(r.get("resumed")) for r in runs]
         out["steps_s"][arm] = [math.fsum(x for x in r["curves"].get("step_s", []) if not math.isnan(x)) for r in runs]
