@@ -76,3 +76,22 @@ def test_lines_survive_a_round_trip_through_json():
                                 dev_questions=DEV, test_questions=TEST)
     again = final_choice_lines(json.loads(json.dumps(choice.to_dict())))
     assert again == choice.lines()
+
+
+def test_the_run_seed_is_the_configs_even_when_a_stage_was_handed_another():
+    from types import SimpleNamespace
+
+    from inspo.training.final import RUN_SEED_ID, run_seed
+
+    handed = Instruction(id="ins-0001", text="evolved offline", origin="seed")  # a pre-policy stage's handover
+    coevo = SimpleNamespace(population=SimpleNamespace(archive={handed.id: handed, LUCKY.id: LUCKY}))
+    assert run_seed(coevo, "evolved offline") is handed  # a plain run: the stage's seed is the run's
+    assert run_seed(coevo, "") is handed
+    own = run_seed(coevo, "seed")
+    assert (own.id, own.text, own.origin) == (RUN_SEED_ID, "seed", "seed")
+    table = {"seed": {"d": [0, 0, 0, 0], "t": [0, 0, 0, 0, 0]},
+             "evolved offline": {"d": [1, 1, 0, 0], "t": [1, 1, 1, 0, 0]}, "lucky": {"d": [0, 0, 0, 0]}}
+    choice = choose_instruction(scripted(table), rule="dev", population=[handed], seed=own, by_weight=handed,
+                                dev_questions=DEV, test_questions=TEST)
+    assert choice.returned_id == handed.id and not choice.seed_returned
+    assert choice.test_rewards == {"returned": [1, 1, 1, 0, 0], "seed": [0, 0, 0, 0, 0]}

@@ -163,8 +163,11 @@ def test_static_mode_keeps_one_instruction_and_lora_is_merged(tmp_path):
 
 
 def test_pre_policy_evolves_before_training(tmp_path):
+    from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
+
     out = tmp_path / "pre"
-    summary = _run(out, "mode=pre-policy", "offline_steps=2", "rl.steps=1", "rl.save_steps=0", *ALGORITHM_1)
+    summary = _run(out, "mode=pre-policy", "offline_steps=2", "rl.steps=1", "rl.save_steps=0", "data.eval=world",
+                   "data.max_eval_questions=2", "data.max_test_questions=2", "final_choice=dev", *ALGORITHM_1)
     stage = out / "pre-policy"
     stage_events = artifacts.read_jsonl(stage / "events.jsonl")
     # TINY's one round before T_e (K_e 2), compressed into 2 offline steps: evolved at offline step 1
@@ -176,6 +179,13 @@ def test_pre_policy_evolves_before_training(tmp_path):
     assert summary.population == ["ins-0001"] and summary.best_instruction.strip() == evolved_best
     train_events = artifacts.read_jsonl(out / "events.jsonl")
     assert {e["instruction_id"] for e in train_events if e["kind"] == "sampled"} == {"ins-0001"}
+    # the final choice weighs the evolved instruction against the run's seed (the config's), which
+    # the trained policy plays on dev and on test, not against the handed-over one a second time
+    choice = summary.evaluation
+    assert choice["seed_id"] == "run-seed" and set(choice["dev_scores"]) == {"run-seed", "ins-0001"}
+    assert choice["returned_id"] in ("run-seed", "ins-0001") and len(choice["test_rewards"]["seed"]) == 2
+    returned = (out / "best_instruction.txt").read_text().strip()
+    assert returned == (evolved_best if choice["returned_id"] == "ins-0001" else SEARCH_R1_INSTRUCTION.strip())
 
 
 def test_post_policy_evolves_with_the_trained_policy(tmp_path):

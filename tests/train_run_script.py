@@ -32,7 +32,8 @@ TINY = [
 def scripted_reward(rollout) -> float:
     """0, 0.5 or 1 from the policy's sampled ids and the instruction (never from the prompt)."""
     sampled = [t for t, m in zip(rollout.completion_ids, rollout.env_mask, strict=True) if m]
-    return ((sum(sampled) + 7 * int(rollout.instruction_id.split("-")[-1])) % 3) / 2.0
+    tail = rollout.instruction_id.split("-")[-1]  # ins-0003 -> 3; the run's seed after a pre-policy stage: 0
+    return ((sum(sampled) + 7 * (int(tail) if tail.isdigit() else 0)) % 3) / 2.0
 
 
 def record_vllm_calls(out: str) -> None:

@@ -193,18 +193,34 @@ def _dropped(note: str, split: str, n: int) -> str:
     return "; ".join(filter(None, [note, f"{n} {split} question(s) left out: a rollout on them failed on an error"]))
 
 
+#: The id of the run's seed where it is not a member of the stage's archive (:func:`run_seed`).
+RUN_SEED_ID = "run-seed"
+
+
+def run_seed(coevo: Any, seed_text: str) -> Instruction:
+    """The instruction the run started from, ``seed_text`` (the config's ``seed_instruction``,
+    resolved): the stage's own seed when it is that text, else a record of its own (id
+    :data:`RUN_SEED_ID`). The two differ after a pre-policy stage, which hands the GRPO stage the
+    instruction it evolved as that stage's seed: the final choice and the held-out test then
+    weigh the returned instruction against what the user started from, not against itself."""
+    stage_seed = next(i for i in coevo.population.archive.values() if i.origin == "seed")
+    if not seed_text or stage_seed.text == seed_text:
+        return stage_seed
+    return Instruction(id=RUN_SEED_ID, text=seed_text, origin="seed")
+
+
 def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *, rule: str,
                    tell: Callable[[str], None] | None = None) -> FinalChoice:
     """:func:`choose_instruction` at the end of a run: the final population, the seed and I* of
     ``coevo`` (a :class:`~inspo.core.coevolution.CoEvolution`), the dev and test questions of
     ``inputs`` (:class:`~inspo.training.setup.RunInputs`), the metric and split names of ``config``
-    (a :class:`~inspo.training.config.TrainConfig`); ``tell`` as in :func:`choose_instruction`."""
-    seed = next(i for i in coevo.population.archive.values() if i.origin == "seed")
+    (a :class:`~inspo.training.config.TrainConfig`); ``tell`` as in :func:`choose_instruction`. The
+    seed is the run's (:func:`run_seed`): it competes on dev and is tested beside the returned one."""
     return choose_instruction(
         evaluate,
         rule=rule,
         population=coevo.population.instructions,
-        seed=seed,
+        seed=run_seed(coevo, inputs.seed_instruction),
         by_weight=coevo.best(),
         dev_questions=inputs.eval_questions,
         test_questions=inputs.test_questions,

@@ -37,6 +37,7 @@ from inspo import artifacts
 from inspo.core.coevolution import CoEvolution
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
+from inspo.records import Instruction
 from inspo.training.config import TrainConfig, dump
 from inspo.training.grpo_config import build_trainer, final_model, grpo_args, grpo_settings
 from inspo.training.loop import RewardFn, build_coevolution, warmup_questions
@@ -325,8 +326,9 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     trainer.accelerator.wait_for_everyone()
     history = artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE) if main else callback.metrics.history
     returned = coevo.best()
-    if final is not None:
-        returned = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
+    if final is not None:  # the run's seed (after a pre-policy stage) is no member of this stage's archive
+        returned = next((i for i in coevo.population.archive.values() if i.id == final.returned_id),
+                        Instruction(id=final.returned_id, text=final.returned_text, origin="seed"))
     summary = summarize(
         run_dir=config.output_dir, mode=config.mode, steps=rl.steps, history=history, coevo=coevo, returned=returned,
         optimizer=inputs.optimizer_note, started=start.started, resumed_from=str(checkpoint) if checkpoint else None,
