@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -105,6 +106,13 @@ def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_a
     with_pre = mh.combine([*results, pre], setting)
     assert "pre-policy-weak" in with_pre["means"] and "pre-policy-weak:seed" not in with_pre["means"]
     assert with_pre["returned_is_seed"]["pre-policy-weak"] == []
+    # after the library's fix its test plays the run's seed (id run-seed): that column is kept
+    fixed = dict(pre, seed=1, returned_is_seed=False, seed_id="run-seed",
+                 test_rewards={"returned": [1, 0, 0], "seed": [0, 0, 0]})
+    both = mh.combine([*results, pre, fixed], setting)
+    assert both["means"]["pre-policy-weak:seed"]["generated"] == {"1": 0.0}
+    assert both["returned_is_seed"]["pre-policy-weak"] == [False]
+    assert both["comparisons"]["pre-policy-weak - pre-policy-weak:seed"]["seeds"] == [1]
     with pytest.raises(SystemExit, match="same test questions"):
         mh.combine([*results, dict(_result("static-weak", 5, {"seed": [1, 0, 0]}, {"seed": [0]}),
                                    extra={"handwritten": {"question_ids": ["h1"], "rewards": {"seed": [0]}}})], setting)
@@ -184,6 +192,12 @@ def test_the_campaign_quick_run_plays_every_arm_scores_both_groups_and_skips_wha
     assert set(frozen["test_rewards"]) == {"untrained", "static-calculator", "inspo-calculator"}
     assert set(done["inspo-weak"]["extra"]["handwritten"]["rewards"]) == {"returned", "seed"}
     assert done["inspo-weak"]["events"]["proposed"] > 0 and done["pre-policy-weak"]["events"]["proposed"] > 0
+    pre = done["pre-policy-weak"]  # its test played the config's seed; its spend counts the offline stage's
+    handed = json.loads((Path(pre["run_dir"]) / "summary.json").read_text())["stages"]["pre-policy"]["best_instruction"]
+    weak = done["static-weak"]["returned_text"]  # a static run returns its seed
+    assert pre["seed_id"] == ("ins-0001" if handed == weak else "run-seed") and pre["rollouts"]["offline_rollouts"] > 0
+    assert pre["rollouts"]["verification_rollouts"] >= pre["stage_ledgers"]["pre-policy"]["verification_rollouts"] > 0
+    assert "offline_rollouts" not in done["inspo-weak"]["rollouts"] and done["inspo-weak"]["seed_id"] == "ins-0001"
     capsys.readouterr()
     again = campaign.main(argv)  # NaN (a curve the calculator has no value for) != NaN: compare as written
     assert json.dumps(again, sort_keys=True) == json.dumps(done, sort_keys=True)

@@ -84,6 +84,7 @@ COMPARISONS = (
     ("inspo-weak", "static-worked"),          # against the hand-written upper reference
     ("inspo-weak:seed", "static-weak"),       # the policies alone, both under the weak seed
     ("inspo-weak", "inspo-weak:seed"),        # the evolved instruction on INSPO's own policy
+    ("pre-policy-weak", "pre-policy-weak:seed"),  # ... on the policy trained under the frozen search's one
     ("static-worked", "static-weak"),         # does the seed instruction matter to static GRPO?
     ("static-weak", "untrained:weak"),        # does static GRPO learn here at all?
     ("inspo-weak", "untrained:weak"),
@@ -91,6 +92,8 @@ COMPARISONS = (
     ("inspo-calculator", "pre-policy-calculator"),
     ("pre-policy-calculator", "static-calculator"),  # prompt search with the frozen policy, then RL, against RL alone
     ("inspo-calculator:seed", "static-calculator"),
+    ("inspo-calculator", "inspo-calculator:seed"),  # policy versus prompt: INSPO's policy under its seed
+    ("pre-policy-calculator", "pre-policy-calculator:seed"),  # ... and the pre-policy arm's (seeds after b4abd88)
     ("static-calculator", "untrained:calculator"),
     ("untrained@inspo-calculator", "untrained:calculator"),  # INSPO's instruction alone, on the base policy
     ("static-calculator@inspo-calculator", "static-calculator"),  # ... on static GRPO's policy

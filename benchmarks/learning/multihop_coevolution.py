@@ -232,7 +232,17 @@ def run_arm(arm: str, args: argparse.Namespace, setting: Setting = MULTIHOP) -> 
         "rollouts": {k: led.get(k, 0) for k in ("training_rollouts", "verification_rollouts", "warmup_rollouts")},
         "selection_rollouts": summary.selection_rollouts, "optimizer_calls": led.get("optimizer_calls", 0),
         "curves": rl.curves(out / "metrics.jsonl"), "events": rl.rule_counts(out / "events.jsonl"),
+        "seed_id": final.get("seed_id", ""),  # run-seed: a pre-policy run's test played the config's seed
     }
+    for name, stage in summary.stages.items():  # pre-/post-policy: the offline stage's spend counts too
+        spent = stage.get("ledger", {})
+        result["rollouts"]["offline_rollouts"] = result["rollouts"].get("offline_rollouts", 0) + spent.get(
+            "training_rollouts", 0)
+        for key in ("verification_rollouts", "warmup_rollouts"):
+            result["rollouts"][key] += spent.get(key, 0)
+        result["optimizer_calls"] += spent.get("optimizer_calls", 0)
+        result["selection_rollouts"] += stage.get("selection_rollouts", 0)
+        result.setdefault("stage_ledgers", {})[name] = spent
     offline = out / config.mode / "events.jsonl"  # pre-/post-policy: the offline stage evolved the instruction
     if config.mode in ("pre-policy", "post-policy") and offline.is_file():
         result["events"] = {k: v + rl.rule_counts(offline).get(k, 0) for k, v in result["events"].items()}
@@ -361,11 +371,17 @@ def scores(result: dict, setting: Setting = MULTIHOP) -> dict[str, list[float]]:
     mode = setting.arms[arm][0]
     twofold = mode in ("inspo", "pre-policy")
     out = {arm: joined("returned" if twofold else "seed")}
-    if mode == "inspo":
-        # pre-policy is left out: its static stage's "seed" is the instruction the offline stage
-        # handed over, so the run's own test plays that twice (seed 0: identical lists), not the seed
+    if mode == "inspo" or (mode == "pre-policy" and tested_run_seed(result)):
         out[f"{arm}:seed"] = joined("seed")
     return out
+
+
+def tested_run_seed(result: dict) -> bool:
+    """Whether a pre-policy result's "seed" scores are the config's seed: results that record the
+    test's ``seed_id`` (``run-seed`` where the offline stage handed over another instruction). Before
+    the library's fix (commit b4abd88) the static stage's test played its own seed, the handed-over
+    instruction, a second time (seed 0: identical lists); those results are read without it."""
+    return "seed_id" in result
 
 
 def groups_of(result: dict, setting: Setting = MULTIHOP) -> list[str]:
@@ -441,8 +457,9 @@ def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
         shared = [k for k in curves[0] if all(k in c for c in curves)]  # results written before a curve was kept
         out["curves"][arm] = {k: [_nanmean(v) for v in zip(*(c[k] for c in curves), strict=False)] for k in shared}
         out["events"][arm] = [r.get("events", {}) for r in runs]
-        # pre-policy: the static stage returns the instruction handed to it as its own seed (always "the seed")
-        out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs] if setting.arms[arm][0] != "pre-policy" else []
+        # pre-policy before the fix (tested_run_seed): the static stage returned its own seed, the handed-over one
+        out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs
+                                        if setting.arms[arm][0] != "pre-policy" or tested_run_seed(r)]
         out["wall_s"][arm] = [r["wall_s"] for r in runs]  # of the last piece where a run was resumed
         out["resumed"][arm] = [bool(r.get("resumed")) for r in runs]
         out["steps_s"][arm] = [math.fsum(x for x in r["curves"].get("step_s", []) if not math.isnan(x)) for r in runs]
