@@ -712,3 +712,13 @@ def test_precision_quick_times_both_dtypes_side_by_side(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert f"fast_bf16('cpu'): {support.fast} ({support.why})" in printed and "float32 / bfloat16 speed:" in printed
     assert_provenance(tmp_path / "r.json", "precision", "--quick", "--forward")
+
+
+def test_evolve_vs_gepa_runs_on_the_calculator_as_issue_33s_arm_5(tmp_path):
+    pytest.importorskip("gepa")
+    bench = load_script("evolve_vs_gepa")
+    result = bench.main(["--quick", "--preset", "calculator", "--test-fraction", "0", "--out", str(tmp_path)])
+    # the calculator's own generated test split and its protocol tags, both arms on the same budget
+    assert result["settings"]["guard_tags"] == ["calc", "answer"] and result["metric"] == "correct"
+    assert all(q.startswith("calc-test-") for q in result["test_question_ids"])
+    assert result["budget_rollouts"] == result["inspo"]["rollouts"] > 0 and result["gepa"]["rollouts"] > 0

@@ -44,6 +44,14 @@ Usage::
     # a stopped seed: the same command + --resume continues INSPO's saved arm (only its final
     # choice is played again) and GEPA's from its last iteration, then runs the test
     python benchmarks/learning/evolve_vs_gepa.py ... --seed S --out runs/gepa-R-sS --resume
+    # issue 33's arm 5, on the calculator (the generated test split, 300 problems; the campaign's
+    # optimizer, calculator_campaign.OPTIMIZER); a quick check of this path ran with --quick --preset
+    # calculator --test-fraction 0
+    python benchmarks/learning/evolve_vs_gepa.py --preset calculator --test-fraction 0 --test-questions 300 \
+        --threads 2 --gepa-prompt gepa --evolutions 2 --set seed_instruction=@calculator \
+        --set optimizer.kind=local --set optimizer.local_model_path=qwen2.5-coder-1.5b \
+        --set coevolution.optimizer_temperature=0.7 --set coevolution.optimizer_max_tokens=700 \
+        --set coevolution.answers_per_call=4 --seed S --out runs/gepa-calc-sS --json runs/gepa-calc-sS.json
     python benchmarks/learning/evolve_vs_gepa.py --threads 2                  # the rule-based reflector
     python benchmarks/learning/evolve_vs_gepa.py --quick      # a smoke run (tiny random model)
     python benchmarks/learning/evolve_vs_gepa.py --combine runs/gepa-R-s0.json runs/gepa-R-s1.json runs/gepa-R-s2.json
