@@ -714,6 +714,7 @@ def test_precision_quick_times_both_dtypes_side_by_side(tmp_path, capsys):
     assert_provenance(tmp_path / "r.json", "precision", "--quick", "--forward")
 
 
+@pytest.mark.slow
 def test_evolve_vs_gepa_runs_on_the_calculator_as_issue_33s_arm_5(tmp_path):
     pytest.importorskip("gepa")
     bench = load_script("evolve_vs_gepa")
