@@ -723,3 +723,14 @@ def test_evolve_vs_gepa_runs_on_the_calculator_as_issue_33s_arm_5(tmp_path):
     assert result["settings"]["guard_tags"] == ["calc", "answer"] and result["metric"] == "correct"
     assert all(q.startswith("calc-test-") for q in result["test_question_ids"])
     assert result["budget_rollouts"] == result["inspo"]["rollouts"] > 0 and result["gepa"]["rollouts"] > 0
+
+
+def test_eval_batch_memory_records_each_generate_call_and_the_heads_prefill_shape(tmp_path):
+    bench = load_script("eval_batch_memory")
+    result = bench.main(["--quick", "--threads", "1", "--json", str(tmp_path / "m.json")])
+    assert result["problems"] == 4 and result["calls"] and all(c["rows"] == 4 for c in result["calls"])
+    # transformers' generate asks the head for the last position only: (rows, 1, vocab) in every prefill
+    assert all(c["prefill_logits"][:2] == [4, 1] for c in result["calls"])
+    assert all(c["rss_peak_gb"] >= c["rss_before_gb"] > 0 for c in result["calls"])
+    assert json.loads((tmp_path / "m.json").read_text())["provenance"]["command"].startswith(
+        "python benchmarks/overhead/eval_batch_memory.py")
