@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,36 +27,13 @@ from pathlib import Path
 from inspo.eval.harness import add_common, start, write_result
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 
 
 def resident_gb() -> float:
     """This process's resident set, in GB (Linux ``/proc/self/statm``)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e9
-
-
-class PeakSampler:
-    """A thread that keeps the highest :func:`resident_gb` seen since the last :meth:`reset`."""
-
-    def __init__(self, every_s: float = 0.05):
-        self.every_s, self.peak, self._stop = every_s, 0.0, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self.peak = max(self.peak, resident_gb())
-
-    def reset(self) -> float:
-        self.peak = resident_gb()
-        return self.peak
-
-    def __enter__(self) -> PeakSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -91,27 +67,29 @@ def measure(args: argparse.Namespace) -> dict:
     heads: list[tuple[int, ...]] = []
     plain = engines.HFEngine._generate_ids
 
-    with PeakSampler() as sampler:
-        def watched(self, sequences, **kw):
-            if not heads and not getattr(self, "_head_watched", False):
-                self.model.get_output_embeddings().register_forward_hook(
-                    lambda mod, inp, out: heads.append(tuple(out.shape)))
-                self._head_watched = True
-            before, seen, t = sampler.reset(), len(heads), time.perf_counter()
-            out = plain(self, sequences, **kw)
-            calls.append({"rows": len(sequences), "width": max(map(len, sequences)),
-                          "max_new_tokens": kw["max_new_tokens"], "rss_before_gb": before,
-                          "rss_peak_gb": max(sampler.peak, resident_gb()), "seconds": time.perf_counter() - t,
-                          "prefill_logits": list(heads[seen]) if len(heads) > seen else None})
-            return out
+    from reliability import RssSampler  # benchmarks/reliability: the resident-memory sampler
 
-        engines.HFEngine._generate_ids = watched
-        try:
-            t0 = time.perf_counter()
-            ids, rewards = rl.greedy_test_scores(config, args.policy, [""])
-            wall = time.perf_counter() - t0
-        finally:
-            engines.HFEngine._generate_ids = plain
+    def watched(self, sequences, **kw):
+        if not getattr(self, "_head_watched", False):
+            self.model.get_output_embeddings().register_forward_hook(
+                lambda mod, inp, out: heads.append(tuple(out.shape)))
+            self._head_watched = True
+        seen, t = len(heads), time.perf_counter()
+        with RssSampler(os.getpid(), interval=0.05) as rss:
+            out = plain(self, sequences, **kw)
+        calls.append({"rows": len(sequences), "width": max(map(len, sequences)),
+                      "max_new_tokens": kw["max_new_tokens"], "rss_before_gb": rss.before / 1e9,
+                      "rss_peak_gb": rss.peak / 1e9, "seconds": time.perf_counter() - t,
+                      "prefill_logits": list(heads[seen]) if len(heads) > seen else None})
+        return out
+
+    engines.HFEngine._generate_ids = watched
+    try:
+        t0 = time.perf_counter()
+        ids, rewards = rl.greedy_test_scores(config, args.policy, [""])
+        wall = time.perf_counter() - t0
+    finally:
+        engines.HFEngine._generate_ids = plain
     return {"provenance": info, "preset": args.preset, "policy": args.policy or config.model.name_or_path,
             "problems": len(ids), "mean_reward": sum(rewards[0]) / len(ids), "wall_s": wall, "calls": calls,
             "peak_gb": max(c["rss_peak_gb"] for c in calls), "final_gb": resident_gb()}
