@@ -164,6 +164,22 @@ def test_start_end_means_and_step_line():
     assert line.startswith("step 3/8 | reward 0.250 | tool calls 1.50") and "pruned 2" in line
 
 
+def test_metrics_log_records_resident_memory_step_by_step(tmp_path):
+    from inspo.training.loop import MetricsLog
+
+    log = MetricsLog(tmp_path / "metrics.jsonl", 2, progress=False)
+    log.write({"step": 1, "reward/mean": 0.5, "inspo/population_size": 1, "inspo/best_weight": 0.5})
+    held = b"\x01" * (256 * 2**20)  # 256 MiB, written, so resident
+    log.write({"step": 2, "reward/mean": 0.5, "inspo/population_size": 1, "inspo/best_weight": 0.5})
+    first, second = artifacts.read_jsonl(tmp_path / "metrics.jsonl")
+    assert first["reward/mean"] == 0.5 and log.history[1] == second
+    assert 0 < first["system/rss_gib"] <= first["system/peak_rss_gib"] + 1e-3
+    assert second["system/rss_gib"] - first["system/rss_gib"] > 0.2  # the 256 MiB show
+    assert second["system/peak_rss_gib"] >= second["system/rss_gib"] - 1e-3
+    assert f"memory {second['system/rss_gib']:.1f} GiB" in step_line(second, 2)
+    del held
+
+
 # ------------------------------------------------------------------------ run-dir bookkeeping
 
 

@@ -31,9 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 
 
 def resident_gb() -> float:
-    """This process's resident set, in GB (Linux ``/proc/self/statm``)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e9
+    """This process's resident set, in GB (the library's reading is in GiB)."""
+    from inspo.training.summary import resident_memory_gb
+
+    return (resident_memory_gb() or 0.0) * 2**30 / 1e9
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

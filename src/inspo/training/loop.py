@@ -46,6 +46,10 @@ Metrics (one line per INSPO step; :func:`step_metrics`):
   ``error``): the share of trajectories that ended that way. Read these, not TRL's
   ``completions/clipped_ratio``: TRL counts every completion that does not end in EOS as
   clipped, and an answered episode ends at ``</answer>``, without EOS;
+- :class:`MetricsLog` adds ``system/rss_gib`` (the process's resident memory as the line is
+  written, after the step's evolution: the level between steps; absent where the OS has no
+  ``/proc``) and ``system/peak_rss_gib`` (its peak so far, training's transients included), so a
+  run's memory growth reads off its log step by step;
 - a driver may add its own: training adds ``eval/reward`` and ``eval/<tool>_calls``
   (``rl.eval_every``), ``global_step`` and TRL's metrics; the demo adds
   ``inspo/best_true_quality``.
@@ -72,6 +76,7 @@ from inspo.llm.base import LLMClient
 from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.rng import derived_rng
 from inspo.training.schedule import core_config
+from inspo.training.summary import peak_memory_gb, resident_memory_gb
 
 log = logging.getLogger("inspo.training")
 
@@ -290,7 +295,15 @@ def step_line(metrics: dict[str, float], total: int) -> str:
         parts.append(f"admitted {int(metrics['inspo/admitted'])} rejected {int(metrics['inspo/rejected'])}")
     if "loss" in metrics:
         parts.append(f"loss {metrics['loss']:.4f}")
+    if "system/rss_gib" in metrics:
+        parts.append(f"memory {metrics['system/rss_gib']:.1f} GiB (peak {metrics['system/peak_rss_gib']:.1f})")
     return " | ".join(parts)
+
+
+def memory_metrics() -> dict[str, float]:
+    """``system/rss_gib`` (now; absent without ``/proc``) and ``system/peak_rss_gib`` (peak so far)."""
+    now = resident_memory_gb()
+    return {**({"system/rss_gib": now} if now is not None else {}), "system/peak_rss_gib": peak_memory_gb()}
 
 
 class MetricsLog:
@@ -306,6 +319,7 @@ class MetricsLog:
         self.history: list[dict[str, Any]] = artifacts.read_jsonl(self.path) if read_existing else []
 
     def write(self, line: dict[str, Any]) -> None:
+        line = {**line, **memory_metrics()}
         artifacts.append_jsonl(self.path, line)
         self.history.append(line)
         text = step_line(line, self.total_steps)

@@ -163,9 +163,23 @@ def start_end(history: list[dict[str, Any]], key: str) -> tuple[float, float, in
 
 
 def peak_memory_gb() -> float:
+    """This process's peak resident set so far, in GiB (``ru_maxrss``: KiB on Linux)."""
     import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+
+
+def resident_memory_gb() -> float | None:
+    """This process's resident set now, in GiB (``/proc/self/statm``); None where there is no
+    ``/proc`` (not Linux)."""
+    import os
+
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+    except OSError:
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1024**3
 
 
 def summarize(
