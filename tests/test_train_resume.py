@@ -68,7 +68,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     assert a["ledger"] == b["ledger"] and a["buffer"] == b["buffer"] and a["rng_state"] == b["rng_state"]
     assert len(a["population"]["members"]) >= 1
 
-    def lines(run, name, drop=("step_time", "system/rss_gib", "system/peak_rss_gib")):
+    def lines(run, name, drop=("step_time", "system/rss_gib", "system/peak_rss_gib", "system/released_gib")):
         return [{k: v for k, v in r.items() if k not in drop} for r in artifacts.read_jsonl(run / name)]
 
     steps = [m["step"] for m in lines(killed, "metrics.jsonl")]

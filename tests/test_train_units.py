@@ -167,17 +167,52 @@ def test_start_end_means_and_step_line():
 def test_metrics_log_records_resident_memory_step_by_step(tmp_path):
     from inspo.training.loop import MetricsLog
 
+    line = {"step": 1, "reward/mean": 0.5, "inspo/population_size": 1, "inspo/best_weight": 0.5}
     log = MetricsLog(tmp_path / "metrics.jsonl", 2, progress=False)
-    log.write({"step": 1, "reward/mean": 0.5, "inspo/population_size": 1, "inspo/best_weight": 0.5})
+    log.write(line)
     held = b"\x01" * (256 * 2**20)  # 256 MiB, written, so resident
-    log.write({"step": 2, "reward/mean": 0.5, "inspo/population_size": 1, "inspo/best_weight": 0.5})
+    log.write({**line, "step": 2})
     first, second = artifacts.read_jsonl(tmp_path / "metrics.jsonl")
     assert first["reward/mean"] == 0.5 and log.history[1] == second
     assert 0 < first["system/rss_gib"] <= first["system/peak_rss_gib"] + 1e-3
     assert second["system/rss_gib"] - first["system/rss_gib"] > 0.2  # the 256 MiB show
     assert second["system/peak_rss_gib"] >= second["system/rss_gib"] - 1e-3
+    assert "system/released_gib" not in second  # the demo's log releases nothing
     assert f"memory {second['system/rss_gib']:.1f} GiB" in step_line(second, 2)
     del held
+
+    released = MetricsLog(tmp_path / "released.jsonl", 1, progress=False, release_memory=True)
+    released.write(line)
+    assert released.history[0]["system/released_gib"] >= 0.0
+    assert "released" in step_line(released.history[0], 1)
+
+
+def test_release_memory_hands_freed_heap_pages_back():
+    """glibc keeps the free chunks between live ones; ``malloc_trim`` returns their pages."""
+    import ctypes
+
+    from inspo.training.memory import _malloc_trim, release_memory, resident_memory_gb
+
+    if _malloc_trim() is None or resident_memory_gb() is None:
+        pytest.skip("needs Linux with glibc (malloc_trim, /proc)")
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    size, count = 64 * 1024, 6000  # 64 KiB chunks (below the mmap threshold): ~375 MiB of heap
+    chunks = [libc.malloc(size) for _ in range(count)]
+    for p in chunks:
+        ctypes.memset(p, 1, size)  # touched, so resident
+    kept = chunks[::16]  # one live chunk in 16 pins the heap: glibc cannot shrink its top
+    for p in chunks:
+        if p not in kept:
+            libc.free(p)
+    before = resident_memory_gb()
+    release_memory()
+    after = resident_memory_gb()
+    for p in kept:
+        libc.free(p)
+    freed_gib = size * (count - len(kept)) / 2**30
+    assert before - after > 0.5 * freed_gib, (before, after, freed_gib)
 
 
 # ------------------------------------------------------------------------ run-dir bookkeeping

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))
 
 def resident_gb() -> float:
     """This process's resident set, in GB (the library's reading is in GiB)."""
-    from inspo.training.summary import resident_memory_gb
+    from inspo.training.memory import resident_memory_gb
 
     return (resident_memory_gb() or 0.0) * 2**30 / 1e9
 

@@ -196,7 +196,8 @@ def run_evolve(
     from tqdm.auto import tqdm
 
     bar = tqdm(total=steps, initial=first - 1, desc="inspo evolve", unit="step", disable=not progress)
-    metrics = MetricsLog(run_dir / artifacts.METRICS_FILE, steps, progress=progress, read_existing=True)
+    metrics = MetricsLog(run_dir / artifacts.METRICS_FILE, steps, progress=progress, read_existing=True,
+                         release_memory=True)
 
     def play_step(t: int) -> None:
         batch = step_questions(inputs.questions, t, rl.questions_per_step, rl.seed)

@@ -286,7 +286,8 @@ class InspoHooks:
     def __init__(self, ctx: RolloutContext, *, run_dir: Path, total_steps: int, progress: bool,
                  run_config: dict[str, Any] | None = None):
         self.ctx = ctx
-        self.metrics = MetricsLog(Path(run_dir) / artifacts.METRICS_FILE, total_steps, progress=progress)
+        self.metrics = MetricsLog(Path(run_dir) / artifacts.METRICS_FILE, total_steps, progress=progress,
+                                  release_memory=True)
         self.run_config = run_config
         """The run's resolved config, recorded in each checkpoint (a resume compares with it)."""
         self.trainer: Any = None

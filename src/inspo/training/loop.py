@@ -48,8 +48,10 @@ Metrics (one line per INSPO step; :func:`step_metrics`):
   clipped, and an answered episode ends at ``</answer>``, without EOS;
 - :class:`MetricsLog` adds ``system/rss_gib`` (the process's resident memory as the line is
   written, after the step's evolution: the level between steps; absent where the OS has no
-  ``/proc``) and ``system/peak_rss_gib`` (its peak so far, training's transients included), so a
-  run's memory growth reads off its log step by step;
+  ``/proc``), ``system/peak_rss_gib`` (its peak so far, training's transients included) and, in
+  training and ``inspo evolve``, which first hand freed memory back to the OS
+  (:mod:`inspo.training.memory`), ``system/released_gib`` (what that gave back: the allocator's
+  retention), so a run's memory growth reads off its log step by step;
 - a driver may add its own: training adds ``eval/reward`` and ``eval/<tool>_calls``
   (``rl.eval_every``), ``global_step`` and TRL's metrics; the demo adds
   ``inspo/best_true_quality``.
@@ -75,8 +77,8 @@ from inspo.envs.loop import FINISH_REASONS, AgentConfig
 from inspo.llm.base import LLMClient
 from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.rng import derived_rng
+from inspo.training.memory import memory_metrics
 from inspo.training.schedule import core_config
-from inspo.training.summary import peak_memory_gb, resident_memory_gb
 
 log = logging.getLogger("inspo.training")
 
@@ -296,30 +298,29 @@ def step_line(metrics: dict[str, float], total: int) -> str:
     if "loss" in metrics:
         parts.append(f"loss {metrics['loss']:.4f}")
     if "system/rss_gib" in metrics:
-        parts.append(f"memory {metrics['system/rss_gib']:.1f} GiB (peak {metrics['system/peak_rss_gib']:.1f})")
+        parts.append(f"memory {metrics['system/rss_gib']:.1f} GiB (peak {metrics['system/peak_rss_gib']:.1f}"
+                     + (f", released {metrics['system/released_gib']:.1f})" if "system/released_gib" in metrics else ")"))
     return " | ".join(parts)
-
-
-def memory_metrics() -> dict[str, float]:
-    """``system/rss_gib`` (now; absent without ``/proc``) and ``system/peak_rss_gib`` (peak so far)."""
-    now = resident_memory_gb()
-    return {**({"system/rss_gib": now} if now is not None else {}), "system/peak_rss_gib": peak_memory_gb()}
 
 
 class MetricsLog:
     """A run's ``metrics.jsonl``: :meth:`write` appends a step's line, keeps it in ``history``
     and shows its progress line (through tqdm, above any bar, with ``progress``; else to the
     ``inspo.training`` log). ``read_existing`` starts ``history`` with the lines already there (a
-    resumed run)."""
+    resumed run). With ``release_memory`` each write first hands freed memory back to the OS
+    (:func:`inspo.training.memory.release_memory`; training and ``inspo evolve``, whose steps take
+    minutes, not the demo's)."""
 
-    def __init__(self, path: str | Path, total_steps: int, *, progress: bool, read_existing: bool = False):
+    def __init__(self, path: str | Path, total_steps: int, *, progress: bool, read_existing: bool = False,
+                 release_memory: bool = False):
         self.path = Path(path)
         self.total_steps = total_steps
         self.progress = progress
+        self.release_memory = release_memory
         self.history: list[dict[str, Any]] = artifacts.read_jsonl(self.path) if read_existing else []
 
     def write(self, line: dict[str, Any]) -> None:
-        line = {**line, **memory_metrics()}
+        line = {**line, **memory_metrics(release=self.release_memory)}
         artifacts.append_jsonl(self.path, line)
         self.history.append(line)
         text = step_line(line, self.total_steps)

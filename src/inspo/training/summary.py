@@ -17,6 +17,7 @@ from typing import Any
 from inspo import artifacts
 from inspo.core.coevolution import CoEvolution
 from inspo.records import Instruction
+from inspo.training.memory import peak_memory_gb
 
 
 @dataclass
@@ -160,26 +161,6 @@ def start_end(history: list[dict[str, Any]], key: str) -> tuple[float, float, in
         return 0.0, 0.0, 0
     k = max(1, min(5, len(values) // 4))
     return sum(values[:k]) / k, sum(values[-k:]) / k, k
-
-
-def peak_memory_gb() -> float:
-    """This process's peak resident set so far, in GiB (``ru_maxrss``: KiB on Linux)."""
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-
-
-def resident_memory_gb() -> float | None:
-    """This process's resident set now, in GiB (``/proc/self/statm``); None where there is no
-    ``/proc`` (not Linux)."""
-    import os
-
-    try:
-        with open("/proc/self/statm") as f:
-            pages = int(f.read().split()[1])
-    except OSError:
-        return None
-    return pages * os.sysconf("SC_PAGE_SIZE") / 1024**3
 
 
 def summarize(
