@@ -6,6 +6,7 @@ equals an uninterrupted one."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,7 +46,8 @@ def test_evolution_finds_the_instruction_the_policy_needs(tmp_path):
         assert (out / name).is_file()
     assert not (out / "model").exists()
     assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1, 2, 3, 4]
-    assert all("system/released_gib" in m for m in artifacts.read_jsonl(out / "metrics.jsonl"))  # freed memory returned
+    if sys.platform.startswith("linux"):  # freed memory returned, and what that gave back recorded
+        assert all("system/released_gib" in m for m in artifacts.read_jsonl(out / "metrics.jsonl"))
     assert "policy (frozen):" in str(summary)
     # cpu-tiny's final choice: the population and the seed on 16 dev questions, then 50 test questions
     ev = summary.evaluation

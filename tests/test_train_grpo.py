@@ -11,6 +11,7 @@ reflector, verification with the current policy.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter, defaultdict
 
 import pytest
@@ -76,7 +77,8 @@ def test_run_directory_is_complete(inspo_run):
     metrics = {m["step"]: m for m in artifacts.read_jsonl(out / "metrics.jsonl")}
     assert "eval/reward" in metrics[2] and "eval/reward" not in metrics[1]  # rl.eval_every=2 (issue 12.9)
     assert 0.0 <= metrics[2]["eval/reward"] <= 1.0
-    assert all(m["system/released_gib"] >= 0.0 and m["system/rss_gib"] > 0.0 for m in metrics.values())
+    if sys.platform.startswith("linux"):  # /proc: the resident set, recorded after each step's release
+        assert all(m["system/released_gib"] >= 0.0 and m["system/rss_gib"] > 0.0 for m in metrics.values())
     assert summary.eval_history == [{"step": 2, "eval/reward": metrics[2]["eval/reward"]}]
     assert "periodic eval:" in str(summary)
     ev = summary.evaluation

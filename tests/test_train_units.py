@@ -195,18 +195,21 @@ def test_release_memory_hands_freed_heap_pages_back():
 
     if _malloc_trim() is None or resident_memory_gb() is None:
         pytest.skip("needs Linux with glibc (malloc_trim, /proc)")
-    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc = ctypes.CDLL(None)
     libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
     libc.free.argtypes = [ctypes.c_void_p]
     size, count = 64 * 1024, 6000  # 64 KiB chunks (below the mmap threshold): ~375 MiB of heap
     chunks = [libc.malloc(size) for _ in range(count)]
     for p in chunks:
         ctypes.memset(p, 1, size)  # touched, so resident
-    kept = chunks[::16]  # one live chunk in 16 pins the heap: glibc cannot shrink its top
+    kept = set(chunks[::16])  # one live chunk in 16 pins the heap: glibc cannot shrink its top
+    touched = resident_memory_gb()
     for p in chunks:
         if p not in kept:
             libc.free(p)
     before = resident_memory_gb()
+    if touched - before > 0.05:  # e.g. MALLOC_MMAP_THRESHOLD_ set lower: free gave it back at once
+        pytest.skip("this allocator returned the freed chunks by itself: nothing left to release")
     release_memory()
     after = resident_memory_gb()
     for p in kept:

@@ -61,6 +61,7 @@ from inspo.training.loop import (
     rescore,
     verification_evaluate,
 )
+from inspo.training.memory import release_memory
 from inspo.training.progress import say
 
 
@@ -322,6 +323,7 @@ class InspoHooks:
         population, metrics = payload[0]
         if not ctx.is_main:
             set_population(ctx.coevo, population, step)
+            release_memory()  # the main process does it as it writes the step's metrics line
         train_metrics = self.trainer._metrics["train"]
         for key, value in metrics.items():
             if key != "step":

@@ -50,8 +50,8 @@ Metrics (one line per INSPO step; :func:`step_metrics`):
   written, after the step's evolution: the level between steps; absent where the OS has no
   ``/proc``), ``system/peak_rss_gib`` (its peak so far, training's transients included) and, in
   training and ``inspo evolve``, which first hand freed memory back to the OS
-  (:mod:`inspo.training.memory`), ``system/released_gib`` (what that gave back: the allocator's
-  retention), so a run's memory growth reads off its log step by step;
+  (:mod:`inspo.training.memory`), ``system/released_gib`` (what that gave back: garbage plus the
+  allocator's retention), so a run's memory growth reads off its log step by step;
 - a driver may add its own: training adds ``eval/reward`` and ``eval/<tool>_calls``
   (``rl.eval_every``), ``global_step`` and TRL's metrics; the demo adds
   ``inspo/best_true_quality``.
@@ -298,8 +298,10 @@ def step_line(metrics: dict[str, float], total: int) -> str:
     if "loss" in metrics:
         parts.append(f"loss {metrics['loss']:.4f}")
     if "system/rss_gib" in metrics:
-        parts.append(f"memory {metrics['system/rss_gib']:.1f} GiB (peak {metrics['system/peak_rss_gib']:.1f}"
-                     + (f", released {metrics['system/released_gib']:.1f})" if "system/released_gib" in metrics else ")"))
+        more = [f"{name} {metrics[f'system/{key}']:.1f}" for name, key in (("peak", "peak_rss_gib"),
+                                                                             ("released", "released_gib"))
+                if f"system/{key}" in metrics]
+        parts.append(f"memory {metrics['system/rss_gib']:.1f} GiB" + (f" ({', '.join(more)})" if more else ""))
     return " | ".join(parts)
 
 

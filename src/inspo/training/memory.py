@@ -5,28 +5,32 @@ slices) through glibc's ``malloc``; freed, they stay in glibc's arenas as free c
 going back to the OS, and the resident set climbs step over step although nothing is kept (the
 calculator campaign's INSPO runs: 5.6 GB before the first step, 14-16 GB by step 4, then the
 kernel's OOM killer on a 23 GB machine). :func:`release_memory` collects Python's garbage and asks
-glibc to hand its free pages back (``malloc_trim(0)``); the bytes it gave back are the allocator's
-retention, and what the level still gains step over step is memory the run really keeps.
+glibc to hand its free pages back (``malloc_trim(0)``); what that gives back is garbage plus the
+allocator's retention, and what the level still gains step over step is memory the run really keeps.
 
-Linux only: elsewhere (no ``/proc``, or a libc without ``malloc_trim``, e.g. musl or macOS) the
-readings are absent and the release only collects garbage.
+The resident set now is read on Linux only (``/proc``); elsewhere that reading is absent. The
+release trims only with glibc (musl and macOS have no ``malloc_trim``: there it only collects garbage).
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import os
-import resource
 import sys
 from collections.abc import Callable
 from functools import cache
 
 
-def peak_memory_gb() -> float:
-    """This process's peak resident set so far, in GiB (``ru_maxrss``: KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+def peak_memory_gb() -> float | None:
+    """This process's peak resident set so far, in GiB (``ru_maxrss``: KiB on Linux, bytes on
+    macOS); None where there is no ``resource`` module (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024**3 if sys.platform == "darwin" else peak / 1024**2
 
 
 def resident_memory_gb() -> float | None:
@@ -42,13 +46,11 @@ def resident_memory_gb() -> float | None:
 
 @cache
 def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none."""
+    """glibc's ``malloc_trim`` (found among the symbols the interpreter already loaded), or None
+    where the C library has none."""
     if not sys.platform.startswith("linux"):
         return None
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
     if trim is None:  # musl
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
@@ -66,7 +68,7 @@ def release_memory() -> None:
 def memory_metrics(*, release: bool) -> dict[str, float]:
     """A metrics line's memory: ``system/rss_gib`` (the resident set now, after the release when
     ``release``), ``system/released_gib`` (what the release gave back), ``system/peak_rss_gib``
-    (the peak so far); readings absent where the OS has no ``/proc``."""
+    (the peak so far); each absent where the OS cannot say (see the module docstring)."""
     before = resident_memory_gb()
     if release:
         release_memory()
@@ -76,5 +78,7 @@ def memory_metrics(*, release: bool) -> dict[str, float]:
         out["system/rss_gib"] = now
         if release and before is not None:
             out["system/released_gib"] = max(0.0, before - now)
-    out["system/peak_rss_gib"] = peak_memory_gb()
+    peak = peak_memory_gb()
+    if peak is not None:
+        out["system/peak_rss_gib"] = peak
     return out

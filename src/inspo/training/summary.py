@@ -197,6 +197,6 @@ def summarize(
         optimizer=optimizer,
         ledger=coevo.ledger.to_dict(),
         wall_seconds=time.time() - started,
-        peak_memory_gb=peak_memory_gb(),
+        peak_memory_gb=peak_memory_gb() or 0.0,
         **more,
     )
