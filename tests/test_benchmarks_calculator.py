@@ -72,7 +72,7 @@ def _result(arm: str, seed: int, rewards: dict, hand: dict) -> dict:
             "returned_is_seed": False, "wall_s": 1.0, "provenance": {"commit": "abc"}}
 
 
-def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_apart():
+def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_apart(capsys):
     campaign = load_script("calculator_campaign")
     mh = campaign._campaign()
     setting = campaign.setting()
@@ -97,6 +97,14 @@ def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_a
     assert c["curves"]["inspo-weak"]["tool_errors"] == pytest.approx([0.2, 0.1]) and c["events"]["inspo-weak"][0]["refused_leak"] == 1
     # a resumed run's wall time is its last piece's: said apart, beside the time its steps took
     assert c["steps_s"]["inspo-weak"] == [7.5, 7.5, 7.5] and c["resumed"]["inspo-weak"] == [False, False, False]
+    # memory per step, per run, where the run recorded it (older results did not): never averaged
+    traced = dict(results[-1], curves={**results[-1]["curves"], "rss_gib": [4.6, 4.7], "released_gib": [1.1, 1.4]})
+    untraced = dict(results[-2], curves={**results[-2]["curves"], "rss_gib": [math.nan] * 2,
+                                         "released_gib": [math.nan] * 2})
+    memory = mh.combine([*results[:-2], untraced, traced], setting)
+    assert memory["memory"]["inspo-weak"] == {"2": [[4.6, 4.7], [1.1, 1.4]]} and memory["memory"]["static-weak"] == {}
+    mh.print_combined(memory, setting)
+    assert "memory s2 (GiB after each step's release / released): 4.6/1.1, 4.7/1.4" in capsys.readouterr().out
     resumed = mh.combine([*results[:-1], dict(results[-1], resumed=True)], setting)
     assert resumed["resumed"]["inspo-weak"] == [False, False, True]
     # a pre-policy run's own "seed" test plays the instruction its offline stage handed over: not the seed

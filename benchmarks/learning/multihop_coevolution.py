@@ -420,7 +420,7 @@ def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
     seeds = sorted(per_seed)
     order = [g for g in (*setting.groups, *setting.extra_tests) if g in groups]
     out: dict = {"seeds": seeds, "commits": commits, "test_questions": {g: sum(x == g for x in groups) for g in order},
-                 "means": {}, "comparisons": {}, "curves": {}, "events": {}, "returned_is_seed": {}, "wall_s": {},
+                 "means": {}, "comparisons": {}, "curves": {}, "events": {}, "returned_is_seed": {}, "wall_s": {}, "memory": {},
                  "steps_s": {}, "resumed": {}}
     for name in sorted({k for s in per_seed.values() for k in s}):
         have = [seed for seed in seeds if name in per_seed[seed]]
@@ -463,6 +463,9 @@ def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
         out["wall_s"][arm] = [r["wall_s"] for r in runs]  # of the last piece where a run was resumed
         out["resumed"][arm] = [bool(r.get("resumed")) for r in runs]
         out["steps_s"][arm] = [math.fsum(x for x in r["curves"].get("step_s", []) if not math.isnan(x)) for r in runs]
+        # resident memory after each step's release and what the release gave back (runs from 6209747 on)
+        out["memory"][arm] = {str(r["seed"]): [r["curves"]["rss_gib"], r["curves"]["released_gib"]] for r in runs
+                              if not all(math.isnan(x) for x in r["curves"].get("rss_gib", [math.nan]))}
     return out
 
 
@@ -504,7 +507,11 @@ def print_combined(c: dict, setting: Setting = MULTIHOP) -> None:
         for counts in c["events"][arm]:
             if counts.get("proposed"):
                 print("    events: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-        names = [n for n in series if not all(math.isnan(v) for v in series[n])]  # e.g. searches: no search tool
+        for seed, (rss, released) in c.get("memory", {}).get(arm, {}).items():
+            print(f"    memory s{seed} (GiB after each step's release / released): "
+                  + ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(rss, released, strict=True)))
+        names = [n for n in series if n not in ("rss_gib", "released_gib")
+                 and not all(math.isnan(v) for v in series[n])]  # e.g. searches: no search tool
         print("    step  " + "  ".join(f"{n:>13s}" for n in names))
         for t, row in enumerate(zip(*(series[n] for n in names), strict=True), start=1):
             print(f"    {t:4d}  " + "  ".join(f"{v:13.3f}" for v in row))

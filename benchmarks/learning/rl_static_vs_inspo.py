@@ -76,7 +76,7 @@ QUICK = [
 ]
 CURVES = {"reward": "reward", "prompt_tokens": "rollout/prompt_tokens", "searches": "rollout/search_calls",
           "step_s": "step_time", "population": "inspo/population_size", "tool_calls": "rollout/tool_calls",
-          "tool_errors": "rollout/tool_errors"}
+          "tool_errors": "rollout/tool_errors", "rss_gib": "system/rss_gib", "released_gib": "system/released_gib"}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
