@@ -409,7 +409,7 @@ def test_cpu_logprobs_match_trls_fused_lm_head():
     from trl.trainer.utils import add_fused_lm_head
 
     from inspo.models import load_model
-    from inspo.training.grpo_trainer import cpu_logps_and_entropies
+    from inspo.training.cpu_logps import cpu_logps_and_entropies
 
     try:
         loaded = load_model("tiny-qwen2", dtype="float32")
@@ -442,7 +442,7 @@ def test_cpu_logps_cut_each_chunk_after_its_last_attended_token_and_agree_with_t
     from types import SimpleNamespace
 
     from inspo.models import load_model
-    from inspo.training.grpo_trainer import attended_end, cpu_logps_and_entropies
+    from inspo.training.cpu_logps import attended_end, cpu_logps_and_entropies
 
     try:
         model = load_model("tiny-qwen2", dtype="float32").model

@@ -420,8 +420,8 @@ def combine(results: Sequence[dict], setting: Setting = MULTIHOP) -> dict:
     seeds = sorted(per_seed)
     order = [g for g in (*setting.groups, *setting.extra_tests) if g in groups]
     out: dict = {"seeds": seeds, "commits": commits, "test_questions": {g: sum(x == g for x in groups) for g in order},
-                 "means": {}, "comparisons": {}, "curves": {}, "events": {}, "returned_is_seed": {}, "wall_s": {}, "memory": {},
-                 "steps_s": {}, "resumed": {}}
+                 "means": {}, "comparisons": {}, "curves": {}, "events": {}, "returned_is_seed": {}, "wall_s": {},
+                 "memory": {}, "steps_s": {}, "resumed": {}}
     for name in sorted({k for s in per_seed.values() for k in s}):
         have = [seed for seed in seeds if name in per_seed[seed]]
         out["means"][name] = {g: {str(seed): statistics.fmean(subset(per_seed[seed][name], groups, g)) for seed in have}
