@@ -26,8 +26,9 @@ Where the work happens:
 
 Resume (``resume=True``): a stage before the last that finished is picked up from what it left
 (an offline stage: its ``summary.json``, whose best instruction the GRPO checkpoints were trained
-from; a GRPO stage: ``training_summary.json`` and ``model/``); the last stage continues from its
-checkpoint (GRPO) or runs again (offline).
+from; a GRPO stage: ``training_summary.json`` and ``model/``); the last stage, or one a kill left
+unfinished, continues from its checkpoint (GRPO) or after the last step its ``inspo_state.json``
+saved (offline; without one, it runs again from its start).
 
 Multi-process (``torchrun --nproc_per_node N`` or ``accelerate launch``): every process calls
 ``run_training`` with the same config; only the main process writes the run files.
@@ -277,11 +278,15 @@ class OfflineStage:
         self.about = about
         """What the policy is, for the user ("base policy")."""
         self.finished: RunSummary | None = None
+        self.continues = False
+        """Whether the stage continues after the last step a killed run saved (a resume)."""
 
     def check(self, run: Run, *, last: bool) -> None:
         done = run.run_dir / self.name / artifacts.SUMMARY_FILE
         if run.resume and not last and done.is_file():
             self.finished = RunSummary.read(done)
+        else:  # its steps are saved one by one: a resume does not play them again
+            self.continues = bool(run.resume) and (run.run_dir / self.name / artifacts.STATE_FILE).is_file()
 
     def run(self, run: Run, handoff: Handoff) -> Handoff:
         if not run.is_main:
@@ -306,13 +311,12 @@ class OfflineStage:
 
         config = run.config
         engine = self.policy(run, handoff, derived_rng(config.rl.seed, self.name))
-        say(f"{self.name} stage: instruction evolution with the frozen {self.about} for {config.offline_steps} steps",
-            run.progress)
-        # overwrite: the run's own checks decided that this stage starts over (a stage left unfinished
-        # by a killed run is played again from its start)
+        say(f"{self.name} stage: instruction evolution with the frozen {self.about} for {config.offline_steps} steps"
+            + (" (continuing after the last step it saved)" if self.continues else ""), run.progress)
+        # overwrite: the run's own checks decided that this stage starts over (no saved state to continue)
         return run_evolve(offline_config(config), steps=config.offline_steps, engine=engine,
-                          out_dir=run.run_dir / self.name, overwrite=True, progress=run.progress,
-                          reward_fn=run.reward_fn, env=run.env)
+                          out_dir=run.run_dir / self.name, resume=self.continues, overwrite=not self.continues,
+                          progress=run.progress, reward_fn=run.reward_fn, env=run.env)
 
 
 def base_policy(run: Run, handoff: Handoff, rng: random.Random) -> PolicyEngine:
