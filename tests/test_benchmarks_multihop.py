@@ -152,7 +152,7 @@ def test_multihop_quick_runs_every_arm_on_the_same_questions_and_skips_what_is_d
     assert again == done and capsys.readouterr().out.count("done before") == len(bench.ALL_ARMS)
 
 
-def test_a_run_killed_before_its_first_checkpoint_starts_over(tmp_path):
+def test_a_run_killed_before_its_first_checkpoint_or_saved_offline_step_starts_over(tmp_path):
     bench = load_script("multihop_coevolution")
     run = tmp_path / "r"
     (run / "checkpoint-partial").mkdir(parents=True)
@@ -160,6 +160,11 @@ def test_a_run_killed_before_its_first_checkpoint_starts_over(tmp_path):
     (run / "checkpoint-partial").rmdir()
     (run / "metrics.jsonl").write_text("")
     assert not bench.has_checkpoint(run)
+    (run / "pre-policy").mkdir()
+    (run / "pre-policy" / "events.jsonl").write_text("")
+    assert not bench.has_checkpoint(run)  # an offline stage killed before its first saved state
+    (run / "pre-policy" / "inspo_state.json").write_text("{}")
+    assert bench.has_checkpoint(run)  # ... and after: the resume continues it (issue 33)
 
 
 # ------------------------------------------------------------------------------ GPU campaign

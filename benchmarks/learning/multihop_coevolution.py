@@ -173,7 +173,10 @@ def result_path(out: str | Path, arm: str, seed: int) -> Path:
 
 
 def has_checkpoint(directory: Path) -> bool:
-    return any(p.is_dir() and p.name.startswith("checkpoint-") for p in directory.glob("checkpoint-*"))
+    """Whether a killed run in ``directory`` can be resumed: a GRPO checkpoint, or the state an
+    offline stage (pre-/post-policy) saves after each of its steps."""
+    return any(p.is_dir() and p.name.startswith("checkpoint-") for p in directory.glob("checkpoint-*")) or any(
+        (directory / stage / "inspo_state.json").is_file() for stage in ("pre-policy", "post-policy"))
 
 
 def test_groups(config, setting: Setting = MULTIHOP) -> dict[str, str]:
@@ -215,7 +218,7 @@ def run_arm(arm: str, args: argparse.Namespace, setting: Setting = MULTIHOP) -> 
     config = resolve(args.preset, None, overrides(args, arm, setting))
     out = Path(config.output_dir)
     resume = has_checkpoint(out)
-    if out.exists() and not resume:  # killed before its first checkpoint: nothing to resume from
+    if out.exists() and not resume:  # killed before its first checkpoint or saved step: nothing to resume from
         shutil.rmtree(out)
     started = time.perf_counter()
     summary = run_training(config, resume=resume, progress=False)
