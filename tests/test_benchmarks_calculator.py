@@ -128,6 +128,35 @@ def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_a
         "generated"]["seed_low"])  # one seed: its paired difference, no interval across seeds
 
 
+def test_the_markdown_tables_show_each_score_comparison_and_run_with_its_seed(tmp_path, capsys):
+    campaign = load_script("calculator_campaign")
+    results = [_result("untrained", 0, {"weak": [0, 0, 0], "worked": [1, 1, 0]}, {"weak": [0, 0], "worked": [1, 0]})]
+    for seed, inspo in ((0, [1, 1, 0]), (1, [1, 1, 1])):
+        results.append(dict(_result("static-weak", seed, {"seed": [1, 0, 0]}, {"seed": [0, 0]}),
+                            events={"proposed": 0}))
+        results.append(dict(_result("inspo-weak", seed, {"returned": inspo, "seed": [1, 0, 0]},
+                                    {"returned": [1, 0], "seed": [0, 0]}),
+                            events={"proposed": 9 + seed, "refused_guard": 7, "refused_leak": 1, "admitted": 1}))
+    for r in results:
+        path = tmp_path / "results" / f"{r['arm']}-s{r['seed']}.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(r))
+    tables = tmp_path / "tables.md"
+    campaign.main(["--combine", str(tmp_path / "results"), "--markdown", str(tables)])
+    text = tables.read_text()
+    assert f"tables: {tables}" in capsys.readouterr().out
+    assert "| static-weak | s0 0.333, s1 0.333 | s0 0.000, s1 0.000 |" in text
+    # inspo - static per seed +1/3 and +2/3: mean +0.5, its interval across the two seeds, SD 0.236
+    row = next(line for line in text.splitlines() if line.startswith("| inspo-weak - static-weak | generated |"))
+    assert "| +0.333, +0.667 | +0.500 [-1.618, +2.618] | +0.500 [" in row and "| 0.236 |" in row
+    one_seed = campaign._campaign().combine(results[:3], campaign.setting())
+    one = campaign._campaign()._sibling("campaign_pooling").markdown(one_seed, campaign.setting())
+    assert "| inspo-weak - static-weak | generated | +0.333 | one seed |" in one
+    # the optimizer's yield, a row per run that proposed something, with its seed
+    assert "| inspo-weak | 0 | 9 | 7 | 1 | 0 | 0 | 1 |" in text and "| inspo-weak | 1 | 10 | 7 | 1 | 0 | 0 | 1 |" in text
+    assert "| static-weak |" not in text.split("| arm | seed |")[1]  # a run that proposed nothing has no row
+
+
 def test_combine_names_a_cross_scoring_by_policy_and_instruction_arm_and_pairs_it_by_seed(capsys):
     campaign = load_script("calculator_campaign")
     mh = campaign._campaign()

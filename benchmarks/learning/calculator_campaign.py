@@ -46,6 +46,8 @@ Usage::
     python benchmarks/learning/calculator_campaign.py --seed 0 --out runs/calc        # every arm of seed 0
     python benchmarks/learning/calculator_campaign.py --seed 1 --arms static-weak,inspo-weak --out runs/calc
     python benchmarks/learning/calculator_campaign.py --combine runs/calc/results --json runs/calc/combined.json
+    python benchmarks/learning/calculator_campaign.py --combine benchmarks/results/calculator/campaign \
+        --markdown benchmarks/results/calculator/campaign-tables.md     # the tables BENCHMARKS.md quotes
     python benchmarks/learning/calculator_campaign.py --quick --out /tmp/calc            # a smoke run
 """
 

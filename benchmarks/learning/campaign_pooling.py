@@ -96,7 +96,7 @@ def combine(results: Sequence[dict], setting) -> dict:
     order = [g for g in (*setting.groups, *setting.extra_tests) if g in groups]
     out: dict = {"seeds": seeds, "commits": commits, "test_questions": {g: sum(x == g for x in groups) for g in order},
                  "means": {}, "comparisons": {}, "curves": {}, "events": {}, "returned_is_seed": {}, "wall_s": {},
-                 "memory": {}, "steps_s": {}, "resumed": {}}
+                 "memory": {}, "steps_s": {}, "resumed": {}, "run_seeds": {}}
     for name in sorted({k for s in per_seed.values() for k in s}):
         have = [seed for seed in seeds if name in per_seed[seed]]
         out["means"][name] = {g: {str(seed): statistics.fmean(subset(per_seed[seed][name], groups, g)) for seed in have}
@@ -132,6 +132,7 @@ def combine(results: Sequence[dict], setting) -> dict:
         shared = [k for k in curves[0] if all(k in c for c in curves)]  # results written before a curve was kept
         out["curves"][arm] = {k: [_nanmean(v) for v in zip(*(c[k] for c in curves), strict=False)] for k in shared}
         out["events"][arm] = [r.get("events", {}) for r in runs]
+        out["run_seeds"][arm] = [r["seed"] for r in runs]
         # pre-policy before the fix (tested_run_seed): the static stage returned its own seed, the handed-over one
         out["returned_is_seed"][arm] = [r["returned_is_seed"] for r in runs
                                         if setting.arms[arm][0] != "pre-policy" or tested_run_seed(r)]
@@ -190,3 +191,46 @@ def print_combined(c: dict, setting) -> None:
         print("    step  " + "  ".join(f"{n:>13s}" for n in names))
         for t, row in enumerate(zip(*(series[n] for n in names), strict=True), start=1):
             print(f"    {t:4d}  " + "  ".join(f"{v:13.3f}" for v in row))
+
+
+#: The optimizer's yield, from the events: column -> event count (``rl_static_vs_inspo.rule_counts``).
+YIELD = {"proposed": "proposed", "refused by the tag guard": "refused_guard", "by the leak guard": "refused_leak",
+         "below the parent": "refused_below_parent", "not in the top n": "refused_not_top", "admitted": "admitted"}
+
+
+def markdown(c: dict, setting) -> str:
+    """:func:`combine`'s result as Markdown tables: each score's test reward per seed and group;
+    each comparison per group (per-seed differences, their mean with a 95% interval across seeds,
+    the pooled per-question difference with its interval, the seed SD and the power); and the
+    optimizer's yield per run (rows of runs that proposed nothing are left out)."""
+    def signed(x: float) -> str:
+        return "-" if math.isnan(x) else f"{x:+.3f}"
+
+    groups = list(c["test_questions"])
+    lines = [f"{len(c['seeds'])} seed(s) ({', '.join(map(str, c['seeds']))}); test questions "
+             + ", ".join(f"{g}{setting.unit} {n}" for g, n in c["test_questions"].items()), "",
+             "| score | " + " | ".join(f"{g}{setting.unit} (per seed)" for g in groups) + " |",
+             "|---|" + "---|" * len(groups)]
+    for name, by_group in c["means"].items():
+        lines.append(f"| {name} | " + " | ".join(
+            ", ".join(f"s{seed} {m:.3f}" for seed, m in by_group[g].items()) for g in groups) + " |")
+    lines += ["", "| comparison | group | per seed | over seeds [95% CI] | pooled per question [95% CI] | seed SD | "
+              f"detectable (80% power) | seeds for +{setting.effect} |", "|---|---|---|---|---|---|---|---|"]
+    for name, comp in c["comparisons"].items():
+        for g, d in comp["hops"].items():
+            p = d["pooled"]
+            over = ("one seed" if len(d["per_seed"]) == 1 else
+                    f"{d['seed_mean']:+.3f} (the seeds agree exactly)" if math.isnan(d["seed_low"]) else
+                    f"{d['seed_mean']:+.3f} [{d['seed_low']:+.3f}, {d['seed_high']:+.3f}]")
+            lines.append(f"| {name} | {g}{setting.unit} | " + ", ".join(signed(x["mean"]) for x in d["per_seed"])
+                         + f" | {over} | {p['mean']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] | "
+                         + ("-" if math.isnan(d["seed_sd"]) else f"{d['seed_sd']:.3f}")
+                         + f" | {'-' if math.isnan(d['detectable_effect']) else format(d['detectable_effect'], '.3f')}"
+                         + f" | {d['seeds_for_effect'] if d['seeds_for_effect'] is not None else '-'} |")
+    runs = [(arm, seed, counts) for arm, per_run in c["events"].items()
+            for seed, counts in zip(c["run_seeds"][arm], per_run, strict=True) if counts.get("proposed")]
+    if runs:
+        lines += ["", "| arm | seed | " + " | ".join(YIELD) + " |", "|---|---|" + "---|" * len(YIELD)]
+        lines += [f"| {arm} | {seed} | " + " | ".join(str(counts.get(k, 0)) for k in YIELD.values()) + " |"
+                  for arm, seed, counts in runs]
+    return "\n".join(lines) + "\n"

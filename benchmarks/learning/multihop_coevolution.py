@@ -147,6 +147,7 @@ def parse_args(argv: Sequence[str] | None, setting: Setting = MULTIHOP) -> argpa
     p.add_argument("--set", action="append", default=[], help="extra config override (every arm)")
     p.add_argument("--out", default=f"runs/{setting.preset}-bench", help="run folders and results/ go here")
     p.add_argument("--combine", metavar="DIR_OR_JSON", nargs="+", help="pool the results of several seeds")
+    p.add_argument("--markdown", metavar="PATH", help="--combine: also write the tables in Markdown here")
     p.add_argument("--quick", action="store_true", help="tiny random model, 2 steps: a smoke run")
     args = p.parse_args(argv)
     args.arms = [a for a in args.arms.split(",") if a]
@@ -320,6 +321,9 @@ def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict
         combined["provenance"] = start(setting.script, argv, device="cpu")  # the pooling's own
         print_combined(combined, setting)
         write_result(args.json, combined)
+        if args.markdown:
+            Path(args.markdown).write_text(_sibling("campaign_pooling").markdown(combined, setting), encoding="utf-8")
+            print(f"tables: {args.markdown}")
         return combined
     from inspo.training.config import resolve
 
