@@ -155,6 +155,9 @@ def test_the_markdown_tables_show_each_score_comparison_and_run_with_its_seed(tm
     # the optimizer's yield, a row per run that proposed something, with its seed
     assert "| inspo-weak | 0 | 9 | 7 | 1 | 0 | 0 | 1 |" in text and "| inspo-weak | 1 | 10 | 7 | 1 | 0 | 0 | 1 |" in text
     assert "| static-weak |" not in text.split("| arm | seed |")[1]  # a run that proposed nothing has no row
+    # the step curves, averaged over the arm's seeds (Fig. 2 / 3)
+    assert "inspo-weak, per step (mean over seeds 0, 1):" in text
+    assert "| step | reward | tool_calls | tool_errors | step_s |" in text and "| 2 | 0.200 | 1.500 | 0.100 | 4.500 |" in text
 
 
 def test_combine_names_a_cross_scoring_by_policy_and_instruction_arm_and_pairs_it_by_seed(capsys):

@@ -201,8 +201,9 @@ YIELD = {"proposed": "proposed", "refused by the guard (tags, length, copies)": 
 def markdown(c: dict, setting) -> str:
     """:func:`combine`'s result as Markdown tables: each score's test reward per seed and group;
     each comparison per group (per-seed differences, their mean with a 95% interval across seeds,
-    the pooled per-question difference with its interval, the seed SD and the power); and the
-    optimizer's yield per run (rows of runs that proposed nothing are left out)."""
+    the pooled per-question difference with its interval, the seed SD and the power); the
+    optimizer's yield per run (rows of runs that proposed nothing are left out); and each arm's
+    step curves (reward, tool calls and errors, prompt length...: Fig. 2 / 3), averaged over seeds."""
     def signed(x: float) -> str:
         return "-" if math.isnan(x) else f"{x:+.3f}"
 
@@ -233,4 +234,11 @@ def markdown(c: dict, setting) -> str:
         lines += ["", "| arm | seed | " + " | ".join(YIELD) + " |", "|---|---|" + "---|" * len(YIELD)]
         lines += [f"| {arm} | {seed} | " + " | ".join(str(counts.get(k, 0)) for k in YIELD.values()) + " |"
                   for arm, seed, counts in runs]
+    for arm, series in c["curves"].items():  # Fig. 2 / 3: per step, the mean over the arm's seeds
+        names = [n for n in series if n not in ("rss_gib", "released_gib")
+                 and not all(math.isnan(v) for v in series[n])]
+        lines += ["", f"{arm}, per step (mean over seeds {', '.join(map(str, c['run_seeds'][arm]))}):", "",
+                  "| step | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        lines += [f"| {t} | " + " | ".join(f"{v:.3f}" for v in row) + " |"
+                  for t, row in enumerate(zip(*(series[n] for n in names), strict=True), start=1)]
     return "\n".join(lines) + "\n"
