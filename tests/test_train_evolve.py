@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,7 @@ class StubGrpo:
     def __init__(self, *, static):
         self.static = static
 
-    def check(self, run, *, last):
+    def check(self, run, *, first, last):
         Path(run.config.output_dir).mkdir(parents=True, exist_ok=True)
 
     def run(self, run, handoff):
@@ -223,6 +224,31 @@ def test_a_pre_policy_run_killed_in_its_offline_stage_continues_after_the_last_s
     assert events == artifacts.read_jsonl(tmp_path / "straight" / "pre-policy" / "events.jsonl")
     assert resumed.stages["pre-policy"]["best_instruction"] == straight.stages["pre-policy"]["best_instruction"]
     assert stub_grpo.handed[-1] == stub_grpo.handed[0] == straight.stages["pre-policy"]["best_instruction"]
+
+
+def test_an_offline_stage_resume_the_saved_state_cannot_honour_is_refused_before_any_model_loads(
+        tmp_path, monkeypatch, scripted_engine, stub_grpo):
+    import inspo.training.evolve as evolve
+    from inspo.training import run
+
+    real_save = evolve.save_state
+
+    def killed_after_step_12(coevo, path):
+        real_save(coevo, path)
+        if coevo.last_step == 12:
+            raise Killed
+
+    monkeypatch.setattr(run, "base_policy", lambda *args: ScriptedPolicy())
+    with monkeypatch.context() as m:
+        m.setattr(evolve, "save_state", killed_after_step_12)
+        with pytest.raises(Killed):
+            run.run_training(_offline_config(tmp_path / "pre", "pre-policy"), progress=False)
+    monkeypatch.setattr(run, "base_policy", lambda *args: pytest.fail("a model loaded before the refusal"))
+    config = _offline_config(tmp_path / "pre", "pre-policy")
+    with pytest.raises(SetupError, match="seed_instruction"):
+        run.run_training(replace(config, seed_instruction="Another seed."), resume=True, progress=False)
+    with pytest.raises(SetupError, match="holds step 12, past the 10 step"):
+        run.run_training(replace(config, offline_steps=10), resume=True, progress=False)
 
 
 # ------------------------------------------- resume without a saved state (issue 21)

@@ -266,8 +266,8 @@ class Recording:
     def __init__(self, name, log, **out):
         self.name, self.log, self.out = name, log, out
 
-    def check(self, run, *, last):
-        self.log.append(("check", self.name, last))
+    def check(self, run, *, first, last):
+        self.log.append(("check", self.name, first, last))
 
     def run(self, run, handoff):
         from dataclasses import replace
@@ -289,7 +289,7 @@ def test_the_driver_checks_every_stage_first_then_hands_each_stage_on(tmp_path):
               Recording("second", log, summary=summary)]
     run = Run(resolve("cpu-tiny", overrides=[f"output_dir={tmp_path}"]), progress=False)
     returned = run_stages(run, stages)
-    assert log == [("check", "first", False), ("check", "second", True), ("run", "first", None),
+    assert log == [("check", "first", True, False), ("check", "second", False, True), ("run", "first", None),
                    ("run", "second", "Evolved.")]
     assert returned.stages == {"first": {"steps": 2}} and RunSummary.read(tmp_path / "summary.json") == returned
     with pytest.raises(RuntimeError, match="no summary"):
@@ -311,14 +311,35 @@ def test_a_finished_grpo_stage_is_picked_up_on_resume_only_before_another_stage(
         "best_instruction": "Search.", "best_weight": 0.5, "population": ["ins-0001"], "optimizer": "none",
         "ledger": {}, "wall_seconds": 1.0})
     picked = GrpoStage(static=True)
-    picked.check(Run(config, resume=True), last=False)
+    picked.check(Run(config, resume=True), first=True, last=False)
     assert picked.finished.reward_end == 0.5 and picked.start is None and preflights == []
     for resume, last in ((False, False), (True, True)):  # a new run; the last stage continues its checkpoint
         stage = GrpoStage(static=True)
-        stage.check(Run(config, resume=resume), last=last)
+        stage.check(Run(config, resume=resume), first=True, last=last)
         assert stage.finished is None and stage.start == "start"
     assert preflights == [{"resume": False, "progress": True, "static": True, "env": None},
                           {"resume": True, "progress": True, "static": True, "env": None}]
+
+
+def test_a_resumed_grpo_stage_after_another_stage_starts_fresh_until_it_has_a_checkpoint(tmp_path, monkeypatch):
+    """pre-policy killed in its offline stage, or before GRPO's first checkpoint: the resume
+    continues the offline stage, and the GRPO stage has nothing of its own to resume (issue 33)."""
+    import inspo.training.run as run_module
+    from inspo.training.run import GrpoStage, Run
+
+    preflights = []
+    monkeypatch.setattr(run_module, "preflight", lambda config, **kwargs: preflights.append(kwargs["resume"]))
+    config = resolve("cpu-tiny", overrides=[f"output_dir={tmp_path}", "mode=pre-policy"])
+    tmp_path.mkdir(exist_ok=True)
+    for resume, first in ((True, False), ("last", False), (True, True)):
+        GrpoStage(static=True).check(Run(config, resume=resume), first=first, last=True)
+    # after a stage and without a checkpoint it starts fresh; as the first stage, a resume with
+    # nothing to resume from stays refused by pre-flight (it is told resume=True)
+    assert preflights == [False, False, True]
+    (tmp_path / "checkpoint-2").mkdir()  # once it has one, even cut while saving, pre-flight decides
+    for resume in (True, str(tmp_path / "checkpoint-2")):
+        GrpoStage(static=True).check(Run(config, resume=resume), first=False, last=True)
+    assert preflights[3:] == [True, str(tmp_path / "checkpoint-2")]
 
 
 # --------------------------------------------------------------- pre-flight errors, no training

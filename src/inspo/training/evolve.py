@@ -139,18 +139,7 @@ def run_evolve(
     check_run_dir(run_dir, resume=resume, overwrite=overwrite)
     plan, saved_state = None, None
     if resume:  # a refused change stops here, before anything loads
-        from inspo.training.resume import FIXED_ON_EVOLVE_RESUME, plan_resume, read_old_config
-
-        try:
-            saved_state = read_state(state_path)
-        except ValueError as exc:
-            raise SetupError(f"cannot resume: {exc}. Restore that file, or start over: run without --resume in "
-                             f"another --output-dir (or delete {run_dir} first)") from exc
-        saved, where = read_old_config(run_dir)
-        plan = plan_resume(config, saved_core=saved_state["config"], saved=saved, checkpoint=str(state_path),
-                           step=int(saved_state["last_step"]), compared_with=where, static=False,
-                           fixed=FIXED_ON_EVOLVE_RESUME)
-        plan.check()
+        plan, saved_state = plan_evolve_resume(config, run_dir, steps)
     remote = _remote_policy(policy_url, policy_model) if engine is None and policy_url else None
     inputs = prepare(config, need_optimizer=True, need_model=engine is None and not policy_url,
                      need_eval=choose_on_dev, env=env)
@@ -243,6 +232,30 @@ def run_evolve(
     if progress:
         print(summary, flush=True)
     return summary
+
+
+def plan_evolve_resume(config: TrainConfig, run_dir: Path, steps: int):
+    """The resume plan of the evolve run saved in ``run_dir`` under ``config`` for ``steps`` steps,
+    and its saved state: refused (SetupError) for a damaged state, a change the saved state cannot
+    honour, or a saved step past ``steps``. Reads files only, so a caller checks before loading."""
+    from inspo.training.resume import FIXED_ON_EVOLVE_RESUME, plan_resume, read_old_config
+
+    state_path = run_dir / artifacts.STATE_FILE
+    try:
+        saved_state = read_state(state_path)
+    except ValueError as exc:
+        raise SetupError(f"cannot resume: {exc}. Restore that file, or start over: run without --resume in "
+                         f"another --output-dir (or delete {run_dir} first)") from exc
+    saved, where = read_old_config(run_dir)
+    plan = plan_resume(config, saved_core=saved_state["config"], saved=saved, checkpoint=str(state_path),
+                       step=int(saved_state["last_step"]), compared_with=where, static=False,
+                       fixed=FIXED_ON_EVOLVE_RESUME)
+    plan.check()
+    if plan.step > steps:
+        raise SetupError(f"{state_path} holds step {plan.step}, past the {steps} step(s) asked (offline_steps): "
+                         f"resume with --set offline_steps={plan.step} (or more), or start over in another "
+                         "--output-dir")
+    return plan, saved_state
 
 
 def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool = False) -> None:

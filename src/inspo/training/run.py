@@ -27,8 +27,9 @@ Where the work happens:
 Resume (``resume=True``): a stage before the last that finished is picked up from what it left
 (an offline stage: its ``summary.json``, whose best instruction the GRPO checkpoints were trained
 from; a GRPO stage: ``training_summary.json`` and ``model/``); the last stage, or one a kill left
-unfinished, continues from its checkpoint (GRPO) or after the last step its ``inspo_state.json``
-saved (offline; without one, it runs again from its start).
+unfinished, continues from its checkpoint (GRPO; after another stage, one without a checkpoint yet
+starts fresh) or after the last step its ``inspo_state.json`` saved (offline, checked before any
+stage works; without one, it runs again from its start).
 
 Multi-process (``torchrun --nproc_per_node N`` or ``accelerate launch``): every process calls
 ``run_training`` with the same config; only the main process writes the run files.
@@ -103,8 +104,9 @@ class Handoff:
 class Stage(Protocol):
     name: str
 
-    def check(self, run: Run, *, last: bool) -> None:
-        """Pre-flight, before any stage works; ``last``: no stage follows this one."""
+    def check(self, run: Run, *, first: bool, last: bool) -> None:
+        """Pre-flight, before any stage works; ``first``: no stage comes before this one;
+        ``last``: no stage follows it."""
 
     def run(self, run: Run, handoff: Handoff) -> Handoff:
         """Do the stage's work, given what the stages before it handed over."""
@@ -175,7 +177,7 @@ def _resumed_config(config: TrainConfig, resume: bool | str) -> dict[str, Any] |
 def run_stages(run: Run, stages: Sequence[Stage]) -> RunSummary:
     """Check every stage, run them in order, write and return the run's summary."""
     for i, stage in enumerate(stages):
-        stage.check(run, last=i == len(stages) - 1)
+        stage.check(run, first=i == 0, last=i == len(stages) - 1)
     handoff = Handoff()
     for i, stage in enumerate(stages):
         handoff = stage.run(run, handoff)
@@ -239,13 +241,17 @@ class GrpoStage:
         self.start: GrpoStart | None = None
         self.finished: RunSummary | None = None
 
-    def check(self, run: Run, *, last: bool) -> None:
+    def check(self, run: Run, *, first: bool, last: bool) -> None:
         self.last = last
         kept = run.run_dir / artifacts.TRAINING_SUMMARY_FILE
         if run.resume and not last and kept.is_file() and (run.run_dir / artifacts.MODEL_DIR / "config.json").is_file():
             self.finished = RunSummary.read(kept)
             return
-        self.start = preflight(run.config, resume=run.resume, progress=run.progress, static=self.static, env=run.env)
+        resume = run.resume
+        latest = resume is True or resume in ("true", "True", "last")  # not a checkpoint path
+        if latest and not first and not artifacts.any_checkpoint_dirs(run.run_dir):
+            resume = False  # killed in an earlier stage or before this one's first checkpoint: it starts here
+        self.start = preflight(run.config, resume=resume, progress=run.progress, static=self.static, env=run.env)
 
     def run(self, run: Run, handoff: Handoff) -> Handoff:
         if self.finished is not None:
@@ -281,12 +287,18 @@ class OfflineStage:
         self.continues = False
         """Whether the stage continues after the last step a killed run saved (a resume)."""
 
-    def check(self, run: Run, *, last: bool) -> None:
-        done = run.run_dir / self.name / artifacts.SUMMARY_FILE
+    def check(self, run: Run, *, first: bool, last: bool) -> None:
+        stage_dir = run.run_dir / self.name
+        done = stage_dir / artifacts.SUMMARY_FILE
         if run.resume and not last and done.is_file():
             self.finished = RunSummary.read(done)
-        else:  # its steps are saved one by one: a resume does not play them again
-            self.continues = bool(run.resume) and (run.run_dir / self.name / artifacts.STATE_FILE).is_file()
+            return
+        # its steps are saved one by one: a resume does not play them again
+        self.continues = bool(run.resume) and (stage_dir / artifacts.STATE_FILE).is_file()
+        if self.continues and run.is_main:  # a refused change stops here, before any stage loads a model
+            from inspo.training.evolve import plan_evolve_resume
+
+            plan_evolve_resume(offline_config(run.config), stage_dir, run.config.offline_steps)
 
     def run(self, run: Run, handoff: Handoff) -> Handoff:
         if not run.is_main:
