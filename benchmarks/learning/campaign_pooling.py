@@ -224,7 +224,7 @@ def markdown(c: dict, setting) -> str:
                     f"{d['seed_mean']:+.3f} (the seeds agree exactly)" if math.isnan(d["seed_low"]) else
                     f"{d['seed_mean']:+.3f} [{d['seed_low']:+.3f}, {d['seed_high']:+.3f}]")
             lines.append(f"| {name} | {g}{setting.unit} | " + ", ".join(signed(x["mean"]) for x in d["per_seed"])
-                         + f" | {over} | {p['mean']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] | "
+                         + f" | {over} | {signed(p['mean'])} [{signed(p['low'])}, {signed(p['high'])}] | "
                          + ("-" if math.isnan(d["seed_sd"]) else f"{d['seed_sd']:.3f}")
                          + f" | {'-' if math.isnan(d['detectable_effect']) else format(d['detectable_effect'], '.3f')}"
                          + f" | {d['seeds_for_effect'] if d['seeds_for_effect'] is not None else '-'} |")
@@ -237,8 +237,10 @@ def markdown(c: dict, setting) -> str:
     for arm, series in c["curves"].items():  # Fig. 2 / 3: per step, the mean over the arm's seeds
         names = [n for n in series if n not in ("rss_gib", "released_gib")
                  and not all(math.isnan(v) for v in series[n])]
+        if not names:
+            continue
         lines += ["", f"{arm}, per step (mean over seeds {', '.join(map(str, c['run_seeds'][arm]))}):", "",
                   "| step | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-        lines += [f"| {t} | " + " | ".join(f"{v:.3f}" for v in row) + " |"
+        lines += [f"| {t} | " + " | ".join("-" if math.isnan(v) else f"{v:.3f}" for v in row) + " |"
                   for t, row in enumerate(zip(*(series[n] for n in names), strict=True), start=1)]
     return "\n".join(lines) + "\n"
