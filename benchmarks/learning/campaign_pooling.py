@@ -150,6 +150,12 @@ def _nanmean(values: Sequence[float]) -> float:
     return statistics.fmean(kept) if kept else math.nan
 
 
+def _curve_names(series: dict[str, list[float]]) -> list[str]:
+    """The step curves a table shows: not the memory readings (printed per run, never averaged),
+    nor a curve with no value (e.g. searches: no search tool)."""
+    return [n for n in series if n not in ("rss_gib", "released_gib") and not all(math.isnan(v) for v in series[n])]
+
+
 def print_combined(c: dict, setting) -> None:
     unit = setting.unit
     print(f"{len(c['seeds'])} seeds ({', '.join(map(str, c['seeds']))}); test questions "
@@ -186,8 +192,7 @@ def print_combined(c: dict, setting) -> None:
         for seed, (rss, released) in c.get("memory", {}).get(arm, {}).items():
             print(f"    memory s{seed} (GiB after each step's release / released): "
                   + ", ".join(f"{a:.1f}/{b:.1f}" for a, b in zip(rss, released, strict=True)))
-        names = [n for n in series if n not in ("rss_gib", "released_gib")
-                 and not all(math.isnan(v) for v in series[n])]  # e.g. searches: no search tool
+        names = _curve_names(series)
         print("    step  " + "  ".join(f"{n:>13s}" for n in names))
         for t, row in enumerate(zip(*(series[n] for n in names), strict=True), start=1):
             print(f"    {t:4d}  " + "  ".join(f"{v:13.3f}" for v in row))
@@ -235,8 +240,7 @@ def markdown(c: dict, setting) -> str:
         lines += [f"| {arm} | {seed} | " + " | ".join(str(counts.get(k, 0)) for k in YIELD.values()) + " |"
                   for arm, seed, counts in runs]
     for arm, series in c["curves"].items():  # Fig. 2 / 3: per step, the mean over the arm's seeds
-        names = [n for n in series if n not in ("rss_gib", "released_gib")
-                 and not all(math.isnan(v) for v in series[n])]
+        names = _curve_names(series)
         if not names:
             continue
         lines += ["", f"{arm}, per step (mean over seeds {', '.join(map(str, c['run_seeds'][arm]))}):", "",

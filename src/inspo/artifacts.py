@@ -156,12 +156,18 @@ def any_checkpoint_dirs(run_dir: Path) -> list[Path]:
     return sorted(p for p in run_dir.iterdir() if CHECKPOINT_RE.match(p.name))
 
 
+def names_checkpoint(resume: bool | str) -> bool:
+    """Whether ``resume`` names a checkpoint folder, rather than asking for the run's last one
+    (``True``, ``"true"``, ``"last"``) or for no resume."""
+    return isinstance(resume, str) and resume not in ("", "true", "True", "last")
+
+
 def find_checkpoint(run_dir: Path, resume: bool | str) -> Path:
     """The checkpoint to resume from: the last complete one (``resume=True``) or the given path.
 
     Raises FileNotFoundError with what was looked for when there is none.
     """
-    if isinstance(resume, str) and resume not in ("", "true", "True", "last"):
+    if names_checkpoint(resume):
         path = Path(resume)
         if not path.is_dir():
             raise FileNotFoundError(f"--resume {resume}: no such checkpoint directory")

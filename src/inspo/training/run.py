@@ -248,8 +248,8 @@ class GrpoStage:
             self.finished = RunSummary.read(kept)
             return
         resume = run.resume
-        latest = resume is True or resume in ("true", "True", "last")  # not a checkpoint path
-        if latest and not first and not artifacts.any_checkpoint_dirs(run.run_dir):
+        if resume and not artifacts.names_checkpoint(resume) and not first \
+                and not artifacts.any_checkpoint_dirs(run.run_dir):
             resume = False  # killed in an earlier stage or before this one's first checkpoint: it starts here
         self.start = preflight(run.config, resume=resume, progress=run.progress, static=self.static, env=run.env)
 
