@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -215,6 +216,10 @@ def test_the_campaign_quick_run_plays_every_arm_scores_both_groups_and_skips_wha
     campaign = load_script("calculator_campaign")
     argv = ["--quick", "--threads", "1", "--out", str(tmp_path)]
     done = campaign.main(argv)
+    told = capsys.readouterr()
+    assert told.out.count("seed 0: running") == len(done)
+    # each training step and the final test, as they happen, with the time (no tqdm bars in a log)
+    assert re.search(r"^\d\d:\d\d:\d\d step 2/2 \| reward ", told.err, re.M), told.err[-2000:]
     assert set(done) == {"untrained", *campaign.ARMS, *campaign.CROSSES}
     assert len({tuple(r["test_question_ids"]) for r in done.values()}) == 1
     for arm, r in done.items():

@@ -34,13 +34,19 @@ Usage::
 differences, the mean over seeds with a 95% interval across seeds (Student's t), the pooled
 per-question difference, and the power: the smallest effect the seeds could detect (80% power,
 two-sided 5%) and the seeds a +0.05 EM effect would need, from the seed-to-seed SD measured.
+
+While the arms run, the library's lines (each training step, each optimizer round, the final
+choice and the held-out test) go to stderr with the time, one per line: an arm-seed is up to two
+hours of work that would otherwise print nothing until its result.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
+import logging
 import shutil
 import statistics
 import sys
@@ -329,7 +335,29 @@ def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict
 
     config = resolve(args.preset, None, overrides(args, next(iter(setting.arms)), setting))
     info = start(setting.script, argv, threads=args.threads, dtype=config.model.dtype)
-    groups = test_groups(config, setting)
+    with _lines_to_stderr():
+        return _run_arms(args, setting, info, test_groups(config, setting))
+
+
+@contextlib.contextmanager
+def _lines_to_stderr():
+    """The ``inspo`` loggers' INFO lines on stderr, stamped with the time, while the arms run (the
+    runs go without tqdm bars, which would fill a log file); the handler goes when they end."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    logger = logging.getLogger("inspo")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _run_arms(args: argparse.Namespace, setting: Setting, info: dict, groups: dict) -> dict:
+    """Each arm of ``args.arms`` not done before, in the setting's order; its JSON written when it ends."""
     done = {}
     for arm in [a for a in setting.all_arms if a in args.arms]:
         path = result_path(args.out, arm, args.seed)
@@ -337,6 +365,7 @@ def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict
             print(f"{arm} seed {args.seed}: done before ({path})", flush=True)
             done[arm] = json.loads(path.read_text())
             continue
+        print(f"{arm} seed {args.seed}: running", flush=True)
         result = (run_untrained(args, setting) if arm == "untrained" else
                   run_cross(arm, args, setting) if arm in setting.crosses else run_arm(arm, args, setting))
         result.update(seed=args.seed, preset=args.preset, steps=args.steps, set=args.set, provenance=info,
