@@ -405,6 +405,27 @@ def test_step_profile_quick_breaks_a_step_into_parts(tmp_path):
     assert sum(parts.values()) == pytest.approx(result["step_wall_s"], rel=1e-6)
     assert json.loads((tmp_path / "r.json").read_text())["steps_measured"]
     assert_provenance(tmp_path / "r.json", "step_profile", "--quick")
+    if bench.take_peak_gib() is not None:  # Linux: each part's peak resident memory
+        peaks = result["peak_gib"]
+        assert 0 < peaks["generation (training rollouts)"] < 64 and 0 < peaks["loss + backward + optimizer"] < 64
+
+
+def test_step_profile_charges_each_peak_to_the_innermost_part_running():
+    bench = load_script("step_profile")
+    readings = iter([1.0, 2.0, 5.0, 3.0, 4.0, 1.5])  # high-water marks, each since the previous reading
+    prof = bench.Profiler(peak=lambda: next(readings))
+    prof.phase = 1
+    with prof.part("trl scoring"):  # 1.0: before it, outside every part
+        with prof.part("log-probs (forward)"):  # 2.0: scoring alone, before the nested part
+            pass  # 5.0: the nested part's own
+        pass  # 3.0: scoring again, after it
+    with prof.part("trl scoring"):  # 4.0: outside again
+        pass  # 1.5: lower than scoring's first stretch, so its peak stays 3.0
+    assert prof.peak_gib[1] == {"other": 4.0, "trl scoring": 3.0, "log-probs (forward)": 5.0}
+    quiet = bench.Profiler(peak=lambda: None)  # no /proc: times only
+    with quiet.part("trl scoring"):
+        pass
+    assert dict(quiet.peak_gib) == {} and quiet.seconds["init"]["trl scoring"] >= 0
 
 
 def test_step_profile_split_times_prefill_and_decoding(tmp_path):

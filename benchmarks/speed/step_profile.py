@@ -20,7 +20,11 @@ from its parent):
 
 Printed: seconds per step for each part and its share, over the steps after the first (which
 pays one-off costs). The initial population and the final choice run outside the steps and are
-reported separately.
+reported separately. Beside each part, on Linux, the peak resident memory while it ran (its own,
+not a nested part's: the kernel's high-water mark ``VmHWM``, read and reset through
+``/proc/self/clear_refs`` as a part starts and ends), over every step: where a step's transient
+memory lives. The reset also resets ``ru_maxrss``, so the run summary's "peak memory" printed
+below covers only the last stretch after the final reset.
 
 ``--split`` measures instead how one ``generate`` turn divides between reading the context
 (prefill) and writing tokens (decoding steps), at the preset's batch and turn length, for
@@ -52,22 +56,49 @@ QUICK = [
 ]
 
 
-class Profiler:
-    """Exclusive wall time per part, per phase (``init``, step number, ``final``)."""
+def take_peak_gib() -> float | None:
+    """The resident high-water mark since the last call (``VmHWM``, GiB), reset to the resident
+    set now; None where ``/proc`` cannot say or refuses the reset (not Linux, an old kernel)."""
+    try:
+        with open("/proc/self/status") as f:
+            kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except (OSError, StopIteration, ValueError):
+        return None
+    return kib / 1024**2
 
-    def __init__(self):
+
+class Profiler:
+    """Exclusive wall time and peak resident memory per part, per phase (``init``, step number,
+    ``final``). ``peak`` is a ``take_peak_gib``-like reader, injected so tests can drive it."""
+
+    def __init__(self, peak=take_peak_gib):
         self.phase: str | int = "init"
         self.seconds: dict[str | int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.peak_gib: dict[str | int, dict[str, float]] = defaultdict(dict)
         self.step_start: dict[int, float] = {}
         self.step_end: dict[int, float] = {}
         self._stack: list[list] = []  # [name, start, child seconds]
+        self._peak = peak
+
+    def _note_peak(self) -> None:
+        """Charge the high-water mark since the last reading to the innermost part (``other``
+        outside every part) of the current phase."""
+        gib = self._peak()
+        if gib is not None:
+            name = self._stack[-1][0] if self._stack else "other"
+            mine = self.peak_gib[self.phase]
+            mine[name] = max(mine.get(name, 0.0), gib)
 
     @contextmanager
     def part(self, name: str):
+        self._note_peak()
         self._stack.append([name, time.perf_counter(), 0.0])
         try:
             yield
         finally:
+            self._note_peak()
             name, start, children = self._stack.pop()
             spent = time.perf_counter() - start
             self.seconds[self.phase][name] += spent - children
@@ -207,13 +238,16 @@ def main(argv: Sequence[str] | None = None) -> dict:
     per_step = sum(wall.values()) / len(measured)
     rows = {part: sum(prof.seconds[s].get(part, 0.0) for s in measured) / len(measured) for part in PARTS[:-1]}
     rows["other"] = max(0.0, per_step - sum(rows.values()))
+    peaks = {part: max((prof.peak_gib[s][part] for s in steps if part in prof.peak_gib[s]), default=None)
+             for part in PARTS}  # every step: a transient of step 1 counts as much as a later one's
     print(f"python {info['python']}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
           f"load {os.getloadavg()[0]:.2f}")
     print(f"{config.rl.questions_per_step} questions x G {config.rl.group_size} per step; steps measured: "
           f"{measured} (step 1 pays one-off costs); total run {total:.0f} s")
-    print(f"{'part':34s} {'s / step':>9s} {'share':>7s}")
+    print(f"{'part':34s} {'s / step':>9s} {'share':>7s} {'peak GiB':>9s}")
     for part, sec in rows.items():
-        print(f"{part:34s} {sec:9.2f} {100 * sec / per_step if per_step else 0:6.1f}%")
+        peak = "-" if peaks[part] is None else f"{peaks[part]:.2f}"
+        print(f"{part:34s} {sec:9.2f} {100 * sec / per_step if per_step else 0:6.1f}% {peak:>9s}")
     print(f"{'step wall time':34s} {per_step:9.2f}")
     init = dict(prof.seconds["init"])
     final = dict(prof.seconds["final"])
@@ -221,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print("\nthe run's summary:")
     print(summary)
     result = {"provenance": info, "per_step": rows, "step_wall_s": per_step, "steps_measured": measured,
-              "total_s": total, "init": init}
+              "total_s": total, "init": init, "peak_gib": peaks,
+              "peak_gib_by_step": {s: dict(prof.peak_gib[s]) for s in steps}}
     write_result(args.json, result)
     return result
 
