@@ -220,6 +220,8 @@ def test_the_campaign_quick_run_plays_every_arm_scores_both_groups_and_skips_wha
     assert told.out.count("seed 0: running") == len(done)
     # each training step and the final test, as they happen, with the time (no tqdm bars in a log)
     assert re.search(r"^\d\d:\d\d:\d\d step 2/2 \| reward ", told.err, re.M), told.err[-2000:]
+    # ... and each greedy scoring of a cross arm or an extra test set, as it starts and ends
+    assert re.search(r"^\d\d:\d\d:\d\d scored .*static-calculator-s0/model: mean reward ", told.err, re.M)
     assert set(done) == {"untrained", *campaign.ARMS, *campaign.CROSSES}
     assert len({tuple(r["test_question_ids"]) for r in done.values()}) == 1
     for arm, r in done.items():

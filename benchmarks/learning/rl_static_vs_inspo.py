@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import statistics
 import time
@@ -47,6 +48,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inspo.eval.harness import add_common, start, write_result
+
+log = logging.getLogger("inspo.benchmarks")
 
 SCRIPT = "benchmarks/learning/rl_static_vs_inspo.py"
 
@@ -212,7 +215,13 @@ def greedy_test_scores(config, policy: str, texts: Sequence[str]) -> tuple[list[
     evaluate = greedy_evaluate(engine, inputs.env, inputs.agent,
                                batch_size=max(config.rl.micro_batch_size, config.rl.trajectories_per_step))
     instructions = [Instruction(id=f"scored-{i}", text=text or inputs.seed_instruction) for i, text in enumerate(texts)]
+    who = policy or "the base policy"
+    log.info("scoring %s greedily under %d instruction(s) on %d test question(s)", who, len(instructions),
+             len(inputs.test_questions))
+    started = time.perf_counter()
     groups = play_all(evaluate, instructions, inputs.test_questions)
+    means = ", ".join(f"{statistics.fmean(r.reward for r in g):.3f}" if g else "-" for g in groups)
+    log.info("scored %s: mean reward %s (%.0f s)", who, means, time.perf_counter() - started)
     return [q.id for q in inputs.test_questions], [[r.reward for r in rollouts] for rollouts in groups]
 
 
