@@ -36,7 +36,7 @@ per-question difference, and the power: the smallest effect the seeds could dete
 two-sided 5%) and the seeds a +0.05 EM effect would need, from the seed-to-seed SD measured.
 
 While the arms run, the library's lines (each training step, each optimizer round, the final
-choice and the held-out test) go to stderr with the time, one per line: an arm-seed is up to two
+choice, the held-out test and each greedy scoring) go to stderr with the time, one per line: an arm-seed is up to two
 hours of work that would otherwise print nothing until its result.
 """
 

@@ -219,10 +219,10 @@ def greedy_test_scores(config, policy: str, texts: Sequence[str]) -> tuple[list[
     log.info("scoring %s greedily under %d instruction(s) on %d test question(s)", who, len(instructions),
              len(inputs.test_questions))
     started = time.perf_counter()
-    groups = play_all(evaluate, instructions, inputs.test_questions)
-    means = ", ".join(f"{statistics.fmean(r.reward for r in g):.3f}" if g else "-" for g in groups)
+    rewards = [[r.reward for r in rollouts] for rollouts in play_all(evaluate, instructions, inputs.test_questions)]
+    means = ", ".join(f"{statistics.fmean(r):.3f}" if r else "-" for r in rewards)
     log.info("scored %s: mean reward %s (%.0f s)", who, means, time.perf_counter() - started)
-    return [q.id for q in inputs.test_questions], [[r.reward for r in rollouts] for rollouts in groups]
+    return [q.id for q in inputs.test_questions], rewards
 
 
 def run_untrained(args: argparse.Namespace) -> dict:
