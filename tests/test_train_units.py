@@ -508,3 +508,18 @@ def test_prepare_gives_the_proposer_a_prompt_length_check():
     assert inputs.fits(inputs.seed_instruction) is None
     reason = inputs.fits(inputs.seed_instruction + " Be careful." * 200)
     assert reason.startswith("prompt too long:") and "rl.max_prompt_tokens=300" in reason
+
+
+def test_prepare_refuses_a_local_optimizer_model_that_is_not_installed_before_a_pre_policy_run_loads_anything(tmp_path):
+    # a pre-policy run built its local optimizer in its offline stage, after loading the policy, and
+    # only then said that the 1.5B's packages were missing; the GRPO stage's pre-flight now says it
+    from inspo.training.setup import prepare
+
+    missing = tmp_path / "no-such-model"
+    overrides = ["model.name_or_path=tiny-qwen2", "optimizer.kind=local", f"optimizer.local_model_path={missing}"]
+    with pytest.raises(SetupError, match=r"optimizer.local_model_path=.*no-such-model.*does not exist|"
+                                         r"optimizer.local_model_path=.*no-such-model.*not a registered model"):
+        prepare(resolve("cpu-tiny", overrides=[*overrides, "mode=pre-policy"]), need_optimizer=False, need_model=False)
+    # static GRPO never builds an optimizer: nothing to check
+    assert prepare(resolve("cpu-tiny", overrides=[*overrides, "mode=static"]), need_optimizer=False,
+                   need_model=False).optimizer is None

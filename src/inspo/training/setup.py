@@ -11,7 +11,9 @@ wrong and how to fix it — for:
 - training questions that cannot be read (missing file, unknown source, duplicate ids, fewer
   questions than ``rl.questions_per_step``);
 - an optimizer LLM that cannot be built or reached (``client.check()``), when the mode evolves
-  instructions;
+  instructions; a local optimizer model that cannot be loaded without a download
+  (:func:`check_local_optimizer`), also when a later offline stage builds it (``pre-policy``,
+  ``post-policy``): before the GRPO stage loads the policy, not after;
 - a policy model that cannot be found or built (``inspo.models.model_path``);
 - a prompt (the environment's messages of seed instruction + question, chat template applied)
   longer than ``rl.max_prompt_tokens``.
@@ -71,6 +73,23 @@ class RunInputs:
     """Held-out questions (data.test_split) scored at the end, never used to choose."""
     fits: Callable[[str], str | None] | None = None
     """The proposer's check of an evolved instruction against ``rl.max_prompt_tokens``."""
+
+
+def check_local_optimizer(config: TrainConfig) -> None:
+    """:class:`SetupError` when the optimizer is a local model (``optimizer.kind`` resolves to
+    ``local``) that cannot be loaded without a download: its packages not installed, no such
+    folder (:func:`inspo.models.model_problem`; cheap, nothing loads). A pre-policy run builds its
+    optimizer only in its offline stage, after loading the policy: this says so first."""
+    from inspo.llm.factory import choose_kind
+    from inspo.models import model_problem
+
+    kind, _ = choose_kind(config.optimizer, os.environ)
+    path = config.optimizer.local_model_path
+    if kind != "local" or not path:  # no path: make_optimizer_llm says so
+        return
+    problem = model_problem(path)
+    if problem:
+        raise SetupError(f"optimizer.local_model_path={path!r} cannot be loaded: {problem}")
 
 
 def build_optimizer(config: TrainConfig, env: Any = None) -> tuple[LLMClient, str]:
@@ -172,6 +191,8 @@ def prepare(
     """
     # pre-/post-policy runs build their optimizer in the offline stage, but need it all the same
     check_paper_parts(config, need_model=need_model, need_optimizer=need_optimizer or config.mode != "static")
+    if need_optimizer or config.mode != "static":
+        check_local_optimizer(config)
     data, rl = config.data, config.rl
     env = build_env(config, env)
     check_prefill(env, rl.prefill)
