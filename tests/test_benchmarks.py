@@ -755,3 +755,15 @@ def test_eval_batch_memory_records_each_generate_call_and_the_heads_prefill_shap
     assert all(c["rss_peak_gb"] >= c["rss_before_gb"] > 0 for c in result["calls"])
     assert json.loads((tmp_path / "m.json").read_text())["provenance"]["command"].startswith(
         "python benchmarks/overhead/eval_batch_memory.py")
+
+
+def test_head_memory_quick_plays_the_three_heads_on_the_same_ids(tmp_path, capsys):
+    pytest.importorskip("peft")
+    bench = load_script("head_memory")
+    result = bench.main(["--quick", "--json", str(tmp_path / "h.json")])
+    assert set(result["summary"]) == set(bench.VARIANTS) and len(result["runs"]) == len(bench.VARIANTS)
+    # LoRA's B starts at zero: every head gives the trainable head's logits, bit for bit
+    assert all(s["logits_equal"] for s in result["summary"].values())
+    assert all(positive(s["seconds"]) for s in result["summary"].values()) and positive(result["seconds_ratio_frozen"])
+    assert "seconds without / with contiguous_head_input" in capsys.readouterr().out
+    assert_provenance(tmp_path / "h.json", "head_memory", "--quick")

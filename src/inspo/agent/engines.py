@@ -269,6 +269,8 @@ class HFEngine(TokenizerText):
         import torch
         from transformers import GenerationConfig
 
+        from inspo.models.head import contiguous_head_input
+
         if any(not s for s in sequences):
             raise ValueError("HFEngine.generate: an input has no tokens (empty prompt)")
         width = max(len(s) for s in sequences)
@@ -315,7 +317,7 @@ class HFEngine(TokenizerText):
             with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
                 if self.rng is not None:
                     torch.manual_seed(self.rng.getrandbits(63))
-                with torch.inference_mode(), attention_kernels(device):
+                with torch.inference_mode(), attention_kernels(device), contiguous_head_input(self.model):
                     output = self.model.generate(
                         input_ids=input_ids, attention_mask=attention, **kwargs
                     )

@@ -136,6 +136,8 @@ class LocalTransformersClient:
     ) -> tuple[list[str], int, int, list[str | None]]:
         import torch
 
+        from inspo.models.head import contiguous_head_input
+
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         prompt_ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         prompt_len = len(prompt_ids)
@@ -160,7 +162,7 @@ class LocalTransformersClient:
             b = min(self.batch_size, n - len(outputs))
             input_ids = torch.tensor([prompt_ids] * b, dtype=torch.long, device=device)
             cuda = [device] if device.type == "cuda" else []
-            with torch.random.fork_rng(devices=cuda), torch.inference_mode():
+            with torch.random.fork_rng(devices=cuda), torch.inference_mode(), contiguous_head_input(self.model):
                 torch.manual_seed(self._rng.getrandbits(63))
                 out = self.model.generate(
                     input_ids=input_ids,

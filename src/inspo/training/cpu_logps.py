@@ -39,6 +39,8 @@ def cpu_logps_and_entropies(trainer, model, input_ids, attention_mask, logits_to
     import torch
     from trl.trainer.utils import entropy_from_logits, selective_log_softmax
 
+    from inspo.models.head import contiguous_head_input
+
     batch_size = batch_size or input_ids.size(0)
     entropy_grad = bool(getattr(trainer, "entropy_coef", 0.0) or 0.0)
     all_logps, all_entropies = [], []
@@ -48,7 +50,7 @@ def cpu_logps_and_entropies(trainer, model, input_ids, attention_mask, logits_to
         cut = input_ids.size(1) - end
         ids, mask = input_ids[start : start + batch_size, :end], mask[:, :end]
         keep = logits_to_keep - cut
-        with trainer.accelerator.autocast():
+        with trainer.accelerator.autocast(), contiguous_head_input(model):
             logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=keep + 1).logits
         logits = logits[:, :-1, :] / trainer.temperature
         all_logps.append(torch.nn.functional.pad(selective_log_softmax(logits, ids[:, -keep:]), (0, cut)))
