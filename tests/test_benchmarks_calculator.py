@@ -129,6 +129,22 @@ def test_combine_pairs_arms_by_seed_and_group_and_keeps_the_hand_written_group_a
         "generated"]["seed_low"])  # one seed: its paired difference, no interval across seeds
 
 
+def test_combine_sets_the_worked_example_arm_beside_the_calculator_seeds_arms():
+    """Arm 2 (static GRPO under @worked, the upper reference) is compared with the arms the campaign
+    runs from @calculator and with the untrained policy under @worked, paired per seed."""
+    campaign = load_script("calculator_campaign")
+    mh = campaign._campaign()
+    results = [_result("untrained", 0, {"worked": [1, 0, 0], "calculator": [0, 0, 0]}, {"worked": [1, 0], "calculator": [0, 0]}),
+               _result("static-worked", 0, {"seed": [1, 1, 1]}, {"seed": [1, 1]}),
+               _result("static-calculator", 0, {"seed": [1, 0, 0]}, {"seed": [0, 0]}),
+               _result("inspo-calculator", 0, {"returned": [1, 1, 0], "seed": [1, 0, 0]}, {"returned": [1, 0], "seed": [0, 0]})]
+    c = mh.combine(results, campaign.setting())["comparisons"]
+    mean = {name: c[name]["hops"]["generated"]["per_seed"][0]["mean"] for name in (
+        "static-worked - static-calculator", "inspo-calculator - static-worked", "static-worked - untrained:worked")}
+    assert mean == pytest.approx({"static-worked - static-calculator": 2 / 3, "inspo-calculator - static-worked": -1 / 3,
+                                  "static-worked - untrained:worked": 2 / 3})
+
+
 def test_the_markdown_tables_show_each_score_comparison_and_run_with_its_seed(tmp_path, capsys):
     campaign = load_script("calculator_campaign")
     results = [_result("untrained", 0, {"weak": [0, 0, 0], "worked": [1, 1, 0]}, {"weak": [0, 0], "worked": [1, 0]})]

@@ -97,6 +97,9 @@ COMPARISONS = (
     ("inspo-calculator", "inspo-calculator:seed"),  # policy versus prompt: INSPO's policy under its seed
     ("pre-policy-calculator", "pre-policy-calculator:seed"),  # ... and the pre-policy arm's (seeds after b4abd88)
     ("static-calculator", "untrained:calculator"),
+    ("static-worked", "static-calculator"),  # arm 2, the hand-written upper reference, against static GRPO ...
+    ("inspo-calculator", "static-worked"),     # ... and against INSPO, both from the seed the campaign runs
+    ("static-worked", "untrained:worked"),     # does static GRPO add to the worked example?
     ("untrained@inspo-calculator", "untrained:calculator"),  # INSPO's instruction alone, on the base policy
     ("static-calculator@inspo-calculator", "static-calculator"),  # ... on static GRPO's policy
     ("inspo-calculator", "static-calculator@inspo-calculator"),  # the two policies under INSPO's instruction
