@@ -10,8 +10,9 @@ materialised: one copy of the weight per row. Measured with torch 2.13 (CPU), Qw
 151,936 x 896 head (272 MB in bf16): ``linear`` of a 32-row non-contiguous slice took 8.3 GiB
 more than it held (8 rows: 2.0 GiB); the same slice made contiguous, or the weight requiring a
 gradient, or float32: 0.0-0.4 GiB. A LoRA policy's head is frozen, so every turn's prefill of a
-32-episode calculator step reached 9.7 GiB where the plain model peaked at 1.9
-(``benchmarks/speed/head_memory.py``).
+32-episode calculator step paid it: one 32 x 150 prefill of the 0.5B, 8.16 GiB against 0.16 with
+this module (``benchmarks/speed/head_memory.py``); a static calculator step's generation peaked at
+10.2 GiB before, 2.6 after (BENCHMARKS.md, "A `calculator` step on CPU").
 
 :func:`contiguous_head_input` copies the head's input instead (rows x k x hidden: kilobytes to a
 few MB) while a block runs. Harmless where the input is contiguous already or the copy is not
