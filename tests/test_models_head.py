@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -13,8 +15,6 @@ def _lora_tiny():
     from inspo.models import load_model
 
     plain = load_model("tiny-qwen2", dtype=torch.bfloat16).model.eval()
-    import copy
-
     lora = get_peft_model(copy.deepcopy(plain), LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
                                                            task_type="CAUSAL_LM")).eval()
     return plain, lora

@@ -190,8 +190,9 @@ def prepare(
     model.
     """
     # pre-/post-policy runs build their optimizer in the offline stage, but need it all the same
-    check_paper_parts(config, need_model=need_model, need_optimizer=need_optimizer or config.mode != "static")
-    if need_optimizer or config.mode != "static":
+    optimizer_needed = need_optimizer or config.mode != "static"
+    check_paper_parts(config, need_model=need_model, need_optimizer=optimizer_needed)
+    if optimizer_needed:
         check_local_optimizer(config)
     data, rl = config.data, config.rl
     env = build_env(config, env)
