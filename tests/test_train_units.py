@@ -139,6 +139,21 @@ def test_choose_groups_calls_choose_once_per_group_in_order():
     assert groups == [("a", "ins-a"), ("b", "ins-b"), ("c", "ins-c")]
 
 
+def test_a_static_core_has_an_optimizer_that_refuses_calls_and_names_none(caplog):
+    from inspo.core.config import CoEvolutionConfig
+    from inspo.core.events import EventLog
+    from inspo.training.loop import NoOptimizer, build_coevolution
+
+    with caplog.at_level("INFO"):
+        coevo = build_coevolution(CoEvolutionConfig(), "seed text", None, EventLog(), static=True)
+    assert isinstance(coevo.proposer.llm, NoOptimizer) and coevo.proposer.llm.usage.calls == 0
+    assert "rule-based" not in caplog.text  # a static run's log names no optimizer it lacks
+    with pytest.raises(RuntimeError, match="no optimizer"):
+        coevo.proposer.llm.generate([{"role": "user", "content": "x"}])
+    with pytest.raises(ValueError, match="needs an optimizer"):
+        build_coevolution(CoEvolutionConfig(), "seed text", None, EventLog(), static=False)
+
+
 def test_step_metrics_report_the_share_of_each_finish_reason():
     reasons = ["answer", "answer", "answer", "eos", "length", "turn_limit", "turn_limit", "error"]
     rollouts = [

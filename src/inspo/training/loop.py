@@ -74,7 +74,7 @@ from inspo.core.events import EventLog, Sampled
 from inspo.core.proposer import LengthCheck, Proposer
 from inspo.envs.evaluate import Evaluate, make_evaluate
 from inspo.envs.loop import FINISH_REASONS, AgentConfig
-from inspo.llm.base import LLMClient
+from inspo.llm.base import LLMClient, LLMUsage, Message
 from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.rng import derived_rng
 from inspo.training.memory import memory_metrics
@@ -90,6 +90,20 @@ RewardFn = Callable[[Rollout], float]
 # ------------------------------------------------------------------------------ step 0
 
 
+class NoOptimizer:
+    """The optimizer of a static run, which evolves nothing: it answers no call (a call is a bug)
+    and logs nothing, so a static run's log names no optimizer it does not have."""
+
+    name = "none"
+
+    def __init__(self) -> None:
+        self.usage = LLMUsage()
+
+    def generate(self, messages: list[Message], *, n: int = 1, temperature: float = 1.0,
+                 max_tokens: int = 2048) -> list[str]:
+        raise RuntimeError("a static run has no optimizer LLM: it evolves no instruction")
+
+
 def build_coevolution(
     co: CoEvolutionConfig, seed_text: str, llm: LLMClient | None, events: EventLog, *, static: bool,
     fits: LengthCheck | None = None, env: Any = None,
@@ -102,9 +116,9 @@ def build_coevolution(
     one-line account of a failure shown to the optimizer (``feedback``)."""
     co = core_config(co, static=static)
     if llm is None:
-        from inspo.core.reflector import RuleBasedReflector
-
-        llm = RuleBasedReflector(seed=co.seed)  # never called without evolution
+        if not static:
+            raise ValueError("build_coevolution: a mode that evolves instructions needs an optimizer LLM (llm=None)")
+        llm = NoOptimizer()
     proposer = Proposer.from_config(llm, co, fits=fits, required_tags=tuple(getattr(env, "required_tags", ())),
                                     feedback=getattr(env, "feedback", None))
     return CoEvolution(co, seed_text, proposer, events=events, leak_terms=getattr(env, "leak_terms", None))
