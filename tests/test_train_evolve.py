@@ -64,7 +64,8 @@ def test_resumed_evolution_equals_an_uninterrupted_one(tmp_path):
     run_evolve(_config(tmp_path / "split", steps=2), engine=ScriptedPolicy(), progress=False)
     with (tmp_path / "split" / "events.jsonl").open("a") as fh:  # a line from a run killed after step 2
         fh.write(json.dumps({"kind": "sampled", "step": 3, "question_id": "x", "instruction_id": "y"}) + "\n")
-    run_evolve(_config(tmp_path / "split", steps=4), engine=ScriptedPolicy(), resume=True, progress=False)
+    summary = run_evolve(_config(tmp_path / "split", steps=4), engine=ScriptedPolicy(), resume=True, progress=False)
+    assert summary.resumed_from.endswith("inspo_state.json (INSPO step 2)")  # the summary says it is a resume
     a = json.loads((tmp_path / "straight" / "inspo_state.json").read_text())
     b = json.loads((tmp_path / "split" / "inspo_state.json").read_text())
     assert a["population"] == b["population"] and a["ledger"] == b["ledger"] and a["buffer"] == b["buffer"]

@@ -225,6 +225,7 @@ def run_evolve(
                         returned=best, optimizer=inputs.optimizer_note, started=started, policy=policy,
                         evaluation=final.to_dict() if final else None, selection_rollouts=played,
                         resume_changes=[str(c) for c in plan.applied] if plan else [],
+                        resumed_from=f"{plan.checkpoint} (INSPO step {plan.step})" if plan else None,
                         precision=precision.describe() if owned else "")
     summary.write()
     if owned and hasattr(engine, "shutdown"):
