@@ -110,7 +110,8 @@ def build_coevolution(
 ) -> CoEvolution:
     """The core for a mode: ``static`` is a population of one (the seed) that never changes.
     ``llm`` is the optimizer; only a ``static`` core may go without one (it then holds a
-    :class:`NoOptimizer`, which refuses every call). ``fits`` refuses evolved instructions whose prompt would exceed ``rl.max_prompt_tokens``.
+    :class:`NoOptimizer`, which refuses every call). ``fits`` refuses evolved instructions whose
+    prompt would exceed ``rl.max_prompt_tokens``.
     ``env`` (the agent's environment) gives what the core must know of the agent, and nothing
     else: the tags an evolved instruction must keep (``required_tags``, unless
     ``coevolution.guard_tags`` names them), the texts it must not leak (``leak_terms``) and the
