@@ -93,6 +93,37 @@ def test_announcer_counts_refusals_and_failed_rounds():
     ]
 
 
+def test_a_round_is_told_when_its_last_candidate_is_decided_not_at_the_next_call():
+    """The closing line of a round goes out with its last outcome, so its time stamp is the end of
+    the round's verification: told at the next optimizer call instead, the call's minutes read as
+    verification time (a 1.5B call took 6 of a round's 14 minutes in the calculator arm 5)."""
+    lines: list[str] = []
+    events = EventLog()
+    events.observers.append(PhaseAnnouncer(lines.append, max_rounds=3))
+    events.emit(EvolutionStarted(5, parents=("ins-0001",), target_size=4))
+    events.emit(Proposed(5, round=1, candidate_ids=("ins-0002", "ins-0003")))
+    events.emit(Verified(5, candidate_id="ins-0002"))
+    events.emit(Admitted(5, instruction={"id": "ins-0002"}))
+    assert len(lines) == 2  # ins-0003 is still undecided
+    events.emit(Rejected(5, candidate_id="ins-0003", stage="parent"))
+    assert lines[-1] == "step 5 evolution: round 1/3: 2 proposed, 1 verified, 1 admitted (population 2/4)"
+    # every candidate leaked: settled by the last refusal (the loop emits nothing after it)
+    events.emit(Proposed(5, round=2, candidate_ids=("ins-0004",)))
+    events.emit(Rejected(5, candidate_id="ins-0004", stage="leak"))
+    assert lines[-1] == "step 5 evolution: round 2/3: 1 proposed, 1 refused before verification, " \
+        "0 verified, 0 admitted (population 2/4)"
+    # every candidate guarded: the round waits for OptimizerFailed, which says why
+    events.emit(Proposed(5, round=3, candidate_ids=("ins-0005",)))
+    events.emit(Rejected(5, candidate_id="ins-0005", stage="guard"))
+    assert lines[-1].endswith("verifying with the current policy")  # round 3 is not closed yet
+    events.emit(OptimizerFailed(5, round=3, reason="every candidate was rejected by the guard"))
+    assert lines[-1] == "step 5 evolution: round 3/3: nothing usable (every candidate was rejected by the guard)"
+    events.emit(EvolutionFinished(5, rounds=3, population=("ins-0001", "ins-0002"), short_by=2, reason="guard"))
+    assert lines[-1] == "step 5 evolution: done: 2 instruction(s) after 3 round(s), 2 short: guard"
+    closing = [line for line in lines if re.search(r"round \d/3: (\d+ proposed,|nothing usable)", line)]
+    assert len(closing) == 3  # each round told once
+
+
 def test_announce_events_logs_at_info(caplog):
     events = EventLog()
     announce_events(events, progress=False)

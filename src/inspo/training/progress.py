@@ -4,7 +4,9 @@ The core (:mod:`inspo.core.coevolution`) only emits typed events; :class:`PhaseA
 observer of its :class:`~inspo.core.events.EventLog` that turns them into lines: the warm-up of
 the seed, the start of P_0 or of an evolution round, each optimizer round (candidates proposed,
 then how many were verified and admitted, and the population size after it), and the end of the
-refill. A line goes out through :func:`say`: above any tqdm bar with ``progress`` on, else to the
+refill. A round's closing line goes out as soon as its last candidate is decided, so its time
+stamp marks the end of that round's verification, not the end of the next optimizer call. A line
+goes out through :func:`say`: above any tqdm bar with ``progress`` on, else to the
 ``inspo.training`` log at INFO (the CLI's default level), so no long phase runs silently either way.
 
 The drivers say what the events cannot announce in advance (the warm-up starting, the final
@@ -54,7 +56,16 @@ class _Round:
     """Turned away before verification (the guard, a leaked answer)."""
     verified: int = 0
     admitted: int = 0
+    decided: int = 0
+    """Candidates with their outcome known (admitted, or rejected at any stage)."""
+    guarded: int = 0
     failed: str = ""
+
+    def settled(self) -> bool:
+        """Every candidate has its outcome, so the round's line can go out now rather than after
+        the next optimizer call. A round whose every candidate the guard refused is settled by its
+        :class:`~inspo.core.events.OptimizerFailed` instead, which says why."""
+        return 0 < self.proposed <= self.decided and self.guarded < self.proposed
 
 
 class PhaseAnnouncer:
@@ -106,11 +117,18 @@ class PhaseAnnouncer:
             self.round.verified += 1
         elif isinstance(event, Admitted):
             self.round.admitted += 1
+            self.round.decided += 1
             self.size += 1
-        elif isinstance(event, Rejected) and event.stage in ("guard", "leak"):
-            self.round.refused += 1
+        elif isinstance(event, Rejected):
+            self.round.decided += 1
+            self.round.refused += event.stage in ("guard", "leak")
+            self.round.guarded += event.stage == "guard"
         elif isinstance(event, OptimizerFailed):
             self.round.failed = event.reason
+            self._end_round()
+            return
+        if self.round.settled():
+            self._end_round()
 
     def _end_round(self) -> None:
         r, self.round = self.round, None
