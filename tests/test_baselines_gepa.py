@@ -16,10 +16,13 @@ from agent_helpers import ScriptedPolicy
 from core_helpers import SEED, FunctionLLM, failing_llm
 from inspo.baselines.gepa_adapter import (
     AgentAdapter,
+    GEPAProposal,
+    ProposalLog,
     ProposerStats,
     SearchAgentAdapter,
     inspo_reflection_proposer,
     optimize_instruction,
+    proposal_yield,
     reflective_record,
 )
 from inspo.core.proposer import tags_in
@@ -78,6 +81,11 @@ def test_gepa_with_its_own_reflection_prompt(world):
     # GEPA's prompt, not INSPO's, carried the current instruction and the feedback records
     assert "<ins_0>" not in llm.prompts[0] and SEARCH_R1_INSTRUCTION in llm.prompts[0]
     assert "correct answer is" in llm.prompts[0] and outcome.proposer is None
+    # the proposal GEPA evaluated was kept, with its parent, the answers shown and GEPA's decision
+    first = outcome.proposals[0]
+    assert first.text == rewrite and first.parent == SEARCH_R1_INSTRUCTION and first.outcome == "accepted"
+    assert set(first.shown_answers) <= {a for q in trainset for a in q.answers} and first.shown_answers
+    assert first.shown_answers[0] in llm.prompts[0]
 
 
 def test_evaluate_scores_are_rollout_rewards_and_sampling_is_reproducible(world):
@@ -160,6 +168,7 @@ def test_a_stopped_gepa_run_resumes_from_its_saved_state(world, tmp_path):
 
     first = optimize(12)  # stands for a run stopped after its 12-rollout budget
     assert not first.resumed and first.replayed_rollouts == 0 and first.reflection_calls == len(llm.prompts) >= 1
+    assert len(first.proposals) == first.reflection_calls  # one proposal a call, each kept
     adapter = _adapter(env)
     later = optimize(28, resume=True, adapter=adapter)
     assert later.resumed and "Loading gepa state" in (tmp_path / "gepa" / "gepa.log").read_text()
@@ -170,12 +179,14 @@ def test_a_stopped_gepa_run_resumes_from_its_saved_state(world, tmp_path):
     # reflection (GEPA skips minibatches it already solves), and the saved call count is carried
     assert later.best_instruction == first.best_instruction and later.best_val_score == 1.0
     assert later.candidates == first.candidates and later.reflection_calls == first.reflection_calls == len(llm.prompts)
+    assert later.proposals == first.proposals  # read back from the folder: the first piece's are not lost
     assert adapter.calls > first.metric_calls // len(valset)  # the call counter (sampling stream) went on
     # without resume the same folder starts over, and what else is there stays
     (tmp_path / "gepa" / "notes.txt").write_text("mine")
     again = optimize(12)
     assert (tmp_path / "gepa" / "notes.txt").read_text() == "mine"
     assert not again.resumed and again.metric_calls == first.metric_calls and again.replayed_rollouts == 0
+    assert [p.iteration for p in again.proposals] == [p.iteration for p in first.proposals]  # not appended
     with pytest.raises(ValueError, match="needs the run_dir"):
         optimize_instruction(_adapter(env), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),
                              resume=True)
@@ -195,3 +206,42 @@ def test_a_resumed_run_keeps_the_inspo_proposers_stats(world, tmp_path):
     # the saved stats go on in the new process (a fresh ProposerStats would have lost the first run's calls)
     assert later.resumed and later.proposer.calls == later.reflection_calls >= first.proposer.calls
     assert later.proposer.rejected[:len(first.proposer.rejected)] == first.proposer.rejected
+
+
+def test_proposal_log_keeps_the_last_proposal_of_an_iteration_run_again(tmp_path):
+    log = ProposalLog(tmp_path / "proposals.jsonl")
+    dataset = {"instruction": [{"Correct answers": ["Paris"]}, {"Correct answers": ["Rome", "Paris"]}]}
+    for iteration, text, outcome in [(1, "a", "rejected"), (2, "b", None), (2, "c", "accepted")]:
+        log.on_iteration_start({"iteration": iteration})
+        log.on_proposal_start({"iteration": iteration, "parent_candidate": {"instruction": "p"},
+                               "reflective_dataset": dataset})
+        log.on_proposal_end({"iteration": iteration, "new_instructions": {"instruction": text}})
+        if outcome == "accepted":
+            log.on_candidate_accepted({"iteration": iteration})
+        elif outcome:
+            log.on_candidate_rejected({"iteration": iteration})
+    # iteration 2 was stopped before its decision and run again (a resumed run): the rerun counts
+    expected = [GEPAProposal(1, "a", "p", ("Paris", "Rome"), "rejected"),
+                GEPAProposal(2, "c", "p", ("Paris", "Rome"), "accepted")]
+    assert log.proposals() == expected
+    assert ProposalLog(tmp_path / "proposals.jsonl").proposals() == expected  # read back by a new process
+    assert ProposalLog(None).proposals() == []
+
+
+def test_proposal_yield_applies_inspos_guard_then_its_leak_check():
+    parent = "Use <calc> x </calc>, then <answer> n </answer>."
+    proposals = [
+        GEPAProposal(1, "Just answer.", parent, ("245",), "accepted"),            # drops both tags
+        GEPAProposal(2, parent + " The correct answer is 245.", parent, ("245",), "rejected"),  # a leak
+        GEPAProposal(3, parent + " Check each step.", parent, ("245",), "accepted"),
+        GEPAProposal(4, parent + " Check each step.", parent, (), ""),            # repeats proposal 3
+        GEPAProposal(5, parent, parent, (), "rejected"),                          # its parent again
+        GEPAProposal(6, parent + " Be brief." * 20, parent, (), "rejected"),     # too long for 150
+    ]
+    got = proposal_yield(proposals, ("calc", "answer"), max_chars=150)
+    assert [r.split()[0] for r in got["guard_refusals"]] == ["drops", "duplicate", "duplicate", "too"]
+    assert got["guard_refusals"][0].endswith("<answer>…</answer>, <calc>…</calc>")
+    assert (got["proposals"], got["leaks"], got["would_verify"]) == (6, 1, 1)
+    assert (got["accepted"], got["rejected"], got["undecided"], got["accepted_the_guard_refuses"]) == (2, 3, 1, 1)
+    # without the tag check the first one would reach verification
+    assert proposal_yield(proposals[:1], (), max_chars=150)["would_verify"] == 1

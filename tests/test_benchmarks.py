@@ -372,6 +372,12 @@ def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
                                                 "ins_0_revision"}
     assert set(saved["test_answers_named"]) == {"inspo", "gepa"}
     assert isinstance(saved["gepa"]["proposer_rejections_by_kind"], dict)
+    # GEPA reflected through INSPO's guard here (the quick run's prompt), so each proposal it went on
+    # to evaluate was one the guard passed, and the same tag check run again must agree
+    seen = saved["gepa"]["proposal_yield"]
+    assert seen["proposals"] == saved["gepa"]["proposals_accepted_by_guard"] >= 1
+    assert "drops protocol tag" not in seen["guard_refusals"]
+    assert seen["accepted"] + seen["rejected"] + seen["undecided"] == seen["proposals"]
     assert saved["inspo"]["resumed"] is False and saved["gepa"]["resumed"] is False
 
     # --resume: INSPO's finished arm is continued, not replayed (no new step, optimizer call or

@@ -28,8 +28,9 @@ Printed and written to ``--json``: each instruction's test score and its paired 
 the seed (mean and 95% interval over questions), rollouts and optimizer calls per arm, the
 wall-time ratio GEPA / INSPO, what became of INSPO's candidates (refusals by stage, the leaks
 refused, parser fallbacks by kind, candidates cut at the completion limit, the D_B sizes used),
-GEPA's proposer rejections by kind, the test questions whose gold answer each winner names, and
-the provenance (commit, command, library versions).
+GEPA's proposer rejections by kind, what INSPO's guard and leak check would have made of each
+proposal GEPA evaluated (``proposal_yield``; GEPA has neither), the test questions whose gold
+answer each winner names, and the provenance (commit, command, library versions).
 
 Usage::
 
@@ -264,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     import torch
 
     from inspo.agent.engines import HFEngine
-    from inspo.baselines.gepa_adapter import AgentAdapter, optimize_instruction
+    from inspo.baselines.gepa_adapter import AgentAdapter, optimize_instruction, proposal_yield
     from inspo.envs.build import load_questions
     from inspo.envs.evaluate import make_evaluate
     from inspo.eval.stats import paired_difference
@@ -350,6 +351,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
             "proposer_rejections": list(stats.rejected) if stats else None,
             "proposer_rejections_by_kind": reason_kinds(stats.rejected) if stats else None,
             "proposer_errors": len(stats.errors) if stats else None}
+    # what INSPO's guard and leak check would have made of the proposals GEPA evaluated
+    seen = proposal_yield(outcome.proposals, guard_tags, config.coevolution.max_instruction_chars)
+    gepa["proposal_yield"] = {**seen, "guard_refusals": reason_kinds(seen["guard_refusals"])}
     print(json.dumps({"arm": "gepa", **{k: v for k, v in gepa.items() if k not in ("best_instruction", "proposer_rejections")}}))
 
     # ---- held-out test: greedy, the same questions for the three instructions
@@ -407,6 +411,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if gepa["proposer_rejections_by_kind"] is not None:
         print(f"GEPA proposer (INSPO's prompt and guard, no leak check): {gepa['optimizer_calls']} calls, "
               f"{gepa['proposer_errors']} without a candidate, rejections by kind {gepa['proposer_rejections_by_kind']}")
+    y = gepa["proposal_yield"]
+    print(f"GEPA's {y['proposals']} evaluated proposals under INSPO's checks (tags {','.join(guard_tags) or 'off'}): "
+          f"guard refusals {y['guard_refusals']}, leaks {y['leaks']}, {y['would_verify']} would reach "
+          f"verification; GEPA accepted {y['accepted']} ({y['accepted_the_guard_refuses']} the guard refuses), "
+          f"rejected {y['rejected']}, undecided {y['undecided']}")
     print("test questions whose gold answer the winner names: "
           + ", ".join(f"{k} {len(v)}" + (f" ({', '.join(v)})" if v else "") for k, v in named.items()))
     print(f"test {metric} on {n} questions (greedy); paired difference from the seed, 95% CI")

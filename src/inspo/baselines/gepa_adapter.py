@@ -18,6 +18,10 @@ beats its parent on that minibatch. This module plugs inspo's agent into it:
   the reflection step (even the offline rule-based reflector), and only the search differs.
 - :func:`gepa_reflection_lm` wraps an inspo ``LLMClient`` as GEPA's ``reflection_lm``, for GEPA
   with its own reflection prompt.
+- :class:`ProposalLog` is a GEPA callback that keeps every proposal GEPA went on to evaluate (its
+  parent, the answers its reflection was shown, accepted or not), and :func:`proposal_yield` says
+  what INSPO's guard and leak check would have made of them: GEPA has neither, so this is how its
+  optimizer's yield compares with INSPO's.
 
 ``gepa`` is imported only by :func:`optimize_instruction` (``pip install inspo[gepa]``).
 """
@@ -25,6 +29,7 @@ beats its parent on that minibatch. This module plugs inspo's agent into it:
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import PolicyEngine
-from inspo.core.proposer import Proposer
+from inspo.core.proposer import Proposer, guard, leaked_answer
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
 from inspo.llm.base import LLMClient
@@ -41,6 +46,7 @@ from inspo.records import Instruction, Question, Rollout
 from inspo.rng import derived_rng
 
 COMPONENT = "instruction"
+PROPOSALS_FILE = "proposals.jsonl"
 log = logging.getLogger("inspo.gepa")
 
 
@@ -215,6 +221,96 @@ def gepa_reflection_lm(llm: LLMClient, *, temperature: float = 1.0, max_tokens: 
 
 
 @dataclass
+class GEPAProposal:
+    """One text GEPA's reflection proposed and GEPA then evaluated."""
+
+    iteration: int
+    text: str
+    parent: str
+    shown_answers: tuple[str, ...] = ()  # the gold answers of the records its reflection saw
+    outcome: str = ""  # accepted, rejected, or "" when the run stopped before GEPA decided
+
+
+class ProposalLog:
+    """A GEPA callback (``gepa.optimize(callbacks=...)``) that keeps every proposal as a
+    :class:`GEPAProposal`: one JSON line per proposal and per decision, appended to ``path`` (so the
+    pieces of a resumed run add up), or kept in memory only when ``path`` is None.
+
+    A proposal is paired with the parent and reflective records of the proposal started before it
+    in the same iteration (GEPA proposes one per iteration unless told to batch several)."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.lines: list[dict[str, Any]] = []
+        self._started: list[dict[str, Any]] = []
+
+    def on_iteration_start(self, event: Mapping[str, Any]) -> None:
+        self._started = []
+
+    def on_proposal_start(self, event: Mapping[str, Any]) -> None:
+        records = event["reflective_dataset"].get(COMPONENT, ())
+        shown = sorted({str(a) for r in records for a in r.get("Correct answers", ())})
+        self._started.append({"parent": event["parent_candidate"].get(COMPONENT, ""), "shown_answers": shown})
+
+    def on_proposal_end(self, event: Mapping[str, Any]) -> None:
+        started = self._started.pop(0) if self._started else {"parent": "", "shown_answers": []}
+        if COMPONENT in event["new_instructions"]:
+            self._write({"iteration": event["iteration"], "text": event["new_instructions"][COMPONENT], **started})
+
+    def on_candidate_accepted(self, event: Mapping[str, Any]) -> None:
+        self._write({"iteration": event["iteration"], "outcome": "accepted"})
+
+    def on_candidate_rejected(self, event: Mapping[str, Any]) -> None:
+        self._write({"iteration": event["iteration"], "outcome": "rejected"})
+
+    def _write(self, line: dict[str, Any]) -> None:
+        self.lines.append(line)
+        if self.path is not None:
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(line) + "\n")
+
+    def proposals(self) -> list[GEPAProposal]:
+        """Every proposal with its decision, from ``path`` (all pieces of the run) or memory. An
+        iteration proposed again (a stopped run resumes from the state saved before it) keeps only
+        its last proposal, the one GEPA's saved state goes on from."""
+        lines = self.lines
+        if self.path is not None and self.path.is_file():
+            lines = [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        by_iteration: dict[int, GEPAProposal] = {}
+        for line in lines:
+            if "text" in line:
+                by_iteration[line["iteration"]] = GEPAProposal(
+                    line["iteration"], line["text"], line["parent"], tuple(line["shown_answers"]))
+            elif line["iteration"] in by_iteration:
+                by_iteration[line["iteration"]].outcome = line["outcome"]
+        return list(by_iteration.values())
+
+
+def proposal_yield(proposals: Sequence[GEPAProposal], tags: Sequence[str], max_chars: int = 6000) -> dict[str, Any]:
+    """What INSPO's checks would have made of GEPA's proposals, in INSPO's order: the guard
+    (:func:`inspo.core.proposer.guard` with ``tags``; earlier proposals count as existing ones),
+    then, for those it passes, the leak check against the answers each reflection was shown. Also
+    how GEPA decided each proposal, and how many it accepted that the guard would have refused."""
+    refused: list[str] = []
+    leaks = reach = accepted_refused = 0
+    earlier: list[str] = []
+    for p in proposals:
+        why = guard(p.text, p.parent, earlier, max_chars, tags)
+        earlier.append(p.text)
+        if why is not None:
+            refused.append(why)
+            accepted_refused += p.outcome == "accepted"
+        elif leaked_answer(p.text, p.shown_answers, p.parent) is not None:
+            leaks += 1
+        else:
+            reach += 1
+    outcomes = {k: sum(p.outcome == k for p in proposals) for k in ("accepted", "rejected")}
+    return {"proposals": len(proposals), "guard_refusals": refused, "leaks": leaks, "would_verify": reach,
+            **outcomes, "undecided": len(proposals) - sum(outcomes.values()),
+            "accepted_the_guard_refuses": accepted_refused}
+
+
+@dataclass
 class GEPAOutcome:
     """What :func:`optimize_instruction` returns."""
 
@@ -228,6 +324,7 @@ class GEPAOutcome:
     reflection_calls: int = 0  # optimizer LLM calls, over every run of a resumed optimisation
     resumed: bool = False  # continued from the state saved in run_dir
     replayed_rollouts: int = 0  # played again on resuming, outside GEPA's budget (``rollouts`` excludes them)
+    proposals: list[GEPAProposal] = field(default_factory=list)  # every piece's, see ProposalLog
 
 
 def optimize_instruction(
@@ -257,13 +354,13 @@ def optimize_instruction(
     ``max_tokens`` apply to every reflection call and ``guard_tags`` to the ``inspo`` proposer's
     guard (give both optimizers the same; None: the environment's required tags).
 
-    ``run_dir`` is GEPA's own folder: its log (``gepa.log``) and the state GEPA saves before every
-    iteration (``gepa_state.bin``, with the adapter's counters). A new run removes an earlier
-    run's state and outputs there first; ``resume=True`` continues the run saved there instead
-    (starting one when none was saved).
-    A resumed run keeps its candidates, Pareto front, budget used and the adapter's sampling
-    stream, but GEPA draws its minibatches and parents from a generator restarted from ``seed``,
-    so it is not the run an unbroken one would have been.
+    ``run_dir`` is GEPA's own folder: its log (``gepa.log``), the state GEPA saves before every
+    iteration (``gepa_state.bin``, with the adapter's counters) and the proposals
+    (``proposals.jsonl``, :class:`ProposalLog`). A new run removes an earlier run's state, proposals
+    and outputs there first; ``resume=True`` continues the run saved there instead (starting one
+    when none was saved). A resumed run keeps its candidates, Pareto front, budget used, proposals
+    and the adapter's sampling stream, but GEPA draws its minibatches and parents from a generator
+    restarted from ``seed``, so it is not the run an unbroken one would have been.
     """
     import gepa
 
@@ -287,7 +384,9 @@ def optimize_instruction(
     resumed = bool(resume and state_file and state_file.is_file())
     if state_file and not resume:  # a new run: GEPA would resume an earlier run's state, so remove it
         state_file.unlink(missing_ok=True)
+        (state_file.parent / PROPOSALS_FILE).unlink(missing_ok=True)
         shutil.rmtree(state_file.parent / "generated_best_outputs_valset", ignore_errors=True)
+    proposal_log = ProposalLog(Path(run_dir) / PROPOSALS_FILE if run_dir else None)
     started_at = llm.usage.calls
     adapter.calls_now, adapter.proposer, adapter.calls_before = (lambda: llm.usage.calls - started_at), stats, 0
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
@@ -304,6 +403,7 @@ def optimize_instruction(
         logger=logger,
         run_dir=run_dir,
         display_progress_bar=False,
+        callbacks=[proposal_log],
         **kwargs,
     )
     best = result.best_candidate
@@ -318,6 +418,7 @@ def optimize_instruction(
         reflection_calls=adapter.reflection_calls(),
         resumed=resumed,
         replayed_rollouts=adapter.replayed,
+        proposals=proposal_log.proposals(),
     )
 
 
