@@ -335,6 +335,18 @@ def test_evolve_vs_gepa_combines_seeds_per_question():
     # pooled: each question's difference averaged over seeds = (2/3, 0, 1/3, 1/3), mean 1/3
     assert c["pooled"]["mean"] == pytest.approx(1 / 3) and c["pooled"]["n"] == 4
     assert out["comparisons"]["inspo - seed"]["per_seed"][0]["mean"] == 0.0
+    # the optimizers' candidates: seed 2's GEPA result predates proposal_yield and is left out
+    for i, r in enumerate(runs):
+        r["inspo"] = {"outcomes": {"proposed": 10 + i, "admitted": 2, "refused": {"guard": 5, "leak": i}}}
+        if i < 2:
+            r["gepa"] = {"proposal_yield": {"proposals": 30, "guard_refusals": {"drops protocol tag": 9,
+                                                                                "duplicate": i}, "leaks": 1,
+                                            "accepted": 3}}
+    got = bench.combine(runs)["yield"]
+    assert got["inspo"]["total"] == {"proposed": 33, "guard": 15, "leak": 3, "kept": 6, "seeds": 3}
+    assert got["gepa"]["per_seed"][1] == {"proposed": 30, "guard": 10, "leak": 1, "kept": 3}
+    assert got["gepa"]["per_seed"][2] is None
+    assert got["gepa"]["total"] == {"proposed": 60, "guard": 19, "leak": 2, "kept": 6, "seeds": 2}
     with pytest.raises(SystemExit, match="same test questions"):
         bench.combine([runs[0], {"test_rewards": {k: v[:3] for k, v in runs[1]["test_rewards"].items()}}])
     with pytest.raises(SystemExit, match="at least 2"):

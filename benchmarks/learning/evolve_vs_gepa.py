@@ -61,7 +61,8 @@ Usage::
 prints, for each comparison, the per-seed paired differences, the mean over seeds with a 95%
 interval across seeds (Student's t, seeds - 1 degrees of freedom), and the pooled paired
 difference: each question's difference averaged over the seeds, with a 95% interval over
-questions; and the commits the inputs were produced at.
+questions; the commits the inputs were produced at; and each optimizer's candidates summed over
+the seeds (:func:`optimizer_yield`: proposed, refused by the guard and by the leak check, kept).
 """
 
 from __future__ import annotations
@@ -239,6 +240,31 @@ def combine(results: Sequence[dict]) -> dict:
     for a, b in COMPARISONS:
         out["comparisons"][f"{a} - {b}"] = over_seeds([r["test_rewards"][a] for r in results],
                                                       [r["test_rewards"][b] for r in results])
+    out["yield"] = optimizer_yield(results)
+    return out
+
+
+def optimizer_yield(results: Sequence[dict]) -> dict:
+    """Each optimizer's candidates, per seed and summed: INSPO's by what its guard, leak check and
+    verification did; GEPA's evaluated proposals by what INSPO's guard and leak check would have
+    done (``proposal_yield``) and by GEPA's own acceptance. A seed whose result lacks the counts
+    (GEPA's before proposals were kept) is None and left out of the sum, which says how many
+    seeds it covers."""
+    per_seed: dict[str, list] = {"inspo": [], "gepa": []}
+    for r in results:
+        oc = (r.get("inspo") or {}).get("outcomes")
+        per_seed["inspo"].append(None if oc is None else {
+            "proposed": oc["proposed"], "guard": oc["refused"]["guard"], "leak": oc["refused"]["leak"],
+            "kept": oc["admitted"]})
+        y = (r.get("gepa") or {}).get("proposal_yield")
+        per_seed["gepa"].append(None if y is None else {
+            "proposed": y["proposals"], "guard": sum(y["guard_refusals"].values()), "leak": y["leaks"],
+            "kept": y["accepted"]})
+    out = {}
+    for name, rows in per_seed.items():
+        present = [row for row in rows if row is not None]
+        total = {k: sum(row[k] for row in present) for k in ("proposed", "guard", "leak", "kept")}
+        out[name] = {"per_seed": rows, "total": {**total, "seeds": len(present)}}
     return out
 
 
@@ -253,6 +279,12 @@ def print_combined(combined: dict) -> None:
         print(f"  {name:13s} per seed {seeds}; over seeds {c['seed_mean']:+.3f} "
               f"[95% CI {c['seed_low']:+.3f}, {c['seed_high']:+.3f}]; pooled per question "
               f"{p['mean']:+.3f} [95% CI {p['low']:+.3f}, {p['high']:+.3f}]")
+    print("candidates over the seeds (GEPA's under INSPO's checks, which it does not apply; kept: INSPO "
+          "admitted, GEPA accepted)")
+    for name, y in combined.get("yield", {}).items():
+        t = y["total"]
+        print(f"  {name:5s} {t['proposed']} proposed, guard {t['guard']}, leak {t['leak']}, kept {t['kept']} "
+              f"({t['seeds']} of {len(y['per_seed'])} seeds counted)")
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
