@@ -187,6 +187,13 @@ def test_a_stopped_gepa_run_resumes_from_its_saved_state(world, tmp_path):
     assert (tmp_path / "gepa" / "notes.txt").read_text() == "mine"
     assert not again.resumed and again.metric_calls == first.metric_calls and again.replayed_rollouts == 0
     assert [p.iteration for p in again.proposals] == [p.iteration for p in first.proposals]  # not appended
+    # resume=True on a folder with no saved state starts a run, and proposals left there go
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "proposals.jsonl").write_text('{"iteration": 99, "text": "stale", "parent": "", "shown_answers": []}\n')
+    started = optimize_instruction(_adapter(env), SEARCH_R1_INSTRUCTION, trainset, valset, max_rollouts=12, llm=llm,
+                                   reflection="gepa", minibatch_size=2, run_dir=str(fresh), resume=True)
+    assert not started.resumed and started.proposals and "stale" not in {p.text for p in started.proposals}
     with pytest.raises(ValueError, match="needs the run_dir"):
         optimize_instruction(_adapter(env), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),
                              resume=True)

@@ -384,9 +384,10 @@ def optimize_instruction(
     resumed = bool(resume and state_file and state_file.is_file())
     if state_file and not resume:  # a new run: GEPA would resume an earlier run's state, so remove it
         state_file.unlink(missing_ok=True)
-        (state_file.parent / PROPOSALS_FILE).unlink(missing_ok=True)
         shutil.rmtree(state_file.parent / "generated_best_outputs_valset", ignore_errors=True)
     proposal_log = ProposalLog(Path(run_dir) / PROPOSALS_FILE if run_dir else None)
+    if proposal_log.path is not None and not resumed:  # no saved state to go on from: its proposals go too
+        proposal_log.path.unlink(missing_ok=True)
     started_at = llm.usage.calls
     adapter.calls_now, adapter.proposer, adapter.calls_before = (lambda: llm.usage.calls - started_at), stats, 0
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
