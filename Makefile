@@ -24,7 +24,7 @@ install: $(VENV)/.installed
 # they go right after the install (neither inspo nor vLLM's text models use them).
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
-VLLM_TESTS := tests/test_agent_vllm.py tests/test_train_vllm.py tests/test_train_vllm_weights.py tests/test_vllm_server.py tests/test_benchmarks.py::test_rollout_throughput_vllm_quick tests/test_benchmarks.py::test_rollout_throughput_vllm_quick_with_lora_times_each_engine_with_and_without_it tests/test_benchmarks.py::test_step_vllm_quick
+VLLM_TESTS := tests/test_agent_vllm.py tests/test_train_vllm.py tests/test_train_vllm_weights.py tests/test_vllm_server.py tests/test_benchmarks.py::test_rollout_throughput_vllm_quick tests/test_benchmarks.py::test_rollout_throughput_vllm_quick_with_lora_times_each_engine_with_and_without_it tests/test_benchmarks.py::test_step_vllm_quick tests/test_benchmarks_calculator.py::test_the_optimizer_answers_benchmark_times_a_real_vllm_server_beside_transformers
 
 $(VLLM_VENV)/.installed: pyproject.toml requirements/models.txt
 	test -x $(VLLM_PY) || python3 -m venv $(VLLM_VENV)

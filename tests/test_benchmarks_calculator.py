@@ -431,3 +431,22 @@ def test_the_optimizer_answers_benchmark_times_one_answer_against_a_batch_side_b
     assert pair["n1_tokens"] >= 1 and pair["n3_tokens"] >= pair["n1_tokens"] and result["prompt_tokens"] > 100
     assert pair["answers_per_s_ratio"] == pytest.approx(3 * pair["n1_s"] / pair["n3_s"])
     assert bench.SCRIPT + " --quick" in json.loads((tmp_path / "a.json").read_text())["provenance"]["command"]
+
+
+@pytest.mark.slow
+def test_the_optimizer_answers_benchmark_times_a_real_vllm_server_beside_transformers(tmp_path):
+    pytest.importorskip("vllm")
+    bench = load_script("optimizer_answers")
+    result = bench.main(["--quick", "--vllm", "--vllm-kv-cache-gib", "0.05", "--threads", "1", "--answers", "2",
+                         "--json", str(tmp_path / "a.json")])
+    (pair,) = result["pairs"]
+    # vLLM was asked the same calls: it answered with n completions, counted by the server
+    assert pair["vllm_n1_tokens"] >= 1 and pair["vllm_n2_tokens"] > pair["vllm_n1_tokens"]
+    for n in (1, 2):
+        speed = (pair[f"vllm_n{n}_tokens"] / pair[f"vllm_n{n}_s"]) / (pair[f"n{n}_tokens"] / pair[f"n{n}_s"])
+        assert pair[f"vllm_over_transformers_tokens_per_s_n{n}"] == pytest.approx(speed)
+    assert pair["server_cpu_s_during_transformers"] >= 0.0  # Linux: read from /proc
+    assert "--served-model-name" in result["vllm"]["command"] and result["vllm"]["dtype"] in ("bfloat16", "float32")
+    saved = json.loads((tmp_path / "a.json").read_text())
+    assert saved["median_vllm_over_transformers_tokens_per_s_n2"] == pytest.approx(
+        pair["vllm_over_transformers_tokens_per_s_n2"])

