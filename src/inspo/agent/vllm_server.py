@@ -53,12 +53,26 @@ class RunningServer:
     command: list[str]
 
     def cpu_seconds(self) -> float | None:
-        """CPU time (user + system) the server process has used so far; None off Linux."""
-        try:
-            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+        """CPU time (user + system) the server has used so far, its engine processes included
+        (vLLM computes in child processes); None where ``/proc`` cannot be read (off Linux)."""
+        stats: dict[int, tuple[int, float]] = {}  # pid -> (parent pid, CPU seconds)
+        for entry in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = entry.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # the process ended while we looked
+                continue
+            stats[int(entry.parent.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+        if self.process.pid not in stats:
             return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        tree = {self.process.pid}
+        grew = True
+        while grew:
+            grew = False
+            for pid, (parent, _) in stats.items():
+                if parent in tree and pid not in tree:
+                    tree.add(pid)
+                    grew = True
+        return sum(stats[pid][1] for pid in tree)
 
 
 @contextmanager
