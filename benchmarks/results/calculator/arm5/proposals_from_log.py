@@ -10,8 +10,10 @@ candidate index" (accepted). Written as ``proposals.jsonl`` lines marked ``"sour
 
     python benchmarks/results/calculator/arm5/proposals_from_log.py RUN_DIR/gepa [--before N] [--check]
 
-``--before N`` keeps iterations below N. ``--check`` compares the lines it would write with the
-ones ``proposals.jsonl`` already holds for the same iterations, and fails on any difference.
+``--before N`` keeps iterations below N. ``--check`` compares the proposals it reads with the ones
+``proposals.jsonl`` kept itself for the same iterations (each side read as ``ProposalLog`` reads
+it), and fails on any difference; keep ``--before`` below the iteration a live run is in, whose
+shown answers the saved state does not hold yet.
 """
 
 from __future__ import annotations
@@ -36,15 +38,13 @@ def trainset() -> list:
     bench = importlib.util.module_from_spec(spec)
     sys.modules["evolve_vs_gepa"] = bench
     spec.loader.exec_module(bench)
-    from inspo.envs.build import build_env, load_questions
     from inspo.training.config import resolve
+    from inspo.training.setup import prepare
 
     args = bench.parse_args(SEED0)
     config = resolve(args.preset, None, [*bench.rematch_settings(args), *args.set])
-    data = config.data
-    questions = load_questions(build_env(config), data.train, data.train_split, data.max_train_questions,
-                               field_name="data.train", max_hops=data.max_hops)
-    return bench.split_for_gepa(questions, args.val_size, args.seed)[0]
+    inputs = prepare(config, need_optimizer=False, need_model=False, need_eval=True)  # as the bench, no model
+    return bench.split_for_gepa(inputs.questions, args.val_size, args.seed)[0]
 
 
 def from_log(run: Path, train: list) -> list[dict]:
@@ -83,6 +83,16 @@ def from_log(run: Path, train: list) -> list[dict]:
     return lines
 
 
+def proposals_of(lines: list[dict]) -> dict:
+    """The proposals ``lines`` hold, by iteration, as :class:`ProposalLog` reads its file (an
+    iteration run again after a stop keeps its last proposal)."""
+    from inspo.baselines.gepa_adapter import ProposalLog
+
+    log = ProposalLog(None)
+    log.lines = lines
+    return {p.iteration: p for p in log.proposals()}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("run", type=Path)
@@ -97,13 +107,10 @@ def main() -> None:
             print(json.dumps(line))
         return
     kept = [json.loads(x) for x in (args.run / "proposals.jsonl").read_text().splitlines() if x.strip()]
-    kept = [x for x in kept if x.get("source") != "gepa.log"]
-    ours = [{k: v for k, v in x.items() if k != "source"} for x in lines
-            if x["iteration"] in {k["iteration"] for k in kept}]
-    if len(ours) != len(kept):
-        raise SystemExit(f"{len(kept)} kept lines but {len(ours)} read from the log for the same iterations")
-    bad = [(a, b) for a, b in zip(ours, kept, strict=True) if a != b]
-    print(f"{len(kept)} kept lines, {len(ours)} read from the log, {len(bad)} differences")
+    ours, theirs = proposals_of(lines), proposals_of([x for x in kept if x.get("source") != "gepa.log"])
+    common = sorted(set(ours) & set(theirs))
+    bad = [(ours[i], theirs[i]) for i in common if ours[i] != theirs[i]]
+    print(f"{len(common)} iterations both kept and read from the log, {len(bad)} differences")
     for diff in bad[:5]:
         print(diff)
     raise SystemExit(1 if bad else 0)
