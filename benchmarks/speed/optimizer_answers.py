@@ -16,7 +16,7 @@ Usage::
     python benchmarks/speed/optimizer_answers.py --threads 2 --json benchmarks/results/calculator/optimizer-answers-1.5b.json
     python benchmarks/speed/optimizer_answers.py --quick        # tiny random model
     VLLM_CPU_NUM_OF_RESERVED_CPU=0 .venv-vllm/bin/python benchmarks/speed/optimizer_answers.py --vllm --threads 2 \
-        --tokens 700 --json benchmarks/results/calculator/optimizer-engines-1.5b.json
+        --tokens 300 --pairs 2 --json benchmarks/results/calculator/optimizer-engines-1.5b.json
 """
 
 from __future__ import annotations
