@@ -33,6 +33,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--tokens", type=int, default=24, help="greedy tokens compared per prompt")
     p.add_argument("--quick", action="store_true", help="tiny-qwen2-hd32, a large rate, 12 tokens")
+    p.add_argument("--device", default="cpu", help="where transformers' copy trains (cuda: as inspo train does on a GPU)")
     add_common(p, seed=False)
     args = p.parse_args(argv)
     if args.quick:
@@ -46,13 +47,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.training.config import resolve
     from inspo.training.vllm_sync import start_weight_sync
 
-    # transformers' copy trains on the CPU (load_model's default); vLLM runs where its build runs
+    # transformers' copy trains on --device; vLLM runs where its build runs
     info = start("benchmarks/speed/vllm_sync_check.py", argv, threads=args.threads,
-                 device=f"transformers cpu, vLLM {default_device()}", dtype=args.dtype)
+                 device=f"transformers {args.device}, vLLM {default_device()}", dtype=args.dtype)
     config = resolve("cpu-tiny", overrides=[f"model.name_or_path={args.model}", f"model.dtype={args.dtype}",
                                             "model.lora=false", "model.vllm_kv_cache_gib=0.25",
                                             "model.vllm_max_model_len=2048"])
-    loaded = load_model(args.model, dtype=args.dtype)
+    loaded = load_model(args.model, dtype=args.dtype, device=args.device)
     model, tokenizer = loaded.model, loaded.tokenizer
     sync = start_weight_sync(config, loaded.path, seed=0)
     prompts = [list(tokenizer.apply_chat_template([{"role": "user", "content": f"{SEARCH_R1_INSTRUCTION} Question: {q}"}],
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         for step in range(args.steps + 1):
             if step:
                 model.train()
-                ids = torch.tensor([prompts[(step - 1) % len(prompts)]])
+                ids = torch.tensor([prompts[(step - 1) % len(prompts)]], device=args.device)
                 model(input_ids=ids, labels=ids).loss.backward()
                 optimizer.step()
                 optimizer.zero_grad()
