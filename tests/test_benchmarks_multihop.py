@@ -223,6 +223,80 @@ def test_pack_recuts_the_model_and_receive_keeps_only_pieces_that_match(tmp_path
     assert not (keep / "piece-00").exists()
 
 
+def _carry(dev: Path, call: Path, names: list[str]) -> Path:
+    """One device call's copy of the packed bundle: its manifest and the pieces ``names``."""
+    (call / "bundle").mkdir(parents=True)
+    for name in ["manifest.json", *names]:
+        (call / "bundle" / name).write_bytes((dev / "bundle" / name).read_bytes())
+    return call
+
+
+def test_pack_vllm_bundles_wheels_in_pieces_and_receive_installs_them_once_all_are_checked(tmp_path, monkeypatch):
+    campaign = load_script("gpu_campaign")
+    installed = []
+    monkeypatch.setattr(campaign.subprocess, "run", lambda argv, check: installed.append(argv))
+    rng = __import__("random").Random(0)
+    payloads = {"vllm-0.26.0-cp38-abi3-manylinux_2_28_x86_64.whl": rng.randbytes(1_500_000),  # over a piece
+                "msgspec-0.22.0-cp312-cp312-manylinux_2_17_x86_64.whl": rng.randbytes(300_000)}
+
+    def download(into):
+        into.mkdir(parents=True)
+        for name, data in payloads.items():
+            (into / name).write_bytes(data)
+
+    dev, keep = tmp_path / "dev", tmp_path / "keep"
+    manifest = campaign.pack_vllm(dev, 1, download=download)
+    assert manifest["wheels"] == 2 and [p["name"] for p in manifest["pieces"]] == ["piece-00", "piece-01"]
+    assert not (dev / "bundle.tar").exists()  # only the pieces travel
+    # the first call carries piece-00: kept, nothing installed yet
+    assert campaign.receive(_carry(dev, tmp_path / "call1", ["piece-00"]), keep, build=False) == []
+    assert installed == [] and (keep / "bundle" / "piece-00").is_file()
+    # the second carries piece-01: joined, checked, unpacked, installed from the carried files alone
+    campaign.receive(_carry(dev, tmp_path / "call2", ["piece-01"]), keep, build=False)
+    (pip,) = installed
+    assert pip[1:4] == ["-m", "pip", "install"] and "--no-index" in pip and "--no-deps" in pip
+    wheels = [Path(a) for a in pip if a.endswith(".whl")]
+    assert sorted(w.name for w in wheels) == sorted(payloads)
+    assert all(w.read_bytes() == payloads[w.name] for w in wheels)
+    # a later call with the bundle's manifest does not install again
+    campaign.receive(_carry(dev, tmp_path / "call3", []), keep, build=False)
+    assert len(installed) == 1
+
+
+def test_receive_refuses_a_bundle_whose_joined_tar_is_not_the_packed_one(tmp_path, monkeypatch):
+    campaign = load_script("gpu_campaign")
+    installed = []
+    monkeypatch.setattr(campaign.subprocess, "run", lambda argv, check: installed.append(argv))
+
+    def download(into):
+        into.mkdir(parents=True)
+        (into / "a-1.0-py3-none-any.whl").write_bytes(b"a" * 5000)
+
+    dev = tmp_path / "dev"
+    campaign.pack_vllm(dev, 1, download=download)
+    manifest = json.loads((dev / "bundle" / "manifest.json").read_text())
+    manifest["sha256"] = "0" * 64  # every piece matches, the whole does not
+    (dev / "bundle" / "manifest.json").write_text(json.dumps(manifest))
+    from inspo.models.sources import ModelIntegrityError
+
+    with pytest.raises(ModelIntegrityError):
+        campaign.receive(_carry(dev, tmp_path / "call", ["piece-00"]), tmp_path / "keep", build=False)
+    assert installed == [] and not (tmp_path / "keep" / "bundle" / "installed").exists()
+
+
+def test_the_device_vllm_requirements_pin_every_wheel_by_hash_and_leave_the_images_torch_alone():
+    campaign = load_script("gpu_campaign")
+    lines = [x.strip() for x in campaign.VLLM_REQUIREMENTS.read_text().splitlines() if x.strip()]
+    pins = [x.rstrip(" \\").split("==") for x in lines if not x.startswith(("#", "--hash"))]
+    hashes = [x for x in lines if x.startswith("--hash=sha256:")]
+    assert len(pins) == len(hashes) > 50 and all(len(p) == 2 for p in pins)
+    names = {name for name, _ in pins}
+    assert [v for n, v in pins if n == "vllm"] == ["0.26.0"]
+    # the image's CUDA torch stack must stay the one loaded: nothing carried may replace or shadow it
+    assert not names & {"torch", "torchvision", "torchaudio", "triton", "tokenspeed-triton", "numpy"}
+    assert {"trl", "datasets", "bm25s", "gguf"} <= names  # and inspo's training needs travel with it
+
+
 @pytest.mark.parametrize(("model", "builder"), [("qwen2.5-coder-0.5b", "build_qwen_coder"),
                                                ("qwen2.5-coder-1.5b", "build_qwen_coder_15b")])
 def test_receive_joins_and_checks_the_whole_file_before_building(tmp_path, monkeypatch, model, builder):

@@ -9,6 +9,11 @@ and a campaign is a few commands:
    chunk packages) re-split into pieces of at most ``--piece-mib`` MiB, with a manifest of each
    piece's size and SHA-256 and the whole file's; and the wheels the device lacks (trl,
    datasets, bm25s, gguf and their missing needs). It prints which pieces go in which call.
+   ``--vllm`` adds vLLM 0.26.0 (the newest release pinned to the image's torch 2.11.0) and the 91
+   wheels the image lacks for it (``requirements/device-vllm.txt``, hash-checked), 373 MiB in one
+   tar cut into 7 pieces under ``bundle/``; carry them first, each with ``bundle/manifest.json``.
+   ``receive`` installs them once all 7 are kept (measured on an H200: 4 s of device time a call,
+   14 s to install; then ``rl.use_vllm=auto`` resolves to vLLM there).
 2. ``receive`` (there, once per call that carries pieces): installs the carried wheels, checks
    each carried piece against the manifest and keeps it outside the work tree; when every piece
    is there, joins them, checks
@@ -45,6 +50,7 @@ Usage (the device tool's ``run`` calls, in order; ``.device`` is ignored by git 
     python benchmarks/learning/gpu_campaign.py pack --dir .device            # here
     # run: carry [.device/whl, .device/model/manifest.json, .device/model/piece-00 ...]:
     python benchmarks/learning/gpu_campaign.py receive --dir .device
+    # with pack --vllm, first: carry [.device/bundle/manifest.json, .device/bundle/piece-00], then -01 ...
     python benchmarks/learning/gpu_campaign.py pilot --model qwen2.5-coder-1.5b --out /root/mh
     python benchmarks/learning/gpu_campaign.py rematch --seeds 0-4 --out /root/mh   # with the 0.5B carried
     python benchmarks/learning/gpu_campaign.py launch --seeds 0-4 --parallel 10 --deadline-s 540 --out /root/mh
@@ -71,6 +77,13 @@ MIB = 1 << 20
 # pyarrow, xxhash, tqdm ... are there: /work/.library/device/KINDS.md): carried as wheels.
 DEVICE_WHEELS = ("trl==1.16.0", "datasets==5.2.0", "bm25s==0.3.16", "gguf==0.19.0", "dill==0.4.1",
                  "multiprocess==0.70.19", "gepa==0.1.4")  # gepa: the rematch only
+# vLLM on CUDA (``pack --vllm``): vLLM 0.26.0, the newest release pinned to the image's torch 2.11.0,
+# and the wheels the image lacks for it, hash-pinned (what was left out and why: the file's header).
+VLLM_REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements" / "device-vllm.txt"
+# pip matches --platform tags exactly: every tag a wheel in that file carries
+WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x86_64", "manylinux_2_24_x86_64",
+                   "manylinux_2_31_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_5_x86_64",
+                   "manylinux1_x86_64")
 KEEP = Path("/root/inspo-device")  # outside the work tree: kept while the machine is held
 HERE = Path(__file__).resolve().parent  # benchmarks/learning: the scripts it runs
 REPO = HERE.parents[1]
@@ -143,35 +156,107 @@ def pack(directory: Path, piece_mib: int, *, chunk_source: Callable[[], Sequence
                          f"reinstall {spec.requirements_file}")
     (model / "manifest.json").write_text(json.dumps(manifest, indent=2))
     if wheels:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                        "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
-                        "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
-                        "-d", str(directory / "whl"), *DEVICE_WHEELS], check=True)
+        download_wheels(directory / "whl", DEVICE_WHEELS)
     return manifest
 
 
+def download_wheels(into: Path, requirements: Sequence[str]) -> None:
+    """``pip download`` CPython 3.12 x86-64 wheels, without their needs, for the device."""
+    platforms = [x for tag in WHEEL_PLATFORMS for x in ("--platform", tag)]
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version",
+                    "3.12", "--implementation", "cp", *platforms, "-d", str(into), *requirements], check=True)
+
+
+def pack_bundle(directory: Path, piece_mib: int, wheels: Sequence[Path]) -> dict:
+    """``wheels`` in one uncompressed tar, cut into ``directory/bundle/piece-NN`` with a manifest
+    (each piece's and the whole tar's size and SHA-256), for wheels larger than a call carries."""
+    bundle = directory / "bundle"
+    bundle.mkdir(parents=True, exist_ok=True)
+    tar_path = directory / "bundle.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        for wheel in sorted(wheels):
+            tar.add(wheel, arcname=Path(wheel).name)
+    pieces = split_file([tar_path], bundle, piece_mib * MIB)
+    manifest = {"bytes": tar_path.stat().st_size, "sha256": sha256_of(tar_path), "wheels": len(wheels),
+                "pieces": pieces}
+    tar_path.unlink()
+    (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
+def pack_vllm(directory: Path, piece_mib: int, *, download: Callable[[Path], None] | None = None) -> dict:
+    """vLLM 0.26.0 and the wheels the device image lacks for it (``requirements/device-vllm.txt``,
+    hash-checked by pip) as a bundle of pieces; ``receive`` installs them once all are there."""
+    into = directory / "vllm-wheels"
+    (download or (lambda d: download_wheels(d, ["--require-hashes", "-r", str(VLLM_REQUIREMENTS)])))(into)
+    return pack_bundle(directory, piece_mib, sorted(into.glob("*.whl")))
+
+
 # --------------------------------------------------------------------------------- receive
-def receive(directory: Path, keep: Path = KEEP, *, build: bool = True) -> list[str]:
-    """Install the carried wheels (once per machine); keep the carried pieces that match the
-    manifest; join and convert once all are kept. Returns the names of the pieces still missing."""
-    wheels = sorted((directory / "whl").glob("*.whl"))
-    if wheels:  # no network there: these wheels are all it gets (--no-deps: the rest is installed)
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
-                        *map(str, wheels)], check=True)
-    manifest = json.loads((directory / "model" / "manifest.json").read_text())
+def keep_pieces(carried: Path, manifest: dict, keep: Path) -> list[str]:
+    """Keep the pieces carried in ``carried`` that match ``manifest`` under ``keep``; refuse one that
+    does not. Returns the names of the pieces still missing."""
     keep.mkdir(parents=True, exist_ok=True)
     for piece in manifest["pieces"]:
-        carried, kept = directory / "model" / piece["name"], keep / piece["name"]
+        here, kept = carried / piece["name"], keep / piece["name"]
         if kept.is_file() and kept.stat().st_size == piece["bytes"]:
             continue
-        if not carried.is_file():
+        if not here.is_file():
             continue
-        digest = sha256_of(carried)
-        if carried.stat().st_size != piece["bytes"] or digest != piece["sha256"]:
-            raise SystemExit(f"{carried}: {carried.stat().st_size} bytes, SHA-256 {digest}; the manifest says "
+        digest = sha256_of(here)
+        if here.stat().st_size != piece["bytes"] or digest != piece["sha256"]:
+            raise SystemExit(f"{here}: {here.stat().st_size} bytes, SHA-256 {digest}; the manifest says "
                              f"{piece['bytes']} bytes, {piece['sha256']}: carry it again")
-        kept.write_bytes(carried.read_bytes())
-    missing = [p["name"] for p in manifest["pieces"] if not (keep / p["name"]).is_file()]
+        kept.write_bytes(here.read_bytes())
+    return [p["name"] for p in manifest["pieces"] if not (keep / p["name"]).is_file()]
+
+
+def install_wheels(wheels: Sequence[Path]) -> None:
+    """Install carried wheels into this interpreter (no network there: --no-index; their needs are
+    the image's or carried beside them: --no-deps)."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-compile",
+                    *map(str, wheels)], check=True)
+
+
+def receive_bundle(directory: Path, keep: Path) -> list[str]:
+    """The ``pack --vllm`` bundle: keep its pieces; once all are kept, join them, check the whole
+    tar's size and SHA-256, unpack and install its wheels (once). Returns the pieces still missing."""
+    manifest = json.loads((directory / "bundle" / "manifest.json").read_text())
+    missing = keep_pieces(directory / "bundle", manifest, keep)
+    done = keep / "installed"
+    if missing:
+        print(f"bundle: kept {len(manifest['pieces']) - len(missing)} of {len(manifest['pieces'])} pieces; "
+              f"still to carry: {', '.join(missing)}")
+    elif not done.exists():
+        from inspo.models.sources import join_verified
+
+        tar_path = join_verified([keep / p["name"] for p in manifest["pieces"]], keep / "bundle.tar",
+                                 size=manifest["bytes"], sha256=manifest["sha256"])
+        with tarfile.open(tar_path) as tar:
+            tar.extractall(keep / "wheels", filter="data")
+        tar_path.unlink()
+        wheels = sorted((keep / "wheels").glob("*.whl"))
+        if len(wheels) != manifest["wheels"]:
+            raise SystemExit(f"the bundle holds {len(wheels)} wheels, its manifest {manifest['wheels']}: pack it again")
+        install_wheels(wheels)
+        done.write_text(f"{len(wheels)} wheels\n")
+        print(f"bundle: every piece kept, SHA-256 {manifest['sha256']} checked, {len(wheels)} wheels installed")
+    return missing
+
+
+def receive(directory: Path, keep: Path = KEEP, *, build: bool = True) -> list[str]:
+    """Install the carried wheels (once per machine) and the ``pack --vllm`` bundle once all its
+    pieces are kept; keep the carried model pieces that match the manifest; join and convert once all
+    are kept. Returns the names of the model pieces still missing."""
+    wheels = sorted((directory / "whl").glob("*.whl"))
+    if wheels:
+        install_wheels(wheels)
+    if (directory / "bundle" / "manifest.json").is_file():
+        receive_bundle(directory, keep / "bundle")
+    if not (directory / "model" / "manifest.json").is_file():
+        return []
+    manifest = json.loads((directory / "model" / "manifest.json").read_text())
+    missing = keep_pieces(directory / "model", manifest, keep)
     if missing:
         print(f"kept {len(manifest['pieces']) - len(missing)} of {len(manifest['pieces'])} pieces; "
               f"still to carry: {', '.join(missing)}")
@@ -380,6 +465,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     a.add_argument("--piece-mib", type=int, default=56)
     a.add_argument("--model", default=MODELS[0], choices=MODELS, help="the policy to carry")
     a.add_argument("--no-wheels", action="store_true")
+    a.add_argument("--vllm", action="store_true",
+                   help="also vLLM 0.26.0 and what the image lacks for it (requirements/device-vllm.txt) as a bundle")
     a = sub.add_parser("receive", help="there: keep carried pieces; join, check and convert once all are there")
     a.add_argument("--dir", default=".device")
     a.add_argument("--keep", default=str(KEEP))
@@ -415,6 +502,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         manifest = pack(Path(args.dir), args.piece_mib, wheels=not args.no_wheels, model_name=args.model)
         print(f"{len(manifest['pieces'])} pieces in {args.dir}/model; carry one or two per call with "
               f"{args.dir}/model/manifest.json, then run `receive` in each")
+        if args.vllm:
+            bundle = pack_vllm(Path(args.dir), args.piece_mib)
+            print(f"{len(bundle['pieces'])} pieces of {bundle['wheels']} wheels in {args.dir}/bundle; carry them "
+                  f"first, each with {args.dir}/bundle/manifest.json (and the model's manifest)")
     elif args.cmd == "receive":
         receive(Path(args.dir), Path(args.keep))
     elif args.cmd in ("launch", "pilot", "rematch"):
