@@ -235,6 +235,21 @@ def test_proposal_log_keeps_the_last_proposal_of_an_iteration_run_again(tmp_path
     assert ProposalLog(None).proposals() == []
 
 
+def test_a_proposal_log_hook_that_fails_is_counted_though_gepa_only_logs_it(tmp_path):
+    from gepa.core.callbacks import notify_callbacks
+
+    log = ProposalLog(tmp_path / "gone" / "proposals.jsonl")  # its folder does not exist: every write fails
+    event = {"iteration": 3, "parent_candidate": {"instruction": "p"}, "reflective_dataset": {}}
+    notify_callbacks([log], "on_proposal_start", event)
+    notify_callbacks([log], "on_proposal_end", {"iteration": 3, "new_instructions": {"instruction": "q"}})  # no raise
+    notify_callbacks([log], "on_candidate_rejected", {"iteration": 3})
+    assert [e.split(":")[0] for e in log.errors] == ["on_proposal_end at iteration 3",
+                                                    "on_candidate_rejected at iteration 3"]
+    assert "FileNotFoundError" in log.errors[0]
+    notify_callbacks([log], "on_proposal_end", {"iteration": 4})  # an event without what the hook reads
+    assert log.errors[-1].startswith("on_proposal_end at iteration 4: KeyError")
+
+
 def test_proposal_yield_applies_inspos_guard_then_its_leak_check():
     parent = "Use <calc> x </calc>, then <answer> n </answer>."
     proposals = [

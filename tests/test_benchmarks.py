@@ -342,11 +342,13 @@ def test_evolve_vs_gepa_combines_seeds_per_question():
             r["gepa"] = {"proposal_yield": {"proposals": 30, "guard_refusals": {"drops protocol tag": 9,
                                                                                 "duplicate": i}, "leaks": 1,
                                             "accepted": 3}}
+    runs[1]["gepa"]["proposal_yield"]["log_errors"] = ["on_proposal_end at iteration 7: OSError: disk full"]
     got = bench.combine(runs)["yield"]
     assert got["inspo"]["total"] == {"proposed": 33, "guard": 15, "leak": 3, "kept": 6, "seeds": 3}
-    assert got["gepa"]["per_seed"][1] == {"proposed": 30, "guard": 10, "leak": 1, "kept": 3}
+    assert got["gepa"]["per_seed"][1] == {"proposed": 30, "guard": 10, "leak": 1, "kept": 3, "log_errors": 1}
+    assert got["gepa"]["per_seed"][0]["log_errors"] == 0  # a result from before the count: none known
     assert got["gepa"]["per_seed"][2] is None
-    assert got["gepa"]["total"] == {"proposed": 60, "guard": 19, "leak": 2, "kept": 6, "seeds": 2}
+    assert got["gepa"]["total"] == {"proposed": 60, "guard": 19, "leak": 2, "kept": 6, "log_errors": 1, "seeds": 2}
     with pytest.raises(SystemExit, match="same test questions"):
         bench.combine([runs[0], {"test_rewards": {k: v[:3] for k, v in runs[1]["test_rewards"].items()}}])
     with pytest.raises(SystemExit, match="at least 2"):

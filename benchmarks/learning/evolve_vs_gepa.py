@@ -259,11 +259,13 @@ def optimizer_yield(results: Sequence[dict]) -> dict:
         y = (r.get("gepa") or {}).get("proposal_yield")
         per_seed["gepa"].append(None if y is None else {
             "proposed": y["proposals"], "guard": sum(y["guard_refusals"].values()), "leak": y["leaks"],
-            "kept": y["accepted"]})
+            "kept": y["accepted"], "log_errors": len(y.get("log_errors", ()))})
     out = {}
     for name, rows in per_seed.items():
         present = [row for row in rows if row is not None]
         total = {k: sum(row[k] for row in present) for k in ("proposed", "guard", "leak", "kept")}
+        if name == "gepa":  # events the proposal log lost (results from before the count: none known)
+            total["log_errors"] = sum(row.get("log_errors", 0) for row in present)
         out[name] = {"per_seed": rows, "total": {**total, "seeds": len(present)}}
     return out
 
@@ -284,7 +286,8 @@ def print_combined(combined: dict) -> None:
     for name, y in combined.get("yield", {}).items():
         t = y["total"]
         print(f"  {name:5s} {t['proposed']} proposed, guard {t['guard']}, leak {t['leak']}, kept {t['kept']} "
-              f"({t['seeds']} of {len(y['per_seed'])} seeds counted)")
+              f"({t['seeds']} of {len(y['per_seed'])} seeds counted)"
+              + (f"; WARNING: {t['log_errors']} GEPA events lost by the proposal log" if t.get("log_errors") else ""))
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -385,7 +388,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
             "proposer_errors": len(stats.errors) if stats else None}
     # what INSPO's guard and leak check would have made of the proposals GEPA evaluated
     seen = proposal_yield(outcome.proposals, guard_tags, config.coevolution.max_instruction_chars)
-    gepa["proposal_yield"] = {**seen, "guard_refusals": reason_kinds(seen["guard_refusals"])}
+    # a hook of the proposal log that failed lost a proposal or a decision: counted apart, never silent
+    gepa["proposal_yield"] = {**seen, "guard_refusals": reason_kinds(seen["guard_refusals"]),
+                              "log_errors": outcome.proposal_log_errors}
     print(json.dumps({"arm": "gepa", **{k: v for k, v in gepa.items() if k not in ("best_instruction", "proposer_rejections")}}))
 
     # ---- held-out test: greedy, the same questions for the three instructions
@@ -448,6 +453,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
           f"guard refusals {y['guard_refusals']}, leaks {y['leaks']}, {y['would_verify']} would reach "
           f"verification; GEPA accepted {y['accepted']} ({y['accepted_the_guard_refuses']} the guard refuses), "
           f"rejected {y['rejected']}, undecided {y['undecided']}")
+    if y["log_errors"]:
+        print(f"WARNING: the proposal log lost {len(y['log_errors'])} GEPA event(s) in this piece, so the counts "
+              f"above are short by as many: {y['log_errors']}")
     print("test questions whose gold answer the winner names: "
           + ", ".join(f"{k} {len(v)}" + (f" ({', '.join(v)})" if v else "") for k, v in named.items()))
     print(f"test {metric} on {n} questions (greedy); paired difference from the seed, 95% CI")

@@ -33,6 +33,7 @@ import json
 import logging
 import shutil
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,26 +243,41 @@ class ProposalLog:
     def __init__(self, path: Path | None):
         self.path = path
         self.lines: list[dict[str, Any]] = []
+        self.errors: list[str] = []  # this piece's hooks that failed (GEPA only logs a callback's exception)
         self._started: list[dict[str, Any]] = []
 
     def on_iteration_start(self, event: Mapping[str, Any]) -> None:
         self._started = []
 
     def on_proposal_start(self, event: Mapping[str, Any]) -> None:
-        records = event["reflective_dataset"].get(COMPONENT, ())
-        shown = sorted({str(a) for r in records for a in r.get("Correct answers", ())})
-        self._started.append({"parent": event["parent_candidate"].get(COMPONENT, ""), "shown_answers": shown})
+        with self._counted("on_proposal_start", event):
+            records = event["reflective_dataset"].get(COMPONENT, ())
+            shown = sorted({str(a) for r in records for a in r.get("Correct answers", ())})
+            self._started.append({"parent": event["parent_candidate"].get(COMPONENT, ""), "shown_answers": shown})
 
     def on_proposal_end(self, event: Mapping[str, Any]) -> None:
-        started = self._started.pop(0) if self._started else {"parent": "", "shown_answers": []}
-        if COMPONENT in event["new_instructions"]:
-            self._write({"iteration": event["iteration"], "text": event["new_instructions"][COMPONENT], **started})
+        with self._counted("on_proposal_end", event):
+            started = self._started.pop(0) if self._started else {"parent": "", "shown_answers": []}
+            if COMPONENT in event["new_instructions"]:
+                self._write({"iteration": event["iteration"], "text": event["new_instructions"][COMPONENT], **started})
 
     def on_candidate_accepted(self, event: Mapping[str, Any]) -> None:
-        self._write({"iteration": event["iteration"], "outcome": "accepted"})
+        with self._counted("on_candidate_accepted", event):
+            self._write({"iteration": event["iteration"], "outcome": "accepted"})
 
     def on_candidate_rejected(self, event: Mapping[str, Any]) -> None:
-        self._write({"iteration": event["iteration"], "outcome": "rejected"})
+        with self._counted("on_candidate_rejected", event):
+            self._write({"iteration": event["iteration"], "outcome": "rejected"})
+
+    @contextmanager
+    def _counted(self, hook: str, event: Mapping[str, Any]):
+        """Count a failed hook in ``errors`` (and re-raise, for GEPA's own warning): a proposal or
+        decision the log lost must reach the result, not only a log line."""
+        try:
+            yield
+        except Exception as exc:
+            self.errors.append(f"{hook} at iteration {event.get('iteration', '?')}: {type(exc).__name__}: {exc}")
+            raise
 
     def _write(self, line: dict[str, Any]) -> None:
         self.lines.append(line)
@@ -325,6 +341,7 @@ class GEPAOutcome:
     resumed: bool = False  # continued from the state saved in run_dir
     replayed_rollouts: int = 0  # played again on resuming, outside GEPA's budget (``rollouts`` excludes them)
     proposals: list[GEPAProposal] = field(default_factory=list)  # every piece's, see ProposalLog
+    proposal_log_errors: list[str] = field(default_factory=list)  # this piece's failed ProposalLog hooks
 
 
 def optimize_instruction(
@@ -420,6 +437,7 @@ def optimize_instruction(
         resumed=resumed,
         replayed_rollouts=adapter.replayed,
         proposals=proposal_log.proposals(),
+        proposal_log_errors=list(proposal_log.errors),
     )
 
 
