@@ -231,6 +231,15 @@ def _carry(dev: Path, call: Path, names: list[str]) -> Path:
     return call
 
 
+def _wheels(payloads: dict[str, bytes]):
+    """A stand-in for ``pip download``: writes ``payloads`` as the downloaded wheels."""
+    def download(into):
+        into.mkdir(parents=True)
+        for name, data in payloads.items():
+            (into / name).write_bytes(data)
+    return download
+
+
 def test_pack_vllm_bundles_wheels_in_pieces_and_receive_installs_them_once_all_are_checked(tmp_path, monkeypatch):
     campaign = load_script("gpu_campaign")
     installed = []
@@ -238,21 +247,15 @@ def test_pack_vllm_bundles_wheels_in_pieces_and_receive_installs_them_once_all_a
     rng = __import__("random").Random(0)
     payloads = {"vllm-0.26.0-cp38-abi3-manylinux_2_28_x86_64.whl": rng.randbytes(1_500_000),  # over a piece
                 "msgspec-0.22.0-cp312-cp312-manylinux_2_17_x86_64.whl": rng.randbytes(300_000)}
-
-    def download(into):
-        into.mkdir(parents=True)
-        for name, data in payloads.items():
-            (into / name).write_bytes(data)
-
     dev, keep = tmp_path / "dev", tmp_path / "keep"
-    manifest = campaign.pack_vllm(dev, 1, download=download)
+    manifest = campaign.pack_vllm(dev, 1, download=_wheels(payloads))
     assert manifest["wheels"] == 2 and [p["name"] for p in manifest["pieces"]] == ["piece-00", "piece-01"]
     assert not (dev / "bundle.tar").exists()  # only the pieces travel
     # the first call carries piece-00: kept, nothing installed yet
-    assert campaign.receive(_carry(dev, tmp_path / "call1", ["piece-00"]), keep, build=False) == []
-    assert installed == [] and (keep / "bundle" / "piece-00").is_file()
+    assert campaign.receive(_carry(dev, tmp_path / "call1", ["piece-00"]), keep, build=False) == ["bundle/piece-01"]
+    assert installed == [] and (keep / "bundle" / manifest["sha256"][:16] / "piece-00").is_file()
     # the second carries piece-01: joined, checked, unpacked, installed from the carried files alone
-    campaign.receive(_carry(dev, tmp_path / "call2", ["piece-01"]), keep, build=False)
+    assert campaign.receive(_carry(dev, tmp_path / "call2", ["piece-01"]), keep, build=False) == []
     (pip,) = installed
     assert pip[1:4] == ["-m", "pip", "install"] and "--no-index" in pip and "--no-deps" in pip
     wheels = [Path(a) for a in pip if a.endswith(".whl")]
@@ -261,6 +264,32 @@ def test_pack_vllm_bundles_wheels_in_pieces_and_receive_installs_them_once_all_a
     # a later call with the bundle's manifest does not install again
     campaign.receive(_carry(dev, tmp_path / "call3", []), keep, build=False)
     assert len(installed) == 1
+    # packed again with other wheels into the same folder, on the same machine: only the new ones
+    # travel, and the old bundle's kept pieces (of the same sizes) are not taken for the new one's
+    other = {"vllm-0.26.0-cp38-abi3-manylinux_2_28_x86_64.whl": rng.randbytes(1_500_000)}
+    again = campaign.pack_vllm(dev, 1, download=_wheels(other))
+    assert again["wheels"] == 1 and again["sha256"] != manifest["sha256"]
+    campaign.receive(_carry(dev, tmp_path / "call4", ["piece-00", "piece-01"]), keep, build=False)
+    assert [Path(a).read_bytes() for a in installed[1] if a.endswith(".whl")] == list(other.values())
+
+
+def test_a_bundle_install_that_fails_leaves_no_mark_and_the_next_call_installs_it(tmp_path, monkeypatch):
+    campaign = load_script("gpu_campaign")
+    calls = []
+
+    def pip(argv, check):
+        calls.append(argv)
+        if len(calls) == 1:
+            raise campaign.subprocess.CalledProcessError(1, argv)
+
+    monkeypatch.setattr(campaign.subprocess, "run", pip)
+    dev, keep = tmp_path / "dev", tmp_path / "keep"
+    manifest = campaign.pack_vllm(dev, 1, download=_wheels({"a-1.0-py3-none-any.whl": b"a" * 5000}))
+    with pytest.raises(campaign.subprocess.CalledProcessError):
+        campaign.receive(_carry(dev, tmp_path / "call1", ["piece-00"]), keep, build=False)
+    assert not (keep / "bundle" / manifest["sha256"][:16] / "installed").exists()
+    campaign.receive(_carry(dev, tmp_path / "call2", []), keep, build=False)  # the kept pieces suffice
+    assert len(calls) == 2 and (keep / "bundle" / manifest["sha256"][:16] / "installed").exists()
 
 
 def test_receive_refuses_a_bundle_whose_joined_tar_is_not_the_packed_one(tmp_path, monkeypatch):
@@ -268,12 +297,8 @@ def test_receive_refuses_a_bundle_whose_joined_tar_is_not_the_packed_one(tmp_pat
     installed = []
     monkeypatch.setattr(campaign.subprocess, "run", lambda argv, check: installed.append(argv))
 
-    def download(into):
-        into.mkdir(parents=True)
-        (into / "a-1.0-py3-none-any.whl").write_bytes(b"a" * 5000)
-
     dev = tmp_path / "dev"
-    campaign.pack_vllm(dev, 1, download=download)
+    campaign.pack_vllm(dev, 1, download=_wheels({"a-1.0-py3-none-any.whl": b"a" * 5000}))
     manifest = json.loads((dev / "bundle" / "manifest.json").read_text())
     manifest["sha256"] = "0" * 64  # every piece matches, the whole does not
     (dev / "bundle" / "manifest.json").write_text(json.dumps(manifest))
@@ -281,7 +306,7 @@ def test_receive_refuses_a_bundle_whose_joined_tar_is_not_the_packed_one(tmp_pat
 
     with pytest.raises(ModelIntegrityError):
         campaign.receive(_carry(dev, tmp_path / "call", ["piece-00"]), tmp_path / "keep", build=False)
-    assert installed == [] and not (tmp_path / "keep" / "bundle" / "installed").exists()
+    assert installed == [] and not list((tmp_path / "keep").rglob("installed"))
 
 
 def test_the_device_vllm_requirements_pin_every_wheel_by_hash_and_leave_the_images_torch_alone():

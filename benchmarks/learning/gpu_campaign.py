@@ -63,6 +63,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -188,6 +189,7 @@ def pack_vllm(directory: Path, piece_mib: int, *, download: Callable[[Path], Non
     """vLLM 0.26.0 and the wheels the device image lacks for it (``requirements/device-vllm.txt``,
     hash-checked by pip) as a bundle of pieces; ``receive`` installs them once all are there."""
     into = directory / "vllm-wheels"
+    shutil.rmtree(into, ignore_errors=True)  # an earlier pack's wheels would travel beside these
     (download or (lambda d: download_wheels(d, ["--require-hashes", "-r", str(VLLM_REQUIREMENTS)])))(into)
     return pack_bundle(directory, piece_mib, sorted(into.glob("*.whl")))
 
@@ -219,9 +221,12 @@ def install_wheels(wheels: Sequence[Path]) -> None:
 
 
 def receive_bundle(directory: Path, keep: Path) -> list[str]:
-    """The ``pack --vllm`` bundle: keep its pieces; once all are kept, join them, check the whole
-    tar's size and SHA-256, unpack and install its wheels (once). Returns the pieces still missing."""
+    """The ``pack --vllm`` bundle: keep its pieces under ``keep/<its SHA-256>`` (a bundle packed
+    again is another folder, so no piece of an older one is taken for it); once all are kept, join
+    them, check the whole tar's size and SHA-256, unpack and install its wheels, once per bundle.
+    Returns the pieces still missing."""
     manifest = json.loads((directory / "bundle" / "manifest.json").read_text())
+    keep = keep / manifest["sha256"][:16]
     missing = keep_pieces(directory / "bundle", manifest, keep)
     done = keep / "installed"
     if missing:
@@ -232,39 +237,43 @@ def receive_bundle(directory: Path, keep: Path) -> list[str]:
 
         tar_path = join_verified([keep / p["name"] for p in manifest["pieces"]], keep / "bundle.tar",
                                  size=manifest["bytes"], sha256=manifest["sha256"])
+        shutil.rmtree(keep / "wheels", ignore_errors=True)  # what a stopped call unpacked
         with tarfile.open(tar_path) as tar:
             tar.extractall(keep / "wheels", filter="data")
         tar_path.unlink()
         wheels = sorted((keep / "wheels").glob("*.whl"))
         if len(wheels) != manifest["wheels"]:
             raise SystemExit(f"the bundle holds {len(wheels)} wheels, its manifest {manifest['wheels']}: pack it again")
-        install_wheels(wheels)
+        install_wheels(wheels)  # raises on a failed install: no marker, the next call tries again
         done.write_text(f"{len(wheels)} wheels\n")
         print(f"bundle: every piece kept, SHA-256 {manifest['sha256']} checked, {len(wheels)} wheels installed")
     return missing
 
 
 def receive(directory: Path, keep: Path = KEEP, *, build: bool = True) -> list[str]:
-    """Install the carried wheels (once per machine) and the ``pack --vllm`` bundle once all its
-    pieces are kept; keep the carried model pieces that match the manifest; join and convert once all
-    are kept. Returns the names of the model pieces still missing."""
+    """Install the wheels carried in ``whl/`` (in every call that carries them) and the
+    ``pack --vllm`` bundle once all its pieces are kept; keep the carried model pieces that match
+    the manifest; join and convert once all are kept. Returns the names of the pieces still missing,
+    the bundle's as ``bundle/piece-NN``."""
     wheels = sorted((directory / "whl").glob("*.whl"))
     if wheels:
         install_wheels(wheels)
+    missing = []
     if (directory / "bundle" / "manifest.json").is_file():
-        receive_bundle(directory, keep / "bundle")
+        missing += [f"bundle/{name}" for name in receive_bundle(directory, keep / "bundle")]
     if not (directory / "model" / "manifest.json").is_file():
-        return []
+        print(f"no model manifest carried ({directory / 'model' / 'manifest.json'}): no model pieces kept")
+        return missing
     manifest = json.loads((directory / "model" / "manifest.json").read_text())
-    missing = keep_pieces(directory / "model", manifest, keep)
-    if missing:
-        print(f"kept {len(manifest['pieces']) - len(missing)} of {len(manifest['pieces'])} pieces; "
-              f"still to carry: {', '.join(missing)}")
+    model_missing = keep_pieces(directory / "model", manifest, keep)
+    if model_missing:
+        print(f"kept {len(manifest['pieces']) - len(model_missing)} of {len(manifest['pieces'])} pieces; "
+              f"still to carry: {', '.join(model_missing)}")
     elif build:
         _, _, build_model = model_parts(manifest.get("model", MODELS[0]))
         path = build_model(chunk_source=lambda: [keep / p["name"] for p in manifest["pieces"]])
         print(f"every piece kept, joined, SHA-256 {manifest['sha256']} checked, converted: {path}")
-    return missing
+    return missing + model_missing
 
 
 # ---------------------------------------------------------------------------------- launch
