@@ -243,11 +243,25 @@ def test_a_proposal_log_hook_that_fails_is_counted_though_gepa_only_logs_it(tmp_
     notify_callbacks([log], "on_proposal_start", event)
     notify_callbacks([log], "on_proposal_end", {"iteration": 3, "new_instructions": {"instruction": "q"}})  # no raise
     notify_callbacks([log], "on_candidate_rejected", {"iteration": 3})
-    assert [e.split(":")[0] for e in log.errors] == ["on_proposal_end at iteration 3",
-                                                    "on_candidate_rejected at iteration 3"]
-    assert "FileNotFoundError" in log.errors[0]
+    assert [e.split(":")[0] for e in log.errors()] == ["on_proposal_end at iteration 3",
+                                                      "on_candidate_rejected at iteration 3"]
+    assert "FileNotFoundError" in log.errors()[0]
     notify_callbacks([log], "on_proposal_end", {"iteration": 4})  # an event without what the hook reads
-    assert log.errors[-1].startswith("on_proposal_end at iteration 4: KeyError")
+    assert log.errors()[-1].startswith("on_proposal_end at iteration 4: KeyError")
+
+
+def test_failed_hooks_are_kept_with_the_proposals_so_a_resumed_run_counts_every_pieces(tmp_path):
+    path = tmp_path / "proposals.jsonl"
+    first = ProposalLog(path)
+    first.on_iteration_start({"iteration": 1})
+    first.on_proposal_start({"iteration": 1, "parent_candidate": {"instruction": "p"}, "reflective_dataset": {}})
+    first.on_proposal_end({"iteration": 1, "new_instructions": {"instruction": "q"}})
+    with pytest.raises(KeyError):
+        first.on_proposal_start({"iteration": 2})  # GEPA would log this and go on
+    second = ProposalLog(path)  # the next piece of a resumed run
+    second.on_candidate_accepted({"iteration": 1})
+    assert [e.split(":")[0] for e in second.errors()] == ["on_proposal_start at iteration 2"]
+    assert second.proposals() == [GEPAProposal(1, "q", "p", (), "accepted")]
 
 
 def test_proposal_yield_applies_inspos_guard_then_its_leak_check():

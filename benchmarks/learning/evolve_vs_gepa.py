@@ -388,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             "proposer_errors": len(stats.errors) if stats else None}
     # what INSPO's guard and leak check would have made of the proposals GEPA evaluated
     seen = proposal_yield(outcome.proposals, guard_tags, config.coevolution.max_instruction_chars)
-    # a hook of the proposal log that failed lost a proposal or a decision: counted apart, never silent
+    # a hook of the proposal log that failed (any piece of the run): counted apart, never silent
     gepa["proposal_yield"] = {**seen, "guard_refusals": reason_kinds(seen["guard_refusals"]),
                               "log_errors": outcome.proposal_log_errors}
     print(json.dumps({"arm": "gepa", **{k: v for k, v in gepa.items() if k not in ("best_instruction", "proposer_rejections")}}))
@@ -454,8 +454,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
           f"verification; GEPA accepted {y['accepted']} ({y['accepted_the_guard_refuses']} the guard refuses), "
           f"rejected {y['rejected']}, undecided {y['undecided']}")
     if y["log_errors"]:
-        print(f"WARNING: the proposal log lost {len(y['log_errors'])} GEPA event(s) in this piece, so the counts "
-              f"above are short by as many: {y['log_errors']}")
+        print(f"WARNING: {len(y['log_errors'])} hook(s) of the proposal log failed, so the counts above may be off "
+              "(a lost proposal is missing, a lost decision counts as undecided, a lost start loses the answers "
+              f"the leak check reads): {y['log_errors']}")
     print("test questions whose gold answer the winner names: "
           + ", ".join(f"{k} {len(v)}" + (f" ({', '.join(v)})" if v else "") for k, v in named.items()))
     print(f"test {metric} on {n} questions (greedy); paired difference from the seed, 95% CI")

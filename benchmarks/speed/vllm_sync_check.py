@@ -12,6 +12,7 @@ Usage::
 
     .venv-vllm/bin/python benchmarks/speed/vllm_sync_check.py                  # qwen2.5-coder-0.5b, float32
     .venv-vllm/bin/python benchmarks/speed/vllm_sync_check.py --quick          # tiny model
+    python3 benchmarks/speed/vllm_sync_check.py --device cuda                  # on a GPU, both copies on it
 """
 
 from __future__ import annotations

@@ -234,8 +234,9 @@ class GEPAProposal:
 
 class ProposalLog:
     """A GEPA callback (``gepa.optimize(callbacks=...)``) that keeps every proposal as a
-    :class:`GEPAProposal`: one JSON line per proposal and per decision, appended to ``path`` (so the
-    pieces of a resumed run add up), or kept in memory only when ``path`` is None.
+    :class:`GEPAProposal`: one JSON line per proposal, per decision and per hook that failed
+    (:meth:`errors`), appended to ``path`` (so the pieces of a resumed run add up), or kept in
+    memory only when ``path`` is None.
 
     A proposal is paired with the parent and reflective records of the proposal started before it
     in the same iteration (GEPA proposes one per iteration unless told to batch several)."""
@@ -243,7 +244,7 @@ class ProposalLog:
     def __init__(self, path: Path | None):
         self.path = path
         self.lines: list[dict[str, Any]] = []
-        self.errors: list[str] = []  # this piece's hooks that failed (GEPA only logs a callback's exception)
+        self._unwritten: list[str] = []  # failed hooks whose line could not be written to ``path`` either
         self._started: list[dict[str, Any]] = []
 
     def on_iteration_start(self, event: Mapping[str, Any]) -> None:
@@ -276,12 +277,22 @@ class ProposalLog:
         try:
             yield
         except Exception as exc:
-            self.errors.append(f"{hook} at iteration {event.get('iteration', '?')}: {type(exc).__name__}: {exc}")
+            error = f"{hook} at iteration {event.get('iteration', '?')}: {type(exc).__name__}: {exc}"
+            try:
+                self._write({"iteration": event.get("iteration"), "log_error": error})
+            except OSError:
+                self._unwritten.append(error)
             raise
 
+    def errors(self) -> list[str]:
+        """Every failed hook of the run, all pieces of a resumed one (from ``path``), and those of
+        this piece whose line could not be written there."""
+        return [line["log_error"] for line in self._read() if "log_error" in line] + self._unwritten
+
     def _write(self, line: dict[str, Any]) -> None:
-        self.lines.append(line)
-        if self.path is not None:
+        if self.path is None:
+            self.lines.append(line)
+        else:
             with self.path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(line) + "\n")
 
@@ -289,17 +300,21 @@ class ProposalLog:
         """Every proposal with its decision, from ``path`` (all pieces of the run) or memory. An
         iteration proposed again (a stopped run resumes from the state saved before it) keeps only
         its last proposal, the one GEPA's saved state goes on from."""
-        lines = self.lines
-        if self.path is not None and self.path.is_file():
-            lines = [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
         by_iteration: dict[int, GEPAProposal] = {}
-        for line in lines:
+        for line in self._read():
             if "text" in line:
                 by_iteration[line["iteration"]] = GEPAProposal(
                     line["iteration"], line["text"], line["parent"], tuple(line["shown_answers"]))
-            elif line["iteration"] in by_iteration:
+            elif "outcome" in line and line["iteration"] in by_iteration:
                 by_iteration[line["iteration"]].outcome = line["outcome"]
         return list(by_iteration.values())
+
+    def _read(self) -> list[dict[str, Any]]:
+        if self.path is None:
+            return self.lines
+        if not self.path.is_file():
+            return []
+        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def proposal_yield(proposals: Sequence[GEPAProposal], tags: Sequence[str], max_chars: int = 6000) -> dict[str, Any]:
@@ -341,7 +356,7 @@ class GEPAOutcome:
     resumed: bool = False  # continued from the state saved in run_dir
     replayed_rollouts: int = 0  # played again on resuming, outside GEPA's budget (``rollouts`` excludes them)
     proposals: list[GEPAProposal] = field(default_factory=list)  # every piece's, see ProposalLog
-    proposal_log_errors: list[str] = field(default_factory=list)  # this piece's failed ProposalLog hooks
+    proposal_log_errors: list[str] = field(default_factory=list)  # failed ProposalLog hooks, every piece's
 
 
 def optimize_instruction(
@@ -437,7 +452,7 @@ def optimize_instruction(
         resumed=resumed,
         replayed_rollouts=adapter.replayed,
         proposals=proposal_log.proposals(),
-        proposal_log_errors=list(proposal_log.errors),
+        proposal_log_errors=proposal_log.errors(),
     )
 
 
