@@ -195,9 +195,9 @@ def pack_vllm(directory: Path, piece_mib: int, *, download: Callable[[Path], Non
 
 
 # --------------------------------------------------------------------------------- receive
-def keep_pieces(carried: Path, manifest: dict, keep: Path) -> list[str]:
+def keep_pieces(carried: Path, manifest: dict, keep: Path, label: str = "") -> list[str]:
     """Keep the pieces carried in ``carried`` that match ``manifest`` under ``keep``; refuse one that
-    does not. Returns the names of the pieces still missing."""
+    does not. Says and returns the names of the pieces still missing (``label`` names the set)."""
     keep.mkdir(parents=True, exist_ok=True)
     for piece in manifest["pieces"]:
         here, kept = carried / piece["name"], keep / piece["name"]
@@ -210,7 +210,11 @@ def keep_pieces(carried: Path, manifest: dict, keep: Path) -> list[str]:
             raise SystemExit(f"{here}: {here.stat().st_size} bytes, SHA-256 {digest}; the manifest says "
                              f"{piece['bytes']} bytes, {piece['sha256']}: carry it again")
         kept.write_bytes(here.read_bytes())
-    return [p["name"] for p in manifest["pieces"] if not (keep / p["name"]).is_file()]
+    missing = [p["name"] for p in manifest["pieces"] if not (keep / p["name"]).is_file()]
+    if missing:
+        print(f"{label}kept {len(manifest['pieces']) - len(missing)} of {len(manifest['pieces'])} pieces; "
+              f"still to carry: {', '.join(missing)}")
+    return missing
 
 
 def install_wheels(wheels: Sequence[Path]) -> None:
@@ -227,12 +231,9 @@ def receive_bundle(directory: Path, keep: Path) -> list[str]:
     Returns the pieces still missing."""
     manifest = json.loads((directory / "bundle" / "manifest.json").read_text())
     keep = keep / manifest["sha256"][:16]
-    missing = keep_pieces(directory / "bundle", manifest, keep)
+    missing = keep_pieces(directory / "bundle", manifest, keep, "bundle: ")
     done = keep / "installed"
-    if missing:
-        print(f"bundle: kept {len(manifest['pieces']) - len(missing)} of {len(manifest['pieces'])} pieces; "
-              f"still to carry: {', '.join(missing)}")
-    elif not done.exists():
+    if not missing and not done.exists():
         from inspo.models.sources import join_verified
 
         tar_path = join_verified([keep / p["name"] for p in manifest["pieces"]], keep / "bundle.tar",
@@ -266,10 +267,7 @@ def receive(directory: Path, keep: Path = KEEP, *, build: bool = True) -> list[s
         return missing
     manifest = json.loads((directory / "model" / "manifest.json").read_text())
     model_missing = keep_pieces(directory / "model", manifest, keep)
-    if model_missing:
-        print(f"kept {len(manifest['pieces']) - len(model_missing)} of {len(manifest['pieces'])} pieces; "
-              f"still to carry: {', '.join(model_missing)}")
-    elif build:
+    if not model_missing and build:
         _, _, build_model = model_parts(manifest.get("model", MODELS[0]))
         path = build_model(chunk_source=lambda: [keep / p["name"] for p in manifest["pieces"]])
         print(f"every piece kept, joined, SHA-256 {manifest['sha256']} checked, converted: {path}")
