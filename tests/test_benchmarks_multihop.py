@@ -177,8 +177,9 @@ class _Spec:
     sha256: str
 
 
-def _chunks(tmp_path: Path) -> tuple[list[Path], _Spec]:
-    data = bytes(range(256)) * 41  # 10,496 bytes over three uneven chunks
+def _chunks(tmp_path: Path, seed: int = 0) -> tuple[list[Path], _Spec]:
+    data = bytes((i + seed) % 256 for i in range(256)) * 41  # 10,496 bytes over three uneven chunks
+    tmp_path.mkdir(parents=True, exist_ok=True)
     cuts = [0, 1000, 7000, len(data)]
     paths = []
     for i in range(3):
@@ -215,12 +216,38 @@ def test_pack_recuts_the_model_and_receive_keeps_only_pieces_that_match(tmp_path
     (pip,) = installed  # the carried wheels, from nowhere else (the device has no network)
     assert pip[1:5] == ["-m", "pip", "install", "--quiet"] and "--no-index" in pip
     assert pip[-1] == str(first / "whl" / "gepa-0.1.4-py3-none-any.whl")
+    kept = campaign.kept_under(keep / "model", manifest) / "piece-00"
+    assert kept.read_bytes() == (tmp_path / "dev" / "model" / "piece-00").read_bytes()
     # a piece that is not what the manifest says is refused, not kept
-    (keep / "piece-00").unlink()
+    kept.unlink()
     (first / "model" / "piece-00").write_bytes(b"x" * spec.size)
     with pytest.raises(SystemExit, match="carry it again"):
         campaign.receive(first, keep, build=False)
-    assert not (keep / "piece-00").exists()
+    assert not kept.exists()
+
+
+def test_receive_never_takes_another_models_kept_pieces_for_its_own(tmp_path, capsys):
+    """Two models cut into pieces of one size, carried one after the other on one held machine:
+    the second model's manifest alone finds none of its pieces, though the first's match in name
+    and size."""
+    campaign = load_script("gpu_campaign")
+    keep = tmp_path / "keep"
+    (a_chunks, a_spec), (b_chunks, b_spec) = _chunks(tmp_path / "a"), _chunks(tmp_path / "b", seed=1)
+    assert a_spec.size == b_spec.size and a_spec.sha256 != b_spec.sha256
+    a = campaign.pack(tmp_path / "dev-a", 1, chunk_source=lambda: a_chunks, spec=a_spec, wheels=False)
+    b = campaign.pack(tmp_path / "dev-b", 1, chunk_source=lambda: b_chunks, spec=b_spec, wheels=False)
+    assert [p["bytes"] for p in a["pieces"]] == [p["bytes"] for p in b["pieces"]]
+    assert campaign.receive(tmp_path / "dev-a", keep, build=False) == []
+    call = tmp_path / "call-b" / "model"
+    call.mkdir(parents=True)
+    (call / "manifest.json").write_bytes((tmp_path / "dev-b" / "model" / "manifest.json").read_bytes())
+    assert campaign.receive(call.parent, keep, build=False) == ["piece-00"]
+    assert "still to carry: piece-00" in capsys.readouterr().out
+    (call / "piece-00").write_bytes((tmp_path / "dev-b" / "model" / "piece-00").read_bytes())
+    assert campaign.receive(call.parent, keep, build=False) == []
+    for spec, manifest in ((a_spec, a), (b_spec, b)):  # each model's pieces in a folder of their own
+        kept = campaign.kept_under(keep / "model", manifest) / "piece-00"
+        assert hashlib.sha256(kept.read_bytes()).hexdigest() == spec.sha256
 
 
 def _carry(dev: Path, call: Path, names: list[str]) -> Path:
@@ -253,7 +280,7 @@ def test_pack_vllm_bundles_wheels_in_pieces_and_receive_installs_them_once_all_a
     assert not (dev / "bundle.tar").exists()  # only the pieces travel
     # the first call carries piece-00: kept, nothing installed yet
     assert campaign.receive(_carry(dev, tmp_path / "call1", ["piece-00"]), keep, build=False) == ["bundle/piece-01"]
-    assert installed == [] and (keep / "bundle" / manifest["sha256"][:16] / "piece-00").is_file()
+    assert installed == [] and (campaign.kept_under(keep / "bundle", manifest) / "piece-00").is_file()
     # the second carries piece-01: joined, checked, unpacked, installed from the carried files alone
     assert campaign.receive(_carry(dev, tmp_path / "call2", ["piece-01"]), keep, build=False) == []
     (pip,) = installed
@@ -287,9 +314,9 @@ def test_a_bundle_install_that_fails_leaves_no_mark_and_the_next_call_installs_i
     manifest = campaign.pack_vllm(dev, 1, download=_wheels({"a-1.0-py3-none-any.whl": b"a" * 5000}))
     with pytest.raises(campaign.subprocess.CalledProcessError):
         campaign.receive(_carry(dev, tmp_path / "call1", ["piece-00"]), keep, build=False)
-    assert not (keep / "bundle" / manifest["sha256"][:16] / "installed").exists()
+    assert not (campaign.kept_under(keep / "bundle", manifest) / "installed").exists()
     campaign.receive(_carry(dev, tmp_path / "call2", []), keep, build=False)  # the kept pieces suffice
-    assert len(calls) == 2 and (keep / "bundle" / manifest["sha256"][:16] / "installed").exists()
+    assert len(calls) == 2 and (campaign.kept_under(keep / "bundle", manifest) / "installed").exists()
 
 
 def test_receive_refuses_a_bundle_whose_joined_tar_is_not_the_packed_one(tmp_path, monkeypatch):

@@ -195,6 +195,13 @@ def pack_vllm(directory: Path, piece_mib: int, *, download: Callable[[Path], Non
 
 
 # --------------------------------------------------------------------------------- receive
+def kept_under(keep: Path, manifest: dict) -> Path:
+    """The folder under ``keep`` for one packing's pieces, named by their SHA-256s: pieces of
+    another model, bundle or cut carried earlier on the same held machine are never taken for them."""
+    digest = hashlib.sha256("".join(p["sha256"] for p in manifest["pieces"]).encode()).hexdigest()
+    return keep / digest[:16]
+
+
 def keep_pieces(carried: Path, manifest: dict, keep: Path, label: str = "") -> list[str]:
     """Keep the pieces carried in ``carried`` that match ``manifest`` under ``keep``; refuse one that
     does not. Says and returns the names of the pieces still missing (``label`` names the set)."""
@@ -225,12 +232,12 @@ def install_wheels(wheels: Sequence[Path]) -> None:
 
 
 def receive_bundle(directory: Path, keep: Path) -> list[str]:
-    """The ``pack --vllm`` bundle: keep its pieces under ``keep/<its SHA-256>`` (a bundle packed
+    """The ``pack --vllm`` bundle: keep its pieces under ``kept_under(keep)`` (a bundle packed
     again is another folder, so no piece of an older one is taken for it); once all are kept, join
     them, check the whole tar's size and SHA-256, unpack and install its wheels, once per bundle.
     Returns the pieces still missing."""
     manifest = json.loads((directory / "bundle" / "manifest.json").read_text())
-    keep = keep / manifest["sha256"][:16]
+    keep = kept_under(keep, manifest)
     missing = keep_pieces(directory / "bundle", manifest, keep, "bundle: ")
     done = keep / "installed"
     if not missing and not done.exists():
@@ -266,6 +273,7 @@ def receive(directory: Path, keep: Path = KEEP, *, build: bool = True) -> list[s
         print(f"no model manifest carried ({directory / 'model' / 'manifest.json'}): no model pieces kept")
         return missing
     manifest = json.loads((directory / "model" / "manifest.json").read_text())
+    keep = kept_under(keep / "model", manifest)
     model_missing = keep_pieces(directory / "model", manifest, keep)
     if not model_missing and build:
         _, _, build_model = model_parts(manifest.get("model", MODELS[0]))
