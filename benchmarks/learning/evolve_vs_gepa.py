@@ -395,7 +395,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     # ---- held-out test: greedy, the same questions for the three instructions
     greedy = replace(inputs.agent, temperature=0.0)
-    evaluate = make_evaluate(engine, env, greedy, group_size=1, batch_size=config.rl.micro_batch_size)
+    evaluate = make_evaluate(engine, env, greedy, group_size=1, batch_size=config.rl.micro_batch_size,
+                             progress=True)  # 3 x --test-questions greedy episodes: minutes on a CPU
     test = {}
     for name, text in (("seed", inputs.seed_instruction), ("inspo", evo.best_instruction),
                        ("gepa", outcome.best_instruction)):
