@@ -349,6 +349,15 @@ def test_evolve_vs_gepa_combines_seeds_per_question():
     assert got["gepa"]["per_seed"][0]["log_errors"] == 0  # a result from before the count: none known
     assert got["gepa"]["per_seed"][2] is None
     assert got["gepa"]["total"] == {"proposed": 60, "guard": 19, "leak": 2, "kept": 6, "log_errors": 1, "seeds": 2}
+    assert "without_named" not in bench.combine(runs)  # the results record no question ids
+    # q4's gold answer is named by seed 0's GEPA winner, q1's by seed 2's INSPO winner: both leave every seed
+    for i, r in enumerate(runs):
+        r["test_question_ids"] = ["q1", "q2", "q3", "q4"]
+        r["test_answers_named"] = {"inspo": ["q1"] if i == 2 else [], "gepa": ["q4"] if i == 0 else []}
+    w = bench.combine(runs)["without_named"]
+    assert w["left_out"] == ["q1", "q4"]
+    c = w["comparisons"]["gepa - seed"]  # questions q2, q3 only: (0, 0), (0, 0.5), (0, 0.5)
+    assert [d["mean"] for d in c["per_seed"]] == pytest.approx([0.0, 0.25, 0.25]) and c["pooled"]["n"] == 2
     with pytest.raises(SystemExit, match="same test questions"):
         bench.combine([runs[0], {"test_rewards": {k: v[:3] for k, v in runs[1]["test_rewards"].items()}}])
     with pytest.raises(SystemExit, match="at least 2"):

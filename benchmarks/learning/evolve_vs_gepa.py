@@ -30,7 +30,9 @@ wall-time ratio GEPA / INSPO, what became of INSPO's candidates (refusals by sta
 refused, parser fallbacks by kind, candidates cut at the completion limit, the D_B sizes used),
 GEPA's proposer rejections by kind, what INSPO's guard and leak check would have made of each
 proposal GEPA evaluated (``proposal_yield``; GEPA has neither), the test questions whose gold
-answer each winner names, and the provenance (commit, command, library versions).
+answer each winner names and the differences without them (``without_named``: a gain that is not
+an answer copied into the instruction survives it), and the provenance (commit, command, library
+versions).
 
 Usage::
 
@@ -62,7 +64,8 @@ prints, for each comparison, the per-seed paired differences, the mean over seed
 interval across seeds (Student's t, seeds - 1 degrees of freedom), and the pooled paired
 difference: each question's difference averaged over the seeds, with a 95% interval over
 questions; the commits the inputs were produced at; and each optimizer's candidates summed over
-the seeds (:func:`optimizer_yield`: proposed, refused by the guard and by the leak check, kept).
+the seeds (:func:`optimizer_yield`: proposed, refused by the guard and by the leak check, kept);
+and the same comparisons without the questions whose gold answer any seed's winner names.
 """
 
 from __future__ import annotations
@@ -225,6 +228,18 @@ def split_for_gepa(questions: list, val_size: int, seed: int) -> tuple[list, lis
 COMPARISONS = (("inspo", "seed"), ("gepa", "seed"), ("gepa", "inspo"))
 
 
+def without_named(results: Sequence[dict]) -> tuple[list[str], list[dict[str, list[float]]]] | None:
+    """Each result's test rewards without the questions whose gold answer a returned instruction
+    names (``test_answers_named``, any arm, any seed): a gain that is not an answer copied into the
+    instruction survives this. Returns the ids left out and the rewards left; None where a result
+    does not record the question ids or the names."""
+    if not all(r.get("test_question_ids") and "test_answers_named" in r for r in results):
+        return None
+    named = sorted({q for r in results for ids in r["test_answers_named"].values() for q in ids})
+    keep = [i for i, q in enumerate(results[0]["test_question_ids"]) if q not in set(named)]
+    return named, [{k: [v[i] for i in keep] for k, v in r["test_rewards"].items()} for r in results]
+
+
 def combine(results: Sequence[dict]) -> dict:
     """Pool several seeds' results (see the module docstring); pure, no model needed."""
     from inspo.eval.stats import over_seeds
@@ -240,6 +255,11 @@ def combine(results: Sequence[dict]) -> dict:
     for a, b in COMPARISONS:
         out["comparisons"][f"{a} - {b}"] = over_seeds([r["test_rewards"][a] for r in results],
                                                       [r["test_rewards"][b] for r in results])
+    left = without_named(results)
+    if left is not None:
+        named, rewards = left
+        out["without_named"] = {"left_out": named, "comparisons": {
+            f"{a} - {b}": over_seeds([r[a] for r in rewards], [r[b] for r in rewards]) for a, b in COMPARISONS}}
     out["yield"] = optimizer_yield(results)
     return out
 
@@ -275,12 +295,20 @@ def print_combined(combined: dict) -> None:
     if len(commits) > 1:
         print(f"WARNING: the inputs come from {len(commits)} commits (None: not recorded): {commits}")
     print(f"{combined['seeds']} seeds x {combined['test_questions']} test questions")
-    for name, c in combined["comparisons"].items():
-        seeds = ", ".join(f"{d['mean']:+.3f}" for d in c["per_seed"])
-        p = c["pooled"]
-        print(f"  {name:13s} per seed {seeds}; over seeds {c['seed_mean']:+.3f} "
-              f"[95% CI {c['seed_low']:+.3f}, {c['seed_high']:+.3f}]; pooled per question "
-              f"{p['mean']:+.3f} [95% CI {p['low']:+.3f}, {p['high']:+.3f}]")
+    sets = [("", combined["comparisons"])]
+    if "without_named" in combined:
+        w = combined["without_named"]
+        sets.append((f"without the {len(w['left_out'])} questions whose gold answer a returned instruction names:",
+                     w["comparisons"]))
+    for title, comparisons in sets:
+        if title:
+            print(title)
+        for name, c in comparisons.items():
+            seeds = ", ".join(f"{d['mean']:+.3f}" for d in c["per_seed"])
+            p = c["pooled"]
+            print(f"  {name:13s} per seed {seeds}; over seeds {c['seed_mean']:+.3f} "
+                  f"[95% CI {c['seed_low']:+.3f}, {c['seed_high']:+.3f}]; pooled per question "
+                  f"{p['mean']:+.3f} [95% CI {p['low']:+.3f}, {p['high']:+.3f}]")
     print("candidates over the seeds (GEPA's under INSPO's checks, which it does not apply; kept: INSPO "
           "admitted, GEPA accepted)")
     for name, y in combined.get("yield", {}).items():
@@ -426,6 +454,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "gepa": gepa,
         "test_rewards": test,
     }
+    left_out, (kept,) = without_named([result])
+    result["without_named"] = {"left_out": left_out, "gepa_minus_inspo": paired_difference(
+        kept["gepa"], kept["inspo"]).to_dict(), "vs_seed": {k: paired_difference(kept[k], kept["seed"]).to_dict()
+                                                            for k in ("inspo", "gepa")}}
     print()
     print(f"policy {policy}; optimizer LLM: {optimizer_note}; GEPA reflects with the {args.gepa_prompt} prompt")
     print(f"rollouts (budget {budget}): INSPO {inspo['rollouts']}, GEPA {gepa['rollouts']}")
@@ -467,6 +499,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
             line += "   " + paired_difference(test[name], test["seed"]).text()
         print(line)
     print("  GEPA - INSPO: " + paired_difference(test["gepa"], test["inspo"]).text())
+    if left_out:
+        print(f"  without the {len(left_out)} questions whose gold answer a winner names: GEPA - INSPO "
+              + paired_difference(kept["gepa"], kept["inspo"]).text())
     for name in ("inspo", "gepa"):
         print(f"\n{name} best instruction:\n{result[name]['best_instruction']}")
     write_result(args.json, result)
