@@ -1,0 +1,48 @@
+"""Arm 5's test rewards beside the campaign's (arms 1-4), per question: the same 300 generated
+test problems (the ids are checked), all greedy.
+
+    python benchmarks/results/calculator/arm5/compare_with_campaign.py benchmarks/results/calculator/arm5/gepa-calc-sS.json
+
+Prints each instruction's score and the paired differences of GEPA's and INSPO's frozen-policy
+instructions from the untrained policy under the hand-written worked example, and from the trained
+arms of the same seed (static GRPO under ``@calculator``, INSPO, the hand-written upper reference).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from inspo.eval.stats import paired_difference
+
+CAMPAIGN = Path(__file__).resolve().parents[1] / "campaign"
+
+
+def main(path: str) -> None:
+    arm5 = json.loads(Path(path).read_text())
+    seed = int(arm5["provenance"]["command"].split("--seed ")[1].split()[0])
+    ids = arm5["test_question_ids"]
+    rows = {f"arm 5 {k} (frozen)": v for k, v in arm5["test_rewards"].items()}
+    for name, key in ((f"untrained-s{seed}", "worked"), (f"static-calculator-s{seed}", "returned"),
+                      (f"inspo-calculator-s{seed}", "returned"), (f"static-worked-s{seed}", "returned")):
+        f = CAMPAIGN / f"{name}.json"
+        if not f.is_file() and name.startswith("untrained"):
+            f = CAMPAIGN / "untrained-s0.json"  # the untrained policy is greedy: one run serves every seed
+        if not f.is_file():
+            print(f"{name}: no result ({f})")
+            continue
+        r = json.loads(f.read_text())
+        if r["test_question_ids"] != ids:
+            raise SystemExit(f"{f}: other test questions than {path}")
+        rows[f"{name} {key}"] = r["test_rewards"][key]
+    for name, v in rows.items():
+        print(f"{name:36s} {sum(v) / len(v):.3f}")
+    for ours in ("arm 5 gepa (frozen)", "arm 5 inspo (frozen)"):
+        for other in rows:
+            if not other.startswith("arm 5"):
+                print(f"{ours} - {other}: {paired_difference(rows[ours], rows[other]).text()}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
