@@ -296,6 +296,14 @@ def test_evolve_vs_gepa_defaults_are_the_issue_23_rematch():
     assert bench.parse_args(["--evolutions", "2"]).steps == 12 and bench.parse_args(["--steps", "7"]).steps == 7
 
 
+def test_evolve_vs_gepa_refuses_an_engine_it_would_not_use(tmp_path):
+    """Both arms play the policy in transformers; model.engine=vllm is refused, not ignored."""
+    bench = load_script("evolve_vs_gepa")
+    with pytest.raises(SystemExit, match="model.engine=vllm: evolve_vs_gepa plays both arms"):
+        bench.main(["--quick", "--set", "model.engine=vllm", "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
+
+
 def test_evolve_vs_gepa_counts_what_became_of_inspos_candidates(tmp_path):
     bench = load_script("evolve_vs_gepa")
     events = [{"kind": "proposed", "candidate_ids": ["a", "b", "c"], "parse_fallbacks": {"ins_0_revision": 1}},

@@ -348,6 +348,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
         write_world(build_world(seed=0, config=WorldConfig(split_fractions=fractions)), out / "world", bm25_index=False)
         data = [f"data.train={out / 'world'}", f"data.eval={out / 'world'}", f"env.corpus={out / 'world'}"]
     config = resolve(args.preset, None, [*data, *rematch_settings(args), *args.set])
+    if config.model.engine != "hf":  # both arms share one transformers engine, built below
+        raise SystemExit(f"model.engine={config.model.engine}: evolve_vs_gepa plays both arms with the frozen "
+                         "policy in transformers (HFEngine) only; drop that --set (vLLM: run `inspo evolve` "
+                         "with model.engine=vllm for INSPO's side alone)")
     info = start("benchmarks/learning/evolve_vs_gepa.py", args.argv, threads=args.threads, dtype=config.model.dtype)
     print(f"python {info['python']}, torch {torch.__version__}")
     evolutions = evolution_steps(args.steps, config.coevolution)
