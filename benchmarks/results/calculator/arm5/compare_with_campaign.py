@@ -1,11 +1,14 @@
 """Arm 5's test rewards beside the campaign's (arms 1-4), per question: the same 300 generated
 test problems (the ids are checked), all greedy.
 
-    python benchmarks/results/calculator/arm5/compare_with_campaign.py benchmarks/results/calculator/arm5/gepa-calc-sS.json
+    python benchmarks/results/calculator/arm5/compare_with_campaign.py benchmarks/results/calculator/arm5/gepa-calc-sS.json \
+        [benchmarks/results/calculator/arm5/handwritten-sS.json]
 
 Prints each instruction's score and the paired differences of GEPA's and INSPO's frozen-policy
 instructions from the untrained policy under the hand-written worked example, and from the trained
 arms of the same seed (static GRPO under ``@calculator``, INSPO, the hand-written upper reference).
+The optional second file is ``inspo eval``'s JSON for the seed, INSPO's and GEPA's instructions
+(in that order) on the 40 problems written by hand; their paired differences are printed too.
 """
 
 from __future__ import annotations
@@ -17,6 +20,23 @@ from pathlib import Path
 from inspo.eval.stats import paired_difference
 
 CAMPAIGN = Path(__file__).resolve().parents[1] / "campaign"
+
+
+def handwritten(path: str) -> None:
+    """Paired differences on the hand-written problems from ``inspo eval``'s per-question rows."""
+    rows = json.loads(Path(path).read_text())["questions"]
+    by: dict[str, dict[str, float]] = {}
+    for row in rows:
+        by.setdefault(row["instruction"], {})[row["question_id"]] = row["reward"]
+    names = list(by)  # the order of --instruction: seed, INSPO's, GEPA's
+    if len(names) != 3 or any(set(by[n]) != set(by[names[0]]) for n in names):
+        raise SystemExit(f"{path}: expected 3 instructions on the same questions, got {names}")
+    ids = sorted(by[names[0]])
+    seed, inspo, gepa = ([by[n][q] for q in ids] for n in names)
+    print(f"hand-written ({len(ids)} problems): seed {sum(seed) / len(ids):.3f}, INSPO {sum(inspo) / len(ids):.3f}, "
+          f"GEPA {sum(gepa) / len(ids):.3f}")
+    for label, a, b in (("INSPO - seed", inspo, seed), ("GEPA - seed", gepa, seed), ("GEPA - INSPO", gepa, inspo)):
+        print(f"  {label}: {paired_difference(a, b).text()}")
 
 
 def main(path: str) -> None:
@@ -46,3 +66,5 @@ def main(path: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    if len(sys.argv) > 2:
+        handwritten(sys.argv[2])
