@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.eval.harness import add_common, run_benchmark, start
+from inspo.processes import free_local_port, stop_process
 
 MIB = 1024 * 1024
 NO_LIMIT_MB = 1_000_000  # --max-body-mb that no body here reaches: the server before the limit
@@ -60,12 +61,6 @@ ARMS = (("no limit (before)", NO_LIMIT_MB), (f"limit {DEFAULT_LIMIT_MB:g} MiB (d
 
 
 # --------------------------------------------------------------------------- the server
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -79,7 +74,7 @@ def serve_world(max_body_mb: float, *, startup_timeout: float = 60.0) -> Iterato
     """``inspo serve-retriever --corpus world`` in a child process on 127.0.0.1; stopped on exit."""
     import httpx
 
-    port = _free_port()
+    port = free_local_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "inspo.cli", "serve-retriever", "--corpus", "world", "--host", "127.0.0.1",
          "--port", str(port), "--max-body-mb", str(max_body_mb)],
@@ -99,12 +94,7 @@ def serve_world(max_body_mb: float, *, startup_timeout: float = 60.0) -> Iterato
             time.sleep(0.05)
         yield Server(url, proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
 
 
 class RssSampler:

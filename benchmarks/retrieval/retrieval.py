@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from inspo.eval.harness import add_common, run_benchmark, start
+from inspo.processes import free_local_port, stop_process
 
 HIT_KINDS = ("first_hop", "answer_passage", "answer_string")
 
@@ -80,12 +80,6 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 # --------------------------------------------------------------------------- (a) server
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 _CHILD = """
 import sys
 from inspo.data.world import build_world
@@ -107,7 +101,7 @@ def served(retriever: Any, mode: str, world_seed: int) -> Iterator[str]:
         with running_server(retriever, host="127.0.0.1", port=0) as url:
             yield url
         return
-    port = _free_port()
+    port = free_local_port()
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(port), str(world_seed)])
     url = f"http://127.0.0.1:{port}"
     try:
@@ -123,12 +117,7 @@ def served(retriever: Any, mode: str, world_seed: int) -> Iterator[str]:
                     time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
 
 
 def _query_loop(search: Callable[[list[str], int], Any], queries: list[str], batch: int,

