@@ -366,6 +366,9 @@ def test_evolve_vs_gepa_combines_seeds_per_question():
     assert w["left_out"] == ["q1", "q4"]
     c = w["comparisons"]["gepa - seed"]  # questions q2, q3 only: (0, 0), (0, 0.5), (0, 0.5)
     assert [d["mean"] for d in c["per_seed"]] == pytest.approx([0.0, 0.25, 0.25]) and c["pooled"]["n"] == 2
+    for r in runs:  # every question named: no comparison without them, rather than one over nothing
+        r["test_answers_named"] = {"inspo": ["q1", "q2", "q3", "q4"], "gepa": []}
+    assert "without_named" not in bench.combine(runs)
     with pytest.raises(SystemExit, match="same test questions"):
         bench.combine([runs[0], {"test_rewards": {k: v[:3] for k, v in runs[1]["test_rewards"].items()}}])
     with pytest.raises(SystemExit, match="at least 2"):

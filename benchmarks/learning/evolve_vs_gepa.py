@@ -235,9 +235,11 @@ def without_named(results: Sequence[dict]) -> tuple[list[str], list[dict[str, li
     does not record the question ids or the names."""
     if not all(r.get("test_question_ids") and "test_answers_named" in r for r in results):
         return None
-    named = sorted({q for r in results for ids in r["test_answers_named"].values() for q in ids})
-    keep = [i for i, q in enumerate(results[0]["test_question_ids"]) if q not in set(named)]
-    return named, [{k: [v[i] for i in keep] for k, v in r["test_rewards"].items()} for r in results]
+    named = {q for r in results for ids in r["test_answers_named"].values() for q in ids}
+    keep = [i for i, q in enumerate(results[0]["test_question_ids"]) if q not in named]
+    if not keep:
+        return None  # every question named: nothing left to compare
+    return sorted(named), [{k: [v[i] for i in keep] for k, v in r["test_rewards"].items()} for r in results]
 
 
 def combine(results: Sequence[dict]) -> dict:
@@ -458,10 +460,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "gepa": gepa,
         "test_rewards": test,
     }
-    left_out, (kept,) = without_named([result])
-    result["without_named"] = {"left_out": left_out, "gepa_minus_inspo": paired_difference(
-        kept["gepa"], kept["inspo"]).to_dict(), "vs_seed": {k: paired_difference(kept[k], kept["seed"]).to_dict()
-                                                            for k in ("inspo", "gepa")}}
+    left = without_named([result])
+    left_out, kept = (left[0], left[1][0]) if left else (sorted({q for v in named.values() for q in v}), None)
+    result["without_named"] = None if kept is None else {
+        "left_out": left_out, "gepa_minus_inspo": paired_difference(kept["gepa"], kept["inspo"]).to_dict(),
+        "vs_seed": {k: paired_difference(kept[k], kept["seed"]).to_dict() for k in ("inspo", "gepa")}}
     print()
     print(f"policy {policy}; optimizer LLM: {optimizer_note}; GEPA reflects with the {args.gepa_prompt} prompt")
     print(f"rollouts (budget {budget}): INSPO {inspo['rollouts']}, GEPA {gepa['rollouts']}")
@@ -503,7 +506,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
             line += "   " + paired_difference(test[name], test["seed"]).text()
         print(line)
     print("  GEPA - INSPO: " + paired_difference(test["gepa"], test["inspo"]).text())
-    if left_out:
+    if left_out and kept is None:
+        print(f"  every test question's gold answer is named by a winner ({len(left_out)}): no difference without them")
+    elif left_out:
         print(f"  without the {len(left_out)} questions whose gold answer a winner names: GEPA - INSPO "
               + paired_difference(kept["gepa"], kept["inspo"]).text())
     for name in ("inspo", "gepa"):
