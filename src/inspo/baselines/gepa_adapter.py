@@ -436,6 +436,7 @@ def optimize_instruction(
         logger=logger,
         run_dir=run_dir,
         display_progress_bar=False,
+        use_merge=False,  # GEPA's default, pinned: ProposalLog pairs each proposal with its iteration's start
         callbacks=[proposal_log],
         **kwargs,
     )
