@@ -65,13 +65,6 @@ def model_backend(client: Any) -> Backend:
     return answer
 
 
-def free_port() -> int:
-    """A port nothing listens on right now (for 'unreachable endpoint' tests)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class OpenAICompatServer:
     """The server, run in a background thread; use as a context manager or start()/stop()."""
 

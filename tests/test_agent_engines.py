@@ -25,6 +25,7 @@ from inspo.envs.evaluate import make_evaluate  # noqa: E402
 from inspo.envs.loop import AgentConfig  # noqa: E402
 from inspo.envs.search_r1 import SearchR1Env  # noqa: E402
 from inspo.envs.search_r1.protocol import SEARCH_R1_INSTRUCTION, STOP_STRINGS, format_observation  # noqa: E402
+from inspo.processes import free_local_port  # noqa: E402
 from inspo.records import Instruction, Passage, Question  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -173,9 +174,7 @@ def test_text_only_rollouts_through_an_openai_endpoint(server):
 
 
 def test_an_unreachable_endpoint_becomes_error_rollouts():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_local_port()
     engine = OpenAIEngine(
         "m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", max_retries=0, timeout=5
     )

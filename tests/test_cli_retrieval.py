@@ -1,5 +1,4 @@
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -8,12 +7,7 @@ import httpx
 import pytest
 
 from inspo.cli import main
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from inspo.processes import free_local_port, stop_process
 
 
 def test_data_world_writes_search_r1_files(tmp_path, capsys):
@@ -29,7 +23,7 @@ def test_data_world_writes_search_r1_files(tmp_path, capsys):
 @pytest.mark.slow
 def test_serve_retriever_command_serves_search_r1_protocol(tmp_path):
     assert main(["data", "world", "--out", str(tmp_path)]) == 0
-    port = free_port()
+    port = free_local_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "inspo.cli", "serve-retriever", "--index-dir", str(tmp_path / "bm25"),
          "--port", str(port), "--max-queries", "4"],
@@ -53,6 +47,5 @@ def test_serve_retriever_command_serves_search_r1_protocol(tmp_path):
         bad = httpx.post(f"{url}/retrieve", json={"queries": ["a"] * 5, "topk": 2})
         assert bad.status_code == 400 and "queries" in bad.text
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_process(proc)
     assert main(["serve-retriever"]) == 2

@@ -9,7 +9,8 @@ import pytest
 
 from inspo.llm.base import LLMClient, LLMError
 from inspo.llm.openai_client import OpenAICompatibleClient, Secret
-from openai_compat_server import OpenAICompatServer, echo_backend, free_port, model_backend
+from inspo.processes import free_local_port
+from openai_compat_server import OpenAICompatServer, echo_backend, model_backend
 
 KEY = "sk-test-SECRET-4f9c2b7e"
 CHAT = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
@@ -210,7 +211,7 @@ def test_check_without_models_route_falls_back_to_a_tiny_completion():
 
 
 def test_check_unreachable_port_raises():
-    port = free_port()
+    port = free_local_port()
     client = OpenAICompatibleClient(
         base_url=f"http://127.0.0.1:{port}/v1", model="m", timeout_s=2.0, env={}
     )
@@ -222,7 +223,7 @@ def test_check_unreachable_port_raises():
 def test_unreachable_generate_retries_connection_errors():
     sleeps: list[float] = []
     client = OpenAICompatibleClient(
-        base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", timeout_s=2.0, max_retries=2,
+        base_url=f"http://127.0.0.1:{free_local_port()}/v1", model="m", timeout_s=2.0, max_retries=2,
         sleep=sleeps.append, env={},
     )
     with pytest.raises(LLMError, match=r"failed after 3 attempt\(s\): connection error"):

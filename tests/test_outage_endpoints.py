@@ -23,6 +23,7 @@ from inspo.data.sources import load_qa_source
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
 from inspo.envs.search_r1 import SearchR1Env
+from inspo.processes import free_local_port
 from inspo.records import Instruction, Passage, TooManyErrors
 from inspo.retrieval.bm25 import BM25Retriever
 from inspo.retrieval.http_client import HttpRetriever
@@ -116,12 +117,6 @@ def frozen_endpoint():
             conn.close()
 
 
-def dead_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 QUESTIONS = load_qa_source("world", split="test")[:24]
 
 
@@ -206,7 +201,7 @@ def test_inspo_eval_stops_on_a_killed_retriever_keeps_what_was_played_and_exits_
 
 
 def test_inspo_eval_refuses_a_dead_retriever_url_before_any_work(capsys):
-    url = f"http://127.0.0.1:{dead_port()}"
+    url = f"http://127.0.0.1:{free_local_port()}"
     code = main(["eval", "--policy", "tiny-qwen2", "--dataset", "world@test", "--limit", "2", "--retriever", "http",
                  "--retriever-url", url])
     err = capsys.readouterr().err
@@ -215,7 +210,7 @@ def test_inspo_eval_refuses_a_dead_retriever_url_before_any_work(capsys):
 
 
 def test_inspo_evolve_refuses_a_dead_policy_url_before_any_work(tmp_path, capsys):
-    url = f"http://127.0.0.1:{dead_port()}/v1"
+    url = f"http://127.0.0.1:{free_local_port()}/v1"
     code = main(["evolve", "--policy-url", url, "--policy-model", "m", "--output-dir", str(tmp_path / "run"),
                  "--no-progress"])
     err = capsys.readouterr().err
@@ -276,7 +271,7 @@ def test_a_grpo_step_whose_rollouts_hit_an_outage_stops_instead_of_training_on_z
     monkeypatch.setattr(grpo, "generation_model", lambda trainer: nullcontext(None))
     coevo = CoEvolution(CoEvolutionConfig(), "Answer.", Proposer(RuleBasedReflector(seed=0, rules=RULES)))
     questions = QUESTIONS[:2]
-    ctx = grpo.RolloutContext(coevo=coevo, env=SearchR1Env(HttpRetriever(f"http://127.0.0.1:{dead_port()}", retries=0)),
+    ctx = grpo.RolloutContext(coevo=coevo, env=SearchR1Env(HttpRetriever(f"http://127.0.0.1:{free_local_port()}", retries=0)),
                               agent=AgentConfig(max_turns=2), questions={q.id: q for q in questions},
                               tokenizer=None, mini_batches=1, seed=0)
     ctx.policy = lambda *a, **k: Answers()  # the scripted policy instead of the training model

@@ -27,6 +27,7 @@ import pytest
 
 from inspo.demo import run_demo
 from inspo.llm.rule_based import RuleBasedReflector
+from inspo.processes import stop_process
 from inspo.report import load_run, write_report
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -94,12 +95,7 @@ class Browser:
     def __exit__(self, *exc) -> None:
         self._stack.close()
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stop_process(self._proc)
 
     def _wait_port(self) -> int:
         marker = self.profile_dir / "DevToolsActivePort"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections import Counter
@@ -17,22 +16,17 @@ import pytest
 pytest.importorskip("trl")
 
 from inspo import artifacts  # noqa: E402
+from inspo.processes import free_local_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 SCRIPT = Path(__file__).with_name("train_run_script.py")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_processes_share_instructions_and_population(tmp_path):
     out = tmp_path / "ddp"
     # 3 questions x G 2 = 6 rows, 3 per process: the middle question's group is split in two
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_local_port()),
            str(SCRIPT), str(out), "--set", "rl.steps=3", "--set", "rl.questions_per_step=3",
            "--set", "rl.micro_batch_size=3", "--set", "rl.save_steps=0"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
@@ -71,7 +65,7 @@ def test_a_step_end_that_fails_on_the_main_process_stops_every_process_with_its_
     # rank 0 alone ends a step (verification, evaluation); when that stops the run (over
     # rl.max_error_rate), rank 1 must stop with the same message, not wait in the broadcast
     out = tmp_path / "ddp-fail"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_local_port()),
            str(SCRIPT), str(out), "--fail-step-end", "2", "--set", "rl.steps=3", "--set", "rl.questions_per_step=2",
            "--set", "rl.micro_batch_size=2", "--set", "rl.save_steps=0"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import time
 import warnings
 from types import SimpleNamespace
@@ -18,6 +17,7 @@ from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import StepReport
 from inspo.core.config import ConfigError
 from inspo.models.sources import ModelNotInstalledError
+from inspo.processes import free_local_port
 from inspo.records import Instruction, Question, Rollout, ToolCall
 from inspo.training.config import resolve
 from inspo.training.grpo_trainer import rollout_batch
@@ -25,13 +25,6 @@ from inspo.training.loop import choose_groups, step_line, step_metrics
 from inspo.training.run import grpo_settings, run_training
 from inspo.training.setup import SetupError, agent_config
 from inspo.training.summary import start_end
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 # ----------------------------------------------------------------------- config -> GRPOConfig
 
@@ -385,14 +378,14 @@ def test_too_few_questions_fails_before_training(tmp_path):
 
 @pytest.mark.integration
 def test_unreachable_retrieval_server_fails_before_training(tmp_path):
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{free_local_port()}"
     message, _ = _fast_fail(tmp_path, "env.retriever=http", f"env.retriever_url={url}")
     assert "cannot reach retrieval server" in message and url in message
 
 
 @pytest.mark.integration
 def test_unreachable_optimizer_endpoint_fails_before_training(tmp_path):
-    url = f"http://127.0.0.1:{free_port()}/v1"
+    url = f"http://127.0.0.1:{free_local_port()}/v1"
     message, _ = _fast_fail(tmp_path, f"optimizer.base_url={url}", "optimizer.model=m", "optimizer.max_retries=0",
                             "optimizer.timeout_s=5")
     assert "optimizer LLM" in message

@@ -28,8 +28,8 @@ pytest.importorskip("vllm")
 from agent_helpers import greedy_ids, hf_greedy_ids  # noqa: E402
 from inspo import artifacts  # noqa: E402
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION  # noqa: E402
+from inspo.processes import free_local_port  # noqa: E402
 from inspo.training.config import resolve  # noqa: E402
-from openai_compat_server import free_port  # noqa: E402
 
 TOKENS = 12  # greedy tokens compared between vLLM and transformers
 
@@ -118,7 +118,7 @@ def _train(out: Path, *, processes: int, steps: int = 3, extra: tuple[str, ...] 
             "rl.save_steps=0", *VLLM, *extra]
     launch = [sys.executable] if processes == 1 else [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
-        "--master_port", str(free_port())]
+        "--master_port", str(free_local_port())]
     cmd = [*launch, str(SCRIPT), str(out), "--record-vllm"] + [a for s in sets for a in ("--set", s)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
