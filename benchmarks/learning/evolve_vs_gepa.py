@@ -292,25 +292,25 @@ def optimizer_yield(results: Sequence[dict]) -> dict:
     return out
 
 
+def print_comparisons(comparisons: dict) -> None:
+    for name, c in comparisons.items():
+        seeds = ", ".join(f"{d['mean']:+.3f}" for d in c["per_seed"])
+        p = c["pooled"]
+        print(f"  {name:13s} per seed {seeds}; over seeds {c['seed_mean']:+.3f} "
+              f"[95% CI {c['seed_low']:+.3f}, {c['seed_high']:+.3f}]; pooled per question "
+              f"{p['mean']:+.3f} [95% CI {p['low']:+.3f}, {p['high']:+.3f}]")
+
+
 def print_combined(combined: dict) -> None:
     commits = combined.get("commits", [])
     if len(commits) > 1:
         print(f"WARNING: the inputs come from {len(commits)} commits (None: not recorded): {commits}")
     print(f"{combined['seeds']} seeds x {combined['test_questions']} test questions")
-    sets = [("", combined["comparisons"])]
+    print_comparisons(combined["comparisons"])
     if "without_named" in combined:
         w = combined["without_named"]
-        sets.append((f"without the {len(w['left_out'])} questions whose gold answer a returned instruction names:",
-                     w["comparisons"]))
-    for title, comparisons in sets:
-        if title:
-            print(title)
-        for name, c in comparisons.items():
-            seeds = ", ".join(f"{d['mean']:+.3f}" for d in c["per_seed"])
-            p = c["pooled"]
-            print(f"  {name:13s} per seed {seeds}; over seeds {c['seed_mean']:+.3f} "
-                  f"[95% CI {c['seed_low']:+.3f}, {c['seed_high']:+.3f}]; pooled per question "
-                  f"{p['mean']:+.3f} [95% CI {p['low']:+.3f}, {p['high']:+.3f}]")
+        print(f"without the {len(w['left_out'])} questions whose gold answer a returned instruction names:")
+        print_comparisons(w["comparisons"])
     print("candidates over the seeds (GEPA's under INSPO's checks, which it does not apply; kept: INSPO "
           "admitted, GEPA accepted)")
     for name, y in combined.get("yield", {}).items():
@@ -460,10 +460,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "gepa": gepa,
         "test_rewards": test,
     }
-    left = without_named([result])
-    left_out, kept = (left[0], left[1][0]) if left else (sorted({q for v in named.values() for q in v}), None)
+    left = without_named([result])  # None only when every test question is named
+    kept = left[1][0] if left else None
     result["without_named"] = None if kept is None else {
-        "left_out": left_out, "gepa_minus_inspo": paired_difference(kept["gepa"], kept["inspo"]).to_dict(),
+        "left_out": left[0], "gepa_minus_inspo": paired_difference(kept["gepa"], kept["inspo"]).to_dict(),
         "vs_seed": {k: paired_difference(kept[k], kept["seed"]).to_dict() for k in ("inspo", "gepa")}}
     print()
     print(f"policy {policy}; optimizer LLM: {optimizer_note}; GEPA reflects with the {args.gepa_prompt} prompt")
@@ -506,10 +506,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
             line += "   " + paired_difference(test[name], test["seed"]).text()
         print(line)
     print("  GEPA - INSPO: " + paired_difference(test["gepa"], test["inspo"]).text())
-    if left_out and kept is None:
-        print(f"  every test question's gold answer is named by a winner ({len(left_out)}): no difference without them")
-    elif left_out:
-        print(f"  without the {len(left_out)} questions whose gold answer a winner names: GEPA - INSPO "
+    if kept is None:
+        print(f"  every test question's gold answer is named by a winner ({n}): no difference without them")
+    elif left[0]:
+        print(f"  without the {len(left[0])} questions whose gold answer a winner names: GEPA - INSPO "
               + paired_difference(kept["gepa"], kept["inspo"]).text())
     for name in ("inspo", "gepa"):
         print(f"\n{name} best instruction:\n{result[name]['best_instruction']}")
