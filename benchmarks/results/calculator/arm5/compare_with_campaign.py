@@ -14,6 +14,7 @@ The optional second file is ``inspo eval``'s JSON for the seed, INSPO's and GEPA
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -41,7 +42,10 @@ def handwritten(path: str) -> None:
 
 def main(path: str) -> None:
     arm5 = json.loads(Path(path).read_text())
-    seed = int(arm5["provenance"]["command"].split("--seed ")[1].split()[0])
+    found = re.search(r"--seed[ =](\d+)", arm5["provenance"]["command"])
+    if found is None:
+        raise SystemExit(f"{path}: its recorded command names no --seed, so its campaign seed is unknown")
+    seed = int(found.group(1))
     ids = arm5["test_question_ids"]
     rows = {f"arm 5 {k} (frozen)": v for k, v in arm5["test_rewards"].items()}
     for name, key in ((f"untrained-s{seed}", "worked"), (f"static-calculator-s{seed}", "returned"),
