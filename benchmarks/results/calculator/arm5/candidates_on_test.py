@@ -1,0 +1,116 @@
+"""Every instruction INSPO's side of an arm-5 seed admitted, scored greedily on the 300 test
+problems and the 40 written by hand beside the seed, with the frozen policy: a check on the final
+choice on 8 dev problems (which did it overrule, and what did that cost?). A diagnosis, not a score
+for either arm: it picks with the test set, so it never replaces the run's own test.
+
+    # here: the admitted instructions of a run as text files (from its events)
+    python benchmarks/results/calculator/arm5/candidates_on_test.py write runs/gepa-calc-s1/inspo .device/arm5-s1
+    # there (the device tool, with the 0.5B carried by gpu_campaign.py; or here on a CPU, about 16
+    # minutes an instruction): inspo eval on both sets, results under $OUT
+    python3 benchmarks/results/calculator/arm5/candidates_on_test.py score .device/arm5-s1 --out "$OUT"
+    # here: the paired differences from the seed, per set
+    python benchmarks/results/calculator/arm5/candidates_on_test.py table DIR/test DIR/handwritten
+
+``score`` runs ``inspo eval`` from this checkout's ``src`` (inspo need not be installed), so
+``INSPO_COMMIT`` should name the commit on a machine whose copy has no ``.git``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[4]
+HANDWRITTEN = "benchmarks/learning/data/calculator-handwritten.jsonl"
+SEED = "@calculator"
+
+
+def write(run: Path, to: Path) -> list[str]:
+    """``run/events.jsonl``'s admitted instructions as ``to/<id>.txt``; returns their ids in order."""
+    to.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for line in (run / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("kind") == "admitted":
+            ins = event["instruction"]
+            (to / f"{ins['id']}.txt").write_text(ins["text"])
+            ids.append(ins["id"])
+    if not ids:
+        raise SystemExit(f"{run / 'events.jsonl'} admits no instruction: nothing to score")
+    return ids
+
+
+def score(folder: Path, out: Path, batch_size: int, limit: int = 300, policy: str | None = None) -> None:
+    """``inspo eval`` of the seed and every ``folder/*.txt`` on the test split and the hand-written set."""
+    files = sorted(folder.glob("*.txt"))
+    if not files:
+        raise SystemExit(f"{folder} holds no instruction (*.txt): run `write` first")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])))
+    launcher = "import sys; sys.argv[0] = 'inspo'; from inspo.cli import main; sys.exit(main())"
+    for name, data in (("test", "env@test"), ("handwritten", HANDWRITTEN)):
+        cmd = [sys.executable, "-c", launcher, "eval", "--preset", "calculator", "--set",
+               f"seed_instruction={SEED}", "--dataset", data, "--limit", str(limit), "--temperature", "0",
+               "--batch-size", str(batch_size), "--no-progress", "--out", str(out / name), "--instruction", SEED]
+        for f in files:
+            cmd += ["--instruction", str(f)]
+        if policy:
+            cmd += ["--policy", policy]
+        subprocess.run(cmd, env=env, cwd=REPO, check=True)
+
+
+def table(folder: Path) -> None:
+    """Each instruction's mean and its paired difference from the seed, from ``inspo eval``'s rows."""
+    from inspo.eval.stats import paired_difference
+
+    data = json.loads((folder / "eval.json").read_text())
+    by: dict[str, dict[str, float]] = {}
+    for row in data["questions"]:
+        by.setdefault(row["instruction"], {})[row["question_id"]] = row["reward"]
+    seed = SEED.lstrip("@")
+    if seed not in by:
+        raise SystemExit(f"{folder}: no row of the seed ({seed}); instructions there: {', '.join(by)}")
+    ids = sorted(by[seed])
+    if data["errors"] or data["stopped"]:
+        print(f"{folder}: {data['errors']} errored episodes, stopped: {data['stopped'] or 'no'}")
+    device = data["settings"]["precision"]
+    print(f"{folder}: {len(ids)} problems, commit {data['provenance']['commit'][:12]}, {device}")
+    print(f"  {seed}: {sum(by[seed].values()) / len(ids):.3f}")
+    for name, rewards in by.items():
+        if name == seed:
+            continue
+        if set(rewards) != set(ids):
+            raise SystemExit(f"{folder}: {name} was scored on other problems than the seed")
+        diff = paired_difference([rewards[q] for q in ids], [by[seed][q] for q in ids])
+        print(f"  {name}: {sum(rewards.values()) / len(ids):.3f}; minus the seed {diff.text()}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("write", help="a run's admitted instructions as text files")
+    a.add_argument("run", type=Path, help="INSPO's run folder (its events.jsonl)")
+    a.add_argument("to", type=Path)
+    a = sub.add_parser("score", help="inspo eval of the seed and those files on both problem sets")
+    a.add_argument("folder", type=Path)
+    a.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "runs/arm5-candidates")))
+    a.add_argument("--batch-size", type=int, default=300, help="300 on a GPU; 8 (the preset's) on a CPU")
+    a.add_argument("--limit", type=int, default=300, help="problems per set (a quick check: 2)")
+    a.add_argument("--policy", help="default: the calculator preset's (the frozen 0.5B)")
+    a = sub.add_parser("table", help="paired differences from the seed")
+    a.add_argument("folders", type=Path, nargs="+", help="inspo eval's --out folders")
+    args = p.parse_args(argv)
+    if args.cmd == "write":
+        print(" ".join(write(args.run, args.to)))
+    elif args.cmd == "score":
+        score(args.folder, args.out, args.batch_size, args.limit, args.policy)
+    else:
+        for folder in args.folders:
+            table(folder)
+
+
+if __name__ == "__main__":
+    main()
