@@ -24,6 +24,21 @@ def test_provenance_names_the_commit_the_command_and_the_versions(tmp_path):
     assert provenance([], repo=tmp_path)["dirty"] is True
 
 
+def test_a_commit_told_by_the_environment_wins_over_a_lagging_git_and_both_are_kept(tmp_path, monkeypatch):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.txt").write_text("one\n")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    monkeypatch.setenv("INSPO_COMMIT", "f" * 40)  # the GPU machine: today's files, the start's .git
+    info = provenance([], repo=tmp_path)
+    assert (info["commit"], info["commit_from"], info["git_commit"]) == ("f" * 40, "INSPO_COMMIT", head)
+    monkeypatch.setenv("INSPO_COMMIT", head)  # told what git says: nothing to mark
+    info = provenance([], repo=tmp_path)
+    assert (info["commit"], info["commit_from"]) == (head, "git") and "git_commit" not in info
+
+
 def test_outside_a_repository_and_a_missing_library_are_none_not_guesses(tmp_path, monkeypatch):
     monkeypatch.delenv("INSPO_COMMIT", raising=False)
     info = provenance([], repo=tmp_path)

@@ -387,7 +387,8 @@ def parse_seeds(text: str) -> list[int]:
 
 def job_env() -> dict[str, str]:
     """The jobs' environment: this checkout's ``src`` first on the path (inspo is not installed on
-    the device) and ``INSPO_COMMIT`` from git when git can tell it (the copy there has no .git)."""
+    the device) and ``INSPO_COMMIT`` from git when git can tell it (the copy there has the files of
+    now under the ``.git`` of the session's start, whose HEAD would be recorded otherwise)."""
     from inspo.eval.provenance import provenance
 
     env = dict(os.environ)
@@ -543,4 +544,6 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    if str(REPO / "src") not in sys.path:  # the device: inspo is not installed, this checkout's src is
+        sys.path.insert(0, str(REPO / "src"))
     main()

@@ -83,18 +83,23 @@ def provenance(argv: Sequence[str] | None = None, *, repo: str | Path | None = N
     JSON-ready dict.
 
     ``argv`` defaults to ``sys.argv``; ``repo`` to the folder of this source file (the checkout
-    inspo was installed from in editable mode). Where git cannot tell (a copy of the work tree
-    without ``.git``, as on the GPU machine), ``$INSPO_COMMIT`` is recorded, marked as such.
+    inspo was installed from in editable mode). ``$INSPO_COMMIT``, where set, is recorded instead
+    of git's HEAD, marked as such: a copy of the work tree without ``.git``, or with a ``.git`` that
+    lags its files (the GPU machine's copy holds the files of now under the ``.git`` of the
+    session's start), is told its commit. Where git's HEAD differs from it, that is kept too
+    (``git_commit``).
     """
     cwd = Path(repo) if repo is not None else Path(__file__).resolve().parent
     args = list(sys.argv if argv is None else argv)
     status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
-    commit, source = _git(["rev-parse", "HEAD"], cwd), "git"
-    if commit is None and os.environ.get(COMMIT_ENV):
-        commit, source = os.environ[COMMIT_ENV], COMMIT_ENV
+    head = _git(["rev-parse", "HEAD"], cwd)
+    told = os.environ.get(COMMIT_ENV)
+    commit, source = (told, COMMIT_ENV) if told and told != head else (head, "git")
+    extra = {"git_commit": head} if told and head and told != head else {}
     return {
         "commit": commit,
         "commit_from": source if commit else None,
+        **extra,
         "dirty": None if status is None else bool(status),
         "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *args]),
         "versions": library_versions(),
