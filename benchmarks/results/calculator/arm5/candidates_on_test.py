@@ -8,8 +8,10 @@ for either arm: it picks with the test set, so it never replaces the run's own t
     # there (the device tool, with the 0.5B carried by gpu_campaign.py; or here on a CPU, about 16
     # minutes an instruction): inspo eval on both sets, results under $OUT
     python3 benchmarks/results/calculator/arm5/candidates_on_test.py score .device/arm5-s1 --out "$OUT"
-    # here: the paired differences from the seed, per set
-    python benchmarks/results/calculator/arm5/candidates_on_test.py table DIR/test DIR/handwritten
+    # here: the paired differences from the seed, per set (--against: the seed's test rewards in a
+    # finished seed's JSON beside these, problem by problem)
+    python benchmarks/results/calculator/arm5/candidates_on_test.py table DIR/test DIR/handwritten \
+        --against benchmarks/results/calculator/arm5/gepa-calc-s0.json
 
 ``score`` runs ``inspo eval`` from this checkout's ``src`` (inspo need not be installed), so
 ``INSPO_COMMIT`` should name the commit on a machine whose copy has no ``.git``.
@@ -62,6 +64,22 @@ def score(folder: Path, out: Path, batch_size: int, limit: int = 300, policy: st
         subprocess.run(cmd, env=env, cwd=REPO, check=True)
 
 
+def seed_agreement(folder: Path, run_json: Path) -> None:
+    """How many problems the seed's reward here differs on from the seed's in an arm-5 result JSON
+    (``test_rewards.seed``, same problems by id): the same frozen policy and greedy decoding, so
+    only the machine and batching differ (a GPU here, a CPU there)."""
+    rows = json.loads((folder / "eval.json").read_text())["questions"]
+    here = {r["question_id"]: r["reward"] for r in rows if r["instruction"] == SEED.lstrip("@")}
+    run = json.loads(run_json.read_text())
+    there = dict(zip(run["test_question_ids"], run["test_rewards"]["seed"], strict=True))
+    if set(here) != set(there):
+        raise SystemExit(f"{folder} and {run_json} scored other problems: {len(set(here) ^ set(there))} differ")
+    differ = [q for q in there if here[q] != there[q]]
+    print(f"  the seed here {sum(here.values()) / len(here):.3f}, in {run_json.name} {sum(there.values()) / len(there):.3f}: "
+          f"{len(differ)} of {len(there)} problems differ ({sum(here[q] > there[q] for q in differ)} right only here, "
+          f"{sum(there[q] > here[q] for q in differ)} only there)")
+
+
 def table(folder: Path) -> None:
     """Each instruction's mean and its paired difference from the seed, from ``inspo eval``'s rows."""
     from inspo.eval.stats import paired_difference
@@ -102,6 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--policy", help="default: the calculator preset's (the frozen 0.5B)")
     a = sub.add_parser("table", help="paired differences from the seed")
     a.add_argument("folders", type=Path, nargs="+", help="inspo eval's --out folders")
+    a.add_argument("--against", type=Path, help="an arm-5 result JSON: the seed's test rewards there, compared")
     args = p.parse_args(argv)
     if args.cmd == "write":
         print(" ".join(write(args.run, args.to)))
@@ -110,6 +129,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         for folder in args.folders:
             table(folder)
+        if args.against:
+            seed_agreement(args.folders[0], args.against)
 
 
 if __name__ == "__main__":

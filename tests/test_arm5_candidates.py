@@ -1,0 +1,75 @@
+"""benchmarks/results/calculator/arm5/candidates_on_test.py: the admitted instructions of a run,
+and their paired differences from the seed, from stored files (no model)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks/results/calculator/arm5/candidates_on_test.py"
+
+
+def load():
+    spec = importlib.util.spec_from_file_location("inspo_arm5_candidates", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def eval_json(folder: Path, rewards: dict[str, list[float]], ids=("q0", "q1", "q2", "q3")) -> Path:
+    rows = [{"instruction": name, "question_id": q, "reward": r}
+            for name, values in rewards.items() for q, r in zip(ids, values, strict=True)]
+    folder.mkdir(parents=True)
+    (folder / "eval.json").write_text(json.dumps({
+        "questions": rows, "errors": 0, "stopped": "", "settings": {"precision": "float32 on cpu"},
+        "provenance": {"commit": "0123456789abcdef"}}))
+    return folder
+
+
+def test_write_keeps_only_the_admitted_instructions_in_order(tmp_path):
+    run = tmp_path / "inspo"
+    run.mkdir()
+    events = [{"kind": "rejected", "instruction": {"id": "ins-0002", "text": "no"}},
+              {"kind": "admitted", "instruction": {"id": "ins-0009", "text": "nine <calc>"}},
+              {"kind": "admitted", "instruction": {"id": "ins-0004", "text": "four <answer>"}}]
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    cand = load()
+    assert cand.write(run, tmp_path / "out") == ["ins-0009", "ins-0004"]
+    assert (tmp_path / "out" / "ins-0004.txt").read_text() == "four <answer>"
+    assert not (tmp_path / "out" / "ins-0002.txt").exists()
+    (run / "events.jsonl").write_text(json.dumps(events[0]) + "\n")
+    with pytest.raises(SystemExit, match="admits no instruction"):
+        cand.write(run, tmp_path / "none")
+
+
+def test_table_pairs_each_instruction_with_the_seed_and_refuses_other_problems(tmp_path, capsys):
+    cand = load()
+    folder = eval_json(tmp_path / "test", {"calculator": [1, 0, 0, 1], "ins-0078": [1, 1, 0, 0],
+                                           "ins-0077": [0, 0, 0, 0]})
+    cand.table(folder)
+    out = capsys.readouterr().out
+    assert "calculator: 0.500" in out
+    assert "ins-0078: 0.500; minus the seed +0.000" in out
+    assert "ins-0077: 0.000; minus the seed -0.500" in out and "over 4 questions" in out
+    other = tmp_path / "other"
+    eval_json(other, {"calculator": [1, 0]}, ids=("q0", "q1"))
+    rows = json.loads((other / "eval.json").read_text())
+    rows["questions"].append({"instruction": "ins-1", "question_id": "q9", "reward": 1.0})
+    (other / "eval.json").write_text(json.dumps(rows))
+    with pytest.raises(SystemExit, match="other problems than the seed"):
+        cand.table(other)
+
+
+def test_the_seed_is_compared_problem_by_problem_with_a_runs_recorded_test(tmp_path, capsys):
+    cand = load()
+    folder = eval_json(tmp_path / "test", {"calculator": [1, 0, 0, 1]})
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"test_question_ids": ["q3", "q2", "q1", "q0"],
+                               "test_rewards": {"seed": [1, 1, 0, 0]}}))
+    cand.seed_agreement(folder, run)
+    out = capsys.readouterr().out
+    assert "the seed here 0.500, in run.json 0.500: 2 of 4 problems differ (1 right only here, 1 only there)" in out
+    run.write_text(json.dumps({"test_question_ids": ["q0", "q1", "q2", "q7"], "test_rewards": {"seed": [1, 1, 0, 0]}}))
+    with pytest.raises(SystemExit, match="scored other problems"):
+        cand.seed_agreement(folder, run)
