@@ -46,14 +46,20 @@ def write(run: Path, to: Path) -> list[str]:
     return ids
 
 
-def score(folder: Path, out: Path, batch_size: int, limit: int = 300, policy: str | None = None) -> None:
-    """``inspo eval`` of the seed and every ``folder/*.txt`` on the test split and the hand-written set."""
+SETS = {"test": "env@test", "handwritten": HANDWRITTEN}
+
+
+def score(folder: Path, out: Path, batch_size: int, limit: int = 300, policy: str | None = None,
+          sets: tuple[str, ...] = tuple(SETS)) -> None:
+    """``inspo eval`` of the seed and every ``folder/*.txt`` on ``sets`` (the test split, the
+    hand-written problems), one ``out/<set>`` folder each."""
     files = sorted(folder.glob("*.txt"))
     if not files:
         raise SystemExit(f"{folder} holds no instruction (*.txt): run `write` first")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])))
     launcher = "import sys; sys.argv[0] = 'inspo'; from inspo.cli import main; sys.exit(main())"
-    for name, data in (("test", "env@test"), ("handwritten", HANDWRITTEN)):
+    for name in sets:
+        data = SETS[name]
         cmd = [sys.executable, "-c", launcher, "eval", "--preset", "calculator", "--set",
                f"seed_instruction={SEED}", "--dataset", data, "--limit", str(limit), "--temperature", "0",
                "--batch-size", str(batch_size), "--no-progress", "--out", str(out / name), "--instruction", SEED]
@@ -118,6 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--batch-size", type=int, default=300, help="300 on a GPU; 8 (the preset's) on a CPU")
     a.add_argument("--limit", type=int, default=300, help="problems per set (a quick check: 2)")
     a.add_argument("--policy", help="default: the calculator preset's (the frozen 0.5B)")
+    a.add_argument("--sets", default=",".join(SETS), help="test, handwritten or both (test,handwritten)")
     a = sub.add_parser("table", help="paired differences from the seed")
     a.add_argument("folders", type=Path, nargs="+", help="inspo eval's --out folders")
     a.add_argument("--against", type=Path, help="an arm-5 result JSON: the seed's test rewards there, compared")
@@ -125,7 +132,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.cmd == "write":
         print(" ".join(write(args.run, args.to)))
     elif args.cmd == "score":
-        score(args.folder, args.out, args.batch_size, args.limit, args.policy)
+        sets = tuple(args.sets.split(","))
+        if not sets or not set(sets) <= set(SETS):
+            raise SystemExit(f"--sets: a comma-separated choice of {', '.join(SETS)}, not {args.sets!r}")
+        score(args.folder, args.out, args.batch_size, args.limit, args.policy, sets)
     else:
         for folder in args.folders:
             table(folder)
