@@ -86,8 +86,35 @@ def seed_agreement(folder: Path, run_json: Path) -> None:
           f"{sum(there[q] > here[q] for q in differ)} only there)")
 
 
-def table(folder: Path) -> None:
-    """Each instruction's mean and its paired difference from the seed, from ``inspo eval``'s rows."""
+def lives(events_path: Path) -> dict[str, str]:
+    """Each admitted instruction's life in the run, from its events: the step and score it was
+    admitted with, its last credited score and evidence (rollouts), and how it left the
+    population: pruned (lines 10-12), not kept as a parent at an evolution step (line 17), or
+    still there at the end."""
+    events = [json.loads(line) for line in events_path.read_text().splitlines() if line.strip()]
+    admitted = {e["instruction"]["id"]: e for e in events if e["kind"] == "admitted"}
+    out = {}
+    for ins, adm in admitted.items():
+        credited = [e for e in events if e["kind"] == "weights" and ins in e["scores"]]
+        last = (f"last credited {credited[-1]['scores'][ins]:.3f} on {credited[-1]['evidence'][ins]} rollouts "
+                f"(step {credited[-1]['step']})") if credited else "never credited"
+        end = "in the final population"
+        for e in events:
+            if e["step"] <= adm["step"]:
+                continue
+            if e["kind"] == "pruned" and ins in e["removed"]:
+                end = f"pruned at step {e['step']}"
+                break
+            if e["kind"] == "evolution_started" and ins not in e["parents"]:
+                end = f"not a parent at step {e['step']} (kept: {', '.join(e['parents'])})"
+                break
+        out[ins] = f"admitted at step {adm['step']} (verification {adm['score']:.3f}); {last}; {end}"
+    return out
+
+
+def table(folder: Path, events: Path | None = None) -> None:
+    """Each instruction's mean and its paired difference from the seed, from ``inspo eval``'s rows;
+    with ``events`` (the run's ``events.jsonl``), each admitted one's life in the run too."""
     from inspo.eval.stats import paired_difference
 
     data = json.loads((folder / "eval.json").read_text())
@@ -98,6 +125,7 @@ def table(folder: Path) -> None:
     if seed not in by:
         raise SystemExit(f"{folder}: no row of the seed ({seed}); instructions there: {', '.join(by)}")
     ids = sorted(by[seed])
+    life = lives(events) if events else {}
     if data["errors"] or data["stopped"]:
         print(f"{folder}: {data['errors']} errored episodes, stopped: {data['stopped'] or 'no'}")
     device = data["settings"]["precision"]
@@ -110,6 +138,8 @@ def table(folder: Path) -> None:
             raise SystemExit(f"{folder}: {name} was scored on other problems than the seed")
         diff = paired_difference([rewards[q] for q in ids], [by[seed][q] for q in ids])
         print(f"  {name}: {sum(rewards.values()) / len(ids):.3f}; minus the seed {diff.text()}")
+        if life.get(name):
+            print(f"    {life[name]}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -128,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     a = sub.add_parser("table", help="paired differences from the seed")
     a.add_argument("folders", type=Path, nargs="+", help="inspo eval's --out folders")
     a.add_argument("--against", type=Path, help="an arm-5 result JSON: the seed's test rewards there, compared")
+    a.add_argument("--events", type=Path, help="the run's inspo/events.jsonl: each admitted instruction's life there")
     args = p.parse_args(argv)
     if args.cmd == "write":
         print(" ".join(write(args.run, args.to)))
@@ -138,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
         score(args.folder, args.out, args.batch_size, args.limit, args.policy, sets)
     else:
         for folder in args.folders:
-            table(folder)
+            table(folder, args.events)
         if args.against:
             seed_agreement(args.folders[0], args.against)
 
