@@ -34,6 +34,8 @@ def test_a_commit_told_by_the_environment_wins_over_a_lagging_git_and_both_are_k
     monkeypatch.setenv("INSPO_COMMIT", "f" * 40)  # the GPU machine: today's files, the start's .git
     info = provenance([], repo=tmp_path)
     assert (info["commit"], info["commit_from"], info["git_commit"]) == ("f" * 40, "INSPO_COMMIT", head)
+    (tmp_path / "a.txt").write_text("two\n")  # today's files: git would call them dirty against its HEAD
+    assert provenance([], repo=tmp_path)["dirty"] is None
     monkeypatch.setenv("INSPO_COMMIT", head)  # told what git says: nothing to mark
     info = provenance([], repo=tmp_path)
     assert (info["commit"], info["commit_from"]) == (head, "git") and "git_commit" not in info

@@ -87,7 +87,7 @@ def provenance(argv: Sequence[str] | None = None, *, repo: str | Path | None = N
     of git's HEAD, marked as such: a copy of the work tree without ``.git``, or with a ``.git`` that
     lags its files (the GPU machine's copy holds the files of now under the ``.git`` of the
     session's start), is told its commit. Where git's HEAD differs from it, that is kept too
-    (``git_commit``).
+    (``git_commit``), and ``dirty`` is None: git compares the files with another commit.
     """
     cwd = Path(repo) if repo is not None else Path(__file__).resolve().parent
     args = list(sys.argv if argv is None else argv)
@@ -95,12 +95,12 @@ def provenance(argv: Sequence[str] | None = None, *, repo: str | Path | None = N
     head = _git(["rev-parse", "HEAD"], cwd)
     told = os.environ.get(COMMIT_ENV)
     commit, source = (told, COMMIT_ENV) if told and told != head else (head, "git")
-    extra = {"git_commit": head} if told and head and told != head else {}
+    lagging = bool(told and head and told != head)
     return {
         "commit": commit,
         "commit_from": source if commit else None,
-        **extra,
-        "dirty": None if status is None else bool(status),
+        **({"git_commit": head} if lagging else {}),
+        "dirty": None if status is None or lagging else bool(status),
         "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *args]),
         "versions": library_versions(),
         "python": platform.python_version(),
