@@ -80,18 +80,20 @@ def test_each_admitted_instruction_life_says_how_it_left_the_population(tmp_path
         return {"kind": "admitted", "step": step, "instruction": {"id": ins, "text": ins}, "score": score}
 
     def weights(step, scores, evidence):
-        return {"kind": "weights", "step": step, "scores": scores, "evidence": evidence}
+        return {"kind": "weights", "step": step, "weights": scores, "scores": scores, "evidence": evidence}
 
     events = [admitted(0, "a", 0.25), admitted(0, "b", 0.5), admitted(0, "c", 0.0),
               weights(1, {"a": 0.1, "b": 0.4, "c": 0.3}, {"a": 8, "b": 8, "c": 8}),
               weights(2, {"a": 0.1, "b": 0.35, "c": 0.2}, {"a": 8, "b": 16, "c": 16}),
               {"kind": "pruned", "step": 2, "removed": ["a"], "kept": ["b", "c"]},
+              # a run credits its members at every step, an evolution step too, before line 17
+              weights(4, {"b": 0.35, "c": 0.2}, {"b": 16, "c": 16}),
               {"kind": "evolution_started", "step": 4, "parents": ["b"], "target_size": 3},
               admitted(4, "d", 0.125)]
     path = tmp_path / "events.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     life = load().lives(path)
     assert life["a"] == "admitted at step 0 (verification 0.250); last credited 0.100 on 8 rollouts (step 2); pruned at step 2"
-    assert life["b"].endswith("last credited 0.350 on 16 rollouts (step 2); in the final population")
+    assert life["b"].endswith("last credited 0.350 on 16 rollouts (step 4); in the final population")
     assert life["c"].endswith("not a parent at step 4 (kept: b)")
     assert life["d"] == "admitted at step 4 (verification 0.125); never credited; in the final population"

@@ -6,14 +6,18 @@ import subprocess
 from inspo.eval.provenance import library_versions, provenance
 
 
-def test_provenance_names_the_commit_the_command_and_the_versions(tmp_path):
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    (tmp_path / "a.txt").write_text("one\n")
-    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+def committed_repo(path) -> str:
+    """A git repository at ``path`` with one commit of ``a.txt``; returns its HEAD."""
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    (path / "a.txt").write_text("one\n")
+    git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "add", "a.txt"], check=True)
     subprocess.run([*git, "commit", "-qm", "first"], check=True)
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
 
+
+def test_provenance_names_the_commit_the_command_and_the_versions(tmp_path):
+    head = committed_repo(tmp_path)
     info = provenance(["bench.py", "--seed", "3", "a b"], repo=tmp_path)
     assert info["commit"] == head and info["dirty"] is False and info["commit_from"] == "git"
     assert info["command"].endswith("bench.py --seed 3 'a b'")
@@ -25,12 +29,7 @@ def test_provenance_names_the_commit_the_command_and_the_versions(tmp_path):
 
 
 def test_a_commit_told_by_the_environment_wins_over_a_lagging_git_and_both_are_kept(tmp_path, monkeypatch):
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    (tmp_path / "a.txt").write_text("one\n")
-    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "add", "a.txt"], check=True)
-    subprocess.run([*git, "commit", "-qm", "first"], check=True)
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    head = committed_repo(tmp_path)
     monkeypatch.setenv("INSPO_COMMIT", "f" * 40)  # the GPU machine: today's files, the start's .git
     info = provenance([], repo=tmp_path)
     assert (info["commit"], info["commit_from"], info["git_commit"]) == ("f" * 40, "INSPO_COMMIT", head)

@@ -387,8 +387,9 @@ def parse_seeds(text: str) -> list[int]:
 
 def job_env() -> dict[str, str]:
     """The jobs' environment: this checkout's ``src`` first on the path (inspo is not installed on
-    the device) and ``INSPO_COMMIT`` from git when git can tell it (the copy there has the files of
-    now under the ``.git`` of the session's start, whose HEAD would be recorded otherwise)."""
+    the device) and ``INSPO_COMMIT`` as :func:`~inspo.eval.provenance.provenance` names it: the one
+    exported to this call where it is, else git's HEAD. On the device export it: the copy there
+    holds the files of now under the ``.git`` of the session's start."""
     from inspo.eval.provenance import provenance
 
     env = dict(os.environ)

@@ -94,8 +94,9 @@ def provenance(argv: Sequence[str] | None = None, *, repo: str | Path | None = N
     status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
     head = _git(["rev-parse", "HEAD"], cwd)
     told = os.environ.get(COMMIT_ENV)
-    commit, source = (told, COMMIT_ENV) if told and told != head else (head, "git")
-    lagging = bool(told and head and told != head)
+    use_told = bool(told) and told != head
+    commit, source = (told, COMMIT_ENV) if use_told else (head, "git")
+    lagging = use_told and head is not None  # git sees a .git, but of another commit
     return {
         "commit": commit,
         "commit_from": source if commit else None,

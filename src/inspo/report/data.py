@@ -282,14 +282,14 @@ def _buffer_calls(state: dict[str, Any] | None) -> dict[int, float]:
 
 
 # ------------------------------------------------------------------------------------ lineage
-def _instructions(archive, state, events, steps) -> tuple[InstructionInfo, ...]:
-    scores: dict[str, float] = {}
-    for e in events:
-        if e["kind"] == "verified":
-            scores[str(e.get("candidate_id"))] = float(e.get("score", 0.0))
-        elif e["kind"] == "admitted" and _number(e.get("score")) is not None:
-            scores[str((e.get("instruction") or {}).get("id"))] = float(e["score"])
+#: how an instruction left the population (:func:`removals`): Algorithm 1's lines 10-12 and 17
+PRUNED, NOT_A_PARENT = "pruned", "not kept as a parent at evolution"
 
+
+def removals(events: list[dict[str, Any]]) -> dict[str, tuple[int, str]]:
+    """How each instruction left the population, from a run's events: ``(step, PRUNED)`` or
+    ``(step, NOT_A_PARENT)`` (a member at an evolution step that line 17 did not keep); the first
+    removal counts. An instruction still in the population has no entry."""
     removed: dict[str, tuple[int, str]] = {}
     members_at: dict[int, set[str]] = {}
     for e in events:
@@ -298,12 +298,24 @@ def _instructions(archive, state, events, steps) -> tuple[InstructionInfo, ...]:
             members_at[step] = set(e["weights"])
         elif e["kind"] == "pruned":
             for i in e.get("removed") or []:
-                removed.setdefault(str(i), (step, "pruned"))
+                removed.setdefault(str(i), (step, PRUNED))
             members_at[step] = set(map(str, e.get("kept") or []))
         elif e["kind"] == "evolution_started":
             parents = set(map(str, e.get("parents") or []))
             for i in members_at.get(step, set()) - parents:
-                removed.setdefault(i, (step, "not kept as a parent at evolution"))
+                removed.setdefault(i, (step, NOT_A_PARENT))
+    return removed
+
+
+def _instructions(archive, state, events, steps) -> tuple[InstructionInfo, ...]:
+    scores: dict[str, float] = {}
+    for e in events:
+        if e["kind"] == "verified":
+            scores[str(e.get("candidate_id"))] = float(e.get("score", 0.0))
+        elif e["kind"] == "admitted" and _number(e.get("score")) is not None:
+            scores[str((e.get("instruction") or {}).get("id"))] = float(e["score"])
+
+    removed = removals(events)
 
     last_weight: dict[str, float] = {}
     for record in steps:

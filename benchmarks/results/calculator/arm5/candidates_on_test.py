@@ -91,23 +91,23 @@ def lives(events_path: Path) -> dict[str, str]:
     admitted with, its last credited score and evidence (rollouts), and how it left the
     population: pruned (lines 10-12), not kept as a parent at an evolution step (line 17), or
     still there at the end."""
+    from inspo.report.data import PRUNED, removals
+
     events = [json.loads(line) for line in events_path.read_text().splitlines() if line.strip()]
     admitted = {e["instruction"]["id"]: e for e in events if e["kind"] == "admitted"}
+    parents = {e["step"]: e["parents"] for e in events if e["kind"] == "evolution_started"}
+    gone = removals(events)
     out = {}
     for ins, adm in admitted.items():
         credited = [e for e in events if e["kind"] == "weights" and ins in e["scores"]]
         last = (f"last credited {credited[-1]['scores'][ins]:.3f} on {credited[-1]['evidence'][ins]} rollouts "
                 f"(step {credited[-1]['step']})") if credited else "never credited"
-        end = "in the final population"
-        for e in events:
-            if e["step"] <= adm["step"]:
-                continue
-            if e["kind"] == "pruned" and ins in e["removed"]:
-                end = f"pruned at step {e['step']}"
-                break
-            if e["kind"] == "evolution_started" and ins not in e["parents"]:
-                end = f"not a parent at step {e['step']} (kept: {', '.join(e['parents'])})"
-                break
+        if ins not in gone:
+            end = "in the final population"
+        elif gone[ins][1] == PRUNED:
+            end = f"pruned at step {gone[ins][0]}"
+        else:
+            end = f"not a parent at step {gone[ins][0]} (kept: {', '.join(parents[gone[ins][0]])})"
         out[ins] = f"admitted at step {adm['step']} (verification {adm['score']:.3f}); {last}; {end}"
     return out
 
