@@ -328,6 +328,26 @@ def test_evolve_vs_gepa_counts_what_became_of_inspos_candidates(tmp_path):
     assert bench.answers_named("Say Velmor or Beijing.", qs, "e.g. <answer> Beijing </answer>") == ["q1"]
 
 
+def test_evolve_vs_gepa_plays_a_text_two_arms_returned_once():
+    bench = load_script("evolve_vs_gepa")
+    played = []
+
+    def evaluate(instruction, questions):  # a reward per question that depends on the text
+        played.append(instruction.id)
+        return [type("R", (), {"reward": float(len(instruction.text) % 2 == i % 2)})() for i in range(len(questions))]
+
+    qs = ["q0", "q1", "q2"]
+    test, shared = bench.play_test(evaluate, {"seed": "ab", "inspo": "ab", "gepa": "abc"}, qs)
+    assert played == ["test-seed", "test-gepa"] and shared == {"inspo": "seed"}
+    assert test == {"seed": [1.0, 0.0, 1.0], "inspo": [1.0, 0.0, 1.0], "gepa": [0.0, 1.0, 0.0]}
+    test["inspo"][0] = 9.0  # a copy, not the seed's list
+    assert test["seed"][0] == 1.0
+    played.clear()
+    assert bench.play_test(evaluate, {"seed": "a", "inspo": "b", "gepa": "a"}, qs)[1] == {"gepa": "seed"}
+    assert bench.play_test(evaluate, {"seed": "a", "inspo": "b", "gepa": "c"}, qs)[1] == {}
+    assert played == ["test-seed", "test-inspo", "test-seed", "test-inspo", "test-gepa"]
+
+
 def test_evolve_vs_gepa_combines_seeds_per_question():
     bench = load_script("evolve_vs_gepa")
     seed = [0.0, 1.0, 0.5, 0.0]
@@ -405,6 +425,8 @@ def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     assert set(outcomes["parse_fallbacks"]) == {"tag_form", "missing_close", "mismatched_close", "end_of_text",
                                                 "ins_0_revision"}
     assert set(saved["test_answers_named"]) == {"inspo", "gepa"}
+    # a shared play names an earlier arm with the same text
+    assert all(saved["test_rewards"][k] == saved["test_rewards"][v] for k, v in saved["test_shared"].items())
     assert isinstance(saved["gepa"]["proposer_rejections_by_kind"], dict)
     # GEPA reflected through INSPO's guard here (the quick run's prompt), so each proposal it went on
     # to evaluate was one the guard passed, and the same tag check run again must agree

@@ -23,7 +23,9 @@ stay on; by default the check keeps the environment's required tags, ``<search>`
 
 Then the seed, INSPO's returned instruction and GEPA's best are scored with greedy decoding on
 the same ``--test-questions`` questions of the test split (never seen by either choice; by
-default 120, from ``world`` rebuilt with a quarter of its questions held out, ``--test-fraction``).
+default 120, from ``world`` rebuilt with a quarter of its questions held out, ``--test-fraction``);
+a text two arms returned (INSPO's dev choice may return the seed) is played once for both, and
+``test_shared`` in the JSON names each such arm.
 Printed and written to ``--json``: each instruction's test score and its paired difference from
 the seed (mean and 95% interval over questions), rollouts and optimizer calls per arm, the
 wall-time ratio GEPA / INSPO, what became of INSPO's candidates (refusals by stage, the leaks
@@ -216,6 +218,27 @@ def answers_named(text: str, questions: Sequence, seed_instruction: str) -> list
     return [q.id for q in questions if leaked_answer(text, q.answers, parent=seed_instruction)]
 
 
+def play_test(evaluate, arms: dict[str, str], questions: Sequence) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """Each arm's greedy rewards on the test ``questions``, played by ``evaluate(instruction,
+    questions)``. Arms that returned the same text (INSPO's dev choice may return the seed) share one
+    play: greedy decoding of the same prompts in the same batches gives the same episodes, so playing
+    them again costs a third of the test and tells nothing. Returns (rewards per arm, {arm: the
+    earlier arm whose play it shares}); the second names every shared play, so none is hidden."""
+    from inspo.records import Instruction
+
+    test: dict[str, list[float]] = {}
+    first: dict[str, str] = {}  # text -> the first arm that played it
+    shared: dict[str, str] = {}
+    for name, text in arms.items():
+        if text in first:
+            shared[name] = first[text]
+            test[name] = list(test[first[text]])
+            continue
+        first[text] = name
+        test[name] = [r.reward for r in evaluate(Instruction(id=f"test-{name}", text=text), questions)]
+    return test, shared
+
+
 def split_for_gepa(questions: list, val_size: int, seed: int) -> tuple[list, list]:
     """(trainset, valset): ``val_size`` questions of a seeded shuffle for GEPA's Pareto set."""
     if len(questions) <= val_size:
@@ -336,7 +359,6 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.eval.stats import paired_difference
     from inspo.models import load_model
     from inspo.models.precision import default_device
-    from inspo.records import Instruction
     from inspo.training.config import resolve
     from inspo.training.evolve import run_evolve
     from inspo.training.setup import build_optimizer, prepare
@@ -430,12 +452,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     # ---- held-out test: greedy, the same questions for the three instructions
     greedy = replace(inputs.agent, temperature=0.0)
     evaluate = make_evaluate(engine, env, greedy, group_size=1, batch_size=config.rl.micro_batch_size,
-                             progress=True)  # 3 x --test-questions greedy episodes: minutes on a CPU
-    test = {}
-    for name, text in (("seed", inputs.seed_instruction), ("inspo", evo.best_instruction),
-                       ("gepa", outcome.best_instruction)):
-        rollouts = evaluate(Instruction(id=f"test-{name}", text=text), test_questions)
-        test[name] = [r.reward for r in rollouts]
+                             progress=True)  # up to 3 x --test-questions greedy episodes: minutes on a CPU
+    test, shared = play_test(evaluate, {"seed": inputs.seed_instruction, "inspo": evo.best_instruction,
+                                        "gepa": outcome.best_instruction}, test_questions)
 
     n = len(test_questions)
     metric = config.env.options.get("reward", env.metric)
@@ -459,6 +478,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "inspo": inspo,
         "gepa": gepa,
         "test_rewards": test,
+        "test_shared": shared,
     }
     left = without_named([result])  # None only when every test question is named
     kept = left[1][0] if left else None
@@ -500,6 +520,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print("test questions whose gold answer the winner names: "
           + ", ".join(f"{k} {len(v)}" + (f" ({', '.join(v)})" if v else "") for k, v in named.items()))
     print(f"test {metric} on {n} questions (greedy); paired difference from the seed, 95% CI")
+    for name, same in shared.items():
+        print(f"  ({name} returned the {same} arm's text: its greedy episodes were played once, for both)")
     for name in ("seed", "inspo", "gepa"):
         line = f"  {name:6s} {result['test_mean'][name]:.3f}"
         if name != "seed":
