@@ -97,3 +97,46 @@ def test_each_admitted_instruction_life_says_how_it_left_the_population(tmp_path
     assert life["b"].endswith("last credited 0.350 on 16 rollouts (step 4); in the final population")
     assert life["c"].endswith("not a parent at step 4 (kept: b)")
     assert life["d"] == "admitted at step 4 (verification 0.125); never credited; in the final population"
+
+
+def exact_odds(a, b, k):
+    """The naive reference: every k-subset of the problems, counted."""
+    from itertools import combinations
+
+    subsets = list(combinations(range(len(a)), k))
+    diffs = [sum(a[i] - b[i] for i in s) for s in subsets]
+    return tuple(sum(test(d) for d in diffs) / len(subsets)
+                 for test in (lambda d: d > 1e-9, lambda d: abs(d) <= 1e-9, lambda d: d < -1e-9))
+
+
+def test_rank_odds_match_counting_every_subset_of_problems():
+    np = pytest.importorskip("numpy")
+    cand = load()
+    a = [1, 0, 1, 1, 0, 0, 1]
+    b = [0, 0, 1, 0, 1, 0, 0]
+    rng = np.random.default_rng(0)
+    for k in (1, 3, 7):
+        got = cand.rank_odds(a, b, k, 40000, rng)
+        assert got == pytest.approx(exact_odds(a, b, k), abs=0.01)
+        assert sum(got) == pytest.approx(1.0)
+    assert cand.rank_odds(a, b, 7, 10, rng) == (1.0, 0.0, 0.0)  # every problem: the whole difference, +2
+    with pytest.raises(SystemExit, match="k must be 1 to 7"):
+        cand.rank_odds(a, b, 8, 10, rng)
+
+
+def test_resample_pairs_each_admitted_instruction_with_its_parent(tmp_path, capsys):
+    pytest.importorskip("numpy")
+    run = tmp_path / "inspo"
+    run.mkdir()
+    events = [{"kind": "warmed_up", "instruction_id": "ins-0001"},
+              {"kind": "admitted", "instruction": {"id": "ins-0005", "parent_ids": ["ins-0001"]}},
+              {"kind": "admitted", "instruction": {"id": "ins-0009", "parent_ids": ["ins-0005"]}}]
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    cand = load()
+    pairs = cand.parent_pairs(run / "events.jsonl")
+    assert pairs == [("ins-0005", "calculator"), ("ins-0009", "ins-0005")]
+    folder = eval_json(tmp_path / "test", {"calculator": [0, 0, 1, 0], "ins-0005": [1, 1, 1, 0]})
+    out = cand.resample(folder, pairs, [4], 100, seed=0)
+    assert list(out) == ["ins-0005 - calculator"] and out["ins-0005 - calculator"]["difference"] == 0.5
+    assert out["ins-0005 - calculator"]["odds"][4] == (1.0, 0.0, 0.0)
+    assert "ins-0009 vs ins-0005: ins-0009 not scored" in capsys.readouterr().out

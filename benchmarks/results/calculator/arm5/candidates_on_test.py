@@ -12,6 +12,10 @@ for either arm: it picks with the test set, so it never replaces the run's own t
     # finished seed's JSON beside these, problem by problem)
     python benchmarks/results/calculator/arm5/candidates_on_test.py table DIR/test DIR/handwritten \
         --against benchmarks/results/calculator/arm5/gepa-calc-s0.json
+    # here: how often a comparison on k problems (verification's D_B, the dev choice) ranks each
+    # admitted instruction against its parent the way the 300 problems do
+    python benchmarks/results/calculator/arm5/candidates_on_test.py resample DIR/test \
+        --events runs/gepa-calc-s1/inspo/events.jsonl --pairs ins-0078:calculator
 
 ``score`` runs ``inspo eval`` from this checkout's ``src`` (inspo need not be installed), so
 ``INSPO_COMMIT`` should name the commit on a machine whose copy has no ``.git``.
@@ -142,6 +146,62 @@ def table(folder: Path, events: Path | None = None) -> None:
             print(f"    {life[name]}")
 
 
+def rank_odds(a, b, k: int, draws: int, rng) -> tuple[float, float, float]:
+    """How often one reward per problem on ``k`` problems drawn at random (without replacement)
+    from those ``a`` and ``b`` were scored on ranks ``a`` above, level with and below ``b``: the
+    comparison verification (a child against its parent on D_B) and the final dev choice make.
+    ``a`` and ``b`` are per-problem rewards in the same order; ``draws`` Monte Carlo draws."""
+    import numpy as np
+
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if not 0 < k <= len(d):
+        raise SystemExit(f"a sample of {k} problems from {len(d)}: k must be 1 to {len(d)}")
+    picks = np.argsort(rng.random((draws, len(d))), axis=1)[:, :k]  # k distinct problems a draw
+    total = d[picks].sum(axis=1)
+    tol = 1e-9 * k
+    return float((total > tol).mean()), float((abs(total) <= tol).mean()), float((total < -tol).mean())
+
+
+def parent_pairs(events_path: Path) -> list[tuple[str, str]]:
+    """(child, parent) for each instruction the run admitted, named as ``inspo eval`` names them
+    (the seed, the run's first instruction, as ``calculator``)."""
+    events = [json.loads(line) for line in events_path.read_text().splitlines() if line.strip()]
+    seed_id = next((e["instruction_id"] for e in events if e["kind"] == "warmed_up"), "ins-0001")
+    name = {seed_id: SEED.lstrip("@")}
+    return [(e["instruction"]["id"], name.get(e["instruction"]["parent_ids"][0], e["instruction"]["parent_ids"][0]))
+            for e in events if e["kind"] == "admitted" and e["instruction"]["parent_ids"]]
+
+
+def resample(folder: Path, pairs: list[tuple[str, str]], sizes: list[int], draws: int, seed: int) -> dict:
+    """For each (a, b) pair: its difference on every problem of ``folder``'s ``inspo eval`` and the
+    odds that a comparison on k of those problems (each size in ``sizes``) ranks a above, level with
+    or below b. Greedy rewards are one draw per problem with no sampling noise, so a run's sampled
+    rollouts rank worse than this: these odds are the best such a comparison can do."""
+    import numpy as np
+
+    data = json.loads((folder / "eval.json").read_text())
+    by: dict[str, dict[str, float]] = {}
+    for row in data["questions"]:
+        by.setdefault(row["instruction"], {})[row["question_id"]] = row["reward"]
+    rng = np.random.default_rng(seed)
+    print(f"{folder}: {data['provenance']['commit'][:12]}, {data['settings']['precision']}; {draws} draws of k "
+          f"problems (numpy seed {seed}); `above / level / below` = how often the k-problem means rank them so")
+    out = {}
+    for a, b in pairs:
+        missing = [x for x in (a, b) if x not in by]
+        if missing:
+            print(f"  {a} vs {b}: {', '.join(missing)} not scored in {folder}, left out")
+            continue
+        ids = sorted(set(by[a]) & set(by[b]))
+        ra, rb = [by[a][q] for q in ids], [by[b][q] for q in ids]
+        odds = {k: rank_odds(ra, rb, k, draws, rng) for k in sizes}
+        out[f"{a} - {b}"] = {"difference": (sum(ra) - sum(rb)) / len(ids), "problems": len(ids), "odds": odds}
+        print(f"  {a} - {b}: {out[f'{a} - {b}']['difference']:+.3f} on {len(ids)} problems; "
+              "above / level / below: "
+              + "; ".join(f"k={k} {u:.2f}/{t:.2f}/{w:.2f}" for k, (u, t, w) in odds.items()))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -159,6 +219,13 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("folders", type=Path, nargs="+", help="inspo eval's --out folders")
     a.add_argument("--against", type=Path, help="an arm-5 result JSON: the seed's test rewards there, compared")
     a.add_argument("--events", type=Path, help="the run's inspo/events.jsonl: each admitted instruction's life there")
+    a = sub.add_parser("resample", help="odds that a comparison on k problems ranks two instructions right")
+    a.add_argument("folder", type=Path, help="an inspo eval --out folder (test: 300 problems)")
+    a.add_argument("--pairs", default="", help="A:B,... by inspo eval's names (the seed: calculator)")
+    a.add_argument("--events", type=Path, help="the run's inspo/events.jsonl: add each admitted one against its parent")
+    a.add_argument("--sizes", default="8,16,32,64,128", help="problems per comparison (D_B 16, the dev choice 8)")
+    a.add_argument("--draws", type=int, default=20000)
+    a.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.cmd == "write":
         print(" ".join(write(args.run, args.to)))
@@ -167,6 +234,14 @@ def main(argv: list[str] | None = None) -> None:
         if not sets or not set(sets) <= set(SETS):
             raise SystemExit(f"--sets: a comma-separated choice of {', '.join(SETS)}, not {args.sets!r}")
         score(args.folder, args.out, args.batch_size, args.limit, args.policy, sets)
+    elif args.cmd == "resample":
+        pairs = [tuple(x.split(":")) for x in args.pairs.split(",") if x]
+        if any(len(x) != 2 for x in pairs):
+            raise SystemExit(f"--pairs: A:B,... (two names a pair), not {args.pairs!r}")
+        pairs = list(dict.fromkeys(pairs + (parent_pairs(args.events) if args.events else [])))  # once each
+        if not pairs:
+            raise SystemExit("resample: name --pairs or --events (each admitted instruction against its parent)")
+        resample(args.folder, pairs, [int(k) for k in args.sizes.split(",")], args.draws, args.seed)
     else:
         for folder in args.folders:
             table(folder, args.events)
