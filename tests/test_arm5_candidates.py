@@ -140,3 +140,23 @@ def test_resample_pairs_each_admitted_instruction_with_its_parent(tmp_path, caps
     assert list(out) == ["ins-0005 - calculator"] and out["ins-0005 - calculator"]["difference"] == 0.5
     assert out["ins-0005 - calculator"]["odds"][4] == (1.0, 0.0, 0.0)
     assert "ins-0009 vs ins-0005: ins-0009 not scored" in capsys.readouterr().out
+
+
+def test_verification_sets_each_candidate_against_its_rounds_parent(tmp_path, capsys):
+    run = tmp_path / "inspo"
+    run.mkdir()
+    events = [{"kind": "proposed", "step": 0},
+              {"kind": "parent_verified", "step": 0, "score": 0.0},
+              {"kind": "verified", "step": 0, "candidate_id": "ins-0003", "score": 0.0, "n_questions": 16},
+              {"kind": "verified", "step": 0, "candidate_id": "ins-0004", "score": 0.125, "n_questions": 16},
+              {"kind": "admitted", "instruction": {"id": "ins-0003"}},
+              {"kind": "proposed", "step": 4},  # a round without a parent's score: plain top-n
+              {"kind": "verified", "step": 4, "candidate_id": "ins-0007", "score": 0.5, "n_questions": 16},
+              {"kind": "proposed", "step": 4},
+              {"kind": "parent_verified", "step": 4, "score": 0.25},
+              {"kind": "verified", "step": 4, "candidate_id": "ins-0009", "score": 0.1875, "n_questions": 16}]
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    out = load().verification(run / "events.jsonl")
+    assert out["counts"] == {"verified": 4, "without a bar": 1, "above": 1, "level": 1, "below": 1, "level at zero": 1}
+    assert [r["bar"] for r in out["rows"]] == [0.0, 0.0, None, 0.25]
+    assert "admitted ins-0003 at step 0: 0.000 on 16 problems, its parent's 0.000" in capsys.readouterr().out

@@ -16,6 +16,8 @@ for either arm: it picks with the test set, so it never replaces the run's own t
     # admitted instruction against its parent the way the 300 problems do
     python benchmarks/results/calculator/arm5/candidates_on_test.py resample DIR/test \
         --events runs/gepa-calc-s1/inspo/events.jsonl --pairs ins-0078:calculator
+    # here: each verified candidate's D_B score against its parent's (the beat-parent bar)
+    python benchmarks/results/calculator/arm5/candidates_on_test.py verification runs/gepa-calc-s1/inspo/events.jsonl
 
 ``score`` runs ``inspo eval`` from this checkout's ``src`` (inspo need not be installed), so
 ``INSPO_COMMIT`` should name the commit on a machine whose copy has no ``.git``.
@@ -202,6 +204,37 @@ def resample(folder: Path, pairs: list[tuple[str, str]], sizes: list[int], draws
     return out
 
 
+def verification(events_path: Path) -> dict:
+    """Each verified candidate's D_B score against its parent's on the same problems (the bar of
+    ``admission: beat-parent``), from the run's events: how many scored above, level with and below
+    it, and each admitted one's score and bar. A round's bar is its ``parent_verified`` event (None
+    where the round had none: plain top-n)."""
+    events = [json.loads(line) for line in events_path.read_text().splitlines() if line.strip()]
+    admitted = {e["instruction"]["id"] for e in events if e["kind"] == "admitted"}
+    bar, rows = None, []
+    for e in events:
+        if e["kind"] == "proposed":
+            bar = None  # a new round: its parent is scored again
+        elif e["kind"] == "parent_verified":
+            bar = e["score"]
+        elif e["kind"] == "verified":
+            rows.append({"step": e["step"], "candidate": e["candidate_id"], "score": e["score"], "bar": bar,
+                         "problems": e["n_questions"], "admitted": e["candidate_id"] in admitted})
+    barred = [r for r in rows if r["bar"] is not None]
+    counts = {"verified": len(rows), "without a bar": len(rows) - len(barred),
+              "above": sum(r["score"] > r["bar"] + 1e-9 for r in barred),
+              "level": sum(abs(r["score"] - r["bar"]) <= 1e-9 for r in barred),
+              "below": sum(r["score"] < r["bar"] - 1e-9 for r in barred),
+              "level at zero": sum(r["score"] == r["bar"] == 0 for r in barred)}
+    print(f"{events_path}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for r in rows:
+        if r["admitted"]:
+            print(f"  admitted {r['candidate']} at step {r['step']}: {r['score']:.3f} on {r['problems']} problems, "
+                  f"its parent's {'none' if r['bar'] is None else format(r['bar'], '.3f')}")
+    print(f"  the bars (the parent's sampled score on D_B): {sorted({r['bar'] for r in barred})}")
+    return {"counts": counts, "rows": rows}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -226,6 +259,8 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--sizes", default="8,16,32,64,128", help="problems per comparison (D_B 16, the dev choice 8)")
     a.add_argument("--draws", type=int, default=20000)
     a.add_argument("--seed", type=int, default=0)
+    a = sub.add_parser("verification", help="each verified candidate against its parent's score on D_B")
+    a.add_argument("events", type=Path, help="the run's inspo/events.jsonl")
     args = p.parse_args(argv)
     if args.cmd == "write":
         print(" ".join(write(args.run, args.to)))
@@ -234,6 +269,8 @@ def main(argv: list[str] | None = None) -> None:
         if not sets or not set(sets) <= set(SETS):
             raise SystemExit(f"--sets: a comma-separated choice of {', '.join(SETS)}, not {args.sets!r}")
         score(args.folder, args.out, args.batch_size, args.limit, args.policy, sets)
+    elif args.cmd == "verification":
+        verification(args.events)
     elif args.cmd == "resample":
         pairs = [tuple(x.split(":")) for x in args.pairs.split(",") if x]
         if any(len(x) != 2 for x in pairs):
