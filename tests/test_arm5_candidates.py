@@ -140,6 +140,12 @@ def test_resample_pairs_each_admitted_instruction_with_its_parent(tmp_path, caps
     assert list(out) == ["ins-0005 - calculator"] and out["ins-0005 - calculator"]["difference"] == 0.5
     assert out["ins-0005 - calculator"]["odds"][4] == (1.0, 0.0, 0.0)
     assert "ins-0009 vs ins-0005: ins-0009 not scored" in capsys.readouterr().out
+    assert cand.resample(folder, pairs[:1], [5], 100, seed=0) == {}  # k above the 4 problems: said, not raised
+    assert "scored together on 4 problems, fewer than k=5, left out" in capsys.readouterr().out
+    # a run without a warm-up event: its first instruction is the seed; an admission without parents is left out
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events[1:] + [
+        {"kind": "admitted", "instruction": {"id": "ins-0011"}}]))
+    assert cand.parent_pairs(run / "events.jsonl") == pairs
 
 
 def test_verification_sets_each_candidate_against_its_rounds_parent(tmp_path, capsys):

@@ -348,10 +348,11 @@ def test_evolve_vs_gepa_plays_a_text_two_arms_returned_once():
     assert played == ["test-seed", "test-inspo", "test-seed", "test-inspo", "test-gepa"]
 
 
-def test_evolve_vs_gepa_combines_seeds_per_question():
+def test_evolve_vs_gepa_combines_seeds_per_question(capsys):
     bench = load_script("evolve_vs_gepa")
     seed = [0.0, 1.0, 0.5, 0.0]
-    runs = [{"test_rewards": {"seed": seed, "inspo": seed, "gepa": [1.0, 1.0, 0.5, 0.0]}},
+    runs = [{"test_rewards": {"seed": seed, "inspo": seed, "gepa": [1.0, 1.0, 0.5, 0.0]},
+             "test_shared": {"inspo": "seed"}},
             {"test_rewards": {"seed": seed, "inspo": [1.0, 1.0, 0.5, 0.0], "gepa": [0.0, 1.0, 1.0, 0.0]}},
             {"test_rewards": {"seed": seed, "inspo": [0.0, 0.0, 0.5, 0.0], "gepa": [1.0, 1.0, 1.0, 1.0]}}]
     out = bench.combine(runs)
@@ -363,6 +364,9 @@ def test_evolve_vs_gepa_combines_seeds_per_question():
     # pooled: each question's difference averaged over seeds = (2/3, 0, 1/3, 1/3), mean 1/3
     assert c["pooled"]["mean"] == pytest.approx(1 / 3) and c["pooled"]["n"] == 4
     assert out["comparisons"]["inspo - seed"]["per_seed"][0]["mean"] == 0.0
+    assert out["shared"] == [{"inspo": "seed"}, None, None]  # the others predate the record
+    bench.print_combined(out)
+    assert "result 1: inspo returned the seed arm's text, so its difference from it is 0" in capsys.readouterr().out
     # the optimizers' candidates: seed 2's GEPA result predates proposal_yield and is left out
     for i, r in enumerate(runs):
         r["inspo"] = {"outcomes": {"proposed": 10 + i, "admitted": 2, "refused": {"guard": 5, "leak": i}}}

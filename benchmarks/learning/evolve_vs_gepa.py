@@ -221,8 +221,9 @@ def answers_named(text: str, questions: Sequence, seed_instruction: str) -> list
 def play_test(evaluate, arms: dict[str, str], questions: Sequence) -> tuple[dict[str, list[float]], dict[str, str]]:
     """Each arm's greedy rewards on the test ``questions``, played by ``evaluate(instruction,
     questions)``. Arms that returned the same text (INSPO's dev choice may return the seed) share one
-    play: greedy decoding of the same prompts in the same batches gives the same episodes, so playing
-    them again costs a third of the test and tells nothing. Returns (rewards per arm, {arm: the
+    play: on one machine, greedy decoding of the same prompts in the same batches gives the same
+    episodes (barring an errored rollout, such as a tool's timeout), so playing them again costs a
+    third of the test and tells nothing. Returns (rewards per arm, {arm: the
     earlier arm whose play it shares}); the second names every shared play, so none is hidden."""
     from inspo.records import Instruction
 
@@ -286,6 +287,8 @@ def combine(results: Sequence[dict]) -> dict:
         out["without_named"] = {"left_out": named, "comparisons": {
             f"{a} - {b}": over_seeds([r[a] for r in rewards], [r[b] for r in rewards]) for a, b in COMPARISONS}}
     out["yield"] = optimizer_yield(results)
+    # arms that returned the same text (one test play for both): their difference is 0 by construction
+    out["shared"] = [r.get("test_shared") for r in results]  # None: a result from before the record
     return out
 
 
@@ -329,6 +332,9 @@ def print_combined(combined: dict) -> None:
     if len(commits) > 1:
         print(f"WARNING: the inputs come from {len(commits)} commits (None: not recorded): {commits}")
     print(f"{combined['seeds']} seeds x {combined['test_questions']} test questions")
+    for i, shared in enumerate(combined.get("shared", [])):
+        for name, same in (shared or {}).items():
+            print(f"  result {i + 1}: {name} returned the {same} arm's text, so its difference from it is 0")
     print_comparisons(combined["comparisons"])
     if "without_named" in combined:
         w = combined["without_named"]

@@ -171,14 +171,14 @@ def parent_pairs(events_path: Path) -> list[tuple[str, str]]:
     seed_id = next((e["instruction_id"] for e in events if e["kind"] == "warmed_up"), "ins-0001")
     name = {seed_id: SEED.lstrip("@")}
     return [(e["instruction"]["id"], name.get(e["instruction"]["parent_ids"][0], e["instruction"]["parent_ids"][0]))
-            for e in events if e["kind"] == "admitted" and e["instruction"]["parent_ids"]]
+            for e in events if e["kind"] == "admitted" and e["instruction"].get("parent_ids")]
 
 
 def resample(folder: Path, pairs: list[tuple[str, str]], sizes: list[int], draws: int, seed: int) -> dict:
     """For each (a, b) pair: its difference on every problem of ``folder``'s ``inspo eval`` and the
     odds that a comparison on k of those problems (each size in ``sizes``) ranks a above, level with
-    or below b. Greedy rewards are one draw per problem with no sampling noise, so a run's sampled
-    rollouts rank worse than this: these odds are the best such a comparison can do."""
+    or below b. Greedy rewards are one fixed reward per problem; a run's sampled rollouts get other
+    rewards on a problem, so these odds are a best case only if sampling added nothing but noise."""
     import numpy as np
 
     data = json.loads((folder / "eval.json").read_text())
@@ -188,6 +188,8 @@ def resample(folder: Path, pairs: list[tuple[str, str]], sizes: list[int], draws
     rng = np.random.default_rng(seed)
     print(f"{folder}: {data['provenance']['commit'][:12]}, {data['settings']['precision']}; {draws} draws of k "
           f"problems (numpy seed {seed}); `above / level / below` = how often the k-problem means rank them so")
+    if data["errors"] or data["stopped"]:
+        print(f"  WARNING: {data['errors']} errored episodes, stopped: {data['stopped'] or 'no'}")
     out = {}
     for a, b in pairs:
         missing = [x for x in (a, b) if x not in by]
@@ -195,6 +197,9 @@ def resample(folder: Path, pairs: list[tuple[str, str]], sizes: list[int], draws
             print(f"  {a} vs {b}: {', '.join(missing)} not scored in {folder}, left out")
             continue
         ids = sorted(set(by[a]) & set(by[b]))
+        if not ids or max(sizes) > len(ids):
+            print(f"  {a} vs {b}: scored together on {len(ids)} problems, fewer than k={max(sizes)}, left out")
+            continue
         ra, rb = [by[a][q] for q in ids], [by[b][q] for q in ids]
         odds = {k: rank_odds(ra, rb, k, draws, rng) for k in sizes}
         out[f"{a} - {b}"] = {"difference": (sum(ra) - sum(rb)) / len(ids), "problems": len(ids), "odds": odds}
