@@ -97,9 +97,10 @@ def lives(events_path: Path) -> dict[str, str]:
     admitted with, its last credited score and evidence (rollouts), and how it left the
     population: pruned (lines 10-12), not kept as a parent at an evolution step (line 17), or
     still there at the end."""
+    from inspo.core.events import read_events
     from inspo.report.data import PRUNED, removals
 
-    events = [json.loads(line) for line in events_path.read_text().splitlines() if line.strip()]
+    events = read_events(events_path)
     admitted = {e["instruction"]["id"]: e for e in events if e["kind"] == "admitted"}
     parents = {e["step"]: e["parents"] for e in events if e["kind"] == "evolution_started"}
     gone = removals(events)
@@ -118,15 +119,21 @@ def lives(events_path: Path) -> dict[str, str]:
     return out
 
 
+def rewards_by_instruction(data: dict) -> dict[str, dict[str, float]]:
+    """``inspo eval``'s per-question rows as {instruction: {question id: reward}}."""
+    by: dict[str, dict[str, float]] = {}
+    for row in data["questions"]:
+        by.setdefault(row["instruction"], {})[row["question_id"]] = row["reward"]
+    return by
+
+
 def table(folder: Path, events: Path | None = None) -> None:
     """Each instruction's mean and its paired difference from the seed, from ``inspo eval``'s rows;
     with ``events`` (the run's ``events.jsonl``), each admitted one's life in the run too."""
     from inspo.eval.stats import paired_difference
 
     data = json.loads((folder / "eval.json").read_text())
-    by: dict[str, dict[str, float]] = {}
-    for row in data["questions"]:
-        by.setdefault(row["instruction"], {})[row["question_id"]] = row["reward"]
+    by = rewards_by_instruction(data)
     seed = SEED.lstrip("@")
     if seed not in by:
         raise SystemExit(f"{folder}: no row of the seed ({seed}); instructions there: {', '.join(by)}")
@@ -167,7 +174,9 @@ def rank_odds(a, b, k: int, draws: int, rng) -> tuple[float, float, float]:
 def parent_pairs(events_path: Path) -> list[tuple[str, str]]:
     """(child, parent) for each instruction the run admitted, named as ``inspo eval`` names them
     (the seed, the run's first instruction, as ``calculator``)."""
-    events = [json.loads(line) for line in events_path.read_text().splitlines() if line.strip()]
+    from inspo.core.events import read_events
+
+    events = read_events(events_path)
     seed_id = next((e["instruction_id"] for e in events if e["kind"] == "warmed_up"), "ins-0001")
     name = {seed_id: SEED.lstrip("@")}
     return [(e["instruction"]["id"], name.get(e["instruction"]["parent_ids"][0], e["instruction"]["parent_ids"][0]))
@@ -182,9 +191,7 @@ def resample(folder: Path, pairs: list[tuple[str, str]], sizes: list[int], draws
     import numpy as np
 
     data = json.loads((folder / "eval.json").read_text())
-    by: dict[str, dict[str, float]] = {}
-    for row in data["questions"]:
-        by.setdefault(row["instruction"], {})[row["question_id"]] = row["reward"]
+    by = rewards_by_instruction(data)
     rng = np.random.default_rng(seed)
     print(f"{folder}: {data['provenance']['commit'][:12]}, {data['settings']['precision']}; {draws} draws of k "
           f"problems (numpy seed {seed}); `above / level / below` = how often the k-problem means rank them so")
@@ -214,7 +221,9 @@ def verification(events_path: Path) -> dict:
     ``admission: beat-parent``), from the run's events: how many scored above, level with and below
     it, and each admitted one's score and bar. A round's bar is its ``parent_verified`` event (None
     where the round had none: plain top-n)."""
-    events = [json.loads(line) for line in events_path.read_text().splitlines() if line.strip()]
+    from inspo.core.events import read_events
+
+    events = read_events(events_path)
     admitted = {e["instruction"]["id"] for e in events if e["kind"] == "admitted"}
     bar, rows = None, []
     for e in events:
