@@ -146,6 +146,9 @@ def test_resample_pairs_each_admitted_instruction_with_its_parent(tmp_path, caps
     (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events[1:] + [
         {"kind": "admitted", "instruction": {"id": "ins-0011"}}]))
     assert cand.parent_pairs(run / "events.jsonl") == pairs
+    for bad in ("8,x", "0", ""):
+        with pytest.raises(SystemExit, match="--sizes: problems per comparison"):
+            cand.main(["resample", str(folder), "--pairs", "ins-0005:calculator", "--sizes", bad])
 
 
 def test_verification_sets_each_candidate_against_its_rounds_parent(tmp_path, capsys):

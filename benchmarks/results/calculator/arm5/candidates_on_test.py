@@ -292,7 +292,10 @@ def main(argv: list[str] | None = None) -> None:
         pairs = list(dict.fromkeys(pairs + (parent_pairs(args.events) if args.events else [])))  # once each
         if not pairs:
             raise SystemExit("resample: name --pairs or --events (each admitted instruction against its parent)")
-        resample(args.folder, pairs, [int(k) for k in args.sizes.split(",")], args.draws, args.seed)
+        sizes = [k for k in args.sizes.split(",") if k]
+        if not sizes or not all(k.isdigit() and int(k) > 0 for k in sizes):
+            raise SystemExit(f"--sizes: problems per comparison, positive whole numbers like 8,16,32; not {args.sizes!r}")
+        resample(args.folder, pairs, [int(k) for k in sizes], args.draws, args.seed)
     else:
         for folder in args.folders:
             table(folder, args.events)
