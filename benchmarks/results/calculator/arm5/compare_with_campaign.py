@@ -18,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 
+from candidates_on_test import rewards_by_instruction  # this script's neighbour
+
 from inspo.eval.stats import paired_difference
 
 CAMPAIGN = Path(__file__).resolve().parents[1] / "campaign"
@@ -25,10 +27,7 @@ CAMPAIGN = Path(__file__).resolve().parents[1] / "campaign"
 
 def handwritten(path: str) -> None:
     """Paired differences on the hand-written problems from ``inspo eval``'s per-question rows."""
-    rows = json.loads(Path(path).read_text())["questions"]
-    by: dict[str, dict[str, float]] = {}
-    for row in rows:
-        by.setdefault(row["instruction"], {})[row["question_id"]] = row["reward"]
+    by = rewards_by_instruction(json.loads(Path(path).read_text()))
     names = list(by)  # the order of --instruction: seed, INSPO's, GEPA's
     if len(names) != 3 or any(set(by[n]) != set(by[names[0]]) for n in names):
         raise SystemExit(f"{path}: expected 3 instructions on the same questions, got {names}")
