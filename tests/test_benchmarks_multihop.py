@@ -398,6 +398,35 @@ def test_launch_runs_jobs_in_parallel_skips_done_ones_and_stops_at_the_deadline(
     assert campaign.parse_seeds("0-3") == [0, 1, 2, 3] and campaign.parse_seeds("1,5") == [1, 5]
 
 
+def test_job_env_warns_when_the_files_are_not_git_heads_and_no_commit_is_told(tmp_path, monkeypatch, capsys):
+    import subprocess
+
+    campaign = load_script("gpu_campaign")
+    repo = tmp_path / "copy"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    (repo / "code.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "code.py"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], cwd=repo, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    monkeypatch.setattr(campaign, "REPO", repo)
+    monkeypatch.delenv("INSPO_COMMIT", raising=False)
+
+    env = campaign.job_env()  # clean: HEAD is the code, nothing to say
+    assert env["INSPO_COMMIT"] == head and env["PYTHONPATH"].split(":")[0] == str(repo / "src")
+    assert capsys.readouterr().err == ""
+
+    (repo / "code.py").write_text("x = 2\n")  # the device's copy: files of now, .git of the start
+    assert campaign.job_env()["INSPO_COMMIT"] == head
+    err = capsys.readouterr().err
+    assert f"differ from git's HEAD {head[:12]}" in err and "export INSPO_COMMIT" in err
+
+    monkeypatch.setenv("INSPO_COMMIT", "f" * 40)  # told: results name it, nothing to warn about
+    assert campaign.job_env()["INSPO_COMMIT"] == "f" * 40
+    assert capsys.readouterr().err == ""
+
+
 def test_pilot_jobs_run_the_real_pilot_on_each_world_and_are_skipped_once_done(tmp_path, capsys):
     campaign = load_script("gpu_campaign")
     out = tmp_path / "mh"

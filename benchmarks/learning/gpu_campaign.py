@@ -55,6 +55,10 @@ Usage (the device tool's ``run`` calls, in order; ``.device`` is ignored by git 
     python benchmarks/learning/gpu_campaign.py rematch --seeds 0-4 --out /root/mh   # with the 0.5B carried
     python benchmarks/learning/gpu_campaign.py launch --seeds 0-4 --parallel 10 --deadline-s 540 --out /root/mh
     python benchmarks/learning/gpu_campaign.py collect --out /root/mh --to "$OUT"
+
+Prefix ``pilot``, ``rematch`` and ``launch`` there with ``INSPO_COMMIT=<git rev-parse HEAD here>``:
+the copy there holds the files of now under the ``.git`` of the session's start, so without it
+the results would name that older commit (they warn on stderr when the files differ from it).
 """
 
 from __future__ import annotations
@@ -389,14 +393,21 @@ def job_env() -> dict[str, str]:
     """The jobs' environment: this checkout's ``src`` first on the path (inspo is not installed on
     the device) and ``INSPO_COMMIT`` as :func:`~inspo.eval.provenance.provenance` names it: the one
     exported to this call where it is, else git's HEAD. On the device export it: the copy there
-    holds the files of now under the ``.git`` of the session's start."""
-    from inspo.eval.provenance import provenance
+    holds the files of now under the ``.git`` of the session's start. Where it is not exported and
+    the tracked files differ from git's HEAD, says so on stderr before any job starts: the results
+    would name that HEAD (with ``dirty: true``), which is not the code that ran."""
+    from inspo.eval.provenance import COMMIT_ENV, provenance
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
-    commit = provenance([], repo=REPO)["commit"]
-    if commit:
-        env["INSPO_COMMIT"] = commit
+    found = provenance([], repo=REPO)
+    if found["commit"]:
+        env[COMMIT_ENV] = found["commit"]
+    if found["dirty"] and found["commit_from"] == "git":
+        print(f"warning: the tracked files in {REPO} differ from git's HEAD {found['commit'][:12]} and "
+              f"{COMMIT_ENV} is not set, so every result will name {found['commit'][:12]} (dirty: true). On "
+              f"the device machine (a .git of the session's start under the files of now) export "
+              f"{COMMIT_ENV}=$(git rev-parse HEAD) from this machine; elsewhere commit first.", file=sys.stderr)
     return env
 
 
@@ -418,13 +429,14 @@ def launch(jobs: Sequence[Job | PilotJob], out: Path, *, parallel: int, deadline
         else:
             queue.append(j)
     running: dict[str, subprocess.Popen] = {}
+    env = job_env() if queue else {}
     end = time.monotonic() + deadline_s
     while (queue or running) and time.monotonic() < end:
         while queue and len(running) < parallel:
             j = queue.pop(0)
             log = (logs / f"{j.name}.log").open("a")
             running[j.name] = subprocess.Popen(command(j, out, extra), stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True, env=job_env())
+                                               start_new_session=True, env=env)
             state[j.name] = "running"
         for name, proc in list(running.items()):
             rc = proc.poll()
