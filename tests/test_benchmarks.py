@@ -296,6 +296,17 @@ def test_evolve_vs_gepa_defaults_are_the_issue_23_rematch():
     assert bench.parse_args(["--evolutions", "2"]).steps == 12 and bench.parse_args(["--steps", "7"]).steps == 7
 
 
+def test_evolve_vs_gepa_progress_refuses_a_folder_with_no_arm(tmp_path):
+    from inspo.baselines.gepa_adapter import saved_progress
+
+    bench = load_script("evolve_vs_gepa")
+    assert saved_progress(tmp_path / "gepa") is None
+    with pytest.raises(SystemExit, match="no arm saved there"):
+        bench.main(["--progress", str(tmp_path)])
+    with pytest.raises(SystemExit, match="one folder"):
+        bench.main(["--progress"])
+
+
 def test_evolve_vs_gepa_refuses_an_engine_it_would_not_use(tmp_path):
     """Both arms play the policy in transformers; model.engine=vllm is refused, not ignored."""
     bench = load_script("evolve_vs_gepa")
@@ -439,6 +450,16 @@ def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     assert "drops protocol tag" not in seen["guard_refusals"]
     assert seen["accepted"] + seen["rejected"] + seen["undecided"] == seen["proposals"]
     assert saved["inspo"]["resumed"] is False and saved["gepa"]["resumed"] is False
+
+    # --progress reads the same counts back from the folder, nothing played
+    report = bench.main(["--progress", str(tmp_path)])
+    assert report["inspo"]["finished"] and report["budget"] == budget == sum(report["inspo"]["rollouts"].values())
+    assert report["inspo"]["rollouts"]["final choice"] == result["inspo"]["selection_rollouts"]
+    assert report["inspo"]["candidates_admitted"] == result["inspo"]["ledger"]["candidates_admitted"]
+    gepa = report["gepa"]
+    assert gepa["rollouts"] == result["gepa"]["rollouts"]  # GEPA's own count of metric calls is the adapter's
+    assert gepa["programs"] == result["gepa"]["candidates"]
+    assert gepa["best_val"] == result["gepa"]["selection_score"] and 0 <= gepa["seed_val"] <= gepa["best_val"]
 
     # --resume: INSPO's finished arm is continued, not replayed (no new step, optimizer call or
     # verification, the same budget for GEPA), and so is GEPA's; the wall-time ratio is not measured

@@ -60,6 +60,7 @@ Usage::
     python benchmarks/learning/evolve_vs_gepa.py --threads 2                  # the rule-based reflector
     python benchmarks/learning/evolve_vs_gepa.py --quick      # a smoke run (tiny random model)
     python benchmarks/learning/evolve_vs_gepa.py --combine runs/gepa-R-s0.json runs/gepa-R-s1.json runs/gepa-R-s2.json
+    python benchmarks/learning/evolve_vs_gepa.py --progress runs/gepa-R-sS   # where a stopped seed stands
 
 ``--combine`` reads the ``--json`` results of several seeds on the same test questions and
 prints, for each comparison, the per-seed paired differences, the mean over seeds with a 95%
@@ -68,6 +69,10 @@ difference: each question's difference averaged over the seeds, with a 95% inter
 questions; the commits the inputs were produced at; and each optimizer's candidates summed over
 the seeds (:func:`optimizer_yield`: proposed, refused by the guard and by the leak check, kept);
 and the same comparisons without the questions whose gold answer any seed's winner names.
+
+``--progress OUT`` reads the arms saved in ``OUT`` (nothing is played, a running seed can be read):
+INSPO's last saved step and the rollouts it spent by kind, and once it finished what it returned
+and the budget; GEPA's iteration, rollouts spent, programs kept and best validation aggregate.
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from inspo.eval.harness import add_common, start, write_result
@@ -349,12 +354,67 @@ def print_combined(combined: dict) -> None:
               + (f"; WARNING: {t['log_errors']} GEPA events lost by the proposal log" if t.get("log_errors") else ""))
 
 
+def progress(out: Path) -> dict:
+    """Where the arms saved in ``out`` stand, from their files: INSPO's state (``inspo_state.json``,
+    and ``summary.json`` once it finished) and GEPA's (:func:`~inspo.baselines.gepa_adapter.saved_progress`)."""
+    from inspo.baselines.gepa_adapter import saved_progress
+    from inspo.core.state import read_state
+
+    state_file, summary_file = out / "inspo" / "inspo_state.json", out / "inspo" / "summary.json"
+    gepa = saved_progress(out / "gepa")
+    if not state_file.is_file() and gepa is None:
+        raise SystemExit(f"{out}: no arm saved there (neither inspo/inspo_state.json nor gepa/gepa_state.bin)")
+    report: dict = {"out": str(out), "inspo": None, "gepa": None if gepa is None else asdict(gepa), "budget": None}
+    if state_file.is_file():
+        state = read_state(state_file)
+        led = state["ledger"]
+        summary = json.loads(summary_file.read_text()) if summary_file.is_file() else None
+        spent = {"step": led["training_rollouts"], "verification": led["verification_rollouts"],
+                 "warm-up": led["warmup_rollouts"]}
+        if summary is not None:
+            spent["final choice"] = summary["selection_rollouts"]
+            report["budget"] = sum(spent.values())
+        report["inspo"] = {"last_step": state["last_step"], "finished": summary is not None, "rollouts": spent,
+                           "candidates_proposed": led["candidates_proposed"],
+                           "candidates_admitted": led["candidates_admitted"],
+                           "returned": summary["best_instruction_id"] if summary else None,
+                           "seed_returned": bool((summary or {}).get("evaluation", {}).get("seed_returned"))}
+    return report
+
+
+def print_progress(report: dict) -> None:
+    print(report["out"])
+    i, g = report["inspo"], report["gepa"]
+    if i is None:
+        print("  INSPO: nothing saved (no inspo/inspo_state.json)")
+    else:
+        kinds = ", ".join(f"{v} {k}" for k, v in i["rollouts"].items())
+        seed = " (the seed)" if i["seed_returned"] else ""
+        done = f"finished after step {i['last_step']}, returned {i['returned']}{seed}" if i["finished"] else \
+            f"step {i['last_step']} saved, not finished"
+        print(f"  INSPO: {done}; {sum(i['rollouts'].values())} rollouts ({kinds}); "
+              f"{i['candidates_admitted']} of {i['candidates_proposed']} candidates admitted")
+    if g is None:
+        print("  GEPA: not started (no gepa/gepa_state.bin)")
+    else:
+        of = f" of {report['budget']}" if report["budget"] is not None else ""
+        print(f"  GEPA: iteration {g['iteration']} saved; {g['rollouts']}{of} rollouts spent; {g['programs']} "
+              f"programs ({g['programs'] - 1} accepted); best validation {g['best_val']:.3f} "
+              f"(program {g['best_program']}; the seed {g['seed_val']:.3f})")
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw[:1] == ["--combine"]:
         combined = combine([json.loads(Path(f).read_text()) for f in raw[1:]])
         print_combined(combined)
         return combined
+    if raw[:1] == ["--progress"]:
+        if len(raw) != 2:
+            raise SystemExit("--progress takes one folder: the --out of a run")
+        report = progress(Path(raw[1]))
+        print_progress(report)
+        return report
     args = parse_args(argv)
     import torch
 

@@ -359,6 +359,34 @@ class GEPAOutcome:
     proposal_log_errors: list[str] = field(default_factory=list)  # failed ProposalLog hooks, every piece's
 
 
+@dataclass(frozen=True)
+class GEPAProgress:
+    """Where a GEPA run saved in a folder stands (:func:`saved_progress`)."""
+
+    iteration: int  # GEPA's iteration counter ``i`` in the saved state
+    rollouts: int  # metric calls spent: the budget used
+    programs: int  # candidates kept, the seed included (so programs - 1 were accepted)
+    best_program: int  # the highest validation aggregate (the first of equals, as GEPA picks)
+    best_val: float
+    seed_val: float  # program 0's validation aggregate
+
+
+def saved_progress(run_dir: str | Path) -> GEPAProgress | None:
+    """The progress in the state GEPA saved in ``run_dir`` (``gepa_state.bin``, read with GEPA's
+    own loader; GEPA replaces the file whole, so a running optimisation can be read), or None when
+    no state was saved there."""
+    from gepa.core.state import GEPAState
+
+    if not (Path(run_dir) / "gepa_state.bin").is_file():
+        return None
+    state = GEPAState.load(str(run_dir))
+    scores = state.program_full_scores_val_set
+    best = max(range(len(scores)), key=scores.__getitem__)
+    return GEPAProgress(iteration=int(state.i), rollouts=int(state.total_num_evals),
+                        programs=len(state.program_candidates), best_program=best,
+                        best_val=float(scores[best]), seed_val=float(scores[0]))
+
+
 def optimize_instruction(
     adapter: AgentAdapter,
     seed_instruction: str,
