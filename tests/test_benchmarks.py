@@ -305,6 +305,9 @@ def test_evolve_vs_gepa_progress_refuses_a_folder_with_no_arm(tmp_path):
         bench.main(["--progress", str(tmp_path)])
     with pytest.raises(SystemExit, match="one folder"):
         bench.main(["--progress"])
+    (tmp_path / "inspo").mkdir()  # started, nothing saved yet
+    with pytest.raises(SystemExit, match="saved no step yet"):
+        bench.main(["--progress", str(tmp_path)])
 
 
 def test_evolve_vs_gepa_refuses_an_engine_it_would_not_use(tmp_path):

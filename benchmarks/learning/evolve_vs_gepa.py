@@ -363,7 +363,9 @@ def progress(out: Path) -> dict:
     state_file, summary_file = out / "inspo" / "inspo_state.json", out / "inspo" / "summary.json"
     gepa = saved_progress(out / "gepa")
     if not state_file.is_file() and gepa is None:
-        raise SystemExit(f"{out}: no arm saved there (neither inspo/inspo_state.json nor gepa/gepa_state.bin)")
+        started = " (INSPO's folder is there: it started but saved no step yet: --resume has nothing to continue, run the command without it)" \
+            if (out / "inspo").is_dir() else ""
+        raise SystemExit(f"{out}: no arm saved there (neither inspo/inspo_state.json nor gepa/gepa_state.bin){started}")
     report: dict = {"out": str(out), "inspo": None, "gepa": None if gepa is None else asdict(gepa), "budget": None}
     if state_file.is_file():
         state = read_state(state_file)
