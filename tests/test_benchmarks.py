@@ -297,7 +297,7 @@ def test_evolve_vs_gepa_defaults_are_the_issue_23_rematch():
 
 
 def test_evolve_vs_gepa_progress_refuses_a_folder_with_no_arm(tmp_path):
-    from inspo.baselines.gepa_adapter import saved_progress
+    from inspo.baselines.gepa_saved import saved_progress
 
     bench = load_script("evolve_vs_gepa")
     assert saved_progress(tmp_path / "gepa") is None

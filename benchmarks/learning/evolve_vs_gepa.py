@@ -354,27 +354,37 @@ def print_combined(combined: dict) -> None:
               + (f"; WARNING: {t['log_errors']} GEPA events lost by the proposal log" if t.get("log_errors") else ""))
 
 
+def rollouts_by_kind(ledger: dict, selection_rollouts: int | None = None) -> dict[str, int]:
+    """Every policy rollout INSPO's side played, by kind, from its ledger; with the final choice's
+    (``selection_rollouts``, known once it finished) their sum is GEPA's budget."""
+    spent = {"step": ledger["training_rollouts"], "verification": ledger["verification_rollouts"],
+             "warm-up": ledger["warmup_rollouts"]}
+    if selection_rollouts is not None:
+        spent["final choice"] = selection_rollouts
+    return spent
+
+
 def progress(out: Path) -> dict:
-    """Where the arms saved in ``out`` stand, from their files: INSPO's state (``inspo_state.json``,
-    and ``summary.json`` once it finished) and GEPA's (:func:`~inspo.baselines.gepa_adapter.saved_progress`)."""
-    from inspo.baselines.gepa_adapter import saved_progress
+    """Where the arms saved in ``out`` stand, from their files: INSPO's state (and its summary once
+    it finished) and GEPA's (:func:`~inspo.baselines.gepa_saved.saved_progress`)."""
+    from inspo import artifacts
+    from inspo.baselines.gepa_saved import STATE_FILE, saved_progress
     from inspo.core.state import read_state
 
-    state_file, summary_file = out / "inspo" / "inspo_state.json", out / "inspo" / "summary.json"
+    state_file, summary_file = out / "inspo" / artifacts.STATE_FILE, out / "inspo" / artifacts.SUMMARY_FILE
     gepa = saved_progress(out / "gepa")
     if not state_file.is_file() and gepa is None:
-        started = " (INSPO's folder is there: it started but saved no step yet: --resume has nothing to continue, run the command without it)" \
-            if (out / "inspo").is_dir() else ""
-        raise SystemExit(f"{out}: no arm saved there (neither inspo/inspo_state.json nor gepa/gepa_state.bin){started}")
+        started = (" (INSPO's folder is there: it started but saved no step yet: --resume has nothing to "
+                   "continue, run the command without it)") if (out / "inspo").is_dir() else ""
+        raise SystemExit(f"{out}: no arm saved there (neither inspo/{artifacts.STATE_FILE} nor "
+                         f"gepa/{STATE_FILE}){started}")
     report: dict = {"out": str(out), "inspo": None, "gepa": None if gepa is None else asdict(gepa), "budget": None}
     if state_file.is_file():
         state = read_state(state_file)
         led = state["ledger"]
         summary = json.loads(summary_file.read_text()) if summary_file.is_file() else None
-        spent = {"step": led["training_rollouts"], "verification": led["verification_rollouts"],
-                 "warm-up": led["warmup_rollouts"]}
+        spent = rollouts_by_kind(led, summary["selection_rollouts"] if summary else None)
         if summary is not None:
-            spent["final choice"] = summary["selection_rollouts"]
             report["budget"] = sum(spent.values())
         report["inspo"] = {"last_step": state["last_step"], "finished": summary is not None, "rollouts": spent,
                            "candidates_proposed": led["candidates_proposed"],
@@ -477,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     inspo_wall = time.perf_counter() - started
     led = evo.ledger
     # every policy rollout INSPO played, its final choice on val_size dev questions included
-    budget = led["training_rollouts"] + led["verification_rollouts"] + led["warmup_rollouts"] + evo.selection_rollouts
+    budget = sum(rollouts_by_kind(led, evo.selection_rollouts).values())
     choice = evo.evaluation or {}
     inspo = {"best_instruction": evo.best_instruction, "rollouts": budget, "optimizer_calls": led["optimizer_calls"],
              "selection_score": (choice.get("dev_scores") or {}).get(evo.best_instruction_id, evo.best_weight),

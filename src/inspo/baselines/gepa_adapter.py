@@ -23,7 +23,8 @@ beats its parent on that minibatch. This module plugs inspo's agent into it:
   what INSPO's guard and leak check would have made of them: GEPA has neither, so this is how its
   optimizer's yield compares with INSPO's.
 
-``gepa`` is imported only by :func:`optimize_instruction` (``pip install inspo[gepa]``).
+``gepa`` is imported only by :func:`optimize_instruction` (``pip install inspo[gepa]``). Where a
+run saved in a folder stands is :func:`inspo.baselines.gepa_saved.saved_progress`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import PolicyEngine
+from inspo.baselines.gepa_saved import STATE_FILE
 from inspo.core.proposer import Proposer, guard, leaked_answer
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
@@ -359,34 +361,6 @@ class GEPAOutcome:
     proposal_log_errors: list[str] = field(default_factory=list)  # failed ProposalLog hooks, every piece's
 
 
-@dataclass(frozen=True)
-class GEPAProgress:
-    """Where a GEPA run saved in a folder stands (:func:`saved_progress`)."""
-
-    iteration: int  # GEPA's iteration counter ``i`` in the saved state
-    rollouts: int  # metric calls spent: the budget used
-    programs: int  # candidates kept, the seed included (so programs - 1 were accepted)
-    best_program: int  # the highest validation aggregate (the first of equals, as GEPA picks)
-    best_val: float
-    seed_val: float  # program 0's validation aggregate
-
-
-def saved_progress(run_dir: str | Path) -> GEPAProgress | None:
-    """The progress in the state GEPA saved in ``run_dir`` (``gepa_state.bin``, read with GEPA's
-    own loader; GEPA replaces the file whole, so a running optimisation can be read), or None when
-    no state was saved there."""
-    from gepa.core.state import GEPAState
-
-    if not (Path(run_dir) / "gepa_state.bin").is_file():
-        return None
-    state = GEPAState.load(str(run_dir))
-    scores = state.program_full_scores_val_set
-    best = max(range(len(scores)), key=scores.__getitem__)
-    return GEPAProgress(iteration=int(state.i), rollouts=int(state.total_num_evals),
-                        programs=len(state.program_candidates), best_program=best,
-                        best_val=float(scores[best]), seed_val=float(scores[0]))
-
-
 def optimize_instruction(
     adapter: AgentAdapter,
     seed_instruction: str,
@@ -440,7 +414,7 @@ def optimize_instruction(
         kwargs = {"reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)}
     if resume and not run_dir:
         raise ValueError("resume=True needs the run_dir the run was saved in")
-    state_file = Path(run_dir) / "gepa_state.bin" if run_dir else None
+    state_file = Path(run_dir) / STATE_FILE if run_dir else None
     resumed = bool(resume and state_file and state_file.is_file())
     if state_file and not resume:  # a new run: GEPA would resume an earlier run's state, so remove it
         state_file.unlink(missing_ok=True)
