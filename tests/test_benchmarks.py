@@ -306,8 +306,26 @@ def test_evolve_vs_gepa_progress_refuses_a_folder_with_no_arm(tmp_path):
     with pytest.raises(SystemExit, match="one folder"):
         bench.main(["--progress"])
     (tmp_path / "inspo").mkdir()  # started, nothing saved yet
-    with pytest.raises(SystemExit, match="saved no step yet"):
+    with pytest.raises(SystemExit, match="saved nothing yet \\(its first save follows the warm-up\\)"):
         bench.main(["--progress", str(tmp_path)])
+
+
+def test_evolve_vs_gepa_progress_reads_a_state_saved_inside_the_initial_population(tmp_path, capsys):
+    from core_helpers import SEED, FunctionLLM, scripted_reflection
+    from inspo import artifacts
+    from inspo.core.coevolution import CoEvolution, InitRounds
+    from inspo.core.config import CoEvolutionConfig
+    from inspo.core.proposer import Proposer
+    from inspo.core.state import save_state
+
+    coevo = CoEvolution(CoEvolutionConfig(population_size=4), SEED, Proposer(FunctionLLM(scripted_reflection)))
+    coevo.init = InitRounds(rounds=2, events=7)
+    save_state(coevo, tmp_path / "inspo" / artifacts.STATE_FILE)
+    report = load_script("evolve_vs_gepa").main(["--progress", str(tmp_path)])
+    assert (report["inspo"]["initial_round"], report["inspo"]["population"]) == (2, 1)
+    assert not report["inspo"]["finished"] and report["gepa"] is None
+    out = capsys.readouterr().out
+    assert "INSPO: initial population: round 2 saved, 1 of 4 instructions, not finished;" in out
 
 
 def test_evolve_vs_gepa_refuses_an_engine_it_would_not_use(tmp_path):

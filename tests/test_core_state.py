@@ -38,13 +38,73 @@ def test_state_file_has_schema_version_and_refuses_other_versions(tmp_path):
     coevo = fresh()
     path = save_state(coevo, tmp_path / "s.json")
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 2 and "rng_state" in data and "buffer" in data
+    assert data["schema_version"] == 3 and "rng_state" in data and "buffer" in data
     data["schema_version"] = 99
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="schema_version 99"):
         load_state(fresh(), path)
     with pytest.raises(FileNotFoundError, match="no INSPO state"):
         load_state(fresh(), tmp_path / "missing.json")
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs."""
+
+
+@pytest.mark.parametrize("saved_round", [0, 1, 2])
+def test_an_initial_population_stopped_after_a_saved_round_continues_as_the_uninterrupted_one(tmp_path, saved_round):
+    """initialize's after_round saves after the warm-up (round 0) and each round; a run killed in
+    the next round, before its save, continues from the saved round to the uninterrupted run's
+    state and, with its event log cut to the saved count, the same events."""
+    from inspo import artifacts
+    from inspo.core.events import EventLog
+
+    cfg = CoEvolutionConfig(**dict(CFG, population_size=8, candidates_per_call=2, max_rounds=6))
+
+    def build(folder):
+        return CoEvolution(cfg, SEED, Proposer(FunctionLLM(scripted_reflection), n_candidates=2, guard_tags=GUARD),
+                           events=EventLog(folder / artifacts.EVENTS_FILE))
+
+    env, qs = SyntheticEnv(seed=3), make_questions(20)
+    full = build(tmp_path / "straight")
+    full.initialize(env.evaluate, qs)
+    rounds = full.events.of_kind("evolution_finished")[0].rounds
+    assert rounds > saved_round + 1 and full.init is None  # the kill lands inside the initial population
+    split, path = build(tmp_path / "split"), tmp_path / "split" / artifacts.STATE_FILE
+
+    def save_or_die():
+        if split.init.rounds > saved_round:
+            raise Killed  # round saved_round + 1 ran, its events are logged, its state never saved
+        save_state(split, path)
+
+    with pytest.raises(Killed):
+        split.initialize(env.evaluate, qs, after_round=save_or_die)
+    saved = json.loads(path.read_text())
+    assert saved["schema_version"] == 3 and saved["init"]["rounds"] == saved_round
+    assert artifacts.truncate_events(tmp_path / "split", saved["init"]["events"]) > 0  # the lost round's
+    resumed = load_state(build(tmp_path / "split"), path)
+    resumed.continue_initialize(env.evaluate)
+    assert resumed.init is None and resumed.state_dict() == full.state_dict()
+    assert (artifacts.read_jsonl(tmp_path / "split" / artifacts.EVENTS_FILE)
+            == artifacts.read_jsonl(tmp_path / "straight" / artifacts.EVENTS_FILE))
+    with pytest.raises(ValueError, match="nothing to continue"):
+        resumed.continue_initialize(env.evaluate)
+
+
+def test_a_version_2_state_reads_as_one_saved_after_the_initial_population(tmp_path):
+    coevo = fresh()
+    coevo.initialize(SyntheticEnv(seed=3).evaluate, make_questions(10))
+    data = coevo.state_dict()
+    data["schema_version"] = 2
+    del data["init"]
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(data))
+    resumed = load_state(fresh(), path)
+    assert resumed.init is None and resumed.state_dict() == coevo.state_dict()
+    data["init"] = {"rounds": 1, "wrong": 2}
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="its init section is damaged"):
+        load_state(fresh(), path)
 
 
 def test_resume_with_rule_based_reflector_equals_uninterrupted(tmp_path):

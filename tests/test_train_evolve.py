@@ -21,13 +21,13 @@ from inspo.training.evolve import run_evolve, step_questions
 from inspo.training.setup import SetupError
 
 
-def _config(out, steps=4):
-    return resolve("cpu-tiny", overrides=[
+def _config(out, steps=4, *more):
+    return resolve("cpu-tiny", overrides=[*more,
         f"output_dir={out}", "model.name_or_path=tiny-qwen2", "offline_steps=" + str(steps),
         "rl.questions_per_step=2", "rl.group_size=2", "rl.prefill=", "env.reward=em",
         "data.warmup_questions=2", "coevolution.population_size=3", "coevolution.prune_every=1",
         "coevolution.evolve_every=2", "coevolution.evolve_until=4", "coevolution.validation_size=2",
-        "coevolution.candidates_per_call=2", "coevolution.max_rounds=1",
+        "coevolution.candidates_per_call=2", "coevolution.max_rounds=1", *more,
     ])
 
 
@@ -73,6 +73,43 @@ def test_resumed_evolution_equals_an_uninterrupted_one(tmp_path):
     changed = [e for e in resumed if e["kind"] == "settings_changed"]  # the extension is recorded, once
     assert [(e["step"], e["changes"]) for e in changed] == [(2, {"offline_steps": {"old": 2, "new": 4}})]
     assert [e for e in resumed if e not in changed] == artifacts.read_jsonl(tmp_path / "straight" / "events.jsonl")
+
+
+def test_an_evolution_killed_inside_its_initial_population_continues_after_its_last_saved_round(
+        tmp_path, monkeypatch, caplog):
+    """The state is saved after the warm-up and after every initial round: a run killed in round 3,
+    before that round's save, resumes after round 2 and ends as an uninterrupted run does."""
+    import inspo.training.evolve as evolve
+
+    grown = ("coevolution.population_size=5", "coevolution.max_rounds=4")
+    straight = run_evolve(_config(tmp_path / "straight", 2, *grown), engine=ScriptedPolicy(), progress=False)
+    init = [e for e in artifacts.read_jsonl(tmp_path / "straight" / "events.jsonl") if e["step"] == 0]
+    assert [e for e in init if e["kind"] == "evolution_finished"][0]["rounds"] >= 3  # round 3 is played
+    saves, save_state = [], evolve.save_state
+
+    def die_at_the_fourth_save(coevo, path):  # saves: warm-up, round 1, round 2, then round 3's
+        saves.append(coevo.init.rounds if coevo.init else None)
+        if len(saves) == 4:
+            raise Killed
+        return save_state(coevo, path)
+
+    with monkeypatch.context() as m:
+        m.setattr(evolve, "save_state", die_at_the_fourth_save)
+        with pytest.raises(Killed):
+            run_evolve(_config(tmp_path / "split", 2, *grown), engine=ScriptedPolicy(), progress=False)
+    assert saves == [0, 1, 2, 3]
+    state = json.loads((tmp_path / "split" / "inspo_state.json").read_text())
+    assert state["last_step"] == 0 and state["init"]["rounds"] == 2
+    with caplog.at_level("INFO", logger="inspo.training"):
+        resumed = run_evolve(_config(tmp_path / "split", 2, *grown), engine=ScriptedPolicy(), resume=True,
+                             progress=False)
+    assert "initial population: resuming after round 2 with" in caplog.text
+    assert resumed.best_instruction == straight.best_instruction
+    a = json.loads((tmp_path / "straight" / "inspo_state.json").read_text())
+    b = json.loads((tmp_path / "split" / "inspo_state.json").read_text())
+    assert b["init"] is None and all(a[k] == b[k] for k in ("population", "ledger", "buffer", "rng_state"))
+    assert (artifacts.read_jsonl(tmp_path / "split" / "events.jsonl")
+            == artifacts.read_jsonl(tmp_path / "straight" / "events.jsonl"))  # round 3's first try dropped
 
 
 def test_step_questions_cover_each_pass_once():

@@ -71,7 +71,7 @@ the seeds (:func:`optimizer_yield`: proposed, refused by the guard and by the le
 and the same comparisons without the questions whose gold answer any seed's winner names.
 
 ``--progress OUT`` reads the arms saved in ``OUT`` (nothing is played, a running seed can be read):
-INSPO's last saved step and the rollouts it spent by kind, and once it finished what it returned
+INSPO's last saved step (or initial-population round) and the rollouts it spent by kind, and once it finished what it returned
 and the budget; GEPA's iteration, rollouts spent, programs kept and best validation aggregate.
 """
 
@@ -374,8 +374,8 @@ def progress(out: Path) -> dict:
     state_file, summary_file = out / "inspo" / artifacts.STATE_FILE, out / "inspo" / artifacts.SUMMARY_FILE
     gepa = saved_progress(out / "gepa")
     if not state_file.is_file() and gepa is None:
-        started = (" (INSPO's folder is there: it started but saved no step yet: --resume has nothing to "
-                   "continue, run the command without it)") if (out / "inspo").is_dir() else ""
+        started = (" (INSPO's folder is there: it started but saved nothing yet (its first save follows the "
+                   "warm-up): --resume has nothing to continue, run the command without it)") if (out / "inspo").is_dir() else ""
         raise SystemExit(f"{out}: no arm saved there (neither inspo/{artifacts.STATE_FILE} nor "
                          f"gepa/{STATE_FILE}){started}")
     report: dict = {"out": str(out), "inspo": None, "gepa": None if gepa is None else asdict(gepa), "budget": None}
@@ -386,7 +386,11 @@ def progress(out: Path) -> dict:
         spent = rollouts_by_kind(led, summary["selection_rollouts"] if summary else None)
         if summary is not None:
             report["budget"] = sum(spent.values())
+        init = state.get("init")  # set in a state saved inside the initial population
         report["inspo"] = {"last_step": state["last_step"], "finished": summary is not None, "rollouts": spent,
+                           "initial_round": init["rounds"] if init else None,
+                           "population": len(state["population"]["members"]),
+                           "population_size": state["config"]["population_size"],
                            "candidates_proposed": led["candidates_proposed"],
                            "candidates_admitted": led["candidates_admitted"],
                            "returned": summary["best_instruction_id"] if summary else None,
@@ -404,6 +408,9 @@ def print_progress(report: dict) -> None:
         seed = " (the seed)" if i["seed_returned"] else ""
         done = f"finished after step {i['last_step']}, returned {i['returned']}{seed}" if i["finished"] else \
             f"step {i['last_step']} saved, not finished"
+        if i["initial_round"] is not None:
+            done = (f"initial population: round {i['initial_round']} saved, {i['population']} of "
+                    f"{i['population_size']} instructions, not finished")
         print(f"  INSPO: {done}; {sum(i['rollouts'].values())} rollouts ({kinds}); "
               f"{i['candidates_admitted']} of {i['candidates_proposed']} candidates admitted")
     if g is None:

@@ -28,13 +28,16 @@ Rules:
 
 - every JSONL line carries ``step`` (the INSPO step; 0 is initialisation);
 - on resume from a checkpoint at INSPO step ``s``, lines with ``step > s`` (written by the
-  killed run after its last checkpoint) are dropped, so no step is logged twice;
+  killed run after its last checkpoint) are dropped, so no step is logged twice; a state saved
+  inside the initial population (step 0) also counts its events, and the event log is cut back to
+  them (:func:`truncate_events`);
 - a checkpoint counts only when it holds ``trainer_state.json`` and ``inspo_state.json``
   (written last), so a run killed while saving resumes from the previous one.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -131,6 +134,13 @@ def truncate_after(run_dir: Path, step: int) -> int:
     for path in jsonl_paths(run_dir):
         dropped += truncate_jsonl(path, lambda r: int(r.get("step", 0)) <= step)
     return dropped
+
+
+def truncate_events(run_dir: Path, keep: int) -> int:
+    """Keep the first ``keep`` events of ``run_dir``'s event log (a state saved inside the initial
+    population counts the events it had: those after it came from a round the state lost)."""
+    seen = itertools.count()
+    return truncate_jsonl(run_dir / EVENTS_FILE, lambda _: next(seen) < keep)
 
 
 def jsonl_paths(run_dir: Path) -> Iterable[Path]:

@@ -252,8 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="OpenAI-compatible completions endpoint of the frozen policy (default: the local model.name_or_path)")
     p.add_argument("--policy-model", default=None, help="model name at --policy-url")
     p.add_argument("--resume", action="store_true",
-                   help="continue the evolve run in --output-dir after its last saved step (refused when it saved "
-                        "none; without --resume a folder holding a saved run is refused too)")
+                   help="continue the evolve run in --output-dir after its last saved step, or its last saved "
+                        "round of the initial population (refused when it saved none; without --resume a folder "
+                        "holding a saved run is refused too)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_evolve)
 

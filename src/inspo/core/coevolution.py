@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspo.core.accounting import CostLedger
@@ -113,13 +113,25 @@ class StepReport:
     population: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class InitRounds:
+    """Where the initial population stood when its last round was saved (``initialize``'s
+    ``after_round``): the rounds played, the last optimizer failure's reason, and how many events
+    the log held then (a resumed run keeps exactly those, see :meth:`CoEvolution.continue_initialize`)."""
+
+    rounds: int
+    reason: str = ""
+    events: int = 0
+
+
 class CoEvolution:
     """The population, the replay buffer and the optimizer, on Algorithm 1's schedule.
 
     ``leak_terms(question)`` gives the texts a candidate must not contain once its optimizer call
     has seen ``question`` (the environment's; default: the gold answers)."""
 
-    SCHEMA_VERSION = 2  # 2: observations carry their step and rollout count; members a prior
+    SCHEMA_VERSION = 3  # 2: observations carry their step and rollout count; members a prior; 3: "init"
+    READS = (2, 3)  # a version-2 state has no "init": it was saved after the initial population
 
     def __init__(
         self,
@@ -142,14 +154,22 @@ class CoEvolution:
         self.buffer = ReplayBuffer(config.replay_capacity)
         self.ledger = CostLedger()
         self.last_step = 0
+        self.init: InitRounds | None = None  # set while the initial population is being built
         self._next_id = 0
         self.population.add(Instruction(id=self._new_id(), text=seed_instruction, origin="seed"))
 
     # ---------------------------------------------------------------------------- line 2
-    def initialize(self, evaluate: EvaluateFn | None = None, warmup: Sequence[Question] = ()) -> None:
+    def initialize(
+        self, evaluate: EvaluateFn | None = None, warmup: Sequence[Question] = (), *,
+        after_round: Callable[[], None] | None = None,
+    ) -> None:
         """Build P_0 from the seed: roll the seed out on ``warmup`` questions to fill the
         buffer (the reflection needs failures to look at), then refill the population with
-        verified candidates exactly as an evolution round does."""
+        verified candidates exactly as an evolution round does.
+
+        ``after_round`` is called after the warm-up and after each optimizer round, with
+        :attr:`init` saying how far the build got, so the caller can save the state there (a run
+        stopped inside the initial population then continues with :meth:`continue_initialize`)."""
         seed = self.population.instructions[0]
         if evaluate is not None and warmup:
             played = evaluate(seed, list(warmup))
@@ -161,7 +181,32 @@ class CoEvolution:
             if rollouts:  # the seed's prior under the evidence rules: its warm-up mean
                 self.population.set_prior(seed.id, mean)
         if self.config.init_population:
-            self._refill(0, [seed], evaluate)
+            self.emit(EvolutionStarted(0, parents=(seed.id,), target_size=self.config.population_size))
+            self._build(evaluate, InitRounds(0), after_round)
+
+    def continue_initialize(
+        self, evaluate: EvaluateFn | None = None, *, after_round: Callable[[], None] | None = None
+    ) -> None:
+        """Finish the initial population a saved state stopped inside (:attr:`init` set by
+        ``initialize``'s ``after_round``): the rounds left, as the uninterrupted run would play
+        them. The caller first cuts its event log back to ``init.events`` lines."""
+        if self.init is None:
+            raise ValueError("continue_initialize: this state was saved after the initial population was built "
+                             "(init is None): there is nothing to continue")
+        self._build(evaluate, self.init, after_round)
+
+    def _build(self, evaluate: EvaluateFn | None, start: InitRounds, after_round: Callable[[], None] | None) -> None:
+        seed = next(i for i in self.population.instructions if i.origin == "seed")
+
+        def saved(rounds: int, reason: str) -> None:
+            self.init = InitRounds(rounds, reason, self.events.count())
+            if after_round is not None:
+                after_round()
+
+        if start.rounds == 0:
+            saved(0, "")  # the warm-up's rollouts are the slow part before round 1
+        self._refill(0, [seed], evaluate, start=start, after_round=saved)
+        self.init = None
 
     # ---------------------------------------------------------------------------- line 5
     def choose(self, step: int, question_id: str) -> Instruction:
@@ -235,13 +280,19 @@ class CoEvolution:
                          protected=protected, saved=tuple(i for i in protected if i not in unguarded)))
         return removed
 
-    def _refill(self, step: int, parents: Sequence[Instruction], evaluate: EvaluateFn | None) -> list[str]:
-        """Lines 18-23: generate-and-verify until |P| = N_P or the rounds run out."""
+    def _refill(
+        self, step: int, parents: Sequence[Instruction], evaluate: EvaluateFn | None, *,
+        start: InitRounds | None = None, after_round: Callable[[int, str], None] | None = None,
+    ) -> list[str]:
+        """Lines 18-23: generate-and-verify until |P| = N_P or the rounds run out. ``start``
+        continues a refill whose :class:`~inspo.core.events.EvolutionStarted` is already logged
+        (the initial population's); ``after_round(rounds, reason)`` follows every round."""
         cfg = self.config
-        self.emit(EvolutionStarted(step, parents=tuple(p.id for p in parents), target_size=cfg.population_size))
+        if start is None:
+            self.emit(EvolutionStarted(step, parents=tuple(p.id for p in parents), target_size=cfg.population_size))
         admitted: list[str] = []
-        rounds = 0
-        reason = ""
+        rounds = start.rounds if start is not None else 0
+        reason = start.reason if start is not None else ""
         while len(self.population) < cfg.population_size and rounds < cfg.max_rounds:
             rounds += 1
             parent = self.rng.choice(list(parents))                                        # 19
@@ -254,11 +305,13 @@ class CoEvolution:
                 new_id=self._new_id,
             )
             self._record_proposal(step, rounds, proposal, failures)
-            if not proposal.candidates:
+            if proposal.candidates:
+                admitted += self._verify_and_admit(step, proposal, failures, evaluate)    # 21
+            else:
                 reason = proposal.error or "every candidate was rejected by the guard"
                 self.emit(OptimizerFailed(step, round=rounds, reason=reason))
-                continue
-            admitted += self._verify_and_admit(step, proposal, failures, evaluate)        # 21
+            if after_round is not None:
+                after_round(rounds, reason)
         short = cfg.population_size - len(self.population)
         if short and not reason:
             reason = "verification admitted too few candidates"
@@ -398,6 +451,7 @@ class CoEvolution:
             "schema_version": self.SCHEMA_VERSION,
             "config": self.config.to_dict(),
             "last_step": self.last_step,
+            "init": asdict(self.init) if self.init is not None else None,
             "next_id": self._next_id,
             "rng_state": _rng_to_json(self.rng.getstate()),
             "population": self.population.to_dict(),
@@ -417,13 +471,14 @@ class CoEvolution:
         :class:`~inspo.core.config.ResumeConfigError` (a ``ConfigError``) before anything is loaded.
         """
         version = state.get("schema_version")
-        if version != self.SCHEMA_VERSION:
+        if version not in self.READS:
             raise ValueError(
                 f"INSPO state has schema_version {version!r}; this inspo reads version "
-                f"{self.SCHEMA_VERSION}. Resume with the inspo version that wrote it."
+                f"{' or '.join(map(str, self.READS))}. Resume with the inspo version that wrote it."
             )
         changes = resume_changes(CoEvolutionConfig.from_dict(state["config"]), self.config)
         self.last_step = int(state["last_step"])
+        self.init = InitRounds(**state["init"]) if state.get("init") else None
         self._next_id = int(state["next_id"])
         self.rng.setstate(_rng_from_json(state["rng_state"]))
         self.population = Population.from_dict(state["population"])

@@ -246,6 +246,11 @@ class EventLog:
     def of_kind(self, kind: str) -> list[Event]:
         return [e for e in self.events if e.kind == kind]
 
+    def count(self) -> int:
+        """The events in the log: the file's readable lines (those of an earlier, resumed run too),
+        or without a file the events kept."""
+        return len(read_events(self.path)) if self.path is not None and self.path.is_file() else len(self.events)
+
 
 def read_events(path: str | Path) -> list[dict[str, Any]]:
     """Read an ``events.jsonl`` back as dicts (a torn last line from a killed run is skipped)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.core.accounting import CostLedger
-from inspo.core.coevolution import CoEvolution
+from inspo.core.coevolution import CoEvolution, InitRounds
 from inspo.core.population import Population
 from inspo.core.replay import ReplayBuffer
 
@@ -66,10 +66,13 @@ def read_state(path: str | Path) -> dict[str, Any]:
              if not isinstance(state[k], kind) or isinstance(state[k], bool)]
     if wrong:
         raise ValueError(f"{path} is not an INSPO state: {', '.join(wrong)}; the file was replaced or damaged")
-    if state["schema_version"] != CoEvolution.SCHEMA_VERSION:
+    if state["schema_version"] not in CoEvolution.READS:
         raise ValueError(f"{path} has INSPO state schema_version {state['schema_version']}; this inspo reads "
-                         f"version {CoEvolution.SCHEMA_VERSION}. Resume with the inspo version that wrote it.")
+                         f"version {' or '.join(map(str, CoEvolution.READS))}. Resume with the inspo version "
+                         "that wrote it.")
     for section, parse in _SECTION_PARSERS.items():  # each section as loading will read it
+        if section not in STATE_SECTIONS and state.get(section) is None:
+            continue  # an optional section, absent
         try:
             parse(state[section])
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
@@ -84,7 +87,8 @@ def _rng(data: list) -> None:
 
 
 _SECTION_PARSERS = {"population": Population.from_dict, "buffer": ReplayBuffer.from_dict,
-                    "ledger": CostLedger.from_dict, "rng_state": _rng}
+                    "ledger": CostLedger.from_dict, "rng_state": _rng,
+                    "init": lambda d: InitRounds(**d)}  # optional: only in a state saved inside the initial population
 
 
 def load_state(coevo: CoEvolution, path: str | Path) -> CoEvolution:

@@ -13,8 +13,9 @@ llama.cpp, Ollama … through :class:`~inspo.agent.openai_engine.OpenAIEngine`),
 engine started here is shut down when the run ends).
 
 The run directory gets the same files as a training run minus ``model/`` and checkpoints;
-``inspo_state.json`` is rewritten after every step, so ``resume=True`` continues after the last
-finished step (log lines after it are dropped). The run directory is checked before anything
+``inspo_state.json`` is rewritten after every step and after every round of the initial
+population, so ``resume=True`` continues after the last finished step or round (log lines after
+it are dropped). The run directory is checked before anything
 loads (:func:`check_run_dir`): a resume needs a saved state, and a new run does not write over
 another run's. A ``policy_url`` is asked for its models once before any work (a dead endpoint
 or a model it does not serve is refused with a one-line SetupError).
@@ -154,7 +155,7 @@ def run_evolve(
         artifacts.clear_run_files(run_dir)
     (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config), encoding="utf-8")
     events = EventLog(run_dir / artifacts.EVENTS_FILE)
-    announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
+    announcer = announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
     coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
                               fits=inputs.fits, env=inputs.env)
     batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
@@ -165,22 +166,35 @@ def run_evolve(
                                      max_error_rate=rl.max_error_rate)
 
     first = 1
+
+    def save() -> None:  # after every step and every round of the initial population
+        save_state(coevo, state_path)
+
     if plan is not None:
         coevo.load_state_dict(saved_state, emit=False)  # every section's changes go in one event below
         first = coevo.last_step + 1
         dropped = artifacts.truncate_after(run_dir, coevo.last_step)
+        if coevo.init is not None:  # saved inside the initial population: the lost round's events go too
+            dropped += artifacts.truncate_events(run_dir, coevo.init.events)
         if plan.applied:
             events.emit(plan.event())
         plan.write(run_dir)
         say(plan.lines(), progress)
-        log.info("resuming evolution after step %d (dropped %d log line(s))", coevo.last_step, dropped)
+        if coevo.init is None:
+            log.info("resuming evolution after step %d (dropped %d log line(s))", coevo.last_step, dropped)
+        else:
+            say(f"initial population: resuming after round {coevo.init.rounds} with {len(coevo.population)} of "
+                f"{coevo.config.population_size} instruction(s) (dropped {dropped} log line(s))", progress)
+            announcer.resumed(len(coevo.population), coevo.config.population_size)
+            coevo.continue_initialize(evaluate_at(0, "init"), after_round=save)
+            save()
     else:
         warm = warmup_questions(inputs.questions, config.data.warmup_questions, coevo.config.seed)
         if warm:
             say(f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill the replay buffer)",
                 progress)
-        coevo.initialize(evaluate_at(0, "init"), warm)
-        save_state(coevo, state_path)
+        coevo.initialize(evaluate_at(0, "init"), warm, after_round=save)
+        save()
 
     from tqdm.auto import tqdm
 
@@ -200,7 +214,7 @@ def run_evolve(
         check_error_rate(rollouts, max_error_rate=rl.max_error_rate, planned=len(rollouts),
                          setting="rl.max_error_rate")
         metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t), tools=list(inputs.env.tools)).metrics)
-        save_state(coevo, state_path)
+        save()
 
     for t in range(first, steps + 1):
         try:

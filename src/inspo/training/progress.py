@@ -98,6 +98,11 @@ class PhaseAnnouncer:
             self._end_round()
             self._finished(event)
 
+    def resumed(self, size: int, target: int) -> None:
+        """Pick up an initial population a saved state stopped inside (its start was told by the
+        run that saved it): later rounds count from ``size`` of ``target``."""
+        self.size, self.target, self.prefix = size, target, "initial population:"
+
     def _of_rounds(self) -> str:
         return f"/{self.max_rounds}" if self.max_rounds else ""
 
