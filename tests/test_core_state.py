@@ -1,4 +1,5 @@
 import json
+import random
 
 import pytest
 
@@ -45,6 +46,33 @@ def test_state_file_has_schema_version_and_refuses_other_versions(tmp_path):
         load_state(fresh(), path)
     with pytest.raises(FileNotFoundError, match="no INSPO state"):
         load_state(fresh(), tmp_path / "missing.json")
+
+
+class SamplingLLM(FunctionLLM):
+    """A sampling optimizer: what it answers depends on draws from its own ``sampling_rng``."""
+
+    def __init__(self):
+        super().__init__(lambda prompt: scripted_reflection(f"{prompt}\n{self.sampling_rng.random()}"))
+        self.sampling_rng = random.Random(11)
+
+
+def test_a_sampling_optimizers_stream_is_saved_so_the_resume_draws_what_the_uninterrupted_run_does(tmp_path):
+    def build():
+        return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(SamplingLLM(), guard_tags=GUARD))
+
+    qs = make_questions(40)
+    full = build()
+    run_synthetic(full, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3)
+    first = build()
+    run_synthetic(first, SyntheticEnv(seed=3), qs, steps=20, batch_size=6, group_size=3)
+    path = save_state(first, tmp_path / "state.json")
+    resumed = load_state(build(), path)
+    assert resumed.proposer.llm.sampling_rng.getstate() == first.proposer.llm.sampling_rng.getstate()
+    run_synthetic(resumed, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3, start=21)
+    assert resumed.state_dict() == full.state_dict()
+    assert len(resumed.proposer.llm.prompts) > 0  # the optimizer was called after the resume
+    plain = load_state(CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(FunctionLLM(scripted_reflection))), path)
+    assert plain.state_dict()["proposer"] == {}  # a client without a stream: nothing saved, nothing set
 
 
 class Killed(BaseException):

@@ -49,6 +49,12 @@ def test_exact_token_count_greedy_and_determinism(smollm2_chat):
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
     assert len(set(runs[0] + runs[2])) > 1  # sampled, not greedy
+    # the seeds come from sampling_rng, whose state INSPO's saved state carries: set back, it redraws
+    client = LocalTransformersClient(model=model, tokenizer=tokenizer, rng=random.Random(7))
+    saved = client.sampling_rng.getstate()
+    assert client.generate(CHAT, n=2, temperature=1.5, max_tokens=4) == runs[0]
+    client.sampling_rng.setstate(saved)
+    assert client.generate(CHAT, n=2, temperature=1.5, max_tokens=4) == runs[0]
 
 
 def test_bad_inputs_are_clear_errors(tmp_path):

@@ -55,6 +55,7 @@ from inspo.core.replay import ReplayBuffer
 from inspo.core.templates import ScoredInstruction
 from inspo.core.verifier import EvaluateFn, Verification, Verifier, top_n
 from inspo.records import Candidate, Instruction, Question, Rollout, scored
+from inspo.rng import rng_from_json, rng_to_json
 
 # --------------------------------------------------------------------------------------------
 # The schedule (pure)
@@ -130,7 +131,7 @@ class CoEvolution:
     ``leak_terms(question)`` gives the texts a candidate must not contain once its optimizer call
     has seen ``question`` (the environment's; default: the gold answers)."""
 
-    SCHEMA_VERSION = 3  # 2: observations carry their step and rollout count; members a prior; 3: "init"
+    SCHEMA_VERSION = 3  # 2: observations carry step and rollout count, members a prior; 3: init, proposer
     READS = (2, 3)  # a version-2 state has no "init": it was saved after the initial population
 
     def __init__(
@@ -453,10 +454,11 @@ class CoEvolution:
             "last_step": self.last_step,
             "init": asdict(self.init) if self.init is not None else None,
             "next_id": self._next_id,
-            "rng_state": _rng_to_json(self.rng.getstate()),
+            "rng_state": rng_to_json(self.rng.getstate()),
             "population": self.population.to_dict(),
             "buffer": self.buffer.to_dict(),
             "ledger": self.ledger.to_dict(),
+            "proposer": self.proposer.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any], *, emit: bool = True) -> list[SettingChange]:
@@ -480,21 +482,13 @@ class CoEvolution:
         self.last_step = int(state["last_step"])
         self.init = InitRounds(**state["init"]) if state.get("init") else None
         self._next_id = int(state["next_id"])
-        self.rng.setstate(_rng_from_json(state["rng_state"]))
+        self.rng.setstate(rng_from_json(state["rng_state"]))
         self.population = Population.from_dict(state["population"])
         self.buffer = ReplayBuffer.from_dict(state["buffer"])
         self.ledger = CostLedger.from_dict(state["ledger"])
+        self.proposer.load_state_dict(state.get("proposer") or {})
         if changes and emit:
             self.emit(SettingsChanged(self.last_step, changes={
                 c.key: {"old": c.old, "new": c.new} for c in changes}))
         return changes
 
-
-def _rng_to_json(state: tuple) -> list:
-    version, internal, gauss = state
-    return [version, list(internal), gauss]
-
-
-def _rng_from_json(data: list) -> tuple:
-    version, internal, gauss = data
-    return (version, tuple(internal), gauss)

@@ -15,9 +15,11 @@ beside the guard.
 from __future__ import annotations
 
 import logging
+import random
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from inspo.answers import normalize_answer
 from inspo.core.config import CoEvolutionConfig
@@ -32,6 +34,7 @@ from inspo.core.templates import (
 )
 from inspo.llm.base import FINISH_LENGTH, LLMClient, LLMError
 from inspo.records import Candidate, Instruction, Rollout
+from inspo.rng import rng_from_json, rng_to_json
 
 logger = logging.getLogger("inspo.core")
 
@@ -172,6 +175,18 @@ class Proposer:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.guard_tags = tuple(guard_tags)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer client's sampling stream, for a client that draws its sampling seeds from
+        a ``random.Random`` it exposes as ``sampling_rng`` (the local model); empty otherwise."""
+        rng = getattr(self.llm, "sampling_rng", None)
+        return {"sampling_rng": rng_to_json(rng.getstate())} if isinstance(rng, random.Random) else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue a saved sampling stream (one saved for a client without one is not used)."""
+        rng = getattr(self.llm, "sampling_rng", None)
+        if isinstance(rng, random.Random) and state.get("sampling_rng"):
+            rng.setstate(rng_from_json(state["sampling_rng"]))
 
     @classmethod
     def from_config(cls, llm: LLMClient, config: CoEvolutionConfig, fits: LengthCheck | None = None, *,

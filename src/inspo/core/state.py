@@ -18,6 +18,7 @@ from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import CoEvolution, InitRounds
 from inspo.core.population import Population
 from inspo.core.replay import ReplayBuffer
+from inspo.rng import rng_from_json
 
 
 def save_state(coevo: CoEvolution, path: str | Path) -> Path:
@@ -82,13 +83,18 @@ def read_state(path: str | Path) -> dict[str, Any]:
 
 
 def _rng(data: list) -> None:
-    version, internal, gauss = data
-    random.Random().setstate((version, tuple(internal), gauss))
+    random.Random().setstate(rng_from_json(data))
+
+
+def _proposer(data: dict) -> None:
+    if data.get("sampling_rng"):
+        _rng(data["sampling_rng"])
 
 
 _SECTION_PARSERS = {"population": Population.from_dict, "buffer": ReplayBuffer.from_dict,
                     "ledger": CostLedger.from_dict, "rng_state": _rng,
-                    "init": lambda d: InitRounds(**d)}  # optional: only in a state saved inside the initial population
+                    # optional: init only in a state saved inside the initial population, proposer from version 3
+                    "init": lambda d: InitRounds(**d), "proposer": _proposer}
 
 
 def load_state(coevo: CoEvolution, path: str | Path) -> CoEvolution:

@@ -10,8 +10,9 @@ Rules:
   the device multiplies bf16 fast, else float32; :mod:`inspo.models.precision`).
 - ``generate`` applies the tokenizer's chat template, then samples ``n`` completions in batches
   of ``batch_size`` with plain temperature sampling (no top-k / top-p; ``temperature <= 0`` is
-  greedy). Sampling seeds come from the injected ``random.Random``; the global torch RNG state
-  is restored afterwards.
+  greedy). Sampling seeds come from the injected ``random.Random`` (``sampling_rng``, which
+  INSPO's saved state carries, so a resumed run samples what an uninterrupted one would); the
+  global torch RNG state is restored afterwards.
 - ``last_finish_reasons``: ``"length"`` for a completion that reached ``max_tokens`` (or the
   model's context) without an end-of-sequence token, ``"stop"`` for one that ended by itself.
 - ``usage`` counts tokens exactly, the way APIs bill ``n``: the prompt once per ``generate``
@@ -98,7 +99,7 @@ class LocalTransformersClient:
         self.tokenizer = tokenizer
         self.model_path = str(model_path) if model_path is not None else None
         self.batch_size = batch_size
-        self._rng = rng if rng is not None else random.Random(seed)
+        self.sampling_rng = rng if rng is not None else random.Random(seed)
         self.usage = LLMUsage()
         self.last_finish_reasons: list[str | None] = []
         logger.info("optimizer: local transformers model %s", self.model_path or type(model).__name__)
@@ -163,7 +164,7 @@ class LocalTransformersClient:
             input_ids = torch.tensor([prompt_ids] * b, dtype=torch.long, device=device)
             cuda = [device] if device.type == "cuda" else []
             with torch.random.fork_rng(devices=cuda), torch.inference_mode(), contiguous_head_input(self.model):
-                torch.manual_seed(self._rng.getrandbits(63))
+                torch.manual_seed(self.sampling_rng.getrandbits(63))
                 out = self.model.generate(
                     input_ids=input_ids,
                     attention_mask=torch.ones_like(input_ids),
