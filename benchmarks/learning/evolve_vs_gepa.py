@@ -409,8 +409,9 @@ def print_progress(report: dict) -> None:
         done = f"finished after step {i['last_step']}, returned {i['returned']}{seed}" if i["finished"] else \
             f"step {i['last_step']} saved, not finished"
         if i["initial_round"] is not None:
-            done = (f"initial population: round {i['initial_round']} saved, {i['population']} of "
-                    f"{i['population_size']} instructions, not finished")
+            saved = f"round {i['initial_round']}" if i["initial_round"] else "the warm-up"
+            done = (f"initial population: {saved} saved, {i['population']} of {i['population_size']} "
+                    "instructions, not finished")
         print(f"  INSPO: {done}; {sum(i['rollouts'].values())} rollouts ({kinds}); "
               f"{i['candidates_admitted']} of {i['candidates_proposed']} candidates admitted")
     if g is None:
