@@ -111,6 +111,8 @@ def test_an_initial_population_stopped_after_a_saved_round_continues_as_the_unin
     assert saved["schema_version"] == 3 and saved["init"]["rounds"] == saved_round
     assert artifacts.truncate_events(tmp_path / "split", saved["init"]["events"]) > 0  # the lost round's
     resumed = load_state(build(tmp_path / "split"), path)
+    with pytest.raises(ValueError, match="initial population is unfinished .* call continue_initialize first"):
+        resumed.update(1, [], None)
     resumed.continue_initialize(env.evaluate)
     assert resumed.init is None and resumed.state_dict() == full.state_dict()
     assert (artifacts.read_jsonl(tmp_path / "split" / artifacts.EVENTS_FILE)
@@ -129,10 +131,11 @@ def test_a_version_2_state_reads_as_one_saved_after_the_initial_population(tmp_p
     path.write_text(json.dumps(data))
     resumed = load_state(fresh(), path)
     assert resumed.init is None and resumed.state_dict() == coevo.state_dict()
-    data["init"] = {"rounds": 1, "wrong": 2}
-    path.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="its init section is damaged"):
-        load_state(fresh(), path)
+    for damaged in ({"rounds": 1, "wrong": 2}, {"rounds": "2", "reason": "", "events": 1}):
+        data["init"] = damaged
+        path.write_text(json.dumps(data))
+        with pytest.raises(ValueError, match="its init section is damaged"):
+            load_state(fresh(), path)
 
 
 def test_resume_with_rule_based_reflector_equals_uninterrupted(tmp_path):

@@ -22,7 +22,7 @@ from inspo.training.setup import SetupError
 
 
 def _config(out, steps=4, *more):
-    return resolve("cpu-tiny", overrides=[*more,
+    return resolve("cpu-tiny", overrides=[
         f"output_dir={out}", "model.name_or_path=tiny-qwen2", "offline_steps=" + str(steps),
         "rl.questions_per_step=2", "rl.group_size=2", "rl.prefill=", "env.reward=em",
         "data.warmup_questions=2", "coevolution.population_size=3", "coevolution.prune_every=1",
@@ -100,6 +100,8 @@ def test_an_evolution_killed_inside_its_initial_population_continues_after_its_l
     assert saves == [0, 1, 2, 3]
     state = json.loads((tmp_path / "split" / "inspo_state.json").read_text())
     assert state["last_step"] == 0 and state["init"]["rounds"] == 2
+    with pytest.raises(SetupError, match="saved after round 2 of its initial population\\); pass --resume"):
+        run_evolve(_config(tmp_path / "split", 2, *grown), engine=ScriptedPolicy(), progress=False)
     with caplog.at_level("INFO", logger="inspo.training"):
         resumed = run_evolve(_config(tmp_path / "split", 2, *grown), engine=ScriptedPolicy(), resume=True,
                              progress=False)

@@ -375,7 +375,7 @@ def progress(out: Path) -> dict:
     gepa = saved_progress(out / "gepa")
     if not state_file.is_file() and gepa is None:
         started = (" (INSPO's folder is there: it started but saved nothing yet (its first save follows the "
-                   "warm-up): --resume has nothing to continue, run the command without it)") if (out / "inspo").is_dir() else ""
+                   "warm-up, if any): --resume has nothing to continue, run the command without it)") if (out / "inspo").is_dir() else ""
         raise SystemExit(f"{out}: no arm saved there (neither inspo/{artifacts.STATE_FILE} nor "
                          f"gepa/{STATE_FILE}){started}")
     report: dict = {"out": str(out), "inspo": None, "gepa": None if gepa is None else asdict(gepa), "budget": None}
@@ -409,7 +409,7 @@ def print_progress(report: dict) -> None:
         done = f"finished after step {i['last_step']}, returned {i['returned']}{seed}" if i["finished"] else \
             f"step {i['last_step']} saved, not finished"
         if i["initial_round"] is not None:
-            saved = f"round {i['initial_round']}" if i["initial_round"] else "the warm-up"
+            saved = f"round {i['initial_round']}" if i["initial_round"] else "no optimizer round yet"
             done = (f"initial population: {saved} saved, {i['population']} of {i['population_size']} "
                     "instructions, not finished")
         print(f"  INSPO: {done}; {sum(i['rollouts'].values())} rollouts ({kinds}); "

@@ -168,9 +168,10 @@ class CoEvolution:
         buffer (the reflection needs failures to look at), then refill the population with
         verified candidates exactly as an evolution round does.
 
-        ``after_round`` is called after the warm-up and after each optimizer round, with
-        :attr:`init` saying how far the build got, so the caller can save the state there (a run
-        stopped inside the initial population then continues with :meth:`continue_initialize`)."""
+        ``after_round`` is called at round 0 (after the warm-up, if any) and after each optimizer
+        round, with :attr:`init` saying how far the build got, so the caller can save the state
+        there (a run stopped inside the initial population then continues with
+        :meth:`continue_initialize`); never under ``init_population=False``."""
         seed = self.population.instructions[0]
         if evaluate is not None and warmup:
             played = evaluate(seed, list(warmup))
@@ -200,10 +201,11 @@ class CoEvolution:
         seed = next(i for i in self.population.instructions if i.origin == "seed")
 
         def saved(rounds: int, reason: str) -> None:
-            self.init = InitRounds(rounds, reason, self.events.count())
-            if after_round is not None:
+            if after_round is not None:  # the event count reads the log: only for a caller that saves
+                self.init = InitRounds(rounds, reason, self.events.count())
                 after_round()
 
+        self.init = start
         if start.rounds == 0:
             saved(0, "")  # the warm-up's rollouts are the slow part before round 1
         self._refill(0, [seed], evaluate, start=start, after_round=saved)
@@ -222,6 +224,9 @@ class CoEvolution:
         """Credit the step's rewards, then prune and evolve on schedule. Error rollouts (``error``
         set: an outage, not the policy's answer) credit no weight and stay out of the buffer."""
         cfg = self.config
+        if self.init is not None:
+            raise ValueError("update: the initial population is unfinished (a state saved inside it): "
+                             "call continue_initialize first")
         report = StepReport(step, weights=self._attribute(step, rollouts))                 # 9
         if is_prune_step(step, cfg) and len(self.population) > cfg.n_parent:              # 10
             report.pruned = self._prune(step)                                              # 11-12

@@ -178,14 +178,15 @@ class Proposer:
 
     def state_dict(self) -> dict[str, Any]:
         """The optimizer client's sampling stream, for a client that draws its sampling seeds from
-        a ``random.Random`` it exposes as ``sampling_rng`` (the local model); empty otherwise."""
+        a plain ``random.Random`` it exposes as ``sampling_rng`` (the local model); empty otherwise
+        (``SystemRandom`` has no state to save)."""
         rng = getattr(self.llm, "sampling_rng", None)
-        return {"sampling_rng": rng_to_json(rng.getstate())} if isinstance(rng, random.Random) else {}
+        return {"sampling_rng": rng_to_json(rng.getstate())} if type(rng) is random.Random else {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue a saved sampling stream (one saved for a client without one is not used)."""
         rng = getattr(self.llm, "sampling_rng", None)
-        if isinstance(rng, random.Random) and state.get("sampling_rng"):
+        if type(rng) is random.Random and state.get("sampling_rng"):
             rng.setstate(rng_from_json(state["sampling_rng"]))
 
     @classmethod

@@ -86,6 +86,13 @@ def _rng(data: list) -> None:
     random.Random().setstate(rng_from_json(data))
 
 
+def _init(data: dict) -> None:
+    InitRounds(**data)
+    wrong = [k for k, kind in (("rounds", int), ("reason", str), ("events", int)) if not isinstance(data[k], kind)]
+    if wrong:
+        raise ValueError(f"{', '.join(wrong)} of the wrong type")
+
+
 def _proposer(data: dict) -> None:
     if data.get("sampling_rng"):
         _rng(data["sampling_rng"])
@@ -94,7 +101,7 @@ def _proposer(data: dict) -> None:
 _SECTION_PARSERS = {"population": Population.from_dict, "buffer": ReplayBuffer.from_dict,
                     "ledger": CostLedger.from_dict, "rng_state": _rng,
                     # optional: init only in a state saved inside the initial population, proposer from version 3
-                    "init": lambda d: InitRounds(**d), "proposer": _proposer}
+                    "init": _init, "proposer": _proposer}
 
 
 def load_state(coevo: CoEvolution, path: str | Path) -> CoEvolution:

@@ -103,8 +103,9 @@ def run_evolve(
             name (the policy is then text-only; ``config.model`` is not loaded).
         engine: a ready policy engine (takes precedence over the other two).
         out_dir: the run directory (default ``config.output_dir``).
-        resume: continue after the last finished step recorded in ``out_dir/inspo_state.json``
-            (refused when there is none: see :func:`check_run_dir`).
+        resume: continue after the last finished step (or round of the initial population)
+            recorded in ``out_dir/inspo_state.json`` (refused when there is none: see
+            :func:`check_run_dir`).
         overwrite: a new run (``resume=False``) may replace an earlier run's state and logs in
             ``out_dir`` (``inspo train``'s offline stages, whose run decides); without it that is
             refused, as :func:`check_run_dir` says.
@@ -297,7 +298,7 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool = False) -> No
         if not logs:
             why = "it holds no inspo evolve run"
         elif last == 0:
-            why = f"found {found}: the run stopped before it saved its first state, during warm-up or initialisation"
+            why = f"found {found}: the run stopped before it saved its first state, during the warm-up"
         else:
             why = f"found {found} reaching step {last}: the state saved with them is gone (moved or deleted?)"
         raise SetupError(f"nothing to resume in {run_dir}: {artifacts.STATE_FILE} is missing ({why}); run without "
@@ -313,7 +314,10 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool = False) -> No
 
 def _saved_step(state: Path) -> str:
     try:
-        return f", saved after step {int(artifacts.read_json(state)['last_step'])}"
+        saved = artifacts.read_json(state)
+        if saved.get("init"):
+            return f", saved after round {int(saved['init']['rounds'])} of its initial population"
+        return f", saved after step {int(saved['last_step'])}"
     except Exception:  # noqa: BLE001 - only a detail of a message about the file
         return ""
 
