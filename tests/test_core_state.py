@@ -8,6 +8,7 @@ from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.proposer import Proposer
 from inspo.core.state import load_state, save_state
+from inspo.rng import rng_from_json
 from inspo.synthetic import SyntheticEnv, make_questions, reflector_rules, run_synthetic
 
 CFG = dict(evolve_until=40, validation_size=20, seed=3)
@@ -17,20 +18,31 @@ def fresh():
     return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(FunctionLLM(scripted_reflection), guard_tags=GUARD))
 
 
-@pytest.mark.parametrize("stop_at", [7, 15, 16])
-def test_save_load_continue_equals_uninterrupted(tmp_path, stop_at):
+def straight_and_resumed(build, path, stop_at, on_load=lambda resumed: None):
+    """32 synthetic steps played straight, and the same stopped after ``stop_at``, saved to
+    ``path``, dropped, loaded into a fresh ``build()`` (``on_load(resumed)`` looks at it then) and
+    played to 32: (straight, resumed)."""
     qs = make_questions(40)
-    full = fresh()
+    full = build()
     run_synthetic(full, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3)
 
-    first = fresh()
+    first = build()
     run_synthetic(first, SyntheticEnv(seed=3), qs, steps=stop_at, batch_size=6, group_size=3)
-    path = save_state(first, tmp_path / "inspo_state.json")
+    save_state(first, path)
     del first
 
-    resumed = load_state(fresh(), path)
-    assert resumed.last_step == stop_at
+    resumed = load_state(build(), path)
+    on_load(resumed)
     run_synthetic(resumed, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3, start=stop_at + 1)
+    return full, resumed
+
+
+@pytest.mark.parametrize("stop_at", [7, 15, 16])
+def test_save_load_continue_equals_uninterrupted(tmp_path, stop_at):
+    def saved_there(resumed):
+        assert resumed.last_step == stop_at
+
+    full, resumed = straight_and_resumed(fresh, tmp_path / "inspo_state.json", stop_at, saved_there)
     assert resumed.state_dict() == full.state_dict()
     assert resumed.best() == full.best()
 
@@ -60,15 +72,13 @@ def test_a_sampling_optimizers_stream_is_saved_so_the_resume_draws_what_the_unin
     def build():
         return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(SamplingLLM(), guard_tags=GUARD))
 
-    qs = make_questions(40)
-    full = build()
-    run_synthetic(full, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3)
-    first = build()
-    run_synthetic(first, SyntheticEnv(seed=3), qs, steps=20, batch_size=6, group_size=3)
-    path = save_state(first, tmp_path / "state.json")
-    resumed = load_state(build(), path)
-    assert resumed.proposer.llm.sampling_rng.getstate() == first.proposer.llm.sampling_rng.getstate()
-    run_synthetic(resumed, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3, start=21)
+    path = tmp_path / "state.json"
+
+    def same_stream(resumed):  # the stopped run's stream, as saved
+        saved = json.loads(path.read_text())["proposer"]["sampling_rng"]
+        assert resumed.proposer.llm.sampling_rng.getstate() == rng_from_json(saved)
+
+    full, resumed = straight_and_resumed(build, path, 20, same_stream)
     assert resumed.state_dict() == full.state_dict()
     assert len(resumed.proposer.llm.prompts) > 0  # the optimizer was called after the resume
     plain = load_state(CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(FunctionLLM(scripted_reflection))), path)
@@ -139,21 +149,12 @@ def test_a_version_2_state_reads_as_one_saved_after_the_initial_population(tmp_p
 
 
 def test_resume_with_rule_based_reflector_equals_uninterrupted(tmp_path):
-    import random
-
     from inspo.llm.rule_based import RuleBasedReflector
 
     def build():
         return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(RuleBasedReflector(rng=random.Random(1), rules=reflector_rules()), guard_tags=GUARD))
 
-    qs = make_questions(40)
-    full = build()
-    run_synthetic(full, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3)
-    first = build()
-    run_synthetic(first, SyntheticEnv(seed=3), qs, steps=20, batch_size=6, group_size=3)
-    path = save_state(first, tmp_path / "state.json")
-    resumed = load_state(build(), path)
-    run_synthetic(resumed, SyntheticEnv(seed=3), qs, steps=32, batch_size=6, group_size=3, start=21)
+    full, resumed = straight_and_resumed(build, tmp_path / "state.json", 20)
     assert resumed.state_dict() == full.state_dict()
     assert full.ledger.candidates_admitted > 6  # evolution really happened after the resume point
 
