@@ -71,8 +71,9 @@ the seeds (:func:`optimizer_yield`: proposed, refused by the guard and by the le
 and the same comparisons without the questions whose gold answer any seed's winner names.
 
 ``--progress OUT`` reads the arms saved in ``OUT`` (nothing is played, a running seed can be read):
-INSPO's last saved step (or initial-population round) and the rollouts it spent by kind, and once it finished what it returned
-and the budget; GEPA's iteration, rollouts spent, programs kept and best validation aggregate.
+INSPO's last saved step (or initial-population round) and the rollouts it spent by kind, and once
+it finished what it returned and the budget; GEPA's iteration, rollouts spent, programs kept and
+best validation aggregate.
 """
 
 from __future__ import annotations
@@ -374,8 +375,9 @@ def progress(out: Path) -> dict:
     state_file, summary_file = out / "inspo" / artifacts.STATE_FILE, out / "inspo" / artifacts.SUMMARY_FILE
     gepa = saved_progress(out / "gepa")
     if not state_file.is_file() and gepa is None:
-        started = (" (INSPO's folder is there: it started but saved nothing yet (its first save follows the "
-                   "warm-up, if any): --resume has nothing to continue, run the command without it)") if (out / "inspo").is_dir() else ""
+        started = "" if not (out / "inspo").is_dir() else (
+            " (INSPO's folder is there: it started but saved nothing yet (its first save follows the warm-up, "
+            "if any): --resume has nothing to continue, run the command without it)")
         raise SystemExit(f"{out}: no arm saved there (neither inspo/{artifacts.STATE_FILE} nor "
                          f"gepa/{STATE_FILE}){started}")
     report: dict = {"out": str(out), "inspo": None, "gepa": None if gepa is None else asdict(gepa), "budget": None}
