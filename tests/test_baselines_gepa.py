@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from agent_helpers import ScriptedPolicy
+from agent_helpers import CoinPolicy, ScriptedPolicy
 from core_helpers import SEED, FunctionLLM, failing_llm
 from inspo.baselines.gepa_adapter import (
     AgentAdapter,
@@ -197,6 +197,61 @@ def test_a_stopped_gepa_run_resumes_from_its_saved_state(world, tmp_path):
     with pytest.raises(ValueError, match="needs the run_dir"):
         optimize_instruction(_adapter(env), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),
                              resume=True)
+
+
+class SamplingLLM(FunctionLLM):
+    """A sampling optimizer: each rewrite draws from its ``sampling_rng``, as the local model's
+    sampling seeds do, so a new process starts its stream again unless a resume restores it."""
+
+    def __init__(self):
+        super().__init__(lambda prompt: f"```\n{SEED} Variant {self.sampling_rng.getrandbits(24)}.\n```")
+        self.sampling_rng = random.Random(7)
+
+
+def test_a_resumed_gepa_run_is_the_run_an_unbroken_one_would_have_been(world, tmp_path):
+    """Stopped twice and resumed in fresh 'processes' (a new adapter, policy and optimizer each
+    piece), GEPA proposes from the same parents and minibatches, with the same optimizer samples,
+    as an unbroken run: its generator, its batch sampler and the optimizer's stream are saved with
+    its state. The coin policy's rewards depend only on the call number, so the runs differ
+    wherever a piece restarted a stream."""
+    valset, trainset, env = world
+
+    def optimize(budget, run, resume=False):
+        adapter = _adapter(env, CoinPolicy())
+        outcome = optimize_instruction(adapter, SEARCH_R1_INSTRUCTION, trainset, valset, max_rollouts=budget,
+                                       llm=SamplingLLM(), reflection="gepa", minibatch_size=2, seed=3,
+                                       run_dir=str(tmp_path / run), resume=resume)
+        return outcome, adapter
+
+    unbroken, _ = optimize(80, "unbroken")
+    assert len(unbroken.proposals) >= 6 and unbroken.candidates >= 3  # long enough to draw parents and batches
+    optimize(30, "pieces")
+    optimize(55, "pieces", resume=True)
+    resumed, adapter = optimize(80, "pieces", resume=True)
+    assert resumed.resumed and resumed.resume_exact and adapter.replayed == len(valset)
+    assert resumed.proposals == unbroken.proposals
+    assert (resumed.best_instruction, resumed.best_val_score, resumed.candidates, resumed.rollouts) == \
+        (unbroken.best_instruction, unbroken.best_val_score, unbroken.candidates, unbroken.rollouts)
+
+
+def test_a_state_saved_without_streams_resumes_with_them_restarted_and_says_so(world, tmp_path, caplog):
+    from gepa.core.state import GEPAState
+
+    valset, trainset, env = world
+    run = str(tmp_path / "gepa")
+
+    def optimize(budget, resume=False):
+        return optimize_instruction(_adapter(env, CoinPolicy()), SEARCH_R1_INSTRUCTION, trainset, valset,
+                                    max_rollouts=budget, llm=SamplingLLM(), reflection="gepa", minibatch_size=2,
+                                    run_dir=run, resume=resume)
+
+    assert optimize(30).resume_exact is None  # not resumed
+    state = GEPAState.load(run)  # as an older inspo saved it: the adapter's counters, no streams
+    del state.adapter_state["streams"]
+    state.save(run)
+    later = optimize(40, resume=True)
+    assert later.resumed and later.resume_exact is False
+    assert "not the one an unbroken run would have been" in caplog.text
 
 
 def test_a_resumed_run_keeps_the_inspo_proposers_stats(world, tmp_path):

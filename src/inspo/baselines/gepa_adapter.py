@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import PolicyEngine
-from inspo.baselines.gepa_saved import STATE_FILE
+from inspo.baselines.gepa_saved import STATE_FILE, GEPAStreams
 from inspo.core.proposer import Proposer, guard, leaked_answer
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
@@ -100,6 +100,8 @@ class AgentAdapter:
         self.calls_now: Callable[[], int] = lambda: 0
         self.proposer: ProposerStats | None = None
         self.calls_before = 0  # optimizer calls of the runs before a resume (restored with the state)
+        self.streams: GEPAStreams | None = None  # set by optimize_instruction: saved with the state
+        self.resume_exact: bool | None = None  # after a resume: were the saved streams restored?
         self._evaluate = make_evaluate(engine, env, agent, group_size=1, batch_size=batch_size)
 
     def reflection_calls(self) -> int:
@@ -109,15 +111,26 @@ class AgentAdapter:
     def get_adapter_state(self) -> dict[str, Any]:
         """What GEPA saves with its state in ``run_dir`` each iteration (GEPA's adapter-state hook)."""
         return {"calls": self.calls, "rollouts": self.rollouts, "reflection_calls": self.reflection_calls(),
-                "proposer": asdict(self.proposer) if self.proposer else None}
+                "proposer": asdict(self.proposer) if self.proposer else None,
+                "streams": self.streams.state_dict() if self.streams else None}
 
     def set_adapter_state(self, state: Mapping[str, Any]) -> None:
         """Restore the counters a resumed GEPA run saved: the sampling stream goes on from the saved
         call number, the optimizer calls and the proposer's stats go on from the saved ones, and the
         rollouts played since the restart (GEPA re-scores its seed on the validation set before it
-        loads the state) are counted apart as ``replayed``."""
+        loads the state) are counted apart as ``replayed``. GEPA's generator, its batch sampler and
+        the optimizer's stream (:class:`GEPAStreams`) go on from the saved ones; a state saved
+        without them (by an older inspo) leaves them restarted from the seed, and says so."""
         if not state:  # a new run: GEPA restores an empty state
             return
+        saved_streams = state.get("streams")
+        self.resume_exact = bool(saved_streams and self.streams)
+        if self.resume_exact:
+            self.streams.load_state_dict(saved_streams)
+        else:
+            log.warning("GEPA: the saved state has no random streams (saved by an older inspo): minibatches, "
+                        "parents and optimizer samples restart from the seed, so this resumed run is not the one "
+                        "an unbroken run would have been (unless it was saved before its first iteration)")
         self.replayed += self.rollouts
         self.calls, self.rollouts = int(state["calls"]), int(state["rollouts"])
         self.calls_before = int(state.get("reflection_calls", 0))  # GEPA restores before its first reflection
@@ -357,6 +370,7 @@ class GEPAOutcome:
     reflection_calls: int = 0  # optimizer LLM calls, over every run of a resumed optimisation
     resumed: bool = False  # continued from the state saved in run_dir
     replayed_rollouts: int = 0  # played again on resuming, outside GEPA's budget (``rollouts`` excludes them)
+    resume_exact: bool | None = None  # resumed with its saved streams (None: not resumed)
     proposals: list[GEPAProposal] = field(default_factory=list)  # every piece's, see ProposalLog
     proposal_log_errors: list[str] = field(default_factory=list)  # failed ProposalLog hooks, every piece's
 
@@ -392,11 +406,17 @@ def optimize_instruction(
     iteration (``gepa_state.bin``, with the adapter's counters) and the proposals
     (``proposals.jsonl``, :class:`ProposalLog`). A new run removes an earlier run's state, proposals
     and outputs there first; ``resume=True`` continues the run saved there instead (starting one
-    when none was saved). A resumed run keeps its candidates, Pareto front, budget used, proposals
-    and the adapter's sampling stream, but GEPA draws its minibatches and parents from a generator
-    restarted from ``seed``, so it is not the run an unbroken one would have been.
+    when none was saved). A resumed run keeps its candidates, Pareto front, budget used, proposals,
+    the adapter's sampling stream, GEPA's generator and batch sampler (which this function builds,
+    as GEPA's defaults, so that they are saved: :class:`GEPAStreams`) and ``llm``'s sampling stream
+    where it has a ``sampling_rng``: it is the run an unbroken one would have been. A state saved by
+    an older inspo lacks the streams; it resumes with them restarted (``resume_exact`` False).
     """
+    import random
+
     import gepa
+    from gepa.strategies.batch_sampler import EpochShuffledBatchSampler
+    from gepa.strategies.candidate_selector import ParetoCandidateSelector
 
     if reflection not in ("inspo", "gepa"):
         raise ValueError(f"reflection must be 'inspo' or 'gepa', got {reflection!r}")
@@ -424,6 +444,9 @@ def optimize_instruction(
         proposal_log.path.unlink(missing_ok=True)
     started_at = llm.usage.calls
     adapter.calls_now, adapter.proposer, adapter.calls_before = (lambda: llm.usage.calls - started_at), stats, 0
+    rng = random.Random(seed)  # what gepa.optimize would build from seed, held here so it is saved
+    adapter.streams = GEPAStreams(rng, EpochShuffledBatchSampler(minibatch_size=minibatch_size, rng=rng), llm)
+    adapter.resume_exact = None
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
     if resumed:
         log.info("GEPA: resuming the run saved in %s", run_dir)
@@ -433,7 +456,8 @@ def optimize_instruction(
         valset=valset,
         adapter=adapter,
         max_metric_calls=max_rollouts,
-        reflection_minibatch_size=minibatch_size,
+        batch_sampler=adapter.streams.sampler,
+        candidate_selection_strategy=ParetoCandidateSelector(rng=rng),
         seed=seed,
         logger=logger,
         run_dir=run_dir,
@@ -454,6 +478,7 @@ def optimize_instruction(
         reflection_calls=adapter.reflection_calls(),
         resumed=resumed,
         replayed_rollouts=adapter.replayed,
+        resume_exact=adapter.resume_exact if resumed else None,
         proposals=proposal_log.proposals(),
         proposal_log_errors=proposal_log.errors(),
     )
