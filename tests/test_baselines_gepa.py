@@ -252,6 +252,14 @@ def test_a_state_saved_without_streams_resumes_with_them_restarted_and_says_so(w
     later = optimize(40, resume=True)
     assert later.resumed and later.resume_exact is False
     assert "not the one an unbroken run would have been" in caplog.text
+    # saved before the first iteration (i = -1), nothing had drawn from the streams: exact, no warning
+    caplog.clear()
+    state = GEPAState.load(run)
+    state.i = -1
+    del state.adapter_state["streams"]
+    state.save(run)
+    assert optimize(50, resume=True).resume_exact is True
+    assert "not the one an unbroken run" not in caplog.text
 
 
 def test_a_resumed_run_keeps_the_inspo_proposers_stats(world, tmp_path):

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import PolicyEngine
-from inspo.baselines.gepa_saved import STATE_FILE, GEPAStreams
+from inspo.baselines.gepa_saved import STATE_FILE, GEPAStreams, saved_progress
 from inspo.core.proposer import Proposer, guard, leaked_answer
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
@@ -101,7 +101,8 @@ class AgentAdapter:
         self.proposer: ProposerStats | None = None
         self.calls_before = 0  # optimizer calls of the runs before a resume (restored with the state)
         self.streams: GEPAStreams | None = None  # set by optimize_instruction: saved with the state
-        self.resume_exact: bool | None = None  # after a resume: were the saved streams restored?
+        self.resume_exact: bool | None = None  # after a resume: do the streams go on as unbroken?
+        self.saved_before_first = False  # set by optimize_instruction: the state resumed is the i=-1 one
         self._evaluate = make_evaluate(engine, env, agent, group_size=1, batch_size=batch_size)
 
     def reflection_calls(self) -> int:
@@ -120,17 +121,18 @@ class AgentAdapter:
         rollouts played since the restart (GEPA re-scores its seed on the validation set before it
         loads the state) are counted apart as ``replayed``. GEPA's generator, its batch sampler and
         the optimizer's stream (:class:`GEPAStreams`) go on from the saved ones; a state saved
-        without them (by an older inspo) leaves them restarted from the seed, and says so."""
+        without them (by an older inspo) leaves them restarted from the seed, and says so, unless
+        it was saved before GEPA's first iteration, when nothing had drawn from them yet."""
         if not state:  # a new run: GEPA restores an empty state
             return
         saved_streams = state.get("streams")
-        self.resume_exact = bool(saved_streams and self.streams)
-        if self.resume_exact:
+        self.resume_exact = bool(saved_streams and self.streams) or self.saved_before_first
+        if saved_streams and self.streams:
             self.streams.load_state_dict(saved_streams)
-        else:
+        elif not self.saved_before_first:
             log.warning("GEPA: the saved state has no random streams (saved by an older inspo): minibatches, "
                         "parents and optimizer samples restart from the seed, so this resumed run is not the one "
-                        "an unbroken run would have been (unless it was saved before its first iteration)")
+                        "an unbroken run would have been")
         self.replayed += self.rollouts
         self.calls, self.rollouts = int(state["calls"]), int(state["rollouts"])
         self.calls_before = int(state.get("reflection_calls", 0))  # GEPA restores before its first reflection
@@ -410,7 +412,8 @@ def optimize_instruction(
     the adapter's sampling stream, GEPA's generator and batch sampler (which this function builds,
     as GEPA's defaults, so that they are saved: :class:`GEPAStreams`) and ``llm``'s sampling stream
     where it has a ``sampling_rng``: it is the run an unbroken one would have been. A state saved by
-    an older inspo lacks the streams; it resumes with them restarted (``resume_exact`` False).
+    an older inspo lacks the streams; it resumes with them restarted (``resume_exact`` False, unless
+    it was saved before GEPA's first iteration, when nothing had drawn from them).
     """
     import random
 
@@ -447,6 +450,7 @@ def optimize_instruction(
     rng = random.Random(seed)  # what gepa.optimize would build from seed, held here so it is saved
     adapter.streams = GEPAStreams(rng, EpochShuffledBatchSampler(minibatch_size=minibatch_size, rng=rng), llm)
     adapter.resume_exact = None
+    adapter.saved_before_first = resumed and saved_progress(run_dir).iteration < 0
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
     if resumed:
         log.info("GEPA: resuming the run saved in %s", run_dir)
