@@ -234,6 +234,45 @@ def test_a_resumed_gepa_run_is_the_run_an_unbroken_one_would_have_been(world, tm
         (unbroken.best_instruction, unbroken.best_val_score, unbroken.candidates, unbroken.rollouts)
 
 
+def test_a_stop_file_stops_gepa_at_its_next_iteration_and_resume_goes_on_as_if_unbroken(world, tmp_path):
+    """The stop file, there before an iteration, makes GEPA save and stop: RunStopped (a run short of
+    its budget is never returned as finished), the file removed, and --resume ends as the unbroken
+    run does. GEPA's own run_dir/gepa.stop is honoured the same way."""
+    from inspo.records import RunStopped
+
+    valset, trainset, env = world
+    stop = tmp_path / "STOP"
+
+    class StopAsked(CoinPolicy):  # the user's stop arrives while the 12th batch plays
+        def generate(self, inputs, **kwargs):
+            if len(self.batches) == 11:
+                stop.write_text("")
+            return super().generate(inputs, **kwargs)
+
+    def optimize(run, policy, resume=False):
+        return optimize_instruction(_adapter(env, policy), SEARCH_R1_INSTRUCTION, trainset, valset, max_rollouts=60,
+                                    llm=SamplingLLM(), reflection="gepa", minibatch_size=2, seed=3,
+                                    run_dir=str(tmp_path / run), resume=resume, stop_file=stop)
+
+    unbroken = optimize("unbroken", CoinPolicy())
+    with pytest.raises(RunStopped, match=r"GEPA stopped as asked \(.*STOP was there, now removed\) with \d+ of 60"):
+        optimize("pieces", StopAsked())
+    stopped = ProposalLog(tmp_path / "pieces" / "proposals.jsonl").proposals()
+    assert not stop.exists() and stopped and len(stopped) < len(unbroken.proposals)
+    resumed = optimize("pieces", CoinPolicy(), resume=True)
+    assert resumed.resume_exact and resumed.proposals == unbroken.proposals
+    assert (resumed.best_instruction, resumed.rollouts) == (unbroken.best_instruction, unbroken.rollouts)
+    (tmp_path / "pieces" / "gepa.stop").write_text("")  # GEPA's own stop file, left there
+    with pytest.raises(RunStopped, match="gepa.stop was there"):
+        optimize_instruction(_adapter(env, CoinPolicy()), SEARCH_R1_INSTRUCTION, trainset, valset, max_rollouts=90,
+                             llm=SamplingLLM(), reflection="gepa", minibatch_size=2, seed=3,
+                             run_dir=str(tmp_path / "pieces"), resume=True)
+    assert not (tmp_path / "pieces" / "gepa.stop").exists()
+    with pytest.raises(ValueError, match="stop_file needs a run_dir"):
+        optimize_instruction(_adapter(env), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),
+                             stop_file=stop)
+
+
 def test_a_state_saved_without_streams_resumes_with_them_restarted_and_says_so(world, tmp_path, caplog):
     from gepa.core.state import GEPAState
 

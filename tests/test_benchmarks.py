@@ -432,6 +432,30 @@ def test_evolve_vs_gepa_combines_seeds_per_question(capsys):
 
 
 @pytest.mark.slow
+def test_evolve_vs_gepa_stop_asks_a_running_seed_to_stop_at_its_next_save(tmp_path, capsys):
+    """--stop OUT writes OUT/STOP; a seed that finds it stops right after its next save (here its
+    first: INSPO's warm-up) with RunStopped, writes no result and removes the file."""
+    pytest.importorskip("gepa")
+    bench = load_script("evolve_vs_gepa")
+    with pytest.raises(SystemExit, match="no run there"):
+        bench.main(["--stop", str(tmp_path)])
+    with pytest.raises(SystemExit, match="one folder"):
+        bench.main(["--stop"])
+    (tmp_path / "inspo").mkdir()
+    assert bench.main(["--stop", str(tmp_path)]) == {"stop_file": str(tmp_path / "STOP")}
+    assert (tmp_path / "STOP").is_file() and "stops after its next save" in capsys.readouterr().out
+    import subprocess
+
+    run = subprocess.run([sys.executable, str(script_path("evolve_vs_gepa")), "--quick", "--out", str(tmp_path),
+                          "--json", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 3, run.stderr[-2000:]  # stopped as asked: neither done nor failed
+    assert "STOP is there (a stop asked of a run that ended first?)" in run.stdout
+    assert "evolve_vs_gepa: stopped as asked" in run.stderr and "after round 0 of its initial population" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "STOP").exists() and not (tmp_path / "r.json").exists()
+    assert (tmp_path / "inspo" / "inspo_state.json").is_file()
+
+
 def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     pytest.importorskip("gepa")
     bench = load_script("evolve_vs_gepa")

@@ -114,6 +114,55 @@ def test_an_evolution_killed_inside_its_initial_population_continues_after_its_l
             == artifacts.read_jsonl(tmp_path / "straight" / "events.jsonl"))  # round 3's first try dropped
 
 
+def test_a_stop_file_stops_the_run_right_after_a_save_and_resume_goes_on_as_if_unbroken(tmp_path, monkeypatch):
+    """STOP in the run directory, found at a save, stops the run there (RunStopped, the file
+    removed, nothing after the save played); --resume then ends as an uninterrupted run does.
+    Asked before the run starts, the stop comes at its first save, after the warm-up."""
+    import inspo.training.evolve as evolve
+    from inspo.records import RunStopped
+
+    straight = run_evolve(_config(tmp_path / "straight"), engine=ScriptedPolicy(), progress=False)
+    out, save_state = tmp_path / "split", evolve.save_state
+    out.mkdir()
+    (out / "STOP").write_text("")
+    with pytest.raises(RunStopped, match="after round 0 of its initial population"):
+        run_evolve(_config(out), engine=ScriptedPolicy(), progress=False)
+    assert not (out / "STOP").exists() and json.loads((out / "inspo_state.json").read_text())["init"]["rounds"] == 0
+
+    def stop_asked_during_step_2(coevo, path):  # the file appears while step 2 plays, before its save
+        if coevo.last_step == 2:
+            (out / "STOP").write_text("")
+        return save_state(coevo, path)
+
+    with monkeypatch.context() as m:
+        m.setattr(evolve, "save_state", stop_asked_during_step_2)
+        with pytest.raises(RunStopped, match=r"after step 2 \(saved in .*inspo_state.json\); the same command with "
+                                             "--resume continues"):
+            run_evolve(_config(out), engine=ScriptedPolicy(), resume=True, progress=False)
+    assert not (out / "STOP").exists()
+    assert [m["step"] for m in artifacts.read_jsonl(out / "metrics.jsonl")] == [1, 2]
+    resumed = run_evolve(_config(out), engine=ScriptedPolicy(), resume=True, progress=False)
+    assert resumed.best_instruction == straight.best_instruction
+    a = json.loads((tmp_path / "straight" / "inspo_state.json").read_text())
+    b = json.loads((out / "inspo_state.json").read_text())
+    assert all(a[k] == b[k] for k in ("population", "ledger", "buffer", "rng_state"))
+    assert artifacts.read_jsonl(out / "events.jsonl") == artifacts.read_jsonl(tmp_path / "straight" / "events.jsonl")
+
+
+def test_the_evolve_command_exits_3_when_a_run_stops_as_asked(tmp_path, capsys, monkeypatch):
+    import inspo.training.evolve as evolve
+    from inspo.cli import main
+    from inspo.records import RunStopped
+
+    def stopped(*args, **kwargs):
+        raise RunStopped("stopped as asked (STOP was there, now removed) after step 2")
+
+    monkeypatch.setattr(evolve, "run_evolve", stopped)
+    code = main(["evolve", "--output-dir", str(tmp_path / "run"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 3 and err == "inspo: stopped as asked (STOP was there, now removed) after step 2\n"
+
+
 def test_step_questions_cover_each_pass_once():
     qs = load_qa_source("world", split="train")[:10]
     first_pass = [q.id for t in range(1, 6) for q in step_questions(qs, t, 2, seed=0)]

@@ -61,6 +61,7 @@ Usage::
     python benchmarks/learning/evolve_vs_gepa.py --quick      # a smoke run (tiny random model)
     python benchmarks/learning/evolve_vs_gepa.py --combine runs/gepa-R-s0.json runs/gepa-R-s1.json runs/gepa-R-s2.json
     python benchmarks/learning/evolve_vs_gepa.py --progress runs/gepa-R-sS   # where a stopped seed stands
+    python benchmarks/learning/evolve_vs_gepa.py --stop runs/gepa-R-sS       # stop a running seed at its next save
 
 ``--combine`` reads the ``--json`` results of several seeds on the same test questions and
 prints, for each comparison, the per-seed paired differences, the mean over seeds with a 95%
@@ -74,6 +75,11 @@ and the same comparisons without the questions whose gold answer any seed's winn
 INSPO's last saved step (or initial-population round) and the rollouts it spent by kind, and once
 it finished what it returned and the budget; GEPA's iteration, rollouts spent, programs kept and
 best validation aggregate.
+
+``--stop OUT`` puts a ``STOP`` file in ``OUT``: the seed running there stops right after its next
+save (INSPO: after its current step or round of the initial population; GEPA: before its next
+iteration), removes the file and exits with status 3; ``--resume`` continues it. Stopped any other
+way, a seed loses what it did since its last save.
 """
 
 from __future__ import annotations
@@ -89,6 +95,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from inspo import artifacts
 from inspo.eval.harness import add_common, start, write_result
 
 # The schedule both arms are measured on (overridable with --set): the cpu-tiny preset's
@@ -368,7 +375,6 @@ def rollouts_by_kind(ledger: dict, selection_rollouts: int | None = None) -> dic
 def progress(out: Path) -> dict:
     """Where the arms saved in ``out`` stand, from their files: INSPO's state (and its summary once
     it finished) and GEPA's (:func:`~inspo.baselines.gepa_saved.saved_progress`)."""
-    from inspo import artifacts
     from inspo.baselines.gepa_saved import STATE_FILE, saved_progress
     from inspo.core.state import read_state
 
@@ -437,11 +443,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
         report = progress(Path(raw[1]))
         print_progress(report)
         return report
+    if raw[:1] == ["--stop"]:
+        return request_stop(raw[1:])
     args = parse_args(argv)
     import torch
 
     from inspo.agent.engines import HFEngine
-    from inspo.baselines.gepa_adapter import AgentAdapter, optimize_instruction, proposal_yield
+    from inspo.baselines.gepa_adapter import AgentAdapter, optimize_instruction
+    from inspo.baselines.gepa_proposals import proposal_yield
     from inspo.envs.build import load_questions
     from inspo.envs.evaluate import make_evaluate
     from inspo.eval.stats import paired_difference
@@ -452,6 +461,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.training.setup import build_optimizer, prepare
 
     out = Path(args.out)
+    stop_file = out / artifacts.STOP_FILE
+    if stop_file.exists():
+        print(f"WARNING: {stop_file} is there (a stop asked of a run that ended first?): this run stops at its "
+              "first save; remove the file to run on", flush=True)
     data = []
     if args.test_fraction:
         from inspo.data.world import WorldConfig, build_world, write_world
@@ -493,7 +506,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     started = time.perf_counter()
     # --out is scratch: a rerun replaces it, unless --resume continues the arms saved there
     evo = run_evolve(config, engine=engine, out_dir=out / "inspo", progress=False, resume=args.resume,
-                     overwrite=not args.resume)
+                     overwrite=not args.resume, stop_file=stop_file)
     inspo_wall = time.perf_counter() - started
     led = evo.ledger
     # every policy rollout INSPO played, its final choice on val_size dev questions included
@@ -518,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         reflection=args.gepa_prompt, minibatch_size=args.minibatch,
         n_candidates=config.coevolution.candidates_per_call, temperature=config.coevolution.optimizer_temperature,
         max_tokens=config.coevolution.optimizer_max_tokens, guard_tags=guard_tags,
-        seed=args.seed, run_dir=str(out / "gepa"), resume=args.resume,
+        seed=args.seed, run_dir=str(out / "gepa"), resume=args.resume, stop_file=stop_file,
     )
     gepa_wall = time.perf_counter() - started
     stats = outcome.proposer
@@ -628,8 +641,28 @@ def main(argv: Sequence[str] | None = None) -> dict:
     return result
 
 
+def request_stop(folders: Sequence[str]) -> dict:
+    """``--stop OUT``: ask the seed running in ``OUT`` to stop at its next save (module docstring)."""
+    if len(folders) != 1:
+        raise SystemExit("--stop takes one folder: the --out of a running seed")
+    out = Path(folders[0])
+    if not (out / "inspo").is_dir():
+        raise SystemExit(f"{out}: no run there (no inspo/ folder); --stop takes the --out of a running seed")
+    (out / artifacts.STOP_FILE).write_text("stop at the next save\n", encoding="utf-8")
+    print(f"{out / artifacts.STOP_FILE} written: the seed running there stops after its next save (INSPO: its "
+          "current step or initial-population round; GEPA: before its next iteration) and exits with status 3; "
+          "--resume continues it")
+    return {"stop_file": str(out / artifacts.STOP_FILE)}
+
+
 if __name__ == "__main__":
     import logging
 
+    from inspo.records import RunStopped
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    main()
+    try:
+        main()
+    except RunStopped as exc:  # asked for with --stop: everything up to the save is kept
+        print(f"evolve_vs_gepa: {exc}", file=sys.stderr)
+        sys.exit(3)

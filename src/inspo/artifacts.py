@@ -61,8 +61,22 @@ MODEL_DIR = "model"
 AGENT_DIR = "agent"
 STEP_FILE = "inspo_step.json"
 RESUME_FILE = "resume.json"
+STOP_FILE = "STOP"  # put there by a user: the run stops at its next save (honour_stop)
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 JSONL_FILES = (EVENTS_FILE, METRICS_FILE)
+
+
+def honour_stop(stop_file: Path | None, saved: str) -> None:
+    """Raise :class:`~inspo.records.RunStopped` when ``stop_file`` is there, after removing it (so
+    the resumed run goes on); ``saved`` says what the state just saved holds. Called right after a
+    save, so a stop loses nothing."""
+    if stop_file is None or not stop_file.exists():
+        return
+    from inspo.records import RunStopped
+
+    stop_file.unlink(missing_ok=True)
+    raise RunStopped(f"stopped as asked ({stop_file} was there, now removed) {saved}; "
+                     "the same command with --resume continues")
 
 
 def choices_file(rank: int) -> str:

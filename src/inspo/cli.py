@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from inspo.cli_agent import add_agent_parsers
 from inspo.cli_common import CLIError, add_config_args, env_settings, resolve_config
 from inspo.cli_eval import cmd_eval
-from inspo.records import TooManyErrors
+from inspo.records import RunStopped, TooManyErrors
 
 log = logging.getLogger("inspo.cli")
 
@@ -387,6 +387,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TooManyErrors as exc:  # an outage, not bad input: what was done before it is kept
         print(f"inspo: error: {exc}", file=sys.stderr)
         return 1
+    except RunStopped as exc:  # asked for (a STOP file): not done, not failed
+        print(f"inspo: {exc}", file=sys.stderr)
+        return 3
     except (ValueError, FileNotFoundError) as exc:
         # Config and input errors carry messages written for users.
         print(f"inspo: error: {exc}", file=sys.stderr)

@@ -217,6 +217,13 @@ class TooManyErrors(RuntimeError):
         self.rollouts = list(rollouts)
 
 
+class RunStopped(RuntimeError):
+    """A run stopped because its stop file was there when it saved (``inspo evolve``: ``STOP`` in
+    its run directory, :func:`inspo.artifacts.honour_stop`): everything up to that save is kept,
+    the stop file is removed, and the same command with ``--resume`` continues. Not a failure: how
+    a long job runs in pieces without losing the work since its last save."""
+
+
 def scored(rollouts: Sequence[Rollout]) -> list[Rollout]:
     """The rollouts a score may count: those that did not raise (``error`` is None)."""
     return [r for r in rollouts if r.error is None]

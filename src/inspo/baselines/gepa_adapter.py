@@ -21,7 +21,8 @@ beats its parent on that minibatch. This module plugs inspo's agent into it:
 - :class:`ProposalLog` is a GEPA callback that keeps every proposal GEPA went on to evaluate (its
   parent, the answers its reflection was shown, accepted or not), and :func:`proposal_yield` says
   what INSPO's guard and leak check would have made of them: GEPA has neither, so this is how its
-  optimizer's yield compares with INSPO's.
+  optimizer's yield compares with INSPO's. Both live in :mod:`inspo.baselines.gepa_proposals`
+  (importable from here too).
 
 ``gepa`` is imported only by :func:`optimize_instruction` (``pip install inspo[gepa]``). Where a
 run saved in a folder stands is :func:`inspo.baselines.gepa_saved.saved_progress`.
@@ -30,25 +31,28 @@ run saved in a folder stands is :func:`inspo.baselines.gepa_saved.saved_progress
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import PolicyEngine
+from inspo.baselines.gepa_proposals import (  # noqa: F401 (proposal_yield: re-exported from its old home)
+    COMPONENT,
+    GEPAProposal,
+    ProposalLog,
+    proposal_yield,
+)
 from inspo.baselines.gepa_saved import STATE_FILE, GEPAStreams, saved_progress
-from inspo.core.proposer import Proposer, guard, leaked_answer
+from inspo.core.proposer import Proposer
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
 from inspo.llm.base import LLMClient
-from inspo.records import Instruction, Question, Rollout
+from inspo.records import Instruction, Question, Rollout, RunStopped
 from inspo.rng import derived_rng
 
-COMPONENT = "instruction"
 PROPOSALS_FILE = "proposals.jsonl"
 log = logging.getLogger("inspo.gepa")
 
@@ -239,126 +243,6 @@ def gepa_reflection_lm(llm: LLMClient, *, temperature: float = 1.0, max_tokens: 
 
 
 @dataclass
-class GEPAProposal:
-    """One text GEPA's reflection proposed and GEPA then evaluated."""
-
-    iteration: int
-    text: str
-    parent: str
-    shown_answers: tuple[str, ...] = ()  # the gold answers of the records its reflection saw
-    outcome: str = ""  # accepted, rejected, or "" when the run stopped before GEPA decided
-
-
-class ProposalLog:
-    """A GEPA callback (``gepa.optimize(callbacks=...)``) that keeps every proposal as a
-    :class:`GEPAProposal`: one JSON line per proposal, per decision and per hook that failed
-    (:meth:`errors`), appended to ``path`` (so the pieces of a resumed run add up), or kept in
-    memory only when ``path`` is None.
-
-    A proposal is paired with the parent and reflective records of the proposal started before it
-    in the same iteration (GEPA proposes one per iteration unless told to batch several)."""
-
-    def __init__(self, path: Path | None):
-        self.path = path
-        self.lines: list[dict[str, Any]] = []
-        self._unwritten: list[str] = []  # failed hooks whose line could not be written to ``path`` either
-        self._started: list[dict[str, Any]] = []
-
-    def on_iteration_start(self, event: Mapping[str, Any]) -> None:
-        self._started = []
-
-    def on_proposal_start(self, event: Mapping[str, Any]) -> None:
-        with self._counted("on_proposal_start", event):
-            records = event["reflective_dataset"].get(COMPONENT, ())
-            shown = sorted({str(a) for r in records for a in r.get("Correct answers", ())})
-            self._started.append({"parent": event["parent_candidate"].get(COMPONENT, ""), "shown_answers": shown})
-
-    def on_proposal_end(self, event: Mapping[str, Any]) -> None:
-        with self._counted("on_proposal_end", event):
-            started = self._started.pop(0) if self._started else {"parent": "", "shown_answers": []}
-            if COMPONENT in event["new_instructions"]:
-                self._write({"iteration": event["iteration"], "text": event["new_instructions"][COMPONENT], **started})
-
-    def on_candidate_accepted(self, event: Mapping[str, Any]) -> None:
-        with self._counted("on_candidate_accepted", event):
-            self._write({"iteration": event["iteration"], "outcome": "accepted"})
-
-    def on_candidate_rejected(self, event: Mapping[str, Any]) -> None:
-        with self._counted("on_candidate_rejected", event):
-            self._write({"iteration": event["iteration"], "outcome": "rejected"})
-
-    @contextmanager
-    def _counted(self, hook: str, event: Mapping[str, Any]):
-        """Count a failed hook in ``errors`` (and re-raise, for GEPA's own warning): a proposal or
-        decision the log lost must reach the result, not only a log line."""
-        try:
-            yield
-        except Exception as exc:
-            error = f"{hook} at iteration {event.get('iteration', '?')}: {type(exc).__name__}: {exc}"
-            try:
-                self._write({"iteration": event.get("iteration"), "log_error": error})
-            except OSError:
-                self._unwritten.append(error)
-            raise
-
-    def errors(self) -> list[str]:
-        """Every failed hook of the run, all pieces of a resumed one (from ``path``), and those of
-        this piece whose line could not be written there."""
-        return [line["log_error"] for line in self._read() if "log_error" in line] + self._unwritten
-
-    def _write(self, line: dict[str, Any]) -> None:
-        if self.path is None:
-            self.lines.append(line)
-        else:
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(line) + "\n")
-
-    def proposals(self) -> list[GEPAProposal]:
-        """Every proposal with its decision, from ``path`` (all pieces of the run) or memory. An
-        iteration proposed again (a stopped run resumes from the state saved before it) keeps only
-        its last proposal, the one GEPA's saved state goes on from."""
-        by_iteration: dict[int, GEPAProposal] = {}
-        for line in self._read():
-            if "text" in line:
-                by_iteration[line["iteration"]] = GEPAProposal(
-                    line["iteration"], line["text"], line["parent"], tuple(line["shown_answers"]))
-            elif "outcome" in line and line["iteration"] in by_iteration:
-                by_iteration[line["iteration"]].outcome = line["outcome"]
-        return list(by_iteration.values())
-
-    def _read(self) -> list[dict[str, Any]]:
-        if self.path is None:
-            return self.lines
-        if not self.path.is_file():
-            return []
-        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def proposal_yield(proposals: Sequence[GEPAProposal], tags: Sequence[str], max_chars: int = 6000) -> dict[str, Any]:
-    """What INSPO's checks would have made of GEPA's proposals, in INSPO's order: the guard
-    (:func:`inspo.core.proposer.guard` with ``tags``; earlier proposals count as existing ones),
-    then, for those it passes, the leak check against the answers each reflection was shown. Also
-    how GEPA decided each proposal, and how many it accepted that the guard would have refused."""
-    refused: list[str] = []
-    leaks = reach = accepted_refused = 0
-    earlier: list[str] = []
-    for p in proposals:
-        why = guard(p.text, p.parent, earlier, max_chars, tags)
-        earlier.append(p.text)
-        if why is not None:
-            refused.append(why)
-            accepted_refused += p.outcome == "accepted"
-        elif leaked_answer(p.text, p.shown_answers, p.parent) is not None:
-            leaks += 1
-        else:
-            reach += 1
-    outcomes = {k: sum(p.outcome == k for p in proposals) for k in ("accepted", "rejected")}
-    return {"proposals": len(proposals), "guard_refusals": refused, "leaks": leaks, "would_verify": reach,
-            **outcomes, "undecided": len(proposals) - sum(outcomes.values()),
-            "accepted_the_guard_refuses": accepted_refused}
-
-
-@dataclass
 class GEPAOutcome:
     """What :func:`optimize_instruction` returns."""
 
@@ -394,6 +278,7 @@ def optimize_instruction(
     seed: int = 0,
     run_dir: str | None = None,
     resume: bool = False,
+    stop_file: str | Path | None = None,
 ) -> GEPAOutcome:
     """Run ``gepa.optimize`` on the instruction with a budget of ``max_rollouts`` policy rollouts.
 
@@ -414,12 +299,17 @@ def optimize_instruction(
     where it has a ``sampling_rng``: it is the run an unbroken one would have been. A state saved by
     an older inspo lacks the streams; it resumes with them restarted (``resume_exact`` False, unless
     it was saved before GEPA's first iteration, when nothing had drawn from them).
+
+    ``stop_file`` (and GEPA's own ``run_dir/gepa.stop``): when it is there before an iteration,
+    GEPA saves and stops, and this raises :class:`~inspo.records.RunStopped` (the file removed)
+    rather than return a run that has not spent its budget; ``resume=True`` goes on.
     """
     import random
 
     import gepa
     from gepa.strategies.batch_sampler import EpochShuffledBatchSampler
     from gepa.strategies.candidate_selector import ParetoCandidateSelector
+    from gepa.utils.stop_condition import FileStopper
 
     if reflection not in ("inspo", "gepa"):
         raise ValueError(f"reflection must be 'inspo' or 'gepa', got {reflection!r}")
@@ -437,6 +327,8 @@ def optimize_instruction(
         kwargs = {"reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)}
     if resume and not run_dir:
         raise ValueError("resume=True needs the run_dir the run was saved in")
+    if stop_file is not None and not run_dir:
+        raise ValueError("stop_file needs a run_dir: a stopped run resumes from the state GEPA saves there")
     state_file = Path(run_dir) / STATE_FILE if run_dir else None
     resumed = bool(resume and state_file and state_file.is_file())
     if state_file and not resume:  # a new run: GEPA would resume an earlier run's state, so remove it
@@ -468,15 +360,25 @@ def optimize_instruction(
         display_progress_bar=False,
         use_merge=False,  # GEPA's default, pinned: ProposalLog pairs each proposal with its iteration's start
         callbacks=[proposal_log],
+        stop_callbacks=[FileStopper(str(stop_file))] if stop_file is not None else None,
         **kwargs,
     )
+    spent = int(result.total_metric_calls or adapter.rollouts)
+    if spent < max_rollouts:  # only a stop file ends GEPA before its budget: not a finished run
+        stops = [Path(p) for p in (stop_file, Path(run_dir) / "gepa.stop" if run_dir else None) if p is not None]
+        found = [str(p) for p in stops if p.exists()]
+        for p in stops:
+            p.unlink(missing_ok=True)
+        raise RunStopped(f"GEPA stopped as asked ({', '.join(found) or 'a stop file'} was there, now removed) "
+                         f"with {spent} of {max_rollouts} rollouts spent, its state saved in {run_dir}; "
+                         "the same command with --resume continues")
     best = result.best_candidate
     return GEPAOutcome(
         best_instruction=best[COMPONENT] if isinstance(best, dict) else str(best),
         best_val_score=float(result.val_aggregate_scores[result.best_idx]),
         candidates=len(result.candidates),
         rollouts=adapter.rollouts,
-        metric_calls=int(result.total_metric_calls or adapter.rollouts),
+        metric_calls=spent,
         full_val_evals=int(result.num_full_val_evals or 0),
         proposer=stats,
         reflection_calls=adapter.reflection_calls(),

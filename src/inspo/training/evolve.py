@@ -15,7 +15,9 @@ engine started here is shut down when the run ends).
 The run directory gets the same files as a training run minus ``model/`` and checkpoints;
 ``inspo_state.json`` is rewritten after every step and after every round of the initial
 population, so ``resume=True`` continues after the last finished step or round (log lines after
-it are dropped). The run directory is checked before anything
+it are dropped). A file named ``STOP`` in the run directory (``stop_file``) stops the run
+right after its next save with :class:`~inspo.records.RunStopped` (exit status 3 from the CLI),
+so a long run can be cut into pieces without losing a step. The run directory is checked before anything
 loads (:func:`check_run_dir`): a resume needs a saved state, and a new run does not write over
 another run's. A ``policy_url`` is asked for its models once before any work (a dead endpoint
 or a model it does not serve is refused with a one-line SetupError).
@@ -92,6 +94,7 @@ def run_evolve(
     progress: bool = True,
     reward_fn: RewardFn | None = None,
     env: Any = None,
+    stop_file: str | Path | None = None,
 ) -> RunSummary:
     """Evolve ``config``'s instruction population with a frozen policy (module docstring).
 
@@ -113,6 +116,9 @@ def run_evolve(
             step; off, those lines go to the ``inspo.training`` log at INFO.
         reward_fn: replaces the environment's response-only reward (see :data:`inspo.training.loop.RewardFn`).
         env: an environment object given in Python instead of the one ``config.env`` names.
+        stop_file: when this file is there at a save (after a round of the initial population or a
+            step), the run removes it and stops there with :class:`~inspo.records.RunStopped`;
+            default ``out_dir/STOP``.
 
     Raises:
         SetupError: as :func:`inspo.training.setup.prepare` and :func:`check_run_dir` (before any rollout).
@@ -138,6 +144,7 @@ def run_evolve(
         if not vllm_available():
             raise SetupError(f"model.engine=vllm: no module named 'vllm'; {INSTALL_HINT}")
     state_path = run_dir / artifacts.STATE_FILE
+    stop_file = Path(stop_file) if stop_file is not None else run_dir / artifacts.STOP_FILE
     check_run_dir(run_dir, resume=resume, overwrite=overwrite)
     plan, saved_state = None, None
     if resume:  # a refused change stops here, before anything loads
@@ -170,6 +177,9 @@ def run_evolve(
 
     def save() -> None:  # after every step and every round of the initial population
         save_state(coevo, state_path)
+        saved = (f"after round {coevo.init.rounds} of its initial population" if coevo.init is not None else
+                 f"after step {coevo.last_step}" if coevo.last_step else "after its initial population")
+        artifacts.honour_stop(stop_file, f"{saved} (saved in {state_path})")
 
     if plan is not None:
         coevo.load_state_dict(saved_state, emit=False)  # every section's changes go in one event below

@@ -86,7 +86,7 @@ def from_log(run: Path, train: list) -> list[dict]:
 def proposals_of(lines: list[dict]) -> dict:
     """The proposals ``lines`` hold, by iteration, as :class:`ProposalLog` reads its file (an
     iteration run again after a stop keeps its last proposal)."""
-    from inspo.baselines.gepa_adapter import ProposalLog
+    from inspo.baselines.gepa_proposals import ProposalLog
 
     log = ProposalLog(None)
     log.lines = lines
