@@ -234,6 +234,35 @@ def test_a_resumed_gepa_run_is_the_run_an_unbroken_one_would_have_been(world, tm
         (unbroken.best_instruction, unbroken.best_val_score, unbroken.candidates, unbroken.rollouts)
 
 
+def test_the_generator_and_sampler_built_here_give_gepas_default_run(world, tmp_path, monkeypatch):
+    """optimize_instruction builds GEPA's generator, batch sampler and Pareto selector itself (so it
+    can save them); a run must be the one gepa.optimize's own defaults give for the same seed."""
+    import gepa
+
+    valset, trainset, env = world
+
+    def optimize(run):
+        return optimize_instruction(_adapter(env, CoinPolicy()), SEARCH_R1_INSTRUCTION, trainset, valset,
+                                    max_rollouts=60, llm=SamplingLLM(), reflection="gepa", minibatch_size=2, seed=3,
+                                    run_dir=str(tmp_path / run))
+
+    ours = optimize("ours")
+    real = gepa.optimize
+
+    def defaults(**kwargs):  # what optimize_instruction passed before it built these itself
+        kwargs.pop("batch_sampler"), kwargs.pop("candidate_selection_strategy")
+        return real(**kwargs, reflection_minibatch_size=2)
+
+    monkeypatch.setattr(gepa, "optimize", defaults)
+    theirs = optimize("theirs")
+    assert len(ours.proposals) >= 5 and ours.proposals == theirs.proposals
+    assert (ours.best_instruction, ours.candidates, ours.rollouts) == (theirs.best_instruction, theirs.candidates,
+                                                                        theirs.rollouts)
+    with pytest.raises(ValueError, match="minibatch_size must be >= 1"):
+        optimize_instruction(_adapter(env), SEED, trainset, valset, max_rollouts=8, llm=FunctionLLM(str),
+                             minibatch_size=0)
+
+
 def test_a_stop_file_stops_gepa_at_its_next_iteration_and_resume_goes_on_as_if_unbroken(world, tmp_path):
     """The stop file, there before an iteration, makes GEPA save and stop: RunStopped (a run short of
     its budget is never returned as finished), the file removed, and --resume ends as the unbroken

@@ -456,6 +456,7 @@ def test_evolve_vs_gepa_stop_asks_a_running_seed_to_stop_at_its_next_save(tmp_pa
     assert (tmp_path / "inspo" / "inspo_state.json").is_file()
 
 
+@pytest.mark.slow
 def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     pytest.importorskip("gepa")
     bench = load_script("evolve_vs_gepa")

@@ -78,8 +78,9 @@ best validation aggregate.
 
 ``--stop OUT`` puts a ``STOP`` file in ``OUT``: the seed running there stops right after its next
 save (INSPO: after its current step or round of the initial population; GEPA: before its next
-iteration), removes the file and exits with status 3; ``--resume`` continues it. Stopped any other
-way, a seed loses what it did since its last save.
+iteration), removes the file and exits with status 3; ``--resume`` continues it. Asked during the
+test (after the last save) it has nothing to stop: the seed finishes and removes the file. Stopped
+any other way, a seed loses what it did since its last save.
 """
 
 from __future__ import annotations
@@ -637,6 +638,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
               + paired_difference(kept["gepa"], kept["inspo"]).text())
     for name in ("inspo", "gepa"):
         print(f"\n{name} best instruction:\n{result[name]['best_instruction']}")
+    if stop_file.exists():  # asked during the test, after the last save: nothing was left to stop
+        stop_file.unlink()
+        print(f"{stop_file} arrived after the seed's last save: the seed finished; "
+              "the file is removed")
     write_result(args.json, result)
     return result
 
@@ -651,7 +656,7 @@ def request_stop(folders: Sequence[str]) -> dict:
     (out / artifacts.STOP_FILE).write_text("stop at the next save\n", encoding="utf-8")
     print(f"{out / artifacts.STOP_FILE} written: the seed running there stops after its next save (INSPO: its "
           "current step or initial-population round; GEPA: before its next iteration) and exits with status 3; "
-          "--resume continues it")
+          "--resume continues it (asked during the test, the seed finishes)")
     return {"stop_file": str(out / artifacts.STOP_FILE)}
 
 

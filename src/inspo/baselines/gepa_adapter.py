@@ -256,7 +256,9 @@ class GEPAOutcome:
     reflection_calls: int = 0  # optimizer LLM calls, over every run of a resumed optimisation
     resumed: bool = False  # continued from the state saved in run_dir
     replayed_rollouts: int = 0  # played again on resuming, outside GEPA's budget (``rollouts`` excludes them)
-    resume_exact: bool | None = None  # resumed with its saved streams (None: not resumed)
+    # resumed with GEPA's saved streams and the optimizer's where it has a sampling_rng (None: not
+    # resumed); an endpoint optimizer samples on its server, so its answers are new draws either way
+    resume_exact: bool | None = None
     proposals: list[GEPAProposal] = field(default_factory=list)  # every piece's, see ProposalLog
     proposal_log_errors: list[str] = field(default_factory=list)  # failed ProposalLog hooks, every piece's
 
@@ -313,6 +315,8 @@ def optimize_instruction(
 
     if reflection not in ("inspo", "gepa"):
         raise ValueError(f"reflection must be 'inspo' or 'gepa', got {reflection!r}")
+    if minibatch_size < 1:
+        raise ValueError(f"minibatch_size must be >= 1, got {minibatch_size}")
     if max_rollouts < len(valset):
         raise ValueError(f"max_rollouts={max_rollouts} cannot even cover one pass over the {len(valset)} validation questions")
     stats: ProposerStats | None = None
@@ -346,6 +350,9 @@ def optimize_instruction(
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
     if resumed:
         log.info("GEPA: resuming the run saved in %s", run_dir)
+    if run_dir and (Path(run_dir) / "gepa.stop").exists():
+        log.warning("GEPA: %s is there: GEPA stops before its next iteration (RunStopped, the file removed)",
+                    Path(run_dir) / "gepa.stop")
     result = gepa.optimize(
         seed_candidate={COMPONENT: seed_instruction},
         trainset=trainset,

@@ -118,7 +118,8 @@ def run_evolve(
         env: an environment object given in Python instead of the one ``config.env`` names.
         stop_file: when this file is there at a save (after a round of the initial population or a
             step), the run removes it and stops there with :class:`~inspo.records.RunStopped`;
-            default ``out_dir/STOP``.
+            default ``out_dir/STOP``, which the run also removes when it arrived after its last
+            save (the run finished); a file given here is the caller's to clear then.
 
     Raises:
         SetupError: as :func:`inspo.training.setup.prepare` and :func:`check_run_dir` (before any rollout).
@@ -144,6 +145,7 @@ def run_evolve(
         if not vllm_available():
             raise SetupError(f"model.engine=vllm: no module named 'vllm'; {INSTALL_HINT}")
     state_path = run_dir / artifacts.STATE_FILE
+    own_stop = stop_file is None
     stop_file = Path(stop_file) if stop_file is not None else run_dir / artifacts.STOP_FILE
     check_run_dir(run_dir, resume=resume, overwrite=overwrite)
     plan, saved_state = None, None
@@ -153,108 +155,114 @@ def run_evolve(
     inputs = prepare(config, need_optimizer=True, need_model=engine is None and not policy_url,
                      need_eval=choose_on_dev, env=env)
     engine, policy = _policy(config, engine, remote, inputs.model_dir)
-    log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
+    try:  # an engine started here is shut down however the run ends (a stop, an outage, an error)
+        log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
 
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not resume:
-        leftovers = [p.name for p in artifacts.jsonl_paths(run_dir) if p.is_file()]
-        if leftovers:
-            log.info("starting a new run in %s: removing %s of an earlier run", run_dir, ", ".join(leftovers))
-        artifacts.clear_run_files(run_dir)
-    (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config), encoding="utf-8")
-    events = EventLog(run_dir / artifacts.EVENTS_FILE)
-    announcer = announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
-    coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
-                              fits=inputs.fits, env=inputs.env)
-    batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if not resume:
+            leftovers = [p.name for p in artifacts.jsonl_paths(run_dir) if p.is_file()]
+            if leftovers:
+                log.info("starting a new run in %s: removing %s of an earlier run", run_dir, ", ".join(leftovers))
+            artifacts.clear_run_files(run_dir)
+        (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config), encoding="utf-8")
+        events = EventLog(run_dir / artifacts.EVENTS_FILE)
+        announcer = announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
+        coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
+                                  fits=inputs.fits, env=inputs.env)
+        batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
 
-    def evaluate_at(step: int, tag: str = "verify"):
-        return verification_evaluate(engine, inputs.env, inputs.agent, seed=rl.seed, tag=tag, step=step,
-                                     batch_size=batch_size, reward_fn=reward_fn, progress=progress,
-                                     max_error_rate=rl.max_error_rate)
+        def evaluate_at(step: int, tag: str = "verify"):
+            return verification_evaluate(engine, inputs.env, inputs.agent, seed=rl.seed, tag=tag, step=step,
+                                         batch_size=batch_size, reward_fn=reward_fn, progress=progress,
+                                         max_error_rate=rl.max_error_rate)
 
-    first = 1
+        first = 1
 
-    def save() -> None:  # after every step and every round of the initial population
-        save_state(coevo, state_path)
-        saved = (f"after round {coevo.init.rounds} of its initial population" if coevo.init is not None else
-                 f"after step {coevo.last_step}" if coevo.last_step else "after its initial population")
-        artifacts.honour_stop(stop_file, f"{saved} (saved in {state_path})")
+        def save() -> None:  # after every step and every round of the initial population
+            save_state(coevo, state_path)
+            saved = (f"after round {coevo.init.rounds} of its initial population" if coevo.init is not None else
+                     f"after step {coevo.last_step}" if coevo.last_step else "after its initial population")
+            artifacts.honour_stop(stop_file, f"{saved} (saved in {state_path})")
 
-    if plan is not None:
-        coevo.load_state_dict(saved_state, emit=False)  # every section's changes go in one event below
-        first = coevo.last_step + 1
-        dropped = artifacts.truncate_after(run_dir, coevo.last_step)
-        if coevo.init is not None:  # saved inside the initial population: the lost round's events go too
-            dropped += artifacts.truncate_events(run_dir, coevo.init.events)
-        if plan.applied:
-            events.emit(plan.event())
-        plan.write(run_dir)
-        say(plan.lines(), progress)
-        if coevo.init is None:
-            log.info("resuming evolution after step %d (dropped %d log line(s))", coevo.last_step, dropped)
+        if plan is not None:
+            coevo.load_state_dict(saved_state, emit=False)  # every section's changes go in one event below
+            first = coevo.last_step + 1
+            dropped = artifacts.truncate_after(run_dir, coevo.last_step)
+            if coevo.init is not None:  # saved inside the initial population: the lost round's events go too
+                dropped += artifacts.truncate_events(run_dir, coevo.init.events)
+            if plan.applied:
+                events.emit(plan.event())
+            plan.write(run_dir)
+            say(plan.lines(), progress)
+            if coevo.init is None:
+                log.info("resuming evolution after step %d (dropped %d log line(s))", coevo.last_step, dropped)
+            else:
+                say(f"initial population: resuming after round {coevo.init.rounds} with {len(coevo.population)} of "
+                    f"{coevo.config.population_size} instruction(s) (dropped {dropped} log line(s))", progress)
+                announcer.resumed(len(coevo.population), coevo.config.population_size)
+                coevo.continue_initialize(evaluate_at(0, "init"), after_round=save)
+                save()
         else:
-            say(f"initial population: resuming after round {coevo.init.rounds} with {len(coevo.population)} of "
-                f"{coevo.config.population_size} instruction(s) (dropped {dropped} log line(s))", progress)
-            announcer.resumed(len(coevo.population), coevo.config.population_size)
-            coevo.continue_initialize(evaluate_at(0, "init"), after_round=save)
+            warm = warmup_questions(inputs.questions, config.data.warmup_questions, coevo.config.seed)
+            if warm:
+                say(f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill the replay buffer)",
+                    progress)
+            coevo.initialize(evaluate_at(0, "init"), warm, after_round=save)
             save()
-    else:
-        warm = warmup_questions(inputs.questions, config.data.warmup_questions, coevo.config.seed)
-        if warm:
-            say(f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill the replay buffer)",
-                progress)
-        coevo.initialize(evaluate_at(0, "init"), warm, after_round=save)
-        save()
 
-    from tqdm.auto import tqdm
+        from tqdm.auto import tqdm
 
-    bar = tqdm(total=steps, initial=first - 1, desc="inspo evolve", unit="step", disable=not progress)
-    metrics = MetricsLog(run_dir / artifacts.METRICS_FILE, steps, progress=progress, read_existing=True,
-                         release_memory=True)
+        bar = tqdm(total=steps, initial=first - 1, desc="inspo evolve", unit="step", disable=not progress)
+        metrics = MetricsLog(run_dir / artifacts.METRICS_FILE, steps, progress=progress, read_existing=True,
+                             release_memory=True)
 
-    def play_step(t: int) -> None:
-        batch = step_questions(inputs.questions, t, rl.questions_per_step, rl.seed)
-        rows = [q for q in batch for _ in range(rl.group_size)]
-        instructions, _ = choose_groups(coevo, t, rows)
-        reseed(engine, rl.seed, "rollout", t)
-        episodes = [Episode(q, ins) for q, ins in zip(rows, instructions, strict=True)]
-        rollouts = rescore([light(r) for r in play_isolated(engine, inputs.env, inputs.agent, episodes)],
-                           reward_fn)
-        # an outage stops here, before the step is credited: the state saved after step t-1 resumes it
-        check_error_rate(rollouts, max_error_rate=rl.max_error_rate, planned=len(rollouts),
-                         setting="rl.max_error_rate")
-        metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t), tools=list(inputs.env.tools)).metrics)
-        save()
+        def play_step(t: int) -> None:
+            batch = step_questions(inputs.questions, t, rl.questions_per_step, rl.seed)
+            rows = [q for q in batch for _ in range(rl.group_size)]
+            instructions, _ = choose_groups(coevo, t, rows)
+            reseed(engine, rl.seed, "rollout", t)
+            episodes = [Episode(q, ins) for q, ins in zip(rows, instructions, strict=True)]
+            rollouts = rescore([light(r) for r in play_isolated(engine, inputs.env, inputs.agent, episodes)],
+                               reward_fn)
+            # an outage stops here, before the step is credited: the state saved after step t-1 resumes it
+            check_error_rate(rollouts, max_error_rate=rl.max_error_rate, planned=len(rollouts),
+                             setting="rl.max_error_rate")
+            metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t), tools=list(inputs.env.tools)).metrics)
+            save()
 
-    for t in range(first, steps + 1):
         try:
-            play_step(t)
-        except TooManyErrors as exc:
+            for t in range(first, steps + 1):
+                try:
+                    play_step(t)
+                except TooManyErrors as exc:
+                    raise TooManyErrors(f"step {t}: {exc} (the run up to step {t - 1} is saved in {run_dir}: "
+                                        "continue it with --resume)", exc.rollouts) from None
+                bar.update(1)
+        finally:  # a stop or an outage ends the bar too
             bar.close()
-            raise TooManyErrors(f"step {t}: {exc} (the run up to step {t - 1} is saved in {run_dir}: continue it "
-                                "with --resume)", exc.rollouts) from None
-        bar.update(1)
-    bar.close()
 
-    best = coevo.best()
-    final, played = None, 0
-    if choose_on_dev:
-        evaluate = greedy_evaluate(engine, inputs.env, inputs.agent, batch_size=batch_size, reward_fn=reward_fn,
-                                   progress=progress, max_error_rate=rl.max_error_rate)
-        final = choose_for_run(evaluate, coevo, config, inputs, rule="dev", tell=lambda line: say(line, progress))
-        played = final.dev_rollouts
-        best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
-    artifacts.write_best_instruction(run_dir, best.text)
-    summary = summarize(run_dir=run_dir, mode="evolve", steps=steps, history=metrics.history, coevo=coevo,
-                        returned=best, optimizer=inputs.optimizer_note, started=started, policy=policy,
-                        evaluation=final.to_dict() if final else None, selection_rollouts=played,
-                        resume_changes=[str(c) for c in plan.applied] if plan else [],
-                        resumed_from=f"{plan.checkpoint} (INSPO step {plan.step})" if plan else None,
-                        precision=precision.describe() if owned else "")
-    summary.write()
-    if owned and hasattr(engine, "shutdown"):
-        engine.shutdown()
+        best = coevo.best()
+        final, played = None, 0
+        if choose_on_dev:
+            evaluate = greedy_evaluate(engine, inputs.env, inputs.agent, batch_size=batch_size, reward_fn=reward_fn,
+                                       progress=progress, max_error_rate=rl.max_error_rate)
+            final = choose_for_run(evaluate, coevo, config, inputs, rule="dev", tell=lambda line: say(line, progress))
+            played = final.dev_rollouts
+            best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
+        artifacts.write_best_instruction(run_dir, best.text)
+        summary = summarize(run_dir=run_dir, mode="evolve", steps=steps, history=metrics.history, coevo=coevo,
+                            returned=best, optimizer=inputs.optimizer_note, started=started, policy=policy,
+                            evaluation=final.to_dict() if final else None, selection_rollouts=played,
+                            resume_changes=[str(c) for c in plan.applied] if plan else [],
+                            resumed_from=f"{plan.checkpoint} (INSPO step {plan.step})" if plan else None,
+                            precision=precision.describe() if owned else "")
+        summary.write()
+        if own_stop and stop_file.exists():  # asked during the final choice: nothing was left to stop
+            stop_file.unlink(missing_ok=True)
+            log.info("%s arrived after the run's last save: the run finished; the file is removed", stop_file)
+    finally:
+        if owned and hasattr(engine, "shutdown"):
+            engine.shutdown()
     if progress:
         print(summary, flush=True)
     return summary
