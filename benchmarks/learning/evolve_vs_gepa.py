@@ -639,7 +639,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for name in ("inspo", "gepa"):
         print(f"\n{name} best instruction:\n{result[name]['best_instruction']}")
     if stop_file.exists():  # asked during the test, after the last save: nothing was left to stop
-        stop_file.unlink()
+        stop_file.unlink(missing_ok=True)
         print(f"{stop_file} arrived after the seed's last save: the seed finished; "
               "the file is removed")
     write_result(args.json, result)

@@ -45,7 +45,7 @@ from inspo.baselines.gepa_proposals import (  # noqa: F401 (proposal_yield: re-e
     ProposalLog,
     proposal_yield,
 )
-from inspo.baselines.gepa_saved import STATE_FILE, GEPAStreams, saved_progress
+from inspo.baselines.gepa_saved import GEPA_STOP_FILE, STATE_FILE, GEPAStreams, saved_progress
 from inspo.core.proposer import Proposer
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
@@ -350,9 +350,9 @@ def optimize_instruction(
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
     if resumed:
         log.info("GEPA: resuming the run saved in %s", run_dir)
-    if run_dir and (Path(run_dir) / "gepa.stop").exists():
+    if run_dir and (Path(run_dir) / GEPA_STOP_FILE).exists():
         log.warning("GEPA: %s is there: GEPA stops before its next iteration (RunStopped, the file removed)",
-                    Path(run_dir) / "gepa.stop")
+                    Path(run_dir) / GEPA_STOP_FILE)
     result = gepa.optimize(
         seed_candidate={COMPONENT: seed_instruction},
         trainset=trainset,
@@ -372,7 +372,7 @@ def optimize_instruction(
     )
     spent = int(result.total_metric_calls or adapter.rollouts)
     if spent < max_rollouts:  # only a stop file ends GEPA before its budget: not a finished run
-        stops = [Path(p) for p in (stop_file, Path(run_dir) / "gepa.stop" if run_dir else None) if p is not None]
+        stops = [Path(p) for p in (stop_file, Path(run_dir) / GEPA_STOP_FILE if run_dir else None) if p is not None]
         found = [str(p) for p in stops if p.exists()]
         for p in stops:
             p.unlink(missing_ok=True)

@@ -17,6 +17,7 @@ from typing import Any
 from inspo.rng import rng_from_json, rng_to_json
 
 STATE_FILE = "gepa_state.bin"  # GEPA's own name for its saved state in a run_dir
+GEPA_STOP_FILE = "gepa.stop"  # GEPA's own stop file in a run_dir (its FileStopper, always on)
 
 
 @dataclass
