@@ -169,3 +169,37 @@ def test_verification_sets_each_candidate_against_its_rounds_parent(tmp_path, ca
     assert out["counts"] == {"verified": 4, "without a bar": 1, "above": 1, "level": 1, "below": 1, "level at zero": 1}
     assert [r["bar"] for r in out["rows"]] == [0.0, 0.0, None, 0.25]
     assert "admitted ins-0003 at step 0: 0.000 on 16 problems, its parent's 0.000" in capsys.readouterr().out
+
+
+def test_choose_returns_each_pools_best_on_the_dev_problems_and_scores_it_on_the_rest(tmp_path, capsys):
+    pytest.importorskip("numpy")
+    run = tmp_path / "inspo"
+    run.mkdir()
+    events = [{"kind": "admitted", "step": 0, "instruction": {"id": "ins-0002"}},
+              {"kind": "admitted", "step": 0, "instruction": {"id": "ins-0003"}},
+              {"kind": "admitted", "step": 0, "instruction": {"id": "ins-0004"}},
+              {"kind": "pruned", "step": 2, "removed": ["ins-0002", "ins-0004"], "kept": ["ins-0003"]}]
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    cand = load()
+    pools = cand.pools(run / "events.jsonl")
+    assert pools == {"final": ["calculator", "ins-0003"], "admitted": ["calculator", "ins-0002", "ins-0003", "ins-0004"]}
+    # the survivor ties the seed everywhere (the seed is returned); a pruned one is right everywhere,
+    # and the one after it ties it (the first of a tie is returned)
+    folder = eval_json(tmp_path / "test", {"calculator": [0, 0, 0, 0], "ins-0002": [1, 1, 1, 1],
+                                           "ins-0003": [0, 0, 0, 0], "ins-0004": [1, 1, 1, 1]})
+    out = cand.choose(folder, pools, [1, 3], 200, seed=0)
+    for k in (1, 3):
+        assert out[k]["final"] == {"held_out": 0.0, "seed": 1.0, "best": "calculator", "best_score": 0.0}
+        assert out[k]["admitted"] == {"held_out": 1.0, "seed": 0.0, "best": "ins-0002", "best_score": 1.0}
+        assert out[k]["admitted - final"] == {"mean": 1.0, "above": 1.0, "below": 0.0}
+    # right on one problem of four: returned only when that problem is the one dev problem
+    eval_json(tmp_path / "one", {"calculator": [0, 0, 0, 0], "ins-0002": [1, 0, 0, 0], "ins-0003": [0, 0, 0, 0],
+                                 "ins-0004": [0, 0, 0, 0]})
+    one = cand.choose(tmp_path / "one", pools, [1], 20000, seed=1)[1]["admitted"]
+    assert one["seed"] == pytest.approx(0.75, abs=0.02) and one["held_out"] == 0.0  # its one right answer was dev
+    assert "k=1: final (2) returns 0.000 held out, the seed in 100%" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="k must be 1 to 3"):
+        cand.choose(folder, pools, [4], 10, seed=0)
+    eval_json(tmp_path / "short", {"calculator": [0, 0, 0, 0], "ins-0003": [0, 0, 0, 0]})
+    with pytest.raises(SystemExit, match="ins-0002, ins-0004 not scored there"):
+        cand.choose(tmp_path / "short", pools, [1], 10, seed=0)

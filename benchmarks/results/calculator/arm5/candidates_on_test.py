@@ -18,6 +18,10 @@ for either arm: it picks with the test set, so it never replaces the run's own t
         --events runs/gepa-calc-s1/inspo/events.jsonl --pairs ins-0078:calculator
     # here: each verified candidate's D_B score against its parent's (the beat-parent bar)
     python benchmarks/results/calculator/arm5/candidates_on_test.py verification runs/gepa-calc-s1/inspo/events.jsonl
+    # here: what the final dev choice on k problems returns from the survivors (what the run
+    # scores) and from every admitted instruction, held out on the rest of the 300
+    python benchmarks/results/calculator/arm5/candidates_on_test.py choose DIR/test \
+        --events runs/gepa-calc-s1/inspo/events.jsonl --sizes 8,16,32,64
 
 ``score`` runs ``inspo eval`` from this checkout's ``src`` (inspo need not be installed), so
 ``INSPO_COMMIT`` should name the commit on a machine whose copy has no ``.git``.
@@ -249,6 +253,77 @@ def verification(events_path: Path) -> dict:
     return {"counts": counts, "rows": rows}
 
 
+
+def pools(events_path: Path) -> dict[str, list[str]]:
+    """The instructions a final dev choice scores, by ``inspo eval``'s names, the seed first (it
+    wins ties), the rest in admission order: ``final``, the seed and the final population (what
+    ``final_choice: dev`` scores); ``admitted``, the seed and every instruction the run admitted."""
+    from inspo.core.events import read_events
+    from inspo.report.data import removals
+
+    events = read_events(events_path)
+    admitted = [e["instruction"]["id"] for e in events if e["kind"] == "admitted"]
+    gone = removals(events)
+    seed = SEED.lstrip("@")
+    return {"final": [seed] + [i for i in admitted if i not in gone], "admitted": [seed, *admitted]}
+
+
+def choose(folder: Path, pools: dict[str, list[str]], sizes: list[int], draws: int, seed: int) -> dict:
+    """What a final choice on k problems returns, pool by pool: ``draws`` times, ``folder``'s
+    problems split at random into k "dev" problems and the rest; the pool member with the highest
+    mean on the k (the first of ties: the seed on a tie), scored on the rest. Per k and pool: the
+    mean held-out score of what it returns, how often that is the seed, and the pool's best on every
+    problem (what a perfect choice returns); per k, one pool minus another, draw by draw."""
+    import numpy as np
+
+    by = rewards_by_instruction(json.loads((folder / "eval.json").read_text()))
+    names = list(dict.fromkeys(n for pool in pools.values() for n in pool))
+    missing = [n for n in names if n not in by]
+    if missing:
+        raise SystemExit(f"{folder}: {', '.join(missing)} not scored there; score every admitted instruction first")
+    ids = sorted(by[names[0]])
+    if any(set(by[n]) != set(ids) for n in names):
+        raise SystemExit(f"{folder}: the pools' instructions were scored on different problems")
+    r = np.array([[by[n][q] for q in ids] for n in names], dtype=float)  # instruction x problem
+    rng = np.random.default_rng(seed)
+    print(f"{folder}: {len(ids)} problems; {draws} random splits into k dev problems and the rest "
+          f"(numpy seed {seed}); each pool returns its best on the k, the seed on a tie")
+    out: dict = {}
+    for k in sizes:
+        if not 0 < k < len(ids):
+            raise SystemExit(f"a choice on {k} of {len(ids)} problems: k must be 1 to {len(ids) - 1}")
+        picks = np.argsort(rng.random((draws, len(ids))), axis=1)[:, :k]
+        dev = r[:, picks].sum(axis=2)  # instruction x draw
+        held = (r.sum(axis=1, keepdims=True) - dev) / (len(ids) - k)
+        got = {}
+        for name, pool in pools.items():
+            rows = np.array([names.index(x) for x in pool])
+            chosen = rows[np.argmax(dev[rows], axis=0)]  # argmax keeps the first of ties
+            got[name] = held[chosen, np.arange(draws)]
+            best = max(pool, key=lambda x: r[names.index(x)].mean())
+            out.setdefault(k, {})[name] = {"held_out": float(got[name].mean()),
+                                          "seed": float((chosen == rows[0]).mean()),
+                                          "best": best, "best_score": float(r[names.index(best)].mean())}
+        print(f"  k={k}: " + "; ".join(
+            f"{name} ({len(pools[name])}) returns {v['held_out']:.3f} held out, the seed in {v['seed']:.0%} "
+            f"(its best {v['best']} {v['best_score']:.3f})" for name, v in out[k].items()))
+        first, *rest = pools
+        for name in rest:
+            d = got[name] - got[first]
+            out[k][f"{name} - {first}"] = {"mean": float(d.mean()), "above": float((d > 1e-9).mean()),
+                                           "below": float((d < -1e-9).mean())}
+            print(f"    {name} minus {first}: {d.mean():+.3f} on average, above in {(d > 1e-9).mean():.0%} "
+                  f"of splits, below in {(d < -1e-9).mean():.0%}")
+    return out
+
+
+def sizes_arg(text: str) -> list[int]:
+    """``--sizes``: problems per comparison, positive whole numbers separated by commas."""
+    sizes = [k for k in text.split(",") if k]
+    if not sizes or not all(k.isdigit() and int(k) > 0 for k in sizes):
+        raise SystemExit(f"--sizes: problems per comparison, positive whole numbers like 8,16,32; not {text!r}")
+    return [int(k) for k in sizes]
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -275,6 +350,12 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--seed", type=int, default=0)
     a = sub.add_parser("verification", help="each verified candidate against its parent's score on D_B")
     a.add_argument("events", type=Path, help="the run's inspo/events.jsonl")
+    a = sub.add_parser("choose", help="what a final choice on k problems returns from the survivors or every admitted one")
+    a.add_argument("folder", type=Path, help="an inspo eval --out folder that scored the seed and every admitted one")
+    a.add_argument("--events", type=Path, required=True, help="the run's inspo/events.jsonl (its pools)")
+    a.add_argument("--sizes", default="8,16,32,64", help="dev problems per choice (the run's: 8)")
+    a.add_argument("--draws", type=int, default=20000)
+    a.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.cmd == "write":
         print(" ".join(write(args.run, args.to)))
@@ -285,6 +366,8 @@ def main(argv: list[str] | None = None) -> None:
         score(args.folder, args.out, args.batch_size, args.limit, args.policy, sets)
     elif args.cmd == "verification":
         verification(args.events)
+    elif args.cmd == "choose":
+        choose(args.folder, pools(args.events), sizes_arg(args.sizes), args.draws, args.seed)
     elif args.cmd == "resample":
         pairs = [tuple(x.split(":")) for x in args.pairs.split(",") if x]
         if any(len(x) != 2 for x in pairs):
@@ -292,10 +375,7 @@ def main(argv: list[str] | None = None) -> None:
         pairs = list(dict.fromkeys(pairs + (parent_pairs(args.events) if args.events else [])))  # once each
         if not pairs:
             raise SystemExit("resample: name --pairs or --events (each admitted instruction against its parent)")
-        sizes = [k for k in args.sizes.split(",") if k]
-        if not sizes or not all(k.isdigit() and int(k) > 0 for k in sizes):
-            raise SystemExit(f"--sizes: problems per comparison, positive whole numbers like 8,16,32; not {args.sizes!r}")
-        resample(args.folder, pairs, [int(k) for k in sizes], args.draws, args.seed)
+        resample(args.folder, pairs, sizes_arg(args.sizes), args.draws, args.seed)
     else:
         for folder in args.folders:
             table(folder, args.events)
