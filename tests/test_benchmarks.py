@@ -326,6 +326,13 @@ def test_evolve_vs_gepa_progress_reads_a_state_saved_inside_the_initial_populati
     assert not report["inspo"]["finished"] and report["gepa"] is None
     out = capsys.readouterr().out
     assert "INSPO: initial population: round 2 saved, 1 of 4 instructions, not finished;" in out
+    assert report["stop_pending"] == [] and "a stop is pending" not in out
+    (tmp_path / artifacts.STOP_FILE).write_text("stop\n")  # as --stop writes it
+    (tmp_path / "gepa").mkdir()
+    (tmp_path / "gepa" / "gepa.stop").write_text("")  # GEPA's own
+    report = load_script("evolve_vs_gepa").main(["--progress", str(tmp_path)])
+    assert report["stop_pending"] == [str(tmp_path / artifacts.STOP_FILE), str(tmp_path / "gepa" / "gepa.stop")]
+    assert f"a stop is pending: {tmp_path / artifacts.STOP_FILE} is there" in capsys.readouterr().out
 
 
 def test_evolve_vs_gepa_refuses_an_engine_it_would_not_use(tmp_path):

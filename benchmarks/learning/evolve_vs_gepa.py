@@ -74,7 +74,7 @@ and the same comparisons without the questions whose gold answer any seed's winn
 ``--progress OUT`` reads the arms saved in ``OUT`` (nothing is played, a running seed can be read):
 INSPO's last saved step (or initial-population round) and the rollouts it spent by kind, and once
 it finished what it returned and the budget; GEPA's iteration, rollouts spent, programs kept and
-best validation aggregate.
+best validation aggregate; and a stop still pending (``STOP``, or GEPA's own ``gepa/gepa.stop``).
 
 ``--stop OUT`` puts a ``STOP`` file in ``OUT``: the seed running there stops right after its next
 save (INSPO: after its current step or round of the initial population; GEPA: before its next
@@ -376,7 +376,7 @@ def rollouts_by_kind(ledger: dict, selection_rollouts: int | None = None) -> dic
 def progress(out: Path) -> dict:
     """Where the arms saved in ``out`` stand, from their files: INSPO's state (and its summary once
     it finished) and GEPA's (:func:`~inspo.baselines.gepa_saved.saved_progress`)."""
-    from inspo.baselines.gepa_saved import STATE_FILE, saved_progress
+    from inspo.baselines.gepa_saved import GEPA_STOP_FILE, STATE_FILE, saved_progress
     from inspo.core.state import read_state
 
     state_file, summary_file = out / "inspo" / artifacts.STATE_FILE, out / "inspo" / artifacts.SUMMARY_FILE
@@ -387,7 +387,9 @@ def progress(out: Path) -> dict:
             "if any): --resume has nothing to continue, run the command without it)")
         raise SystemExit(f"{out}: no arm saved there (neither inspo/{artifacts.STATE_FILE} nor "
                          f"gepa/{STATE_FILE}){started}")
-    report: dict = {"out": str(out), "inspo": None, "gepa": None if gepa is None else asdict(gepa), "budget": None}
+    stops = [out / artifacts.STOP_FILE, out / "gepa" / GEPA_STOP_FILE]  # --stop's, GEPA's own
+    report: dict = {"out": str(out), "inspo": None, "gepa": None if gepa is None else asdict(gepa), "budget": None,
+                    "stop_pending": [str(f) for f in stops if f.exists()]}
     if state_file.is_file():
         state = read_state(state_file)
         led = state["ledger"]
@@ -430,6 +432,9 @@ def print_progress(report: dict) -> None:
         print(f"  GEPA: iteration {g['iteration']} saved; {g['rollouts']}{of} rollouts spent; {g['programs']} "
               f"programs ({g['programs'] - 1} accepted); best validation {g['best_val']:.3f} "
               f"(program {g['best_program']}; the seed {g['seed_val']:.3f})")
+    for stop in report["stop_pending"]:
+        print(f"  a stop is pending: {stop} is there; a run going on here stops after its next save (one that "
+              "ended first left it: remove it, or the next --resume stops at its first save)")
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
