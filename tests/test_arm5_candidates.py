@@ -203,3 +203,31 @@ def test_choose_returns_each_pools_best_on_the_dev_problems_and_scores_it_on_the
     eval_json(tmp_path / "short", {"calculator": [0, 0, 0, 0], "ins-0003": [0, 0, 0, 0]})
     with pytest.raises(SystemExit, match="ins-0002, ins-0004 not scored there"):
         cand.choose(tmp_path / "short", pools, [1], 10, seed=0)
+
+
+def test_admissions_sets_each_admitted_ones_test_difference_from_its_parent_by_how_it_passed(tmp_path, capsys):
+    run = tmp_path / "inspo"
+    run.mkdir()
+    events = [{"kind": "warmed_up", "instruction_id": "ins-0001"},
+              {"kind": "proposed", "step": 0},
+              {"kind": "parent_verified", "step": 0, "score": 0.125},
+              {"kind": "verified", "step": 0, "candidate_id": "ins-0002", "score": 0.25, "n_questions": 16},
+              {"kind": "verified", "step": 0, "candidate_id": "ins-0003", "score": 0.125, "n_questions": 16},
+              {"kind": "verified", "step": 0, "candidate_id": "ins-0009", "score": 0.0, "n_questions": 16},
+              {"kind": "admitted", "instruction": {"id": "ins-0002", "parent_ids": ["ins-0001"]}},
+              {"kind": "admitted", "instruction": {"id": "ins-0003", "parent_ids": ["ins-0001"]}},
+              {"kind": "proposed", "step": 4},  # no bar: plain top-n, left out
+              {"kind": "verified", "step": 4, "candidate_id": "ins-0005", "score": 0.5, "n_questions": 16},
+              {"kind": "admitted", "instruction": {"id": "ins-0005", "parent_ids": ["ins-0002"]}}]
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    folder = eval_json(tmp_path / "test", {"calculator": [1, 0, 0, 0], "ins-0002": [0, 0, 0, 0],
+                                           "ins-0003": [1, 1, 1, 0], "ins-0005": [1, 1, 1, 1]})
+    cand = load()
+    groups = cand.admissions_on_test([(run / "events.jsonl", folder), (run / "events.jsonl", folder)])
+    assert groups == {"above": [-0.25, -0.25], "level": [0.5, 0.5]}  # each run counted, ins-0005 left out
+    out = capsys.readouterr().out
+    assert "ins-0002: above its parent calculator on D_B (0.250 against 0.125); on the test -0.250" in out
+    assert "admitted level the bar: 2; test minus parent, mean +0.500; better than the parent 2, worse 0" in out
+    eval_json(tmp_path / "short", {"calculator": [1, 0, 0, 0], "ins-0002": [0, 0, 0, 0]})
+    with pytest.raises(SystemExit, match="ins-0003 not scored there"):
+        cand.admissions_on_test([(run / "events.jsonl", tmp_path / "short")])

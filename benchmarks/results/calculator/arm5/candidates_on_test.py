@@ -18,6 +18,10 @@ for either arm: it picks with the test set, so it never replaces the run's own t
         --events runs/gepa-calc-s1/inspo/events.jsonl --pairs ins-0078:calculator
     # here: each verified candidate's D_B score against its parent's (the beat-parent bar)
     python benchmarks/results/calculator/arm5/candidates_on_test.py verification runs/gepa-calc-s1/inspo/events.jsonl
+    # here: each admitted instruction's test difference from its parent, by whether it passed
+    # verification's bar above or level (one --run EVENTS TEST a seed)
+    python benchmarks/results/calculator/arm5/candidates_on_test.py admissions \
+        --run runs/gepa-calc-s1/inspo/events.jsonl DIR/test
     # here: what the final dev choice on k problems returns from the survivors (what the run
     # scores) and from every admitted instruction, held out on the rest of the 300
     python benchmarks/results/calculator/arm5/candidates_on_test.py choose DIR/test \
@@ -220,11 +224,10 @@ def resample(folder: Path, pairs: list[tuple[str, str]], sizes: list[int], draws
     return out
 
 
-def verification(events_path: Path) -> dict:
-    """Each verified candidate's D_B score against its parent's on the same problems (the bar of
-    ``admission: beat-parent``), from the run's events: how many scored above, level with and below
-    it, and each admitted one's score and bar. A round's bar is its ``parent_verified`` event (None
-    where the round had none: plain top-n)."""
+def verified_rows(events_path: Path) -> list[dict]:
+    """Each verified candidate of a run, in order: step, id, D_B score, its round's bar (the
+    parent's score there, from ``parent_verified``; None in a round without one), problems, and
+    whether it was admitted."""
     from inspo.core.events import read_events
 
     events = read_events(events_path)
@@ -238,6 +241,46 @@ def verification(events_path: Path) -> dict:
         elif e["kind"] == "verified":
             rows.append({"step": e["step"], "candidate": e["candidate_id"], "score": e["score"], "bar": bar,
                          "problems": e["n_questions"], "admitted": e["candidate_id"] in admitted})
+    return rows
+
+
+def admissions_on_test(runs: list[tuple[Path, Path]]) -> dict[str, list[float]]:
+    """Does passing verification's bar say anything about the test? For each run (its events, and
+    an ``inspo eval`` folder that scored the seed and every admitted instruction), each instruction
+    admitted against a bar, its greedy test difference from its parent, grouped by whether its D_B
+    score was above the bar or level with it; each group summed up over all the runs."""
+    groups: dict[str, list[float]] = {"above": [], "level": []}
+    for events_path, folder in runs:
+        by = rewards_by_instruction(json.loads((folder / "eval.json").read_text()))
+        parent = dict(parent_pairs(events_path))
+        print(f"{events_path}, tested in {folder}:")
+        for r in verified_rows(events_path):
+            if not r["admitted"] or r["bar"] is None:
+                continue
+            child, par = r["candidate"], parent.get(r["candidate"])
+            missing = [x for x in (child, par) if x not in by]
+            if missing:
+                raise SystemExit(f"{folder}: {', '.join(map(str, missing))} not scored there; score every admitted one")
+            ids = sorted(by[child])
+            if set(by[par]) != set(ids):
+                raise SystemExit(f"{folder}: {child} and {par} were scored on different problems")
+            d = sum(by[child][q] - by[par][q] for q in ids) / len(ids)
+            kind = "above" if r["score"] > r["bar"] + 1e-9 else "level"
+            groups[kind].append(d)
+            print(f"  {child}: {kind} its parent {par} on D_B ({r['score']:.3f} against {r['bar']:.3f}); "
+                  f"on the test {d:+.3f}")
+    for kind, ds in groups.items():
+        mean = f"{sum(ds) / len(ds):+.3f}" if ds else "none"
+        print(f"admitted {kind} the bar: {len(ds)}; test minus parent, mean {mean}; better than the parent "
+              f"{sum(d > 0 for d in ds)}, worse {sum(d < 0 for d in ds)}, equal {sum(d == 0 for d in ds)}")
+    return groups
+
+def verification(events_path: Path) -> dict:
+    """Each verified candidate's D_B score against its parent's on the same problems (the bar of
+    ``admission: beat-parent``), from the run's events: how many scored above, level with and below
+    it, and each admitted one's score and bar. A round's bar is its ``parent_verified`` event (None
+    where the round had none: plain top-n)."""
+    rows = verified_rows(events_path)
     barred = [r for r in rows if r["bar"] is not None]
     counts = {"verified": len(rows), "without a bar": len(rows) - len(barred),
               "above": sum(r["score"] > r["bar"] + 1e-9 for r in barred),
@@ -350,6 +393,9 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--seed", type=int, default=0)
     a = sub.add_parser("verification", help="each verified candidate against its parent's score on D_B")
     a.add_argument("events", type=Path, help="the run's inspo/events.jsonl")
+    a = sub.add_parser("admissions", help="each admitted instruction's test difference from its parent, by how it passed")
+    a.add_argument("--run", nargs=2, action="append", required=True, type=Path, metavar=("EVENTS", "TEST"),
+                   help="a run's inspo/events.jsonl and the inspo eval folder that scored its admitted ones; repeat")
     a = sub.add_parser("choose", help="what a final choice on k problems returns from the survivors or every admitted one")
     a.add_argument("folder", type=Path, help="an inspo eval --out folder that scored the seed and every admitted one")
     a.add_argument("--events", type=Path, required=True, help="the run's inspo/events.jsonl (its pools)")
@@ -366,6 +412,8 @@ def main(argv: list[str] | None = None) -> None:
         score(args.folder, args.out, args.batch_size, args.limit, args.policy, sets)
     elif args.cmd == "verification":
         verification(args.events)
+    elif args.cmd == "admissions":
+        admissions_on_test([tuple(r) for r in args.run])
     elif args.cmd == "choose":
         choose(args.folder, pools(args.events), sizes_arg(args.sizes), args.draws, args.seed)
     elif args.cmd == "resample":
