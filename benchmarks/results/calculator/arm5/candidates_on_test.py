@@ -275,6 +275,7 @@ def admissions_on_test(runs: list[tuple[Path, Path]]) -> dict[str, list[float]]:
               f"{sum(d > 0 for d in ds)}, worse {sum(d < 0 for d in ds)}, equal {sum(d == 0 for d in ds)}")
     return groups
 
+
 def verification(events_path: Path) -> dict:
     """Each verified candidate's D_B score against its parent's on the same problems (the bar of
     ``admission: beat-parent``), from the run's events: how many scored above, level with and below
@@ -294,7 +295,6 @@ def verification(events_path: Path) -> dict:
                   f"its parent's {'none' if r['bar'] is None else format(r['bar'], '.3f')}")
     print(f"  the bars (the parent's sampled score on D_B): {sorted({r['bar'] for r in barred})}")
     return {"counts": counts, "rows": rows}
-
 
 
 def pools(events_path: Path) -> dict[str, list[str]]:
@@ -328,6 +328,8 @@ def choose(folder: Path, pools: dict[str, list[str]], sizes: list[int], draws: i
     if any(set(by[n]) != set(ids) for n in names):
         raise SystemExit(f"{folder}: the pools' instructions were scored on different problems")
     r = np.array([[by[n][q] for q in ids] for n in names], dtype=float)  # instruction x problem
+    index, means = {n: i for i, n in enumerate(names)}, r.mean(axis=1)
+    best = {name: max(pool, key=lambda x: means[index[x]]) for name, pool in pools.items()}  # on every problem
     rng = np.random.default_rng(seed)
     print(f"{folder}: {len(ids)} problems; {draws} random splits into k dev problems and the rest "
           f"(numpy seed {seed}); each pool returns its best on the k, the seed on a tie")
@@ -340,13 +342,12 @@ def choose(folder: Path, pools: dict[str, list[str]], sizes: list[int], draws: i
         held = (r.sum(axis=1, keepdims=True) - dev) / (len(ids) - k)
         got = {}
         for name, pool in pools.items():
-            rows = np.array([names.index(x) for x in pool])
+            rows = np.array([index[x] for x in pool])
             chosen = rows[np.argmax(dev[rows], axis=0)]  # argmax keeps the first of ties
             got[name] = held[chosen, np.arange(draws)]
-            best = max(pool, key=lambda x: r[names.index(x)].mean())
             out.setdefault(k, {})[name] = {"held_out": float(got[name].mean()),
                                           "seed": float((chosen == rows[0]).mean()),
-                                          "best": best, "best_score": float(r[names.index(best)].mean())}
+                                          "best": best[name], "best_score": float(means[index[best[name]]])}
         print(f"  k={k}: " + "; ".join(
             f"{name} ({len(pools[name])}) returns {v['held_out']:.3f} held out, the seed in {v['seed']:.0%} "
             f"(its best {v['best']} {v['best_score']:.3f})" for name, v in out[k].items()))
@@ -366,6 +367,7 @@ def sizes_arg(text: str) -> list[int]:
     if not sizes or not all(k.isdigit() and int(k) > 0 for k in sizes):
         raise SystemExit(f"--sizes: problems per comparison, positive whole numbers like 8,16,32; not {text!r}")
     return [int(k) for k in sizes]
+
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
