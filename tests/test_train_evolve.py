@@ -432,3 +432,41 @@ def test_evolve_command_refuses_resume_without_state(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert err.startswith(f"inspo: error: nothing to resume: {tmp_path / 'nope'} does not exist")
+
+
+class TemperatureLog(ScriptedPolicy):
+    """The scripted policy, recording the temperature of every generate call."""
+
+    def __init__(self):
+        super().__init__()
+        self.temperatures: list[float] = []
+
+    def generate(self, inputs, *, max_new_tokens, temperature, top_p, stop):
+        self.temperatures.append(temperature)
+        return super().generate(inputs, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, stop=stop)
+
+
+EVIDENCE = ("coevolution.admission=paired", "coevolution.verify_greedy=true", "coevolution.validation_from=train",
+            "coevolution.validation_unseen=true", "coevolution.validation_size=8", "coevolution.race_chunk=4",
+            "coevolution.race_futility=2")
+
+
+def test_paired_greedy_verification_on_training_questions_finds_the_instruction_and_resumes_exactly(tmp_path):
+    policy = TemperatureLog()
+    summary = run_evolve(_config(tmp_path / "straight", 4, *EVIDENCE), engine=policy, progress=False)
+    assert summary.best_instruction != SEARCH_R1_INSTRUCTION and summary.reward_end == 1.0
+    events = artifacts.read_jsonl(tmp_path / "straight" / "events.jsonl")
+    verified = [e for e in events if e["kind"] == "verified"]
+    assert verified and all(e["wins"] is not None for e in verified)
+    assert any(e["wins"] > e["losses"] for e in verified)
+    parents = [e for e in events if e["kind"] == "parent_verified"]
+    assert parents and all(e["n_questions"] == 8 for e in parents)  # D_B of 8 from step 0: the training questions
+    assert 0.0 in policy.temperatures and 0.7 in policy.temperatures  # greedy verification, sampled training
+    train_ids = {q.id for q in load_qa_source("world", split="train")}
+    shown = [set(e["failures"]) for e in events if e["kind"] == "proposed"]
+    assert shown and all(ids <= train_ids for ids in shown)
+    run_evolve(_config(tmp_path / "split", 2, *EVIDENCE), engine=TemperatureLog(), progress=False)
+    run_evolve(_config(tmp_path / "split", 4, *EVIDENCE), engine=TemperatureLog(), resume=True, progress=False)
+    a = json.loads((tmp_path / "straight" / "inspo_state.json").read_text())
+    b = json.loads((tmp_path / "split" / "inspo_state.json").read_text())
+    assert a["population"] == b["population"] and a["ledger"] == b["ledger"] and a["buffer"] == b["buffer"]

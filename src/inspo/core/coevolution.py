@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspo.core.accounting import CostLedger
+from inspo.core.admission import race, score_and_rank
 from inspo.core.config import CoEvolutionConfig, SettingChange, resume_changes
 from inspo.core.events import (
     Admitted,
@@ -39,21 +40,20 @@ from inspo.core.events import (
     EvolutionFinished,
     EvolutionStarted,
     OptimizerFailed,
-    ParentVerified,
     Proposed,
     Pruned,
     Rejected,
     Sampled,
     SettingsChanged,
-    Verified,
     WarmedUp,
     Weights,
 )
 from inspo.core.population import Population, derived_rng, survivors_after_halving
 from inspo.core.proposer import Proposal, Proposer, leaked_answer
+from inspo.core.race import RaceRule
 from inspo.core.replay import ReplayBuffer
 from inspo.core.templates import ScoredInstruction
-from inspo.core.verifier import EvaluateFn, Verification, Verifier, top_n
+from inspo.core.verifier import EvaluateFn
 from inspo.records import Candidate, Instruction, Question, Rollout, scored
 from inspo.rng import rng_from_json, rng_to_json
 
@@ -129,7 +129,9 @@ class CoEvolution:
     """The population, the replay buffer and the optimizer, on Algorithm 1's schedule.
 
     ``leak_terms(question)`` gives the texts a candidate must not contain once its optimizer call
-    has seen ``question`` (the environment's; default: the gold answers)."""
+    has seen ``question`` (the environment's; default: the gold answers). ``validation_pool`` (the
+    training questions): under ``validation_from: train`` D_B is drawn from it instead of the
+    replay buffer, so a D_B of 64 exists from step 0, when the buffer holds only the warm-up."""
 
     SCHEMA_VERSION = 3  # 2: observations carry step and rollout count, members a prior; 3: init, proposer
     READS = (2, 3)  # a version-2 state has no "init": it was saved after the initial population
@@ -143,8 +145,13 @@ class CoEvolution:
         events: EventLog | None = None,
         rng: random.Random | None = None,
         leak_terms: Callable[[Question], Sequence[str]] | None = None,
+        validation_pool: Sequence[Question] = (),
     ):
         self.config = config
+        self.validation_pool = list(validation_pool)
+        if config.validation_from == "train" and config.evolve and config.verify and not self.validation_pool:
+            raise ValueError("coevolution.validation_from is train, and no training questions were given to draw "
+                             "D_B from: pass CoEvolution(..., validation_pool=questions), or set validation_from: buffer")
         self.proposer = proposer
         self.leak_terms = leak_terms if leak_terms is not None else (lambda q: q.answers)
         self.events = events if events is not None else EventLog()
@@ -336,49 +343,45 @@ class CoEvolution:
         self, step: int, proposal: Proposal, failures: Sequence[Rollout], evaluate: EvaluateFn | None
     ) -> list[str]:
         """Line 21: verify the candidates on D_B and admit the top-n (under ``beat-parent``, only
-        those scoring at least their parent on the same questions and sampling seeds). Under
-        ``leak_guard`` a candidate holding a gold answer of ``failures`` or of D_B is refused first."""
+        those scoring at least their parent on the same questions and sampling seeds; under
+        ``paired``, only those that won more D_B questions than they lost in a race against the
+        parent: :mod:`inspo.core.admission`). Under ``leak_guard`` a candidate holding a gold answer of
+        ``failures`` or of D_B is refused first."""
         cfg = self.config
         n = cfg.admit_n(cfg.population_size - len(self.population))
-        questions = self.buffer.validation_questions(cfg.validation_size, self.rng) if cfg.verify else []
+        questions = self._validation_questions(failures) if cfg.verify else []
         candidates = list(proposal.candidates)
         if cfg.leak_guard:
             candidates = self._refuse_leaks(step, candidates, [f.question for f in failures] + questions,
                                             proposal.parent_id)
             if not candidates:
                 return []
-        bar: float | None = None
-        if evaluate is None or not questions:
-            chosen = candidates[:n]  # no-verify ablation, or nothing to verify with
+        parent = self.population.archive.get(proposal.parent_id)
+        if cfg.admission == "paired" and cfg.verify and evaluate is not None:
+            rule = RaceRule(cfg.race_futility, cfg.race_chunk)
+            chosen, refused = race(step, parent, candidates, questions, evaluate, n, rule, self.emit)
         else:
-            # the parent (under beat-parent) and the candidates are played together: one batch
-            probe = self._parent_probe(proposal.parent_id) if cfg.admission == "beat-parent" else None
-            results = Verifier(evaluate).score(([probe] if probe else []) + candidates, questions, step)
-            if probe is not None:
-                bar = self._parent_bar(step, results.pop(0), len(questions))
-            for v in results:
-                if v.candidate.rejected:  # the evaluation raised or returned nothing: no rollouts
-                    self._reject(step, v.candidate.id, v.candidate.rejected, v.candidate.text, stage="verify")
-                else:
-                    self.emit(Verified(step, candidate_id=v.candidate.id, score=v.candidate.score,
-                                       n_questions=len(questions), n_rollouts=len(v.rollouts)))
-            eligible = candidates
-            if bar is not None:
-                eligible = [c for c in candidates if c.score is not None and c.score >= bar]
-            chosen = top_n(eligible, n)
+            chosen, refused = score_and_rank(step, parent if cfg.admission == "beat-parent" else None,
+                                             candidates, questions, evaluate, n, self.emit)
         for cand in chosen:
             self.population.add(cand.to_instruction(step), prior=cand.score)
             self.emit(Admitted(step, instruction=cand.to_instruction(step).to_dict(), score=cand.score))
-        chosen_ids = {c.id for c in chosen}
         for cand in candidates:
-            if cand.id in chosen_ids or cand.rejected is not None:
-                continue
-            if bar is not None and cand.score is not None and cand.score < bar:
-                stage, why = "parent", f"scored {cand.score:.3f} on D_B, below its parent's {bar:.3f} on the same questions"
-            else:
-                stage, why = "top_n", f"not in the top {n} on D_B (score {cand.score})"
-            self._reject(step, cand.id, why, cand.text, stage=stage)
+            if cand.id in refused:
+                stage, why = refused[cand.id]
+                self._reject(step, cand.id, why, cand.text, stage=stage)
         return [c.id for c in chosen]
+
+    def _validation_questions(self, failures: Sequence[Rollout]) -> list[Question]:
+        """D_B for one round: ``validation_size`` questions from the buffer, or (``validation_from:
+        train``) from the training questions the core was given; under ``validation_unseen`` never
+        one whose failure the round's optimizer call was shown."""
+        cfg = self.config
+        shown = {f.question.id for f in failures} if cfg.validation_unseen else set()
+        if cfg.validation_from == "train" and self.validation_pool:
+            pool = [q for q in dict((q.id, q) for q in self.validation_pool).values() if q.id not in shown]
+            return pool if len(pool) <= cfg.validation_size else self.rng.sample(pool, cfg.validation_size)
+        return self.buffer.validation_questions(cfg.validation_size, self.rng, exclude=shown)
 
     def _refuse_leaks(
         self, step: int, candidates: Sequence[Candidate], shown: Sequence[Question], parent_id: str
@@ -397,23 +400,6 @@ class CoEvolution:
                 cand.rejected = f"leaks an answer: {answer!r}"
                 self._reject(step, cand.id, cand.rejected, cand.text, stage="leak")
         return clean
-
-    def _parent_probe(self, parent_id: str) -> Candidate | None:
-        """The parent as a candidate to score beside its children (None: not in the archive)."""
-        parent = self.population.archive.get(parent_id)
-        if parent is None:
-            return None
-        return Candidate(id=parent.id, text=parent.text, parent_id=parent.id, origin=parent.origin)
-
-    def _parent_bar(self, step: int, result: Verification, n_questions: int) -> float | None:
-        """The parent's mean reward on D_B (the admission bar), or None when it could not be
-        scored (then the round falls back to plain top-n, and says so in the event log)."""
-        probe = result.candidate
-        if probe.score is None:  # the evaluation raised or returned nothing: no rollouts
-            return None
-        self.emit(ParentVerified(step, parent_id=probe.id, score=probe.score, n_questions=n_questions,
-                                 n_rollouts=len(result.rollouts)))
-        return probe.score
 
     def _record_proposal(self, step: int, round_: int, proposal: Proposal, failures: Sequence[Rollout]) -> None:
         self.emit(

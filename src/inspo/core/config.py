@@ -8,7 +8,8 @@ from typing import Any
 
 from inspo.core.templates import TEMPLATES
 
-ADMISSIONS = ("top-n", "beat-parent")
+ADMISSIONS = ("top-n", "beat-parent", "paired")
+VALIDATION_SOURCES = ("buffer", "train")
 #: The most candidates one optimizer call may be asked for (App. E's prompts ask the paper's 6).
 MAX_CANDIDATES_PER_CALL = 6
 
@@ -97,8 +98,32 @@ class CoEvolutionConfig:
     verify: bool = True
     """False is the paper's no-verify ablation (Fig. 3): candidates join unverified, in proposal order."""
     admission: str = "top-n"
-    """top-n (Algorithm 1) or beat-parent: the parent is verified on the same D_B questions with
-    the same sampling seeds, and only candidates scoring at least the parent's score are admitted."""
+    """top-n (Algorithm 1); beat-parent: the parent is verified on the same D_B questions with
+    the same sampling seeds, and only candidates scoring at least the parent's score are admitted;
+    paired: the parent is played once per round on D_B, each candidate races it question by
+    question (``race_futility``, ``race_chunk``) and is admitted only with more wins than losses
+    on the questions it played, best paired difference first (docs/choosing-on-evidence.md)."""
+    verify_greedy: bool = False
+    """Verification decodes greedily (temperature 0): one deterministic rollout per D_B question, so a
+    candidate and its parent differ on a question only because their instructions do. False: the
+    run's sampling temperature with paired sampling seeds (App. B)."""
+    validation_from: str = "buffer"
+    """Where D_B is drawn from: buffer (App. B: questions already played, which at step 0 is the
+    warm-up set alone) or train (the training questions, so a D_B of 64 exists from step 0)."""
+    validation_unseen: bool = False
+    """D_B leaves out the questions whose failures the round's optimizer call was shown (a candidate
+    written from a problem is never verified on it). False: D_B is drawn from the whole buffer."""
+    race_futility: int = 4
+    """Under ``admission: paired``: a candidate's verification stops early once its losses to the
+    parent exceed its wins by this many (questions where exactly one of the two scores higher;
+    docs/choosing-on-evidence.md gives the rule's error rates). 0: every candidate plays the whole D_B."""
+    race_chunk: int = 8
+    """Under ``admission: paired``: D_B questions played per race round (the futility check runs
+    after each chunk; a larger chunk batches better and stops later)."""
+    protocol_block: bool = False
+    """An evolved instruction is the optimizer's strategy text followed by the environment's
+    protocol block (its tags and how to use them), so no candidate can drop a tag; the optimizer is
+    asked for the strategy only. False: the optimizer rewrites the whole instruction (the paper)."""
     min_evidence: int = 0
     """Evidence rule: a member observed on fewer rollouts in its weight window is never pruned and
     ranks (parents, I*) after every member with enough. 0: Algorithm 1 (weights decide alone)."""
@@ -146,7 +171,7 @@ class CoEvolutionConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("n_failures", "validation_size", "admit_per_round", "evolve_until"):
+        for name in ("n_failures", "validation_size", "admit_per_round", "evolve_until", "race_futility"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be an integer >= 0, got {value!r}")
@@ -170,10 +195,17 @@ class CoEvolutionConfig:
                 raise ConfigError("guard_tags must be a list of tag names such as [search, answer] (null: the "
                                   f"environment's required tags; [] for no tag check); got {self.guard_tags!r}")
             self.guard_tags = list(self.guard_tags)
-        if not isinstance(self.feedback, bool):
-            raise ConfigError(f"feedback must be true or false, got {self.feedback!r}")
+        for name in ("feedback", "verify_greedy", "validation_unseen", "protocol_block"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if not isinstance(self.race_chunk, int) or isinstance(self.race_chunk, bool) or self.race_chunk < 1:
+            raise ConfigError(f"race_chunk must be a positive integer (D_B questions a race round), "
+                              f"got {self.race_chunk!r}")
         if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
             raise ConfigError(f"seed must be an integer (or null to follow rl.seed), got {self.seed!r}")
+        if self.validation_from not in VALIDATION_SOURCES:
+            raise ConfigError(f"validation_from must be one of {', '.join(VALIDATION_SOURCES)}; "
+                              f"got {self.validation_from!r}")
         if self.admission not in ADMISSIONS:
             raise ConfigError(f"admission must be one of {', '.join(ADMISSIONS)}; got {self.admission!r}")
         if not isinstance(self.min_evidence, int) or isinstance(self.min_evidence, bool) or self.min_evidence < 0:

@@ -149,6 +149,13 @@ class Verified(Event):
     n_questions: int = 0
     n_rollouts: int = 0
     """Trajectories the scoring generated (one per question, or more for a group-size evaluator)."""
+    wins: int | None = None
+    """Under ``admission: paired``: D_B questions on which the candidate scored above its parent
+    (None under the other admissions)."""
+    losses: int | None = None
+    """Under ``admission: paired``: D_B questions on which it scored below its parent."""
+    stopped: bool = False
+    """Under ``admission: paired``: the race stopped it before the end of D_B (docs/choosing-on-evidence.md)."""
 
 
 @dataclass(frozen=True)

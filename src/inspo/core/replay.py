@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -72,11 +72,13 @@ class ReplayBuffer:
             chosen.extend(e.rollout for e in picked)
         return chosen
 
-    def validation_questions(self, size: int, rng: random.Random) -> list[Question]:
-        """D_B: up to ``size`` distinct questions (by id) drawn uniformly from the buffer."""
+    def validation_questions(self, size: int, rng: random.Random, exclude: Collection[str] = ()) -> list[Question]:
+        """D_B: up to ``size`` distinct questions (by id) drawn uniformly from the buffer, none of
+        whose id is in ``exclude``."""
         seen: dict[str, Question] = {}
         for e in self._items:
-            seen.setdefault(e.rollout.question.id, e.rollout.question)
+            if e.rollout.question.id not in exclude:
+                seen.setdefault(e.rollout.question.id, e.rollout.question)
         questions = list(seen.values())
         if len(questions) <= size:
             return questions

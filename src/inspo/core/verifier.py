@@ -58,20 +58,31 @@ class Verifier:
 
         An evaluator with ``many(instructions, questions)`` plays all the candidates in one call
         (shared batches); if that call raises, each candidate is played on its own."""
+        results = []
+        for cand, played in zip(candidates, self.play(candidates, questions, step), strict=True):
+            if isinstance(played, Exception):
+                cand.rejected = failure_reason(played)
+                results.append(Verification(cand, []))
+            else:
+                results.append(self._record(cand, played))
+        return results
+
+    def play(self, candidates: Sequence[Candidate], questions: Sequence[Question],
+             step: int) -> list[list[Rollout] | Exception]:
+        """Each candidate's rollouts on ``questions`` (in shared batches where the evaluator has
+        ``many``), or the exception its evaluation raised (:class:`~inspo.records.TooManyErrors`
+        is raised: an outage stops the run)."""
         together = self._together(candidates, questions, step)
         if together is not None:
-            return [self._record(cand, rollouts) for cand, rollouts in zip(candidates, together, strict=True)]
-        results = []
+            return list(together)
+        results: list[list[Rollout] | Exception] = []
         for cand in candidates:
             try:
-                rollouts = list(self.evaluate(cand.to_instruction(step), questions))
+                results.append(list(self.evaluate(cand.to_instruction(step), questions)))
             except TooManyErrors:
                 raise  # an outage: the run stops with its cause, it is no verdict on the candidate
             except Exception as exc:  # noqa: BLE001 - a broken evaluator must not end training
-                cand.rejected = f"verification failed: {type(exc).__name__}: {exc}"
-                results.append(Verification(cand, []))
-                continue
-            results.append(self._record(cand, rollouts))
+                results.append(exc)
         return results
 
     def _together(self, candidates: Sequence[Candidate], questions: Sequence[Question],
@@ -96,6 +107,26 @@ class Verifier:
         else:
             cand.score = sum(r.reward for r in ok) / len(ok)
         return Verification(cand, rollouts)
+
+
+def failure_reason(exc: Exception) -> str:
+    """A candidate's rejection reason when its evaluation raised ``exc``."""
+    return f"verification failed: {type(exc).__name__}: {exc}"
+
+
+def per_question(rollouts: Sequence[Rollout], n_questions: int) -> list[float | None]:
+    """Each question's mean reward over its scored rollouts (question-major, as the evaluate seam
+    returns them), or None where every rollout of the question failed on an error."""
+    if n_questions == 0:
+        return []
+    if len(rollouts) % n_questions:
+        raise ValueError(f"{len(rollouts)} rollouts do not divide into {n_questions} questions")
+    g = len(rollouts) // n_questions
+    out: list[float | None] = []
+    for k in range(n_questions):
+        ok = scored(rollouts[k * g:(k + 1) * g])
+        out.append(sum(r.reward for r in ok) / len(ok) if ok else None)
+    return out
 
 
 def top_n(candidates: Sequence[Candidate], n: int) -> list[Candidate]:

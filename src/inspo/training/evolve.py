@@ -168,13 +168,13 @@ def run_evolve(
         events = EventLog(run_dir / artifacts.EVENTS_FILE)
         announcer = announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
         coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
-                                  fits=inputs.fits, env=inputs.env)
+                                  fits=inputs.fits, env=inputs.env, questions=inputs.questions)
         batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
 
         def evaluate_at(step: int, tag: str = "verify"):
             return verification_evaluate(engine, inputs.env, inputs.agent, seed=rl.seed, tag=tag, step=step,
                                          batch_size=batch_size, reward_fn=reward_fn, progress=progress,
-                                         max_error_rate=rl.max_error_rate)
+                                         max_error_rate=rl.max_error_rate, greedy=config.coevolution.verify_greedy)
 
         first = 1
 

@@ -115,10 +115,12 @@ class RolloutContext:
 
     def make_evaluate(self, model: Any, step: int, tag: str = "verify", version: int | None = None) -> EvaluateFn:
         """``evaluate(instruction, questions)`` with ``model`` as the policy (one rollout per question;
-        the same questions get the same sampling seeds whatever the instruction: paired)."""
+        the same questions get the same sampling seeds whatever the instruction: paired; greedy
+        under ``coevolution.verify_greedy``)."""
         return verification_evaluate(self.policy(model, version), self.env, self.agent, seed=self.seed,
                                      tag=tag, step=step, batch_size=self.eval_batch_size, reward_fn=self.reward_fn,
-                                     progress=self.progress, max_error_rate=self.max_error_rate)
+                                     progress=self.progress, max_error_rate=self.max_error_rate,
+                                     greedy=self.coevo.config.verify_greedy)
 
     def greedy_evaluate(self, model: Any, *, progress: bool = False, version: int | None = None) -> EvaluateFn:
         """``evaluate(instruction, questions)`` with ``model`` decoding greedily (one rollout per question)."""

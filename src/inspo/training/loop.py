@@ -106,7 +106,7 @@ class NoOptimizer:
 
 def build_coevolution(
     co: CoEvolutionConfig, seed_text: str, llm: LLMClient | None, events: EventLog, *, static: bool,
-    fits: LengthCheck | None = None, env: Any = None,
+    fits: LengthCheck | None = None, env: Any = None, questions: Sequence[Question] = (),
 ) -> CoEvolution:
     """The core for a mode: ``static`` is a population of one (the seed) that never changes.
     ``llm`` is the optimizer; only a ``static`` core may go without one (it then holds a
@@ -115,7 +115,8 @@ def build_coevolution(
     ``env`` (the agent's environment) gives what the core must know of the agent, and nothing
     else: the tags an evolved instruction must keep (``required_tags``, unless
     ``coevolution.guard_tags`` names them), the texts it must not leak (``leak_terms``) and the
-    one-line account of a failure shown to the optimizer (``feedback``)."""
+    one-line account of a failure shown to the optimizer (``feedback``). ``questions`` (the
+    training questions) are what D_B is drawn from under ``coevolution.validation_from: train``."""
     co = core_config(co, static=static)
     if llm is None:
         if not static:
@@ -123,7 +124,8 @@ def build_coevolution(
         llm = NoOptimizer()
     proposer = Proposer.from_config(llm, co, fits=fits, required_tags=tuple(getattr(env, "required_tags", ())),
                                     feedback=getattr(env, "feedback", None))
-    return CoEvolution(co, seed_text, proposer, events=events, leak_terms=getattr(env, "leak_terms", None))
+    return CoEvolution(co, seed_text, proposer, events=events, leak_terms=getattr(env, "leak_terms", None),
+                       validation_pool=questions)
 
 
 def warmup_questions(questions: list[Question], n: int, seed: int) -> list[Question]:
@@ -169,6 +171,7 @@ def reseed(engine: Any, seed: int, tag: str, step: int) -> None:
 def verification_evaluate(
     engine: Any, env: Any, agent: AgentConfig, *, seed: int, tag: str, step: int, batch_size: int,
     reward_fn: RewardFn | None = None, progress: bool = False, max_error_rate: float | None = None,
+    greedy: bool = False,
 ) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` as the current policy, one rollout per
     question, for step ``step``'s verification (``tag`` "verify") or P_0 (``tag`` "init").
@@ -177,8 +180,11 @@ def verification_evaluate(
     get the same sampling seeds whatever the instruction (paired: a candidate and its parent are
     compared on common random numbers), so a resumed run samples what the uninterrupted one did.
     ``progress``: a tqdm bar over the episodes of each call. ``max_error_rate``
-    (``rl.max_error_rate``): a call with more error rollouts stops the run."""
+    (``rl.max_error_rate``): a call with more error rollouts stops the run. ``greedy``
+    (``coevolution.verify_greedy``): decode at temperature 0, so a question's outcome depends on the
+    instruction alone."""
     reseed(engine, seed, tag, step)
+    agent = replace(agent, temperature=0.0) if greedy else agent
     evaluate = make_evaluate(engine, env, agent, group_size=1, batch_size=batch_size,
                              paired_seed=(seed, tag, step), progress=progress, max_error_rate=max_error_rate)
     return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))

@@ -1,0 +1,177 @@
+"""Line 21's verdicts: which verified candidates join the population (``coevolution.admission``).
+
+- ``top-n`` (Algorithm 1): every candidate scored on all of D_B; the ``n`` best are admitted.
+- ``beat-parent``: the parent is scored beside them on the same questions and sampling seeds; only
+  candidates scoring at least the parent's mean are eligible for the top ``n``.
+- ``paired``: the parent plays D_B once; each candidate races it question by question in chunks
+  and stops once it is clearly behind (:mod:`inspo.core.race`); only candidates that end with more
+  wins than losses are eligible, ranked by paired difference.
+
+Each function returns the chosen candidates (best first) and, for every other candidate that was
+not chosen, ``(stage, reason)`` for its ``rejected`` event; it emits the ``verified`` and
+``parent_verified`` events itself, through ``emit`` (the core's, which feeds the cost ledger).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from inspo.core.events import Event, ParentVerified, Verified
+from inspo.core.race import RaceRule, Tally, admits, checkpoints, stops
+from inspo.core.verifier import (
+    EvaluateFn,
+    Verification,
+    Verifier,
+    failure_reason,
+    per_question,
+    top_n,
+)
+from inspo.records import Candidate, Instruction, Question, Rollout, error_summary, scored
+
+Refused = dict[str, tuple[str, str]]
+"""candidate id -> (stage, reason) of a candidate verification did not admit."""
+Emit = Callable[[Event], None]
+
+
+def probe_of(parent: Instruction) -> Candidate:
+    """The parent as a candidate, to be scored beside its children."""
+    return Candidate(id=parent.id, text=parent.text, parent_id=parent.id, origin=parent.origin)
+
+
+def parent_verified(step: int, result: Verification, n_questions: int, emit: Emit) -> float | None:
+    """The parent's mean reward on D_B (emitted as ``parent_verified``), or None when it could not
+    be scored (its evaluation raised or every rollout failed)."""
+    probe = result.candidate
+    if probe.score is None:
+        return None
+    emit(ParentVerified(step, parent_id=probe.id, score=probe.score, n_questions=n_questions,
+                        n_rollouts=len(result.rollouts)))
+    return probe.score
+
+
+def score_and_rank(
+    step: int, parent: Instruction | None, candidates: list[Candidate], questions: list[Question],
+    evaluate: EvaluateFn | None, n: int, emit: Emit,
+) -> tuple[list[Candidate], Refused]:
+    """``top-n``, or ``beat-parent`` when ``parent`` is given: every candidate scored on all of
+    D_B (the parent in the same batch). No evaluator or no D_B: the first ``n``, unverified (the
+    paper's no-verify ablation). A parent that cannot be scored falls back to plain top-n."""
+    bar: float | None = None
+    refused: Refused = {}
+    if evaluate is None or not questions:
+        chosen = candidates[:n]
+    else:
+        probe = probe_of(parent) if parent is not None else None
+        results = Verifier(evaluate).score(([probe] if probe else []) + candidates, questions, step)
+        if probe is not None:
+            bar = parent_verified(step, results.pop(0), len(questions), emit)
+        for v in results:
+            if v.candidate.rejected:  # the evaluation raised or returned nothing: no rollouts
+                refused[v.candidate.id] = ("verify", v.candidate.rejected)
+            else:
+                emit(Verified(step, candidate_id=v.candidate.id, score=v.candidate.score,
+                              n_questions=len(questions), n_rollouts=len(v.rollouts)))
+        eligible = candidates
+        if bar is not None:
+            eligible = [c for c in candidates if c.score is not None and c.score >= bar]
+        chosen = top_n(eligible, n)
+    chosen_ids = {c.id for c in chosen}
+    for cand in candidates:
+        if cand.id in chosen_ids or cand.id in refused:
+            continue
+        if bar is not None and cand.score is not None and cand.score < bar:
+            refused[cand.id] = ("parent", f"scored {cand.score:.3f} on D_B, below its parent's {bar:.3f} "
+                                          "on the same questions")
+        else:
+            refused[cand.id] = ("top_n", f"not in the top {n} on D_B (score {cand.score})")
+    return chosen, refused
+
+
+def race(
+    step: int, parent: Instruction | None, candidates: list[Candidate], questions: list[Question],
+    evaluate: EvaluateFn, n: int, rule: RaceRule, emit: Emit,
+) -> tuple[list[Candidate], Refused]:
+    """``paired``: the parent plays D_B once; each candidate then plays it chunk by chunk (every
+    live candidate in one batch) and is compared with the parent question by question; it stops
+    once :func:`~inspo.core.race.stops` says so. Those that end with more wins than losses are
+    ranked by paired difference (ties: earlier proposal) and the top ``n`` admitted. A question
+    on which either side's rollouts all failed on an error is not counted."""
+    if parent is None or not questions:
+        why = "no D_B question to race on" if parent is not None else "its parent is not in the archive"
+        return [], {c.id: ("verify", f"not verified: {why}") for c in candidates}
+    verifier = Verifier(evaluate)
+    [played_parent] = verifier.score([probe_of(parent)], questions, step)
+    if played_parent.candidate.rejected:
+        why = f"its parent {parent.id} could not be played on D_B: {played_parent.candidate.rejected}"
+        return [], {c.id: ("verify", why) for c in candidates}
+    parent_verified(step, played_parent, len(questions), emit)
+    tallies, played, refused, stopped = _play_race(
+        step, verifier, candidates, questions, per_question(played_parent.rollouts, len(questions)), rule)
+    for cand in candidates:
+        if cand.id not in refused:
+            _record(step, cand, played[cand.id], tallies[cand.id], cand.id in stopped, refused, emit)
+    eligible = [c for c in candidates if c.id not in refused and c.id not in stopped and admits(tallies[c.id])]
+    order = sorted(range(len(eligible)), key=lambda i: (-tallies[eligible[i].id].difference, i))
+    chosen = [eligible[i] for i in order[:n]]
+    chosen_ids = {c.id for c in chosen}
+    for cand in candidates:
+        if cand.id not in refused and cand.id not in chosen_ids:
+            refused[cand.id] = _why_not(tallies[cand.id], cand.id in stopped, parent.id, len(questions), n)
+    return chosen, refused
+
+
+def _play_race(
+    step: int, verifier: Verifier, candidates: list[Candidate], questions: list[Question],
+    bar: list[float | None], rule: RaceRule,
+) -> tuple[dict[str, Tally], dict[str, list[Rollout]], Refused, set[str]]:
+    """The race itself: each candidate's tally and rollouts, those whose evaluation raised, and
+    those the rule stopped."""
+    tallies = {c.id: Tally() for c in candidates}
+    played: dict[str, list[Rollout]] = {c.id: [] for c in candidates}
+    refused: Refused = {}
+    stopped: set[str] = set()
+    alive, done = list(candidates), 0
+    for end in checkpoints(len(questions), rule.chunk):
+        for cand, result in zip(alive, verifier.play(alive, questions[done:end], step), strict=True):
+            if isinstance(result, Exception):
+                refused[cand.id] = ("verify", failure_reason(result))
+                continue
+            pairs = [(c, p) for c, p in zip(per_question(result, end - done), bar[done:end], strict=True)
+                     if c is not None and p is not None]
+            tallies[cand.id] = tallies[cand.id].add([c for c, _ in pairs], [p for _, p in pairs])
+            played[cand.id] += result
+        done = end
+        stopped |= {c.id for c in alive if c.id not in refused
+                    and stops(tallies[c.id], len(questions) - done, rule)}
+        alive = [c for c in alive if c.id not in refused and c.id not in stopped]
+        if not alive:
+            break
+    return tallies, played, refused, stopped
+
+
+def _record(step: int, cand: Candidate, rollouts: list[Rollout], tally: Tally, stopped: bool,
+            refused: Refused, emit: Emit) -> None:
+    """A raced candidate's score (its mean over the rollouts it played) and ``verified`` event;
+    one whose every rollout failed on an error goes to ``refused`` instead."""
+    ok = scored(rollouts)
+    if not ok:
+        detail = f" ({error_summary(rollouts)})" if rollouts else ""
+        refused[cand.id] = ("verify", f"verification failed: every rollout raised{detail}")
+        return
+    cand.score = sum(r.reward for r in ok) / len(ok)
+    emit(Verified(step, candidate_id=cand.id, score=cand.score, n_questions=tally.played,
+                  n_rollouts=len(rollouts), wins=tally.wins, losses=tally.losses, stopped=stopped))
+
+
+def _why_not(tally: Tally, stopped: bool, parent_id: str, n_questions: int, n: int) -> tuple[str, str]:
+    """(stage, reason) of a raced candidate that was not admitted."""
+    record = f"{tally.wins} wins, {tally.losses} losses, {tally.ties} ties against its parent {parent_id}"
+    if stopped:
+        return "race", f"stopped after {tally.played} of {n_questions} D_B questions: {record}"
+    if not admits(tally):
+        return "parent", f"no more wins than losses on {tally.played} D_B questions: {record}"
+    return "top_n", f"not in the top {n} by paired difference ({tally.difference:+.3f}; {record})"
+
+
+__all__ = ["Refused", "parent_verified", "probe_of", "race", "score_and_rank"]
+

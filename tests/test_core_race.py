@@ -1,0 +1,204 @@
+"""The paired race (``admission: paired``): its maths against a naive enumeration, its verdicts
+against a stub policy whose per-question success rates are known, and D_B's draw."""
+
+import itertools
+
+import pytest
+
+from core_helpers import GUARD, SEED, FunctionLLM
+from inspo.core.admission import race
+from inspo.core.coevolution import CoEvolution
+from inspo.core.config import CoEvolutionConfig, ConfigError
+from inspo.core.events import EventLog
+from inspo.core.population import derived_rng
+from inspo.core.proposer import Proposer
+from inspo.core.race import RaceRule, Tally, admit_probability, admits, checkpoints, gap_rates, size_for_gap, stops
+from inspo.records import Candidate, Instruction, Question, Rollout
+
+
+def naive_admit_probability(p_win, p_loss, n, rule):
+    """Every sequence of n outcomes, played through the rule as the core plays it."""
+    p_tie = 1 - p_win - p_loss
+    admit = played = 0.0
+    for seq in itertools.product((1, -1, 0), repeat=n):
+        p = 1.0
+        for o in seq:
+            p *= {1: p_win, -1: p_loss, 0: p_tie}[o]
+        tally, done, stopped = Tally(), 0, False
+        for end in checkpoints(n, rule.chunk):
+            part = seq[done:end]
+            tally = Tally(tally.wins + part.count(1), tally.losses + part.count(-1), tally.ties + part.count(0))
+            done = end
+            if stops(tally, n - done, rule):
+                stopped = True
+                break
+        played += p * done
+        admit += p * (not stopped and admits(tally))
+    return admit, played
+
+
+@pytest.mark.parametrize("p_win,p_loss", [(0.3, 0.1), (0.2, 0.2), (0.05, 0.4), (0.5, 0.0)])
+@pytest.mark.parametrize("rule", [RaceRule(0, 1), RaceRule(2, 1), RaceRule(2, 3), RaceRule(3, 2)])
+def test_admit_probability_matches_a_naive_enumeration(p_win, p_loss, rule):
+    rates = admit_probability(p_win, p_loss, 7, rule)
+    admit, played = naive_admit_probability(p_win, p_loss, 7, rule)
+    assert rates.admit == pytest.approx(admit, abs=1e-12)
+    assert rates.expected_played == pytest.approx(played, abs=1e-12)
+
+
+def test_tally_stops_and_verdict():
+    t = Tally().add([1, 0, 1, 0, 0.5], [0, 0, 1, 1, 0.5])
+    assert (t.wins, t.losses, t.ties, t.played, t.lead) == (1, 1, 3, 5, 0)
+    assert not admits(t)  # a tie is not admitted
+    assert admits(Tally(2, 1, 0))
+    assert stops(Tally(0, 4, 0), 100, RaceRule(4, 1)) and not stops(Tally(0, 3, 0), 100, RaceRule(4, 1))
+    assert not stops(Tally(0, 10, 0), 100, RaceRule(0, 1))  # futility 0: only curtailment stops
+    assert stops(Tally(1, 3, 0), 2, RaceRule(0, 1))  # lead -2 with 2 left cannot end ahead
+    assert not stops(Tally(1, 3, 0), 3, RaceRule(0, 1))
+    with pytest.raises(ValueError, match="differ in length"):
+        Tally().add([1], [1, 0])
+    assert checkpoints(10, 4) == [4, 8, 10] and checkpoints(8, 4) == [4, 8] and checkpoints(0, 4) == []
+
+
+def test_size_for_gap_meets_the_rates_it_promises():
+    rule = RaceRule(4, 8)
+    n = size_for_gap(0.1, 0.3, rule)
+    better, equal, worse = gap_rates(0.1, 0.3, n, rule)
+    assert better.admit >= 0.8 and worse.admit <= 0.05
+    assert worse.expected_played < n  # the race saves rollouts on a worse candidate
+    assert 40 <= n <= 100
+    assert size_for_gap(0.1, 0.3, rule, n_max=10) is None
+    with pytest.raises(ValueError):
+        gap_rates(0.3, 0.2, 10, rule)
+
+
+# ------------------------------------------------------------------------ a stub policy
+
+
+def known_rates(rates, salt):
+    """evaluate(instruction, questions): the instruction's last word names its success rate; a
+    question's outcome is fixed by (salt, word, question id), so a replay gives the same reward
+    (greedy), and two instructions' outcomes are independent."""
+
+    def evaluate(instruction, questions):
+        word = instruction.text.split()[-1]
+        return [Rollout(question=q, instruction_id=instruction.id, response="", reward=float(
+            derived_rng(salt, word, q.id).random() < rates[word])) for q in questions]
+
+    return evaluate
+
+
+def questions(n, prefix="q"):
+    return [Question(id=f"{prefix}{i}", question=f"question {i}", answers=[str(i)]) for i in range(n)]
+
+
+@pytest.mark.parametrize("p_cand,p_parent", [(0.6, 0.4), (0.4, 0.4), (0.3, 0.5)])
+def test_the_race_admits_at_its_stated_rate_on_a_stub_policy(p_cand, p_parent):
+    rule, n, trials = RaceRule(3, 4), 24, 400
+    parent = Instruction(id="p", text="seed parent")
+    admitted = 0
+    for trial in range(trials):
+        cand = Candidate(id="c", text="child cand", parent_id="p", origin="test")
+        chosen, _ = race(1, parent, [cand], questions(n), known_rates({"parent": p_parent, "cand": p_cand}, trial),
+                         1, rule, lambda e: None)
+        admitted += bool(chosen)
+    expected = admit_probability(p_cand * (1 - p_parent), p_parent * (1 - p_cand), n, rule).admit
+    assert admitted / trials == pytest.approx(expected, abs=0.1)  # 4 standard errors at 400 trials
+
+
+def test_a_clear_loser_stops_early_and_costs_few_rollouts():
+    events = []
+    parent = Instruction(id="p", text="seed parent")
+    cands = [Candidate(id="bad", text="x bad", parent_id="p", origin="t"),
+             Candidate(id="good", text="x good", parent_id="p", origin="t")]
+    evaluate = known_rates({"parent": 0.5, "bad": 0.0, "good": 0.95}, "s")
+    chosen, refused = race(1, parent, cands, questions(64), evaluate, 2, RaceRule(4, 8), events.append)
+    assert [c.id for c in chosen] == ["good"]
+    stage, why = refused["bad"]
+    assert stage == "race" and "stopped after" in why
+    verified = {e.candidate_id: e for e in events if e.kind == "verified"}
+    assert verified["bad"].stopped and verified["bad"].n_questions <= 24 and verified["bad"].losses >= 4
+    assert verified["good"].n_questions == 64 and not verified["good"].stopped
+    assert verified["good"].wins > verified["good"].losses
+    parent_events = [e for e in events if e.kind == "parent_verified"]
+    assert len(parent_events) == 1 and parent_events[0].n_rollouts == 64  # the parent played once
+
+
+def test_errors_are_left_out_of_the_tally_and_a_raising_candidate_is_refused():
+    parent = Instruction(id="p", text="seed parent")
+    base = known_rates({"parent": 0.5, "good": 1.0}, "s")
+
+    def evaluate(instruction, qs):
+        word = instruction.text.split()[-1]
+        if word == "broken":
+            raise RuntimeError("engine fell over")
+        out = base(instruction, qs)
+        if word == "good":  # the first question's rollout is an outage
+            out = [Rollout(question=r.question, instruction_id=r.instruction_id, response="", reward=0.0,
+                           error="EndpointDown: x") if r.question.id == "q0" else r for r in out]
+        return out
+
+    cands = [Candidate(id="g", text="x good", parent_id="p", origin="t"),
+             Candidate(id="b", text="x broken", parent_id="p", origin="t")]
+    events = []
+    chosen, refused = race(1, parent, cands, questions(8), evaluate, 1, RaceRule(4, 4), events.append)
+    assert [c.id for c in chosen] == ["g"] and refused["b"][0] == "verify" and "fell over" in refused["b"][1]
+    verified = [e for e in events if e.kind == "verified"]
+    assert len(verified) == 1 and verified[0].n_questions == 7 and verified[0].n_rollouts == 8
+
+
+# ------------------------------------------------------------------------ in the core
+
+
+def six(prompt):
+    body = "".join(f"<ins_{i}>\n{SEED} {w}\n</ins_{i}>\n" for i, w in enumerate(["bad", "good", "same"], 1))
+    return "critique\n" + body
+
+
+def core(pool=(), **overrides):
+    cfg = CoEvolutionConfig(**{"population_size": 3, "candidates_per_call": 3, "max_rounds": 1,
+                               "admission": "paired", "validation_size": 40, "admit_per_round": 2,
+                               "n_failures": 2, **overrides})
+    return CoEvolution(cfg, SEED, Proposer(FunctionLLM(six), n_candidates=3, guard_tags=GUARD), events=EventLog(),
+                       validation_pool=list(pool) or questions(60, "t"))
+
+
+def test_paired_admission_in_the_core_admits_the_better_and_counts_its_rollouts():
+    coevo = core(validation_from="train", validation_unseen=True)
+    evaluate = known_rates({"</answer>.": 0.4, "bad": 0.0, "good": 0.9, "same": 0.4}, "core")
+    coevo.initialize(evaluate, questions(8, "w"))
+    admitted = [e.instruction["text"].split()[-1] for e in coevo.events.of_kind("admitted")]
+    assert admitted == ["good"]
+    stages = {e.text.split()[-1]: e.stage for e in coevo.events.of_kind("rejected")}
+    assert stages["bad"] == "race"
+    verified = coevo.events.of_kind("verified")
+    assert coevo.ledger.verification_rollouts == 40 + sum(e.n_rollouts for e in verified) < 4 * 40
+
+
+def test_d_b_never_holds_a_question_shown_to_the_optimizer():
+    never = known_rates({"</answer>.": 0.0, "bad": 0.0, "good": 0.0, "same": 0.0}, "x")
+    warmup = questions(12, "w")
+    for source in ("buffer", "train"):
+        coevo = core(pool=warmup + questions(20, "t"), validation_from=source, validation_unseen=True,
+                     validation_size=100)
+        seen = []
+        coevo.initialize(lambda ins, qs: (seen.append({q.id for q in qs}), never(ins, qs))[1], warmup)
+        shown = set(coevo.events.of_kind("proposed")[0].failures)
+        assert len(shown) == 2 and all(not shown & ids for ids in seen[1:])  # seen[0] is the warm-up
+        expected = {q.id for q in warmup} if source == "buffer" else {q.id for q in warmup + questions(20, "t")}
+        assert seen[1] == expected - shown  # the parent plays all of D_B
+    coevo = core(validation_from="buffer", validation_unseen=False, validation_size=100)
+    seen = []
+    coevo.initialize(lambda ins, qs: (seen.append({q.id for q in qs}), never(ins, qs))[1], warmup)
+    assert seen[1] == {q.id for q in warmup}  # App. B: D_B may hold the failures shown
+
+
+def test_config_checks_of_the_new_evidence_settings():
+    with pytest.raises(ConfigError, match="validation_from"):
+        CoEvolutionConfig(validation_from="dev")
+    with pytest.raises(ConfigError, match="race_chunk"):
+        CoEvolutionConfig(race_chunk=0)
+    with pytest.raises(ConfigError, match="verify_greedy"):
+        CoEvolutionConfig(verify_greedy="yes")
+    with pytest.raises(ValueError, match="validation_pool"):
+        CoEvolution(CoEvolutionConfig(validation_from="train"), SEED, Proposer(FunctionLLM(six)))
