@@ -95,3 +95,20 @@ def test_the_run_seed_is_the_configs_even_when_a_stage_was_handed_another():
                                 dev_questions=DEV, test_questions=TEST)
     assert choice.returned_id == handed.id and not choice.seed_returned
     assert choice.test_rewards == {"returned": [1, 1, 1, 0, 0], "seed": [0, 0, 0, 0, 0]}
+
+
+def test_admitted_rule_weighs_every_admitted_instruction_a_prune_dropped_too():
+    pruned = Instruction(id="ins-0004", text="pruned", origin="reflection")  # the run's best, pruned early
+    table = {"seed": {"d": [0, 1, 0, 0], "t": [0, 0, 1, 0, 0]},
+             "lucky": {"d": [0, 1, 0, 1], "t": [0, 0, 0, 0, 0]},
+             "pruned": {"d": [1, 1, 1, 1], "t": [1, 1, 1, 1, 1]}}
+    kwargs = dict(population=[LUCKY], seed=SEED, by_weight=LUCKY, dev_questions=DEV, test_questions=TEST,
+                  admitted=[LUCKY, pruned])
+    dev = choose_instruction(scripted(table), rule="dev", **kwargs)
+    assert dev.returned_id == LUCKY.id and pruned.id not in dev.dev_scores  # the survivors only
+    ev = scripted(table)
+    every = choose_instruction(ev, rule="admitted", **kwargs)
+    assert every.returned_id == pruned.id and every.dev_scores == {SEED.id: 0.25, LUCKY.id: 0.5, pruned.id: 1.0}
+    assert sum(1 for ins, split in ev.calls if ins == LUCKY.id and split == "d") == 1  # each played once
+    assert every.test_vs_seed.mean == pytest.approx(0.8)
+    assert "every instruction admitted in the run" in "\n".join(every.lines())

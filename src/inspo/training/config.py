@@ -343,8 +343,9 @@ class TrainConfig:
     """Refuse to start unless the paper's parts are supplied (policy, data, E5/wiki-18 retrieval, an
     optimizer LLM), listing what is missing; the paper presets turn it on (see inspo.training.paper)."""
     final_choice: str = "weight"
-    """How the returned instruction is chosen: weight (I* = argmax w, Algorithm 1) or dev (a paired
-    evaluation of the final population and the seed on data.eval's dev questions; the seed wins ties)."""
+    """How the returned instruction is chosen: weight (I* = argmax w, Algorithm 1), dev (a paired
+    evaluation of the final population and the seed on data.eval's dev questions; the seed wins ties)
+    or admitted (the same over every instruction the run admitted, pruned ones too)."""
 
     def __post_init__(self) -> None:
         _check_bools(TrainConfig, vars(self), "")

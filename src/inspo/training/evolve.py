@@ -47,7 +47,7 @@ from inspo.envs.loop import Episode
 from inspo.records import Question, TooManyErrors, check_error_rate
 from inspo.rng import derived_rng
 from inspo.training.config import EnvConfig, TrainConfig, dump
-from inspo.training.final import choose_for_run
+from inspo.training.final import DEV_CHOICES, choose_for_run
 from inspo.training.loop import (
     MetricsLog,
     RewardFn,
@@ -134,7 +134,7 @@ def run_evolve(
     rl = config.rl
     if policy_url and not policy_model:
         raise SetupError("run_evolve: policy_url needs policy_model (the served model's name)")
-    choose_on_dev = config.final_choice == "dev"
+    choose_on_dev = config.final_choice in DEV_CHOICES
     owned = engine is None and not policy_url
     if owned:  # the frozen policy loads here: its dtype resolved once (given engines and endpoints have theirs)
         config, precision = run_precision(config, training=False)
@@ -246,7 +246,8 @@ def run_evolve(
         if choose_on_dev:
             evaluate = greedy_evaluate(engine, inputs.env, inputs.agent, batch_size=batch_size, reward_fn=reward_fn,
                                        progress=progress, max_error_rate=rl.max_error_rate)
-            final = choose_for_run(evaluate, coevo, config, inputs, rule="dev", tell=lambda line: say(line, progress))
+            final = choose_for_run(evaluate, coevo, config, inputs, rule=config.final_choice,
+                                   tell=lambda line: say(line, progress))
             played = final.dev_rollouts
             best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
         artifacts.write_best_instruction(run_dir, best.text)

@@ -7,7 +7,12 @@ on the dev questions: every member of the final population and the seed, scored 
 policy on the same questions (greedy decoding, so the comparison is paired); the highest mean
 wins, and the seed wins ties, so an evolved instruction is returned only when it beats the seed.
 
-Either way the returned instruction and the seed are then scored on test questions the choice
+``final_choice: admitted`` scores every instruction the run ever admitted, pruned or not, the
+same way: a prune decided on a handful of rollouts can drop the best instruction of the run (the
+calculator's arm 5 lost its best admission, +0.197 over its parent on the test, after 2 question
+groups), and the dev choice over all of them is paired where the weights were not.
+
+Whatever the rule, the returned instruction and the seed are then scored on test questions the choice
 never saw, with the paired per-question difference and its 95% interval: that, not the dev
 score the choice was made on, says whether the returned instruction is better than the seed.
 """
@@ -22,7 +27,9 @@ from inspo.core.verifier import play_all
 from inspo.eval.stats import PairedDifference, paired_difference
 from inspo.records import EvaluateFn, Instruction, Question
 
-FINAL_CHOICES = ("weight", "dev")
+FINAL_CHOICES = ("weight", "dev", "admitted")
+#: The rules that choose on dev questions (``admitted``: among every instruction ever admitted).
+DEV_CHOICES = ("dev", "admitted")
 
 
 @dataclass
@@ -61,7 +68,9 @@ class FinalChoice:
     def lines(self) -> list[str]:
         how = {"weight": "I* = argmax of the importance weights (Algorithm 1)",
                "dev": f"best {self.metric} on {self.dev_questions} {self.dev_split} questions among the final "
-                      f"population and the seed (ties: the seed)"}[self.rule]
+                      f"population and the seed (ties: the seed)",
+               "admitted": f"best {self.metric} on {self.dev_questions} {self.dev_split} questions among every "
+                           f"instruction admitted in the run and the seed (ties: the seed)"}[self.rule]
         out = [f"choice of I*:         {how}"]
         if self.dev_scores:
             ranked = sorted(self.dev_scores.items(), key=lambda kv: -kv[1])
@@ -131,6 +140,7 @@ def choose_instruction(
     rule: str,
     population: Sequence[Instruction],
     seed: Instruction,
+    admitted: Sequence[Instruction] = (),
     by_weight: Instruction,
     dev_questions: Sequence[Question],
     test_questions: Sequence[Question] = (),
@@ -140,17 +150,19 @@ def choose_instruction(
     tell: Callable[[str], None] | None = None,
 ) -> FinalChoice:
     """Choose the returned instruction by ``rule`` (module docstring), then score it and the seed
-    on ``test_questions``. ``evaluate`` must give one rollout per question, in order. ``tell``
+    on ``test_questions``. ``admitted``: every instruction the run admitted (the pool of ``rule``
+    admitted, beside the final ``population``). ``evaluate`` must give one rollout per question, in order. ``tell``
     receives a line before each phase that plays the policy (the choice on dev, the test) and
     one with each phase's result."""
     tell = tell or (lambda line: None)
     if rule not in FINAL_CHOICES:
         raise ValueError(f"final choice rule must be one of {', '.join(FINAL_CHOICES)}; got {rule!r}")
     note = ""
-    if rule == "dev" and not dev_questions:
+    if rule in DEV_CHOICES and not dev_questions:
         rule, note = "weight", "no dev questions (data.eval is empty): fell back to the importance weights"
-    if rule == "dev":
-        pool = [seed] + [i for i in population if i.id != seed.id]
+    if rule in DEV_CHOICES:
+        members = [*population, *admitted] if rule == "admitted" else population
+        pool = [seed] + [i for i in dict((i.id, i) for i in members).values() if i.id != seed.id]
     else:
         pool = [by_weight] + ([seed] if seed.id != by_weight.id else [])
     dev: dict[str, float] = {}
@@ -161,7 +173,7 @@ def choose_instruction(
         dev = {ins.id: _mean(r) for ins, r in zip(pool, rewards, strict=True)}
         note = _dropped(note, "dev", len(dev_questions) - len(kept))
     returned = by_weight
-    if rule == "dev":
+    if rule in DEV_CHOICES:
         returned = max(pool, key=lambda ins: dev[ins.id])  # max keeps the first of ties: the seed
     tell(f"final choice ({rule}): returning {returned.id}" + (" (the seed)" if returned.id == seed.id else "")
          + (f", {metric} {dev[returned.id]:.3f} on {dev_split}" if returned.id in dev else ""))
@@ -221,6 +233,7 @@ def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *
         rule=rule,
         population=coevo.population.instructions,
         seed=run_seed(coevo, inputs.seed_instruction),
+        admitted=[i for i in coevo.population.archive.values() if i.origin != "seed"],
         by_weight=coevo.best(),
         dev_questions=inputs.eval_questions,
         test_questions=inputs.test_questions,
