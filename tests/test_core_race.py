@@ -12,7 +12,16 @@ from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.events import EventLog
 from inspo.core.population import derived_rng
 from inspo.core.proposer import Proposer
-from inspo.core.race import RaceRule, Tally, admit_probability, admits, checkpoints, gap_rates, size_for_gap, stops
+from inspo.core.race import (
+    RaceRule,
+    Tally,
+    admit_probability,
+    admits,
+    checkpoints,
+    gap_rates,
+    size_for_gap,
+    stops,
+)
 from inspo.records import Candidate, Instruction, Question, Rollout
 
 
@@ -175,21 +184,33 @@ def test_paired_admission_in_the_core_admits_the_better_and_counts_its_rollouts(
     assert coevo.ledger.verification_rollouts == 40 + sum(e.n_rollouts for e in verified) < 4 * 40
 
 
+class recording(list):
+    """An evaluate function that records the question ids of each call."""
+
+    def __init__(self, evaluate):
+        super().__init__()
+        self.evaluate = evaluate
+
+    def __call__(self, instruction, questions):
+        self.append({q.id for q in questions})
+        return self.evaluate(instruction, questions)
+
+
 def test_d_b_never_holds_a_question_shown_to_the_optimizer():
     never = known_rates({"</answer>.": 0.0, "bad": 0.0, "good": 0.0, "same": 0.0}, "x")
     warmup = questions(12, "w")
     for source in ("buffer", "train"):
         coevo = core(pool=warmup + questions(20, "t"), validation_from=source, validation_unseen=True,
                      validation_size=100)
-        seen = []
-        coevo.initialize(lambda ins, qs: (seen.append({q.id for q in qs}), never(ins, qs))[1], warmup)
+        seen = recording(never)
+        coevo.initialize(seen, warmup)
         shown = set(coevo.events.of_kind("proposed")[0].failures)
         assert len(shown) == 2 and all(not shown & ids for ids in seen[1:])  # seen[0] is the warm-up
         expected = {q.id for q in warmup} if source == "buffer" else {q.id for q in warmup + questions(20, "t")}
         assert seen[1] == expected - shown  # the parent plays all of D_B
     coevo = core(validation_from="buffer", validation_unseen=False, validation_size=100)
-    seen = []
-    coevo.initialize(lambda ins, qs: (seen.append({q.id for q in qs}), never(ins, qs))[1], warmup)
+    seen = recording(never)
+    coevo.initialize(seen, warmup)
     assert seen[1] == {q.id for q in warmup}  # App. B: D_B may hold the failures shown
 
 
@@ -202,3 +223,40 @@ def test_config_checks_of_the_new_evidence_settings():
         CoEvolutionConfig(verify_greedy="yes")
     with pytest.raises(ValueError, match="validation_pool"):
         CoEvolution(CoEvolutionConfig(validation_from="train"), SEED, Proposer(FunctionLLM(six)))
+
+
+def test_the_gate_lets_on_only_candidates_that_fix_more_of_their_failures_than_they_break():
+    coevo = core(validation_from="train", validation_unseen=True, gate=True)
+    # the seed fails every problem; "good" solves them all, "same" none, "bad" none
+    evaluate = known_rates({"</answer>.": 0.0, "bad": 0.0, "good": 1.0, "same": 0.0}, "gate")
+    coevo.initialize(evaluate, questions(8, "w"))
+    gated = coevo.events.of_kind("gated")
+    parent = [e for e in gated if e.parent]
+    assert len(parent) == 1 and parent[0].n_questions == 2  # the parent plays the round's 2 failures once
+    verdicts = {e.candidate_id: e.passed for e in gated if not e.parent}
+    assert sorted(verdicts.values()) == [False, False, True]
+    stages = {e.text.split()[-1]: e.stage for e in coevo.events.of_kind("rejected")}
+    assert stages == {"bad": "gate", "same": "gate"}
+    verified = coevo.events.of_kind("verified")
+    assert len(verified) == 1  # only the gated-through candidate plays D_B
+    admitted = [e.instruction["text"].split()[-1] for e in coevo.events.of_kind("admitted")]
+    assert admitted == ["good"]
+    gate_cost = sum(e.n_rollouts for e in gated)
+    assert gate_cost == 4 * 2
+    assert coevo.ledger.verification_rollouts == gate_cost + 40 + verified[0].n_rollouts
+
+
+def test_an_evolution_stops_asking_once_its_rollout_budget_or_the_runs_tokens_are_spent():
+    evaluate = known_rates({"</answer>.": 0.0, "bad": 0.0, "good": 0.0, "same": 0.0}, "budget")
+    free = core(max_rounds=4, validation_size=8, validation_from="train")
+    free.initialize(evaluate, questions(8, "w"))
+    assert free.ledger.optimizer_calls == 4  # nothing admitted: every round is played
+    capped = core(max_rounds=4, validation_size=8, validation_from="train", evolve_rollouts=40)
+    capped.initialize(evaluate, questions(8, "w"))
+    assert capped.ledger.optimizer_calls == 2  # a round spends 32 (the parent and 3 candidates on 8): 32, then 64
+    finished = capped.events.of_kind("evolution_finished")[0]
+    assert "verification budget is spent" in finished.reason
+    tokens = core(max_rounds=4, validation_size=8, validation_from="train", max_optimizer_tokens=1)
+    tokens.initialize(evaluate, questions(8, "w"))
+    assert tokens.ledger.optimizer_calls == 1 and "optimizer tokens are spent" in \
+        tokens.events.of_kind("evolution_finished")[0].reason

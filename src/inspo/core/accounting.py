@@ -16,6 +16,7 @@ from typing import Any
 from inspo.core.events import (
     Admitted,
     Event,
+    Gated,
     ParentVerified,
     Proposed,
     Rejected,
@@ -32,7 +33,8 @@ class CostLedger:
     - ``optimizer_*``: calls to the optimizer LLM, its tokens and failed calls (``Proposed``).
     - ``training_rollouts``: trajectories generated for policy updates (``Weights.n_rollouts``).
     - ``verification_rollouts``: trajectories generated to verify candidates on D_B, and their
-      parents under ``beat-parent`` (``Verified`` / ``ParentVerified``).
+      parents under ``beat-parent`` and ``paired`` (``Verified`` / ``ParentVerified``), and to gate
+      them on their failure problems first under ``gate`` (``Gated``).
     - ``warmup_rollouts``: trajectories of the seed generated before step 1 to fill the buffer
       (``WarmedUp``).
     - ``candidates_*``: proposed (``Proposed.candidate_ids``), rejected by the guard or the
@@ -54,7 +56,7 @@ class CostLedger:
         """Count ``event`` (an event that costs nothing is ignored)."""
         if isinstance(event, Weights):
             self.training_rollouts += event.n_rollouts
-        elif isinstance(event, (Verified, ParentVerified)):
+        elif isinstance(event, (Verified, ParentVerified, Gated)):
             self.verification_rollouts += event.n_rollouts
         elif isinstance(event, WarmedUp):
             self.warmup_rollouts += event.n_rollouts

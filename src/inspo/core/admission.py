@@ -3,6 +3,8 @@
 - ``top-n`` (Algorithm 1): every candidate scored on all of D_B; the ``n`` best are admitted.
 - ``beat-parent``: the parent is scored beside them on the same questions and sampling seeds; only
   candidates scoring at least the parent's mean are eligible for the top ``n``.
+- ``gate`` (before any of them, ``coevolution.gate``): a candidate must first win more of the
+  failure problems it was written from than it loses against its parent (:func:`gate`).
 - ``paired``: the parent plays D_B once; each candidate races it question by question in chunks
   and stops once it is clearly behind (:mod:`inspo.core.race`); only candidates that end with more
   wins than losses are eligible, ranked by paired difference.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from inspo.core.events import Event, ParentVerified, Verified
+from inspo.core.events import Event, Gated, ParentVerified, Verified
 from inspo.core.race import RaceRule, Tally, admits, checkpoints, stops
 from inspo.core.verifier import (
     EvaluateFn,
@@ -85,6 +87,43 @@ def score_and_rank(
         else:
             refused[cand.id] = ("top_n", f"not in the top {n} on D_B (score {cand.score})")
     return chosen, refused
+
+
+def gate(
+    step: int, parent: Instruction | None, candidates: list[Candidate], failures: list[Question],
+    evaluate: EvaluateFn, emit: Emit,
+) -> tuple[list[Candidate], Refused]:
+    """``coevolution.gate``: GEPA's cheap first check. The parent and the candidates play the
+    failure problems the optimizer call was shown, in one batch (greedily under ``verify_greedy``:
+    the step's sampled outcomes there are biased, those problems were picked because they failed);
+    a candidate goes on to D_B only when it wins more of them than it loses against the parent.
+    A parent that cannot be played (or no failure) lets every candidate through unjudged."""
+    if parent is None or not failures:
+        return list(candidates), {}
+    verifier = Verifier(evaluate)
+    played = verifier.play([probe_of(parent), *candidates], failures, step)
+    if isinstance(played[0], Exception) or all(r is None for r in per_question(played[0], len(failures))):
+        return list(candidates), {}
+    bar = per_question(played[0], len(failures))
+    emit(Gated(step, candidate_id=parent.id, parent=True, n_questions=len(failures), n_rollouts=len(played[0]),
+               passed=True))
+    passed: list[Candidate] = []
+    refused: Refused = {}
+    for cand, result in zip(candidates, played[1:], strict=True):
+        if isinstance(result, Exception):
+            refused[cand.id] = ("verify", failure_reason(result))
+            continue
+        pairs = [(c, p) for c, p in zip(per_question(result, len(failures)), bar, strict=True)
+                 if c is not None and p is not None]
+        tally = Tally().add([c for c, _ in pairs], [p for _, p in pairs])
+        emit(Gated(step, candidate_id=cand.id, wins=tally.wins, losses=tally.losses, n_questions=tally.played,
+                   n_rollouts=len(result), passed=admits(tally)))
+        if admits(tally):
+            passed.append(cand)
+        else:
+            refused[cand.id] = ("gate", f"fixed {tally.wins} and broke {tally.losses} of the {tally.played} failure "
+                                        f"problem(s) it was written from, against its parent {parent.id}")
+    return passed, refused
 
 
 def race(
@@ -173,5 +212,5 @@ def _why_not(tally: Tally, stopped: bool, parent_id: str, n_questions: int, n: i
     return "top_n", f"not in the top {n} by paired difference ({tally.difference:+.3f}; {record})"
 
 
-__all__ = ["Refused", "parent_verified", "probe_of", "race", "score_and_rank"]
+__all__ = ["Refused", "gate", "parent_verified", "probe_of", "race", "score_and_rank"]
 

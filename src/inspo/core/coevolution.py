@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspo.core.accounting import CostLedger
-from inspo.core.admission import race, score_and_rank
+from inspo.core.admission import gate, race, score_and_rank
 from inspo.core.config import CoEvolutionConfig, SettingChange, resume_changes
 from inspo.core.events import (
     Admitted,
@@ -306,7 +306,12 @@ class CoEvolution:
         admitted: list[str] = []
         rounds = start.rounds if start is not None else 0
         reason = start.reason if start is not None else ""
+        spent_before = 0 if start is not None else self.ledger.verification_rollouts  # P_0 is the first to verify
         while len(self.population) < cfg.population_size and rounds < cfg.max_rounds:
+            stop = self._out_of_budget(self.ledger.verification_rollouts - spent_before)
+            if stop:
+                reason = stop
+                break
             rounds += 1
             parent = self.rng.choice(list(parents))                                        # 19
             failures = self.buffer.sample_failures(cfg.n_failures, self.rng, cfg.failure_threshold)
@@ -339,6 +344,17 @@ class CoEvolution:
         )
         return admitted
 
+    def _out_of_budget(self, spent: int) -> str:
+        """Why no further optimizer call is made in this evolution ('' when one may be):
+        ``evolve_rollouts`` spent on verification, or the run's ``max_optimizer_tokens`` used."""
+        cfg, led = self.config, self.ledger
+        if cfg.evolve_rollouts and spent >= cfg.evolve_rollouts:
+            return f"the evolution's verification budget is spent ({spent} of evolve_rollouts {cfg.evolve_rollouts})"
+        used = led.optimizer_prompt_tokens + led.optimizer_completion_tokens
+        if cfg.max_optimizer_tokens and used >= cfg.max_optimizer_tokens:
+            return f"the run's optimizer tokens are spent ({used} of max_optimizer_tokens {cfg.max_optimizer_tokens})"
+        return ""
+
     def _verify_and_admit(
         self, step: int, proposal: Proposal, failures: Sequence[Rollout], evaluate: EvaluateFn | None
     ) -> list[str]:
@@ -357,6 +373,13 @@ class CoEvolution:
             if not candidates:
                 return []
         parent = self.population.archive.get(proposal.parent_id)
+        refused: dict[str, tuple[str, str]] = {}
+        if cfg.gate and cfg.verify and evaluate is not None:
+            shown = list(dict((f.question.id, f.question) for f in failures).values())
+            candidates, refused = gate(step, parent, candidates, shown, evaluate, self.emit)
+            self._reject_all(step, proposal, refused)
+            if not candidates:
+                return []
         if cfg.admission == "paired" and cfg.verify and evaluate is not None:
             rule = RaceRule(cfg.race_futility, cfg.race_chunk)
             chosen, refused = race(step, parent, candidates, questions, evaluate, n, rule, self.emit)
@@ -366,11 +389,15 @@ class CoEvolution:
         for cand in chosen:
             self.population.add(cand.to_instruction(step), prior=cand.score)
             self.emit(Admitted(step, instruction=cand.to_instruction(step).to_dict(), score=cand.score))
-        for cand in candidates:
+        self._reject_all(step, proposal, refused)
+        return [c.id for c in chosen]
+
+    def _reject_all(self, step: int, proposal: Proposal, refused: dict[str, tuple[str, str]]) -> None:
+        """A ``rejected`` event for each of ``proposal``'s candidates in ``refused``, in proposal order."""
+        for cand in proposal.candidates:
             if cand.id in refused:
                 stage, why = refused[cand.id]
                 self._reject(step, cand.id, why, cand.text, stage=stage)
-        return [c.id for c in chosen]
 
     def _validation_questions(self, failures: Sequence[Rollout]) -> list[Question]:
         """D_B for one round: ``validation_size`` questions from the buffer, or (``validation_from:

@@ -113,6 +113,17 @@ class CoEvolutionConfig:
     validation_unseen: bool = False
     """D_B leaves out the questions whose failures the round's optimizer call was shown (a candidate
     written from a problem is never verified on it). False: D_B is drawn from the whole buffer."""
+    gate: bool = False
+    """Before D_B, a candidate and its parent (once per round) play the failure problems the
+    optimizer call was shown; only a candidate that wins more of them than it loses goes on (GEPA's
+    minibatch check: a bad candidate costs a few rollouts). False: every candidate plays D_B."""
+    evolve_rollouts: int = 0
+    """The most verification rollouts (gate, parent and D_B) one evolution may spend: no further
+    optimizer call is made once they are spent, so a round of refused candidates cannot run on.
+    0: no budget (``max_rounds`` alone bounds an evolution, as App. B)."""
+    max_optimizer_tokens: int = 0
+    """The most optimizer tokens (prompt + completion) a run may use: no optimizer call is made
+    once they are spent (the population then stays as it is). 0: no cap."""
     race_futility: int = 4
     """Under ``admission: paired``: a candidate's verification stops early once its losses to the
     parent exceed its wins by this many (questions where exactly one of the two scores higher;
@@ -171,7 +182,8 @@ class CoEvolutionConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("n_failures", "validation_size", "admit_per_round", "evolve_until", "race_futility"):
+        for name in ("n_failures", "validation_size", "admit_per_round", "evolve_until", "race_futility",
+                     "evolve_rollouts", "max_optimizer_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be an integer >= 0, got {value!r}")
@@ -195,7 +207,7 @@ class CoEvolutionConfig:
                 raise ConfigError("guard_tags must be a list of tag names such as [search, answer] (null: the "
                                   f"environment's required tags; [] for no tag check); got {self.guard_tags!r}")
             self.guard_tags = list(self.guard_tags)
-        for name in ("feedback", "verify_greedy", "validation_unseen", "protocol_block"):
+        for name in ("feedback", "verify_greedy", "validation_unseen", "protocol_block", "gate"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.race_chunk, int) or isinstance(self.race_chunk, bool) or self.race_chunk < 1:

@@ -170,6 +170,22 @@ class ParentVerified(Event):
 
 
 @dataclass(frozen=True)
+class Gated(Event):
+    """A candidate (or, with ``parent``, its parent, once per round) played on the failure problems
+    its optimizer call was shown, before D_B (``coevolution.gate``): ``passed`` when it won more of
+    them than it lost against the parent (questions where exactly one of the two scored higher)."""
+
+    kind: ClassVar[str] = "gated"
+    candidate_id: str = ""
+    parent: bool = False
+    wins: int = 0
+    losses: int = 0
+    n_questions: int = 0
+    n_rollouts: int = 0
+    passed: bool = False
+
+
+@dataclass(frozen=True)
 class Admitted(Event):
     kind: ClassVar[str] = "admitted"
     instruction: dict[str, Any] = field(default_factory=dict)
