@@ -23,6 +23,7 @@ from inspo.core.state import save_state
 from inspo.llm.base import LLMClient
 from inspo.synthetic import (
     GUARD_TAGS,
+    PROTOCOL,
     SEED_INSTRUCTION,
     SyntheticEnv,
     make_questions,
@@ -63,7 +64,7 @@ def run_demo(
         )
     )
     events = EventLog(out / artifacts.EVENTS_FILE)
-    proposer = Proposer.from_config(llm, config, required_tags=GUARD_TAGS)
+    proposer = Proposer.from_config(llm, config, required_tags=GUARD_TAGS, protocol=PROTOCOL)
     coevo = CoEvolution(config, SEED_INSTRUCTION, proposer, events=events)
     env = SyntheticEnv(seed=config.rng_seed)
     metrics = MetricsLog(out / artifacts.METRICS_FILE, steps, progress=progress)

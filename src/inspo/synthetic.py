@@ -9,7 +9,8 @@ Search-R1 tag protocol, so a reflector that reads trajectories can find out what
 
 It drives the offline demo (``inspo demo``) and the core's end-to-end tests. Being written in
 Search-R1's tags, it borrows that environment's seed (:data:`SEED_INSTRUCTION`), guard tags
-(:data:`GUARD_TAGS`) and rules for the offline reflector (:func:`reflector_rules`).
+(:data:`GUARD_TAGS`), protocol block (:data:`PROTOCOL`) and rules for the offline reflector
+(:func:`reflector_rules`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inspo.core.population import derived_rng
-from inspo.envs.search_r1.protocol import SEARCH_R1_INSTRUCTION
+from inspo.envs.search_r1.protocol import SEARCH_R1_INSTRUCTION, SEARCH_R1_PROTOCOL
 from inspo.records import Instruction, Question, Rollout, ToolCall
 
 REQUIRED_TAGS = ("<search>", "</search>", "<answer>", "</answer>")
@@ -27,6 +28,9 @@ REQUIRED_TAGS = ("<search>", "</search>", "<answer>", "</answer>")
 GUARD_TAGS = ("search", "answer")
 #: The population's seed: Search-R1's instruction (App. F).
 SEED_INSTRUCTION = SEARCH_R1_INSTRUCTION
+#: The protocol block an evolved strategy is composed with (``coevolution.protocol_block``):
+#: Search-R1's, which holds the tags and none of the guidance :data:`FEATURES` rewards.
+PROTOCOL = SEARCH_R1_PROTOCOL
 
 
 def reflector_rules():

@@ -7,6 +7,12 @@ fallbacks of :func:`inspo.core.templates.parse_answer`, each logged and counted 
 ``Proposal.parse_fallbacks``) and runs every candidate through :func:`guard`. It never raises
 for an optimizer failure: the :class:`Proposal` then carries ``error`` and no candidates.
 
+With a protocol (``coevolution.protocol_block``: the environment's
+:class:`~inspo.tool_protocol.ToolProtocol`) the prompt shows the parent's strategy (the
+instruction without its protocol block), the optimizer writes strategies, and each candidate is
+``protocol.compose(strategy)``: no candidate can drop a tag. :func:`strategy_refusal` refuses an
+empty strategy or the parent's own; the guard still runs on the composed text.
+
 :func:`leaked_answer` is the answer-leak check the co-evolution loop runs on the candidates
 before verification (it alone knows the failures shown and D_B); it is pure and lives here,
 beside the guard.
@@ -22,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspo.answers import normalize_answer
-from inspo.core.config import CoEvolutionConfig
+from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.templates import (
     PARSE_FALLBACKS,
     ScoredInstruction,
@@ -35,6 +41,7 @@ from inspo.core.templates import (
 from inspo.llm.base import FINISH_LENGTH, LLMClient, LLMError
 from inspo.records import Candidate, Instruction, Rollout
 from inspo.rng import rng_from_json, rng_to_json
+from inspo.tool_protocol import ToolProtocol
 
 logger = logging.getLogger("inspo.core")
 
@@ -69,6 +76,17 @@ def guard(text: str, parent: str, existing: Sequence[str], max_chars: int, tags:
         return "duplicate of its parent"
     if any(norm == _normalise(e) for e in existing):
         return "duplicate of an existing instruction or candidate"
+    return None
+
+
+def strategy_refusal(strategy: str, parent_strategy: str) -> str | None:
+    """Why a candidate STRATEGY must be rejected before it is composed with the protocol block,
+    or None: empty (no letter or digit: the block alone is no new instruction), or the parent's
+    own strategy (compared as :func:`guard` compares)."""
+    if not any(ch.isalnum() for ch in strategy):
+        return "empty strategy"
+    if _normalise(strategy) == _normalise(parent_strategy):
+        return "duplicate of its parent"
     return None
 
 
@@ -147,6 +165,11 @@ class Proposer:
     completion stopped at ``max_tokens``, see :meth:`hit_limit`) is recorded as rejected
     ("truncated"), never silently dropped; a block left open in an answer that ended by itself
     is read as a candidate (a fallback, logged and counted).
+
+    ``protocol`` (the environment's, under ``coevolution.protocol_block``): prompts show
+    strategies and ask for strategies, and each candidate becomes ``protocol.compose(strategy)``
+    (one that already ends with the block is taken without it); its block must hold every guard
+    tag, or every candidate would be refused (ValueError).
     """
 
     def __init__(
@@ -162,9 +185,17 @@ class Proposer:
         fits: LengthCheck | None = None,
         feedback: Callable[[Rollout], str] | None = None,
         answers: int = 1,
+        protocol: ToolProtocol | None = None,
     ):
         if answers < 1:
             raise ValueError(f"answers must be >= 1, got {answers}")
+        lacking = sorted(set(guard_tags) - tags_in(protocol.block, guard_tags)) if protocol else []
+        if lacking:
+            shown = ", ".join(f"<{t}>…</{t}>" for t in lacking)
+            raise ValueError(f"the protocol block lacks {shown}, a tag the guard requires "
+                             "(required_tags or coevolution.guard_tags): add it to the block, or "
+                             "leave it out of the guard")
+        self.protocol = protocol
         self.answers = answers
         self.llm = llm
         self.fits = fits
@@ -191,10 +222,21 @@ class Proposer:
 
     @classmethod
     def from_config(cls, llm: LLMClient, config: CoEvolutionConfig, fits: LengthCheck | None = None, *,
-                    required_tags: Sequence[str] = (), feedback: Callable[[Rollout], str] | None = None) -> Proposer:
+                    required_tags: Sequence[str] = (),
+                    feedback: Callable[[Rollout], str] | None = None,
+                    protocol: ToolProtocol | None = None) -> Proposer:
         """The proposer a co-evolution config describes (template, N, guard, sampling);
         ``required_tags`` (the environment's) are guarded unless ``config.guard_tags`` names others,
-        and ``feedback`` (the environment's) is shown only under ``config.feedback``."""
+        ``feedback`` (the environment's) is shown only under ``config.feedback``, and ``protocol``
+        (the environment's) is used only under ``config.protocol_block``, which needs one when the
+        run proposes at all (ConfigError naming the fix)."""
+        proposes = config.evolve or config.init_population
+        if config.protocol_block and protocol is None and proposes:
+            raise ConfigError(
+                "coevolution.protocol_block is on, but the environment has no protocol block (its "
+                "`protocol` attribute): give it one, protocol = "
+                "inspo.envs.ToolProtocol(tags=(...), block='how to write each tag'), as "
+                "TaggedToolEnv does, or set coevolution.protocol_block: false")
         return cls(
             llm,
             fits=fits,
@@ -206,17 +248,26 @@ class Proposer:
             guard_tags=config.guard_tags if config.guard_tags is not None else required_tags,
             feedback=feedback if config.feedback else None,
             answers=config.answers_per_call,
+            protocol=protocol if config.protocol_block else None,
         )
+
+    def strategy(self, text: str) -> str:
+        """What the optimizer sees of an instruction: its strategy under a protocol, else all."""
+        return self.protocol.strategy(text) if self.protocol is not None else text
 
     def render(
         self, parent: Instruction, failures: Sequence[Rollout], history: Sequence[ScoredInstruction]
     ) -> str:
+        tags = self.protocol.tags if self.protocol is not None else None
+        shown = self.strategy(parent.text)
         if self.template == "reflection":
-            return render_reflection(parent.text, failures, self.n_candidates, self.feedback)
+            return render_reflection(shown, failures, self.n_candidates, self.feedback,
+                                     protocol_tags=tags)
         if self.template == "paraphrase":
-            return render_paraphrase(parent.text, self.n_candidates)
-        entries = list(history) or [ScoredInstruction(parent.text, 0.0)]
-        return render_history(entries, self.n_candidates)
+            return render_paraphrase(shown, self.n_candidates, protocol_tags=tags)
+        entries = [ScoredInstruction(self.strategy(h.text), h.score) for h in history]
+        entries = entries or [ScoredInstruction(shown, 0.0)]
+        return render_history(entries, self.n_candidates, protocol_tags=tags)
 
     def hit_limit(self, completion_tokens: int, index: int = 0) -> bool:
         """Whether completion ``index`` of the last optimizer call stopped at ``max_tokens``: the
@@ -259,7 +310,7 @@ class Proposer:
                 proposal.critique = critique_of(answer)
             cut_off = self.hit_limit(proposal.completion_tokens, index)
             proposal.cut_off = proposal.cut_off or cut_off
-            parsed = parse_answer(answer, parent=parent.text, cut_off=cut_off)
+            parsed = parse_answer(answer, parent=self.strategy(parent.text), cut_off=cut_off)
             for kind, count in parsed.fallbacks.items():
                 proposal.parse_fallbacks[kind] = proposal.parse_fallbacks.get(kind, 0) + count
             for kind, ins in parsed.notes:
@@ -277,13 +328,25 @@ class Proposer:
             snippet = re.sub(r"\s+", " ", outputs[0] if outputs else "")[:200]
             proposal.error = f"no <ins_i> candidate in the optimizer's answer: {snippet!r}"
             return proposal
-        seen = list(existing)
+        self._screen(proposal, texts, parent, list(existing), new_id)
+        return proposal
+
+    def _screen(self, proposal: Proposal, texts: Sequence[str], parent: Instruction,
+                seen: list[str], new_id: Callable[[], str]) -> None:
+        """Each parsed text as a candidate (composed with the protocol block first, when there is
+        one), guarded and filed under the proposal's candidates or rejected."""
         origin = getattr(self.llm, "origin", None) or self.template
         for text in texts:
+            reason = None
+            if self.protocol is not None:
+                strategy = self.protocol.strategy(text)
+                reason = strategy_refusal(strategy, self.strategy(parent.text))
+                text = self.protocol.compose(strategy)
             cand = Candidate(
                 id=new_id(), text=text, parent_id=parent.id, origin=origin, critique=proposal.critique
             )
-            cand.rejected = guard(text, parent.text, seen, self.max_chars, self.guard_tags)
+            cand.rejected = reason or guard(text, parent.text, seen, self.max_chars,
+                                            self.guard_tags)
             if cand.rejected is None and self.fits is not None:
                 cand.rejected = self.fits(text)
             if cand.rejected:
@@ -291,4 +354,3 @@ class Proposer:
             else:
                 proposal.candidates.append(cand)
                 seen.append(text)
-        return proposal

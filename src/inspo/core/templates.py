@@ -10,6 +10,11 @@ Every template asks for the candidates inside ``<ins_1>…</ins_1>`` … ``<ins_
 forms it accepts and the fallbacks it counts), :func:`parse_candidates` gives just the texts and
 :func:`critique_of` the analysis the optimizer wrote before its first candidate.
 
+Under ``coevolution.protocol_block`` (``protocol_tags`` given) the parent and the history entries
+are strategies (the instruction without the environment's protocol block) and the closing rules
+ask for strategies only, saying the protocol is appended (:func:`format_rules`); without it every
+prompt is App. E's, byte for byte.
+
 The rendered shapes are a contract other code reads (the rule-based reflector parses them):
 the parent sits in ``<ins_0>\\n…\\n</ins_0>``; each failure is one ``<example>`` block with
 ``Question:``, ``Response:`` and ``Correct answer:`` lines (answers joined by `` | ``), and a
@@ -34,6 +39,23 @@ _FORMAT_RULES = (
     "For each XML tag, include both the beginning and ending tags, such as <answer>...</answer>.\n"
     "List the instruction candidates in <ins_1>...</ins_1> to <ins_{n}>...</ins_{n}> tags."
 )
+#: The format rules under ``coevolution.protocol_block``: ``<ins_0>`` shows the parent's strategy
+#: only, and the optimizer is asked for strategies (the protocol block is appended to each).
+_STRATEGY_RULES = (
+    "The tool protocol ({tags}) is fixed: it is added after every candidate automatically.\n"
+    "Write only the strategy (how to solve the task), not the tool protocol.\n"
+    "List the instruction candidates in <ins_1>...</ins_1> to <ins_{n}>...</ins_{n}> tags."
+)
+
+
+def format_rules(n: int, protocol_tags: Sequence[str] | None = None) -> str:
+    """The lines that end every template: App. E's (keep the XML tags, list the candidates) or,
+    given ``protocol_tags`` (the environment's protocol block is appended to each candidate),
+    the strategy-only rules naming those tags."""
+    if protocol_tags is None:
+        return _FORMAT_RULES.format(n=n)
+    tags = ", ".join(f"<{t}>...</{t}>" for t in protocol_tags)
+    return _STRATEGY_RULES.format(tags=tags, n=n)
 
 
 @dataclass(frozen=True)
@@ -63,8 +85,11 @@ def render_example(rollout: Rollout, max_chars: int = 3000, feedback: str = "") 
 
 
 def render_reflection(parent: str, failures: Sequence[Rollout], n: int,
-                      feedback: Callable[[Rollout], str] | None = None) -> str:
-    """App. E's reflection-based template (INSPO); ``feedback`` adds each failure's feedback line."""
+                      feedback: Callable[[Rollout], str] | None = None, *,
+                      protocol_tags: Sequence[str] | None = None) -> str:
+    """App. E's reflection-based template (INSPO); ``feedback`` adds each failure's feedback line;
+    ``protocol_tags``: ``parent`` is a strategy, and strategies are asked for
+    (:func:`format_rules`)."""
     examples = "\n".join(render_example(r, feedback=feedback(r) if feedback else "") for r in failures)
     return (
         "The initial prompt is:\n"
@@ -74,21 +99,23 @@ def render_reflection(parent: str, failures: Sequence[Rollout], n: int,
         "Analyze the reasons behind these mistakes and why the prompt could have gotten these "
         "examples wrong.\n"
         "Now take the reasons into account. Revise and improve the initial prompt by giving "
-        f"{n} different but better candidates.\n" + _FORMAT_RULES.format(n=n)
+        f"{n} different but better candidates.\n" + format_rules(n, protocol_tags)
     )
 
 
-def render_paraphrase(parent: str, n: int) -> str:
-    """App. E's paraphrasing-based template."""
+def render_paraphrase(parent: str, n: int, *, protocol_tags: Sequence[str] | None = None) -> str:
+    """App. E's paraphrasing-based template (``protocol_tags``: as :func:`render_reflection`)."""
     return (
         f"<ins_0>\n{parent}\n</ins_0>\n"
         "Improve the above prompt.\n"
-        f"Give {n} different candidates.\n" + _FORMAT_RULES.format(n=n)
+        f"Give {n} different candidates.\n" + format_rules(n, protocol_tags)
     )
 
 
-def render_history(history: Sequence[ScoredInstruction], n: int) -> str:
-    """App. E's history-based template (scores on a 0-100 scale)."""
+def render_history(history: Sequence[ScoredInstruction], n: int, *,
+                   protocol_tags: Sequence[str] | None = None) -> str:
+    """App. E's history-based template (scores on a 0-100 scale; ``protocol_tags``: the entries
+    are strategies, as :func:`render_reflection`)."""
     body = "\n".join(
         f"<ins_{i}>\n{h.text}\n</ins_{i}>\n<score_{i}>{h.score:.1f}</score_{i}>"
         for i, h in enumerate(history, start=1)
@@ -99,7 +126,7 @@ def render_history(history: Sequence[ScoredInstruction], n: int) -> str:
         "where the score ranges from 0 to 100, analyze what components can lead to better "
         "performance.\n"
         f"Give {n} different but better candidates. Make it concise and effective. Be creative "
-        "and diverse in your suggestions.\n" + _FORMAT_RULES.format(n=n)
+        "and diverse in your suggestions.\n" + format_rules(n, protocol_tags)
     )
 
 

@@ -1,6 +1,8 @@
 """Environments: what is specific to one tool-using agent, behind one seam.
 
 - :mod:`.base`: the :class:`Environment` protocol and its rules, :func:`check_environment`;
+  :class:`ToolProtocol` (from :mod:`inspo.tool_protocol`) is an environment's optional protocol
+  block, its tags and how to use them (``coevolution.protocol_block``);
 - :mod:`.tools`: tools as typed Python functions with a docstring (:func:`tool`), run with a
   timeout, errors counted apart;
 - :mod:`.tagged`: :class:`TaggedToolEnv`, the ``<tool> args </tool>`` protocol most agents speak;
@@ -17,7 +19,14 @@
 Importing this package is cheap: engines, retrievers and models load when an environment is built.
 """
 
-from inspo.envs.base import EnvError, Environment, FinalAnswer, ToolCall, check_environment
+from inspo.envs.base import (
+    EnvError,
+    Environment,
+    FinalAnswer,
+    ToolCall,
+    ToolProtocol,
+    check_environment,
+)
 from inspo.envs.evaluate import Evaluate, make_evaluate
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.envs.registry import EnvNameError, builtin_names, make_env, resolve_seed
@@ -37,6 +46,7 @@ __all__ = [
     "ToolCall",
     "ToolFailed",
     "ToolInputError",
+    "ToolProtocol",
     "build_prompt",
     "builtin_names",
     "check_environment",

@@ -4,7 +4,10 @@ An :class:`Environment` says what a tool-using agent is: its seed instruction, h
 built from an instruction and a question, the turn protocol (what ends a turn, how a turn's text
 becomes a tool call or a final answer, what an invalid turn gets), its tools, its verifiable
 reward, its questions, how a trajectory is shown to an optimizer, the tags an evolved instruction
-must keep, and the numbers a table shows for an episode. Everything else is generic:
+must keep, and the numbers a table shows for an episode. One part is optional: ``protocol``, its
+:class:`~inspo.tool_protocol.ToolProtocol` (its tags and the block of text that says how to use
+them), which ``coevolution.protocol_block`` appends to every evolved strategy.
+Everything else is generic:
 :mod:`inspo.envs.loop` owns token ids and ``env_mask`` (observation tokens masked) on every engine,
 and the INSPO core (:mod:`inspo.core`) knows only instructions, questions and rewards.
 
@@ -46,9 +49,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from inspo.records import Question, Rollout, ToolCall
+from inspo.tool_protocol import ToolProtocol
 
-__all__ = ["PARTS", "Action", "EnvError", "Environment", "FinalAnswer", "ToolCall", "check_environment",
-           "settings_from"]
+__all__ = ["OPTIONAL_PARTS", "PARTS", "Action", "EnvError", "Environment", "FinalAnswer",
+           "ToolCall", "ToolProtocol", "check_environment", "settings_from"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,11 @@ Action = ToolCall | FinalAnswer | None
 @runtime_checkable
 class Environment(Protocol):
     """What an agent is (rules in the module docstring). ``tools`` map a name to a
-    :class:`~inspo.envs.tools.Tool`."""
+    :class:`~inspo.envs.tools.Tool`.
+
+    Optional (:data:`OPTIONAL_PARTS`, not a member here, so an environment without it is still
+    one): ``protocol``, a :class:`~inspo.tool_protocol.ToolProtocol` whose block holds its
+    required tags; ``coevolution.protocol_block`` needs it (TaggedToolEnv builds one)."""
 
     name: str
     """Short name, for logs and tables."""
@@ -164,6 +172,11 @@ PARTS: dict[str, str] = {
     "split_turns": "split_turns(response) -> [(policy text, environment text after it)]",
     "show": "show(call, observation, *, detail=0) -> list of str",
 }
+#: Parts an environment may have; :func:`check_environment` checks them when they are there.
+OPTIONAL_PARTS: dict[str, str] = {
+    "protocol": "its tags and how to use them (inspo.envs.ToolProtocol or None), needed by "
+                "coevolution.protocol_block",
+}
 
 
 def settings_from(cls: type, settings: Mapping[str, Any], env_name: str) -> Any:
@@ -206,6 +219,10 @@ def check_environment(env: Any, *, where: str = "") -> Any:
         wrong.append("stop must be a non-empty tuple of non-empty str")
     if not isinstance(env.required_tags, (tuple, list)) or not all(isinstance(t, str) for t in env.required_tags):
         wrong.append("required_tags must be a tuple of str")
+    protocol = getattr(env, "protocol", None)
+    if protocol is not None and not isinstance(protocol, ToolProtocol):
+        wrong.append(f"protocol must be {OPTIONAL_PARTS['protocol']}; "
+                     f"got {type(protocol).__name__}")
     if not isinstance(env.tools, Mapping):
         wrong.append("tools must be a mapping {name: Tool}")
     else:

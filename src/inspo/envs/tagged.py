@@ -27,6 +27,9 @@ Rules (pure string functions, no heavy imports):
   is ignored; ``<answer></answer>`` -> ``""``; tags are case-sensitive;
 - the prompt is one user message: the instruction, then ``\\n\\nQuestion: ...``, or the question
   where the instruction has ``{question}`` (:func:`build_prompt`);
+- :attr:`TaggedToolEnv.protocol` (the block ``coevolution.protocol_block`` appends to evolved
+  strategies) is :func:`default_protocol` unless the environment gives its own: one line per
+  tool (its tag, its description, its result tag), then the answer tag;
 - the default reward is exact match (SQuAD-normalised) of the answer against the golds; pass
   ``reward=fn(answer, question) -> float`` for another (it is called only when there is an
   answer; no answer scores 0).
@@ -44,6 +47,7 @@ from inspo.core.reflector.rules import ANSWER_RULES, ReflectorRules
 from inspo.envs.base import Action, FinalAnswer
 from inspo.envs.tools import Tool, as_tool
 from inspo.records import Question, Rollout, ToolCall
+from inspo.tool_protocol import ToolProtocol
 
 #: Where a question goes in an instruction that wants to place it itself.
 QUESTION_PLACEHOLDER = "{question}"
@@ -78,6 +82,22 @@ def default_invalid_message(tools: Sequence[str], answer_tag: str) -> str:
 def default_nudge_message(answer_tag: str) -> str:
     return (f"\nI have used all my tool calls. I must now give my final answer between <{answer_tag}> and "
             f"</{answer_tag}>.\n")
+
+
+def default_protocol(tools: Mapping[str, Tool], result_tags: Mapping[str, str],
+                     answer_tag: str = "answer") -> ToolProtocol:
+    """The protocol block of a tagged environment that writes none: each tool's tag with the first
+    line of its description and its result tag, then the answer tag. Its tags: the tools', their
+    result tags, the answer's."""
+    lines = ["Tools:"]
+    for tag, t in tools.items():
+        about = t.description.strip().splitlines()[0] + " " if t.description.strip() else ""
+        result = result_tags[tag]
+        lines.append(f"- <{tag}> ... </{tag}>: {about}Its result comes back between <{result}> and "
+                     f"</{result}>.")
+    lines.append(f"Give the final answer between <{answer_tag}> and </{answer_tag}>.")
+    tags = (*tools, *dict.fromkeys(result_tags[t] for t in tools), answer_tag)
+    return ToolProtocol(tags=tuple(dict.fromkeys(tags)), block="\n".join(lines))
 
 
 def tagged_rules(tools: Sequence[str], answer_tag: str = "answer") -> ReflectorRules:
@@ -199,6 +219,8 @@ class TaggedToolEnv(TagProtocol):
         required_tags: tags an evolved instruction must keep (default: the tools' and the answer's).
         invalid_message / nudge_message: the corrective message and the last-turn nudge.
         reflector_rules: the rule-based reflector's rules (default: :func:`tagged_rules`).
+        protocol: the tags and the block that says how to use them, appended to evolved
+            strategies under ``coevolution.protocol_block`` (default: :func:`default_protocol`).
     """
 
     def __init__(
@@ -217,6 +239,7 @@ class TaggedToolEnv(TagProtocol):
         invalid_message: str | None = None,
         nudge_message: str | None = None,
         reflector_rules: ReflectorRules | None = None,
+        protocol: ToolProtocol | None = None,
     ) -> None:
         if isinstance(tools, Mapping):
             built = {tag: as_tool(t) for tag, t in tools.items()}
@@ -240,6 +263,8 @@ class TaggedToolEnv(TagProtocol):
         self.metric = metric
         self.required_tags = tuple(required_tags) if required_tags is not None else (*built, answer_tag)
         self.reflector_rules = reflector_rules if reflector_rules is not None else tagged_rules(list(built), answer_tag)
+        self.protocol = protocol if protocol is not None else \
+            default_protocol(built, self.result_tags, answer_tag)
         self._questions = questions
         self._reward = reward
 

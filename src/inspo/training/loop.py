@@ -123,7 +123,8 @@ def build_coevolution(
             raise ValueError("build_coevolution: a mode that evolves instructions needs an optimizer LLM (llm=None)")
         llm = NoOptimizer()
     proposer = Proposer.from_config(llm, co, fits=fits, required_tags=tuple(getattr(env, "required_tags", ())),
-                                    feedback=getattr(env, "feedback", None))
+                                    feedback=getattr(env, "feedback", None),
+                                    protocol=getattr(env, "protocol", None))
     return CoEvolution(co, seed_text, proposer, events=events, leak_terms=getattr(env, "leak_terms", None),
                        validation_pool=questions)
 

@@ -18,7 +18,8 @@ refuses the expression: :mod:`.arith` has the grammar, a knob of the benchmark),
 - :data:`NAMED_INSTRUCTIONS` (``@NAME`` in a config): ``calculator`` (the default: the tool
   described in two sentences, as DESIGN.md's third check), ``weak`` (names the tool, nothing
   more), ``notool`` (never names it) and ``worked`` (the default plus one worked example, on a
-  problem the generator never writes);
+  problem the generator never writes); :data:`CALCULATOR_PROTOCOL` is the protocol block
+  (``coevolution.protocol_block``): the three tags as the default seed describes them;
 - :data:`RULES`: the rule-based reflector's calculator modes (never used calc, calc refused an
   input, an answer without a number) on top of the answer-level ones, with advice that names only
   ``<calc>``, ``<result>`` and ``<answer>`` and no entity or number of the data.
@@ -52,6 +53,7 @@ from inspo.envs.calculator.data import ProblemSpec, generate_problems
 from inspo.envs.tagged import NEVER_USED_TOOL, TaggedToolEnv
 from inspo.envs.tools import Tool, tool
 from inspo.records import Question, Rollout
+from inspo.tool_protocol import ToolProtocol
 
 NAME = "calculator"
 
@@ -70,6 +72,11 @@ WORKED_INSTRUCTION = (
     "23 rolls. How many rolls are left?\", write:\n<calc> 4 * 15 </calc>\n<result>60</result>\n<calc> 60 - 23 </calc>"
     "\n<result>37</result>\n<answer> 37 </answer>"
 )
+#: The protocol block (``coevolution.protocol_block``): the tags as the default seed describes them.
+CALCULATOR_PROTOCOL = ToolProtocol(tags=("calc", "result", "answer"), block=(
+    "You have a calculator: write <calc> expression </calc> and the result comes back in "
+    "<result> ... </result>. Give the final number inside <answer> and </answer>."
+))
 #: Seed instructions a config may name as ``@NAME`` (``seed_instruction: "@worked"``).
 NAMED_INSTRUCTIONS: dict[str, str] = {NAME: CALCULATOR_INSTRUCTION, "weak": WEAK_INSTRUCTION,
                                       "notool": NOTOOL_INSTRUCTION, "worked": WORKED_INSTRUCTION}
@@ -206,6 +213,7 @@ class CalculatorEnv(TaggedToolEnv):
             seed_instruction=CALCULATOR_INSTRUCTION, result_tag="result", answer_tag="answer",
             instructions={k: v for k, v in NAMED_INSTRUCTIONS.items() if k != NAME}, reward=numeric_reward,
             metric="correct", required_tags=("calc", "answer"), reflector_rules=RULES,
+            protocol=CALCULATOR_PROTOCOL,
         )
         self._splits: dict[str, list[Question]] | None = None
 
@@ -262,7 +270,7 @@ def load_environment(**options: Any) -> CalculatorEnv:
     return CalculatorEnv(options_from(options))
 
 
-__all__ = ["ANSWER_NOT_A_NUMBER", "CALCULATOR_INSTRUCTION", "CALC_REFUSED", "NAME", "NAMED_INSTRUCTIONS",
-           "NOTOOL_INSTRUCTION", "RULES", "WEAK_INSTRUCTION", "WORKED_INSTRUCTION", "CalculatorEnv",
-           "CalculatorOptions", "calc_tool", "detect_failure_modes", "load_environment", "numeric_reward",
-           "options_from"]
+__all__ = ["ANSWER_NOT_A_NUMBER", "CALCULATOR_INSTRUCTION", "CALCULATOR_PROTOCOL", "CALC_REFUSED",
+           "NAME", "NAMED_INSTRUCTIONS", "NOTOOL_INSTRUCTION", "RULES", "WEAK_INSTRUCTION",
+           "WORKED_INSTRUCTION", "CalculatorEnv", "CalculatorOptions", "calc_tool",
+           "detect_failure_modes", "load_environment", "numeric_reward", "options_from"]

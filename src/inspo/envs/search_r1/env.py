@@ -22,6 +22,7 @@ from inspo.envs.search_r1.protocol import (
     LAST_TURN_NUDGE,
     NAMED_INSTRUCTIONS,
     SEARCH_R1_INSTRUCTION,
+    SEARCH_R1_PROTOCOL,
     format_passages,
 )
 from inspo.envs.search_r1.reflector_rules import PROTOCOL_TAGS, RULES
@@ -180,7 +181,7 @@ class SearchR1Env(TaggedToolEnv):
             questions=questions, result_tag="information", answer_tag="answer",
             instructions={k: v for k, v in NAMED_INSTRUCTIONS.items() if k != NAME},
             metric=reward, required_tags=("search", "answer"), invalid_message=INVALID_ACTION_MESSAGE,
-            nudge_message=LAST_TURN_NUDGE, reflector_rules=RULES,
+            nudge_message=LAST_TURN_NUDGE, reflector_rules=RULES, protocol=SEARCH_R1_PROTOCOL,
         )
         self.retriever = retriever
         self.topk = topk

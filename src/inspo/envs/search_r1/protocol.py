@@ -9,9 +9,11 @@ exact form::
 and answers anything else (no complete search or answer tag in the turn) with the short
 corrective message :data:`INVALID_ACTION_MESSAGE`, as Search-R1 does. It is the tag protocol of
 :mod:`inspo.envs.tagged` with one tool, ``search``, whose results come in ``<information>``
-(:data:`PROTOCOL`): :func:`parse_action` and :func:`extract_answer` follow its rules (the first
-complete tag of a turn; the last complete, innermost ``<answer>`` of a response, environment text
-ignored: a retrieved document that contains an ``<answer>`` tag cannot answer for the policy).
+(:data:`PROTOCOL`; :data:`SEARCH_R1_PROTOCOL` is the block that describes it to the policy
+under ``coevolution.protocol_block``): :func:`parse_action` and :func:`extract_answer` follow
+its rules (the first complete tag of a turn; the last complete, innermost ``<answer>`` of a
+response, environment text ignored: a retrieved document that contains an ``<answer>`` tag
+cannot answer for the policy).
 
 Titles in observations are :attr:`Passage.title` as stored (Search-R1 prints the first line of
 ``contents`` verbatim; our :class:`~inspo.records.Passage` keeps the title without the quotes of
@@ -24,6 +26,7 @@ from __future__ import annotations
 from inspo.envs.base import Action
 from inspo.envs.tagged import TagProtocol
 from inspo.records import Passage
+from inspo.tool_protocol import ToolProtocol
 
 #: App. F of the paper: the Search-R1 instruction, the default seed of the population.
 #: (Typo "as your want" kept verbatim: it is the published seed.)
@@ -47,6 +50,14 @@ WEAK_INSTRUCTION = (
     "answer inside <answer> and </answer>, without detailed illustrations. For example, "
     "<answer> Beijing </answer>."
 )
+
+#: The protocol block (``coevolution.protocol_block``): the four tags as the seed describes them,
+#: without its advice (when to search, how often), which is the strategy's to evolve.
+SEARCH_R1_PROTOCOL = ToolProtocol(tags=("think", "search", "information", "answer"), block=(
+    "Reason inside <think> and </think>. To call the search engine, write <search> query </search> "
+    "and it will return the top searched results between <information> and </information>. Give "
+    "the final answer inside <answer> and </answer>, for example <answer> Beijing </answer>."
+))
 
 #: Seed instructions a config may name as ``@NAME`` (``seed_instruction: "@weak"``).
 NAMED_INSTRUCTIONS: dict[str, str] = {"search-r1": SEARCH_R1_INSTRUCTION, "weak": WEAK_INSTRUCTION}
