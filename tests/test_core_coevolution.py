@@ -1,10 +1,11 @@
 import pytest
 
 from core_helpers import GUARD, SEED, FunctionLLM, failing_llm, parent_of, scripted_reflection
-from inspo.core.coevolution import CoEvolution, PlannedStep, planned_schedule
+from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.events import EventLog
 from inspo.core.proposer import Proposer
+from inspo.core.schedule import PlannedStep, planned_schedule
 from inspo.synthetic import SyntheticEnv, make_questions, run_synthetic, true_quality
 
 

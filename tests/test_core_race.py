@@ -260,3 +260,120 @@ def test_an_evolution_stops_asking_once_its_rollout_budget_or_the_runs_tokens_ar
     tokens.initialize(evaluate, questions(8, "w"))
     assert tokens.ledger.optimizer_calls == 1 and "optimizer tokens are spent" in \
         tokens.events.of_kind("evolution_finished")[0].reason
+
+
+# ------------------------------------------------------------------------ leak scope
+
+
+def test_names_problem_needs_the_problem_text_and_its_answer():
+    from inspo.core.leak_scope import names_problem
+
+    q = Question(id="t1", question="Who founded Velmor?", answers=("Ada Quist",))
+    assert names_problem("Example: Who founded Velmor? <answer> Ada Quist </answer>", q)
+    assert not names_problem("Example: <answer> Ada Quist </answer>", q)  # the answer alone is no name
+    assert not names_problem("Example: who founded velmor? <answer> Bo </answer>", q)
+
+
+def worked(prompt):
+    """Candidates: a worked example of shown failure 'w0' or of test problem 'x0', and a plain one."""
+    body = "".join(f"<ins_{i}>\n{SEED} {text}\n</ins_{i}>\n" for i, text in enumerate(
+        ["Example: question 0 gives 0. good", "Example: held 0 gives 0. good", "Be precise. same"], 1))
+    return "critique\n" + body
+
+
+def test_held_out_scope_refuses_test_problems_and_leaves_named_training_problems_out_of_the_gate():
+    held_out = [Question(id="x0", question="held 0", answers=("0",))]
+    cfg = CoEvolutionConfig(population_size=2, candidates_per_call=3, max_rounds=1, admission="paired",
+                            validation_size=8, admit_per_round=1, n_failures=2, gate=True,
+                            validation_from="train", validation_unseen=True, leak_scope="held-out")
+    coevo = CoEvolution(cfg, SEED, Proposer(FunctionLLM(worked), n_candidates=3, guard_tags=GUARD),
+                        events=EventLog(), validation_pool=questions(30, "t"), held_out=held_out)
+    failures = [Question(id="w0", question="question 0", answers=("0",)), Question(id="w1", question="question 1",
+                                                                                  answers=("1",))]
+
+    def evaluate(ins, qs):  # "good" solves every problem; the seed and "same" none
+        good = ins.text.endswith("good")
+        return [Rollout(question=q, instruction_id=ins.id, response="", reward=float(good)) for q in qs]
+
+    coevo.initialize(evaluate, failures)
+    rejected = {e.text.split("Example: ")[-1][:6] if "Example" in e.text else "plain": e
+                for e in coevo.events.of_kind("rejected")}
+    assert rejected["held 0"].stage == "leak" and "x0" in rejected["held 0"].reason
+    gated = {e.candidate_id: e for e in coevo.events.of_kind("gated") if not e.parent}
+    assert len(gated) == 2  # the worked example of a shown training problem passed the leak check
+    wins = sorted((e.wins, e.losses, e.n_questions) for e in gated.values())
+    assert wins == [(0, 0, 2), (1, 0, 1)]  # the worked example is judged on w1 alone: w0 is its own example
+    with pytest.raises(ConfigError, match="admission paired"):
+        CoEvolutionConfig(leak_scope="held-out")
+
+
+# ------------------------------------------------------------------------ paired credit
+
+
+def rollout(qid, iid, reward):
+    return Rollout(question=Question(id=qid, question=qid, answers=("x",)), instruction_id=iid, response="",
+                   reward=reward)
+
+
+def test_split_outcomes_pair_two_instructions_on_one_question():
+    from inspo.core.paired_credit import PairedRecord, split_outcomes
+
+    rs = [rollout("q1", "a", 1), rollout("q1", "a", 0), rollout("q1", "b", 0), rollout("q1", "b", 0),  # a 0.5 > b 0
+          rollout("q2", "a", 1), rollout("q2", "b", 1),  # a tie: no evidence
+          rollout("q3", "a", 0), rollout("q3", "b", 1),
+          rollout("q4", "a", 1)]  # one instruction alone: no pair
+    assert split_outcomes(rs) == [("a", "b"), ("b", "a")]
+    record = PairedRecord(race_winners={"a", "b", "c"})
+    record.observe(rs + [rollout("q5", "a", 0), rollout("q5", "b", 1)])
+    assert (record.wins, record.losses) == ({"a": 1, "b": 2}, {"b": 1, "a": 2})
+    assert record.protected(["a", "b", "c", "d"]) == {"b", "c"}  # a lost more than it won; d never raced
+    assert PairedRecord.from_dict(record.to_dict()) == record
+
+
+def test_split_groups_give_the_champion_and_a_challenger_the_same_question():
+    coevo = core(validation_from="train", split_groups=True, population_size=3)
+    evaluate = known_rates({"</answer>.": 0.4, "bad": 0.0, "good": 0.9, "same": 0.4}, "core")
+    coevo.initialize(evaluate, questions(8, "w"))
+    assert len(coevo.population) == 2
+    pair = coevo.choose_split(1, "t5")
+    assert len(pair) == 2 and pair[0].id == coevo.best().id and pair[1].id != pair[0].id
+    assert [i.id for i in coevo.choose_split(1, "t5")] == [i.id for i in pair]  # the same on every process
+    plain = core(validation_from="train", population_size=3)
+    plain.initialize(evaluate, questions(8, "w"))
+    assert len(plain.choose_split(1, "t5")) == 1  # off: Algorithm 1's one instruction a group
+
+
+def test_a_race_winner_is_not_pruned_without_paired_evidence_that_it_is_worse():
+    coevo = core(validation_from="train", split_groups=True, population_size=3, prune_every=1, evolve=False)
+    evaluate = known_rates({"</answer>.": 0.4, "bad": 0.0, "good": 0.9, "same": 0.4}, "core")
+    coevo.initialize(evaluate, questions(8, "w"))
+    seed, winner = (i.id for i in coevo.population.instructions)
+    assert coevo.paired.race_winners == {winner}
+    # step 1: the winner earns less on its own questions (different questions: not paired evidence)
+    report = coevo.update(1, [rollout("t1", seed, 1.0), rollout("t2", winner, 0.0)], None)
+    assert report.pruned == [] and winner in [i.id for i in coevo.population.instructions]
+    pruned = coevo.events.of_kind("pruned")[-1]
+    assert winner in pruned.protected and winner in pruned.saved
+    # step 2: a split group where the winner loses to the seed on the same question: now it may go
+    report = coevo.update(2, [rollout("t3", seed, 1.0), rollout("t3", winner, 0.0)], None)
+    assert report.pruned == [winner]
+
+
+def test_the_paired_record_survives_a_save_and_load():
+    coevo = core(validation_from="train", split_groups=True)
+    coevo.initialize(known_rates({"</answer>.": 0.4, "bad": 0.0, "good": 0.9, "same": 0.4}, "core"), questions(8, "w"))
+    coevo.paired.observe([rollout("t3", "ins-0001", 1.0), rollout("t3", "ins-0003", 0.0)])
+    again = core(validation_from="train", split_groups=True)
+    again.load_state_dict(coevo.state_dict())
+    assert again.paired == coevo.paired and again.paired.race_winners
+
+
+def test_the_calculators_names_problem_needs_every_operand_and_the_answer():
+    from inspo.envs.calculator import load_environment
+
+    env = load_environment()
+    q = env.questions("test")[0]
+    operands = " and ".join(__import__("re").findall(r"\d+", q.question))
+    assert env.names_problem(f"Example: {operands} gives {q.answers[0]}.", q)
+    assert not env.names_problem(f"Example: {operands} gives nothing.", q)
+    assert not env.names_problem(f"The answer is {q.answers[0]}.", q)  # a bare number names nothing

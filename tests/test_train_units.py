@@ -121,15 +121,26 @@ def test_choose_groups_calls_choose_once_per_group_in_order():
     calls = []
 
     class Core:
-        def choose(self, step, qid):
+        def choose_split(self, step, qid):
             calls.append((step, qid))
-            return Instruction(f"ins-{qid}", "text")
+            return [Instruction(f"ins-{qid}", "text")]
 
     qs = [Question(q, "?", ("a",)) for q in ("a", "a", "b", "b", "c")]
     rows, groups = choose_groups(Core(), 3, qs)
     assert calls == [(3, "a"), (3, "b"), (3, "c")]
     assert [r.id for r in rows] == ["ins-a", "ins-a", "ins-b", "ins-b", "ins-c"]
     assert groups == [("a", "ins-a"), ("b", "ins-b"), ("c", "ins-c")]
+
+
+def test_a_split_group_alternates_its_rows_between_champion_and_challenger():
+    class Core:
+        def choose_split(self, step, qid):
+            return [Instruction("champ", "c"), Instruction("chall", "d")] if qid == "a" else [Instruction("one", "o")]
+
+    qs = [Question(q, "?", ("a",)) for q in ("a", "a", "a", "a", "b", "b")]
+    rows, groups = choose_groups(Core(), 1, qs)
+    assert [r.id for r in rows] == ["champ", "chall", "champ", "chall", "one", "one"]
+    assert groups == [("a", "champ"), ("a", "chall"), ("b", "one")]
 
 
 def test_a_static_core_has_an_optimizer_that_refuses_calls_and_names_none(caplog):

@@ -172,7 +172,7 @@ def rematch_settings(args: argparse.Namespace) -> list[str]:
 
 def evolution_steps(steps: int, coevolution) -> list[int]:
     """The steps of a ``steps``-step run at which the co-evolution config evolves."""
-    from inspo.core.coevolution import is_evolve_step
+    from inspo.core.schedule import is_evolve_step
 
     return [t for t in range(1, steps + 1) if is_evolve_step(t, coevolution)]
 

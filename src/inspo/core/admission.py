@@ -16,9 +16,11 @@ not chosen, ``(stage, reason)`` for its ``rejected`` event; it emits the ``verif
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 from inspo.core.events import Event, Gated, ParentVerified, Verified
+from inspo.core.leak_scope import NamesFn, named_held_out
+from inspo.core.proposer import leaked_answer
 from inspo.core.race import RaceRule, Tally, admits, checkpoints, stops
 from inspo.core.verifier import (
     EvaluateFn,
@@ -89,15 +91,47 @@ def score_and_rank(
     return chosen, refused
 
 
+def refuse_leaks(candidates: list[Candidate], answers: Sequence[str], parent_text: str) -> tuple[list[Candidate], Refused]:
+    """``leak_scope: shown``: the candidates that hold none of ``answers`` (the leak terms of the
+    failures in the optimizer's prompt and of D_B), and a ``leak`` refusal for each other one.
+    Answers the parent already holds do not count (:func:`~inspo.core.proposer.leaked_answer`)."""
+    clean, refused = [], {}
+    for cand in candidates:
+        answer = leaked_answer(cand.text, answers, parent_text)
+        if answer is None:
+            clean.append(cand)
+        else:
+            cand.rejected = f"leaks an answer: {answer!r}"
+            refused[cand.id] = ("leak", cand.rejected)
+    return clean, refused
+
+
+def refuse_held_out(candidates: list[Candidate], held_out: Sequence[Question],
+                    names: NamesFn) -> tuple[list[Candidate], Refused]:
+    """``leak_scope: held-out``: the candidates that name no held-out (dev or test) problem, and a
+    ``leak`` refusal for each other one (:mod:`inspo.core.leak_scope`)."""
+    clean, refused = [], {}
+    for cand in candidates:
+        named = named_held_out(cand.text, held_out, names)
+        if named is None:
+            clean.append(cand)
+        else:
+            cand.rejected = f"names held-out problem {named.id} ({named.question[:80]!r}) with its answer"
+            refused[cand.id] = ("leak", cand.rejected)
+    return clean, refused
+
+
 def gate(
     step: int, parent: Instruction | None, candidates: list[Candidate], failures: list[Question],
-    evaluate: EvaluateFn, emit: Emit,
+    evaluate: EvaluateFn, emit: Emit, skip: Skip | None = None,
 ) -> tuple[list[Candidate], Refused]:
     """``coevolution.gate``: GEPA's cheap first check. The parent and the candidates play the
     failure problems the optimizer call was shown, in one batch (greedily under ``verify_greedy``:
     the step's sampled outcomes there are biased, those problems were picked because they failed);
     a candidate goes on to D_B only when it wins more of them than it loses against the parent.
-    A parent that cannot be played (or no failure) lets every candidate through unjudged."""
+    A parent that cannot be played (or no failure) lets every candidate through unjudged. ``skip``:
+    the question ids each instruction names (:mod:`inspo.core.leak_scope`), left out of its
+    comparison, and those its parent names."""
     if parent is None or not failures:
         return list(candidates), {}
     verifier = Verifier(evaluate)
@@ -113,9 +147,8 @@ def gate(
         if isinstance(result, Exception):
             refused[cand.id] = ("verify", failure_reason(result))
             continue
-        pairs = [(c, p) for c, p in zip(per_question(result, len(failures)), bar, strict=True)
-                 if c is not None and p is not None]
-        tally = Tally().add([c for c, _ in pairs], [p for _, p in pairs])
+        tally = paired_tally(Tally(), per_question(result, len(failures)), bar, failures,
+                             _skipped(skip, cand.id, parent.id))
         emit(Gated(step, candidate_id=cand.id, wins=tally.wins, losses=tally.losses, n_questions=tally.played,
                    n_rollouts=len(result), passed=admits(tally)))
         if admits(tally):
@@ -128,13 +161,14 @@ def gate(
 
 def race(
     step: int, parent: Instruction | None, candidates: list[Candidate], questions: list[Question],
-    evaluate: EvaluateFn, n: int, rule: RaceRule, emit: Emit,
+    evaluate: EvaluateFn, n: int, rule: RaceRule, emit: Emit, skip: Skip | None = None,
 ) -> tuple[list[Candidate], Refused]:
     """``paired``: the parent plays D_B once; each candidate then plays it chunk by chunk (every
     live candidate in one batch) and is compared with the parent question by question; it stops
     once :func:`~inspo.core.race.stops` says so. Those that end with more wins than losses are
     ranked by paired difference (ties: earlier proposal) and the top ``n`` admitted. A question
-    on which either side's rollouts all failed on an error is not counted."""
+    on which either side's rollouts all failed on an error is not counted, nor one that the
+    candidate or its parent names (``skip``, as in :func:`gate`)."""
     if parent is None or not questions:
         why = "no D_B question to race on" if parent is not None else "its parent is not in the archive"
         return [], {c.id: ("verify", f"not verified: {why}") for c in candidates}
@@ -144,8 +178,9 @@ def race(
         why = f"its parent {parent.id} could not be played on D_B: {played_parent.candidate.rejected}"
         return [], {c.id: ("verify", why) for c in candidates}
     parent_verified(step, played_parent, len(questions), emit)
+    skipped = {c.id: _skipped(skip, c.id, parent.id) for c in candidates}
     tallies, played, refused, stopped = _play_race(
-        step, verifier, candidates, questions, per_question(played_parent.rollouts, len(questions)), rule)
+        step, verifier, candidates, questions, per_question(played_parent.rollouts, len(questions)), rule, skipped)
     for cand in candidates:
         if cand.id not in refused:
             _record(step, cand, played[cand.id], tallies[cand.id], cand.id in stopped, refused, emit)
@@ -159,9 +194,26 @@ def race(
     return chosen, refused
 
 
+Skip = Mapping[str, set[str]]
+"""instruction id -> ids of the questions it names (left out of the comparisons that judge it)."""
+
+
+def _skipped(skip: Skip | None, *ids: str) -> set[str]:
+    return set().union(*(skip.get(i, set()) for i in ids)) if skip else set()
+
+
+def paired_tally(tally: Tally, mine: list[float | None], theirs: list[float | None], questions: Sequence[Question],
+                 skip: set[str]) -> Tally:
+    """``tally`` with the paired outcomes of ``questions`` added, except where either side has no
+    score (every rollout an error) or the question is in ``skip``."""
+    pairs = [(c, p) for c, p, q in zip(mine, theirs, questions, strict=True)
+             if c is not None and p is not None and q.id not in skip]
+    return tally.add([c for c, _ in pairs], [p for _, p in pairs])
+
+
 def _play_race(
     step: int, verifier: Verifier, candidates: list[Candidate], questions: list[Question],
-    bar: list[float | None], rule: RaceRule,
+    bar: list[float | None], rule: RaceRule, skipped: dict[str, set[str]],
 ) -> tuple[dict[str, Tally], dict[str, list[Rollout]], Refused, set[str]]:
     """The race itself: each candidate's tally and rollouts, those whose evaluation raised, and
     those the rule stopped."""
@@ -175,9 +227,8 @@ def _play_race(
             if isinstance(result, Exception):
                 refused[cand.id] = ("verify", failure_reason(result))
                 continue
-            pairs = [(c, p) for c, p in zip(per_question(result, end - done), bar[done:end], strict=True)
-                     if c is not None and p is not None]
-            tallies[cand.id] = tallies[cand.id].add([c for c, _ in pairs], [p for _, p in pairs])
+            tallies[cand.id] = paired_tally(tallies[cand.id], per_question(result, end - done), bar[done:end],
+                                            questions[done:end], skipped[cand.id])
             played[cand.id] += result
         done = end
         stopped |= {c.id for c in alive if c.id not in refused
@@ -212,5 +263,5 @@ def _why_not(tally: Tally, stopped: bool, parent_id: str, n_questions: int, n: i
     return "top_n", f"not in the top {n} by paired difference ({tally.difference:+.3f}; {record})"
 
 
-__all__ = ["Refused", "gate", "parent_verified", "probe_of", "race", "score_and_rank"]
+__all__ = ["Refused", "Skip", "gate", "paired_tally", "refuse_held_out", "refuse_leaks", "parent_verified", "probe_of", "race", "score_and_rank"]
 

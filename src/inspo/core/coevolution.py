@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspo.core.accounting import CostLedger
-from inspo.core.admission import gate, race, score_and_rank
+from inspo.core.admission import gate, race, refuse_held_out, refuse_leaks, score_and_rank
 from inspo.core.config import CoEvolutionConfig, SettingChange, resume_changes
 from inspo.core.events import (
     Admitted,
@@ -48,54 +48,17 @@ from inspo.core.events import (
     WarmedUp,
     Weights,
 )
+from inspo.core.leak_scope import NamesFn, named_ids, names_problem
+from inspo.core.paired_credit import PairedRecord, challenger_pair
 from inspo.core.population import Population, derived_rng, survivors_after_halving
-from inspo.core.proposer import Proposal, Proposer, leaked_answer
+from inspo.core.proposer import Proposal, Proposer
 from inspo.core.race import RaceRule
 from inspo.core.replay import ReplayBuffer
+from inspo.core.schedule import is_evolve_step, is_prune_step
 from inspo.core.templates import ScoredInstruction
 from inspo.core.verifier import EvaluateFn
-from inspo.records import Candidate, Instruction, Question, Rollout, scored
+from inspo.records import Instruction, Question, Rollout, scored
 from inspo.rng import rng_from_json, rng_to_json
-
-# --------------------------------------------------------------------------------------------
-# The schedule (pure)
-# --------------------------------------------------------------------------------------------
-
-
-def is_prune_step(t: int, cfg: CoEvolutionConfig) -> bool:
-    """Line 10: prune at every K_p-th step (the size check is the caller's)."""
-    return cfg.prune and t % cfg.prune_every == 0
-
-
-def is_evolve_step(t: int, cfg: CoEvolutionConfig) -> bool:
-    """Line 16: evolve at every K_e-th step while t < T_e."""
-    return cfg.evolve and t % cfg.evolve_every == 0 and t < cfg.evolve_until
-
-
-@dataclass(frozen=True)
-class PlannedStep:
-    step: int
-    prune: bool
-    evolve: bool
-    size_after: int
-
-
-def planned_schedule(total_steps: int, cfg: CoEvolutionConfig) -> list[PlannedStep]:
-    """The steps that prune or evolve, with the population size after each, assuming every
-    refill succeeds and the initial population is full. For dry runs and cost estimates."""
-    size = cfg.population_size if cfg.init_population else 1
-    plan = []
-    for t in range(1, total_steps + 1):
-        prune = is_prune_step(t, cfg) and size > cfg.n_parent
-        if prune:
-            size = max(size - size // 2, cfg.n_parent)
-        evolve = is_evolve_step(t, cfg)
-        if evolve:
-            size = cfg.population_size
-        if prune or evolve:
-            plan.append(PlannedStep(t, prune, evolve, size))
-    return plan
-
 
 # --------------------------------------------------------------------------------------------
 # The loop's state
@@ -131,7 +94,9 @@ class CoEvolution:
     ``leak_terms(question)`` gives the texts a candidate must not contain once its optimizer call
     has seen ``question`` (the environment's; default: the gold answers). ``validation_pool`` (the
     training questions): under ``validation_from: train`` D_B is drawn from it instead of the
-    replay buffer, so a D_B of 64 exists from step 0, when the buffer holds only the warm-up."""
+    replay buffer, so a D_B of 64 exists from step 0, when the buffer holds only the warm-up.
+    ``held_out`` (the dev and test questions) and ``names`` (the environment's
+    ``names_problem``) serve ``leak_scope: held-out`` (:mod:`inspo.core.leak_scope`)."""
 
     SCHEMA_VERSION = 3  # 2: observations carry step and rollout count, members a prior; 3: init, proposer
     READS = (2, 3)  # a version-2 state has no "init": it was saved after the initial population
@@ -146,9 +111,13 @@ class CoEvolution:
         rng: random.Random | None = None,
         leak_terms: Callable[[Question], Sequence[str]] | None = None,
         validation_pool: Sequence[Question] = (),
+        held_out: Sequence[Question] = (),
+        names: NamesFn | None = None,
     ):
         self.config = config
         self.validation_pool = list(validation_pool)
+        self.held_out = list(held_out)
+        self.names = names if names is not None else names_problem
         if config.validation_from == "train" and config.evolve and config.verify and not self.validation_pool:
             raise ValueError("coevolution.validation_from is train, and no training questions were given to draw "
                              "D_B from: pass CoEvolution(..., validation_pool=questions), or set validation_from: buffer")
@@ -161,6 +130,7 @@ class CoEvolution:
                                      fair_share=config.fair_share)
         self.buffer = ReplayBuffer(config.replay_capacity)
         self.ledger = CostLedger()
+        self.paired = PairedRecord()
         self.last_step = 0
         self.init: InitRounds | None = None  # set while the initial population is being built
         self._next_id = 0
@@ -226,6 +196,19 @@ class CoEvolution:
         self.emit(Sampled(step, question_id=question_id, instruction_id=instruction.id))
         return instruction
 
+    def choose_split(self, step: int, question_id: str) -> list[Instruction]:
+        """Line 5 under paired credit (``split_groups``, :mod:`inspo.core.paired_credit`): the
+        champion and a challenger, to share the group half and half; one instruction (:meth:`choose`)
+        when the setting is off or the population holds one member."""
+        if not self.config.split_groups or len(self.population) < 2:
+            return [self.choose(step, question_id)]
+        rng = derived_rng(self.config.rng_seed, step, question_id, self.population.version, "split")
+        pop = self.population
+        pair = challenger_pair([m.instruction for m in pop.members], pop.probabilities(), pop.best(), rng)
+        for instruction in pair:
+            self.emit(Sampled(step, question_id=question_id, instruction_id=instruction.id))
+        return list(pair)
+
     # ---------------------------------------------------------------------------- lines 9-24
     def update(self, step: int, rollouts: Sequence[Rollout], evaluate: EvaluateFn | None) -> StepReport:
         """Credit the step's rewards, then prune and evolve on schedule. Error rollouts (``error``
@@ -235,6 +218,8 @@ class CoEvolution:
             raise ValueError("update: the initial population is unfinished (a state saved inside it): "
                              "call continue_initialize first")
         report = StepReport(step, weights=self._attribute(step, rollouts))                 # 9
+        if cfg.split_groups:
+            self.paired.observe(rollouts)
         if is_prune_step(step, cfg) and len(self.population) > cfg.n_parent:              # 10
             report.pruned = self._prune(step)                                              # 11-12
         self.buffer.add(step, scored(rollouts))                                            # 15
@@ -286,9 +271,10 @@ class CoEvolution:
         scores = dict(zip(ids, self.population.scores, strict=True))
         evidence = dict(zip(ids, self.population.evidence, strict=True))
         unguarded = {ids[i] for i in survivors_after_halving(list(scores.values()), self.config.n_parent)}
-        removed = [i.id for i in self.population.prune(self.config.n_parent)]
+        paired = self.paired.protected(ids)
+        removed = [i.id for i in self.population.prune(self.config.n_parent, keep=paired)]
         kept = tuple(i.id for i in self.population.instructions)
-        protected = tuple(i for i in kept if evidence[i] < self.config.min_evidence)
+        protected = tuple(i for i in kept if evidence[i] < self.config.min_evidence or i in paired)
         self.emit(Pruned(step, removed=tuple(removed), kept=kept, weights=scores, evidence=evidence,
                          protected=protected, saved=tuple(i for i in protected if i not in unguarded)))
         return removed
@@ -367,22 +353,31 @@ class CoEvolution:
         n = cfg.admit_n(cfg.population_size - len(self.population))
         questions = self._validation_questions(failures) if cfg.verify else []
         candidates = list(proposal.candidates)
-        if cfg.leak_guard:
-            candidates = self._refuse_leaks(step, candidates, [f.question for f in failures] + questions,
-                                            proposal.parent_id)
-            if not candidates:
-                return []
+        shown = list(dict((f.question.id, f.question) for f in failures).values())
         parent = self.population.archive.get(proposal.parent_id)
+        if cfg.leak_guard:
+            if cfg.leak_scope == "held-out":
+                candidates, leaks = refuse_held_out(candidates, self.held_out, self.names)
+            else:
+                answers = [a for q in shown + questions for a in self.leak_terms(q)]
+                candidates, leaks = refuse_leaks(candidates, answers, parent.text if parent is not None else "")
+            self._reject_all(step, proposal, leaks)
+        if not candidates:
+            return []
+        skip = None
+        if cfg.leak_scope == "held-out":
+            texts = {c.id: c.text for c in candidates} | ({parent.id: parent.text} if parent is not None else {})
+            skip = named_ids(texts, shown + questions, self.names)
         refused: dict[str, tuple[str, str]] = {}
         if cfg.gate and cfg.verify and evaluate is not None:
-            shown = list(dict((f.question.id, f.question) for f in failures).values())
-            candidates, refused = gate(step, parent, candidates, shown, evaluate, self.emit)
+            candidates, refused = gate(step, parent, candidates, shown, evaluate, self.emit, skip)
             self._reject_all(step, proposal, refused)
             if not candidates:
                 return []
         if cfg.admission == "paired" and cfg.verify and evaluate is not None:
             rule = RaceRule(cfg.race_futility, cfg.race_chunk)
-            chosen, refused = race(step, parent, candidates, questions, evaluate, n, rule, self.emit)
+            chosen, refused = race(step, parent, candidates, questions, evaluate, n, rule, self.emit, skip)
+            self.paired.race_winners |= {c.id for c in chosen}
         else:
             chosen, refused = score_and_rank(step, parent if cfg.admission == "beat-parent" else None,
                                              candidates, questions, evaluate, n, self.emit)
@@ -409,24 +404,6 @@ class CoEvolution:
             pool = [q for q in dict((q.id, q) for q in self.validation_pool).values() if q.id not in shown]
             return pool if len(pool) <= cfg.validation_size else self.rng.sample(pool, cfg.validation_size)
         return self.buffer.validation_questions(cfg.validation_size, self.rng, exclude=shown)
-
-    def _refuse_leaks(
-        self, step: int, candidates: Sequence[Candidate], shown: Sequence[Question], parent_id: str
-    ) -> list[Candidate]:
-        """The candidates that hold no gold answer of ``shown`` (the failures in the optimizer's
-        prompt and the D_B questions); each other one is refused with stage ``leak``. Answers the
-        parent already holds do not count (see :func:`~inspo.core.proposer.leaked_answer`)."""
-        parent = self.population.archive.get(parent_id)
-        answers = [a for q in shown for a in self.leak_terms(q)]
-        clean = []
-        for cand in candidates:
-            answer = leaked_answer(cand.text, answers, parent.text if parent is not None else "")
-            if answer is None:
-                clean.append(cand)
-            else:
-                cand.rejected = f"leaks an answer: {answer!r}"
-                self._reject(step, cand.id, cand.rejected, cand.text, stage="leak")
-        return clean
 
     def _record_proposal(self, step: int, round_: int, proposal: Proposal, failures: Sequence[Rollout]) -> None:
         self.emit(
@@ -477,6 +454,7 @@ class CoEvolution:
             "buffer": self.buffer.to_dict(),
             "ledger": self.ledger.to_dict(),
             "proposer": self.proposer.state_dict(),
+            "paired": self.paired.to_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any], *, emit: bool = True) -> list[SettingChange]:
@@ -505,6 +483,7 @@ class CoEvolution:
         self.buffer = ReplayBuffer.from_dict(state["buffer"])
         self.ledger = CostLedger.from_dict(state["ledger"])
         self.proposer.load_state_dict(state.get("proposer") or {})
+        self.paired = PairedRecord.from_dict(state.get("paired"))
         if changes and emit:
             self.emit(SettingsChanged(self.last_step, changes={
                 c.key: {"old": c.old, "new": c.new} for c in changes}))

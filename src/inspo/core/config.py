@@ -6,6 +6,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from inspo.core.leak_scope import LEAK_SCOPES
 from inspo.core.templates import TEMPLATES
 
 ADMISSIONS = ("top-n", "beat-parent", "paired")
@@ -131,6 +132,12 @@ class CoEvolutionConfig:
     race_chunk: int = 8
     """Under ``admission: paired``: D_B questions played per race round (the futility check runs
     after each chunk; a larger chunk batches better and stops later)."""
+    split_groups: bool = False
+    """Paired credit: with two or more members, each question group is split in half between the
+    champion (the current best) and a challenger drawn by softmax from the others, so both are
+    credited on the same questions (GRPO's advantage is computed across both halves), and a member
+    admitted by the paired race is not pruned without split-group evidence that it is worse.
+    False: one instruction per group (Algorithm 1)."""
     protocol_block: bool = False
     """An evolved instruction is the optimizer's strategy text followed by the environment's
     protocol block (its tags and how to use them), so no candidate can drop a tag; the optimizer is
@@ -154,6 +161,12 @@ class CoEvolutionConfig:
     leak_guard: bool = True
     """Refuse (stage ``leak``) a candidate that contains a gold answer of the failures its optimizer
     call was shown or of the D_B questions it would be verified on (inspo.core.proposer.leaked_answer)."""
+    leak_scope: str = "shown"
+    """What the leak check refuses (under ``leak_guard``). shown: a gold answer of the failures the
+    optimizer call was shown or of D_B (a worked example built on a shown problem is refused).
+    held-out: a candidate that names a dev or test problem (the environment's ``names_problem``:
+    its text or operands with its answer); training problems it names, shown or in D_B, are left out
+    of the comparisons that judge it instead (needs admission paired; docs/choosing-on-evidence.md)."""
     guard_tags: list[str] | None = None
     """Tags a candidate must keep (open and close) when its parent has them. None: the
     environment's required tags (those the policy must write: Search-R1's search and answer);
@@ -207,7 +220,7 @@ class CoEvolutionConfig:
                 raise ConfigError("guard_tags must be a list of tag names such as [search, answer] (null: the "
                                   f"environment's required tags; [] for no tag check); got {self.guard_tags!r}")
             self.guard_tags = list(self.guard_tags)
-        for name in ("feedback", "verify_greedy", "validation_unseen", "protocol_block", "gate"):
+        for name in ("feedback", "verify_greedy", "validation_unseen", "protocol_block", "gate", "split_groups"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.race_chunk, int) or isinstance(self.race_chunk, bool) or self.race_chunk < 1:
@@ -218,6 +231,13 @@ class CoEvolutionConfig:
         if self.validation_from not in VALIDATION_SOURCES:
             raise ConfigError(f"validation_from must be one of {', '.join(VALIDATION_SOURCES)}; "
                               f"got {self.validation_from!r}")
+        if self.leak_scope not in LEAK_SCOPES:
+            raise ConfigError(f"leak_scope must be one of {', '.join(LEAK_SCOPES)}; got {self.leak_scope!r}")
+        if self.leak_scope == "held-out" and self.admission != "paired":
+            raise ConfigError("leak_scope held-out lets worked examples of training problems through and leaves "
+                              "the problems they name out of the paired comparisons that judge them, which only "
+                              f"admission paired makes (admission is {self.admission!r}): set admission: paired, "
+                              "or leak_scope: shown")
         if self.admission not in ADMISSIONS:
             raise ConfigError(f"admission must be one of {', '.join(ADMISSIONS)}; got {self.admission!r}")
         if not isinstance(self.min_evidence, int) or isinstance(self.min_evidence, bool) or self.min_evidence < 0:

@@ -157,6 +157,15 @@ class Verified(Event):
     stopped: bool = False
     """Under ``admission: paired``: the race stopped it before the end of D_B (docs/choosing-on-evidence.md)."""
 
+    def to_dict(self) -> dict[str, Any]:
+        """The event's line; the race's fields only under ``admission: paired`` (a line written under
+        the other admissions is what it always was)."""
+        data = super().to_dict()
+        if self.wins is None:
+            for key in ("wins", "losses", "stopped"):
+                data.pop(key)
+        return data
+
 
 @dataclass(frozen=True)
 class ParentVerified(Event):

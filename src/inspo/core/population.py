@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -299,10 +299,12 @@ class Population:
         self.last_weight[instruction_id] = self._weight(member)
         return self.last_weight[instruction_id]
 
-    def prune(self, n_parent: int) -> list[Instruction]:
+    def prune(self, n_parent: int, keep: Collection[str] = ()) -> list[Instruction]:
         """Drop the worse half by score of the members with enough evidence (all of them under
-        Algorithm 1), never going below ``n_parent``; returns the removed."""
-        protected = [not ok for ok in self.enough_evidence()]
+        Algorithm 1), never going below ``n_parent``; returns the removed. Members whose id is in
+        ``keep`` are protected like those below the evidence floor (paired credit's race winners)."""
+        protected = [not ok or m.instruction.id in keep for ok, m in zip(self.enough_evidence(), self.members,
+                                                                        strict=True)]
         keep = set(survivors_after_halving(self.scores, n_parent, protected))
         removed = [m.instruction for i, m in enumerate(self.members) if i not in keep]
         if removed:

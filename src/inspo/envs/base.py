@@ -176,6 +176,8 @@ PARTS: dict[str, str] = {
 OPTIONAL_PARTS: dict[str, str] = {
     "protocol": "its tags and how to use them (inspo.envs.ToolProtocol or None), needed by "
                 "coevolution.protocol_block",
+    "names_problem": "names_problem(text, question) -> bool: whether an instruction spells the problem out "
+                     "(coevolution.leak_scope held-out; default: its text and its answer, inspo.core.leak_scope)",
 }
 
 
@@ -223,6 +225,8 @@ def check_environment(env: Any, *, where: str = "") -> Any:
     if protocol is not None and not isinstance(protocol, ToolProtocol):
         wrong.append(f"protocol must be {OPTIONAL_PARTS['protocol']}; "
                      f"got {type(protocol).__name__}")
+    if hasattr(env, "names_problem") and not callable(env.names_problem):
+        wrong.append(f"names_problem must be a method ({OPTIONAL_PARTS['names_problem']})")
     if not isinstance(env.tools, Mapping):
         wrong.append("tools must be a mapping {name: Tool}")
     else:

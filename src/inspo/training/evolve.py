@@ -168,7 +168,8 @@ def run_evolve(
         events = EventLog(run_dir / artifacts.EVENTS_FILE)
         announcer = announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
         coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
-                                  fits=inputs.fits, env=inputs.env, questions=inputs.questions)
+                                  fits=inputs.fits, env=inputs.env, questions=inputs.questions,
+                                  held_out=inputs.eval_questions + inputs.test_questions)
         batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
 
         def evaluate_at(step: int, tag: str = "verify"):

@@ -246,7 +246,8 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     if main:
         announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
     coevo = build_coevolution(config.coevolution, instruction or inputs.seed_instruction, inputs.optimizer, events,
-                              static=start.static, fits=inputs.fits, env=inputs.env, questions=inputs.questions)
+                              static=start.static, fits=inputs.fits, env=inputs.env, questions=inputs.questions,
+                              held_out=inputs.eval_questions + inputs.test_questions)
 
     from inspo.training.grpo_trainer import RolloutContext, make_callback
 

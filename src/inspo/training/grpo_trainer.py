@@ -45,8 +45,9 @@ from typing import Any
 
 from inspo import artifacts
 from inspo.agent.engines import HFEngine
-from inspo.core.coevolution import CoEvolution, is_evolve_step
+from inspo.core.coevolution import CoEvolution
 from inspo.core.population import Population
+from inspo.core.schedule import is_evolve_step
 from inspo.core.state import save_state
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.records import EndpointDown, EvaluateFn, Question, Rollout, TooManyErrors, scored

@@ -107,6 +107,7 @@ class NoOptimizer:
 def build_coevolution(
     co: CoEvolutionConfig, seed_text: str, llm: LLMClient | None, events: EventLog, *, static: bool,
     fits: LengthCheck | None = None, env: Any = None, questions: Sequence[Question] = (),
+    held_out: Sequence[Question] = (),
 ) -> CoEvolution:
     """The core for a mode: ``static`` is a population of one (the seed) that never changes.
     ``llm`` is the optimizer; only a ``static`` core may go without one (it then holds a
@@ -116,7 +117,9 @@ def build_coevolution(
     else: the tags an evolved instruction must keep (``required_tags``, unless
     ``coevolution.guard_tags`` names them), the texts it must not leak (``leak_terms``) and the
     one-line account of a failure shown to the optimizer (``feedback``). ``questions`` (the
-    training questions) are what D_B is drawn from under ``coevolution.validation_from: train``."""
+    training questions) are what D_B is drawn from under ``coevolution.validation_from: train``;
+    ``held_out`` (the dev and test questions) what an instruction must never name under
+    ``coevolution.leak_scope: held-out`` (the environment's ``names_problem`` says what naming is)."""
     co = core_config(co, static=static)
     if llm is None:
         if not static:
@@ -126,7 +129,7 @@ def build_coevolution(
                                     feedback=getattr(env, "feedback", None),
                                     protocol=getattr(env, "protocol", None))
     return CoEvolution(co, seed_text, proposer, events=events, leak_terms=getattr(env, "leak_terms", None),
-                       validation_pool=questions)
+                       validation_pool=questions, held_out=held_out, names=getattr(env, "names_problem", None))
 
 
 def warmup_questions(questions: list[Question], n: int, seed: int) -> list[Question]:
@@ -138,15 +141,20 @@ def warmup_questions(questions: list[Question], n: int, seed: int) -> list[Quest
 
 
 def choose_groups(coevo: CoEvolution, step: int, questions: Sequence[Question]):
-    """One instruction per distinct question (a group), in order; ``coevo.choose`` is called once
-    per group. Returns ``(instructions per row, [(question id, instruction id), ...])``."""
-    chosen: dict[str, Any] = {}
+    """One instruction per distinct question (a group), in order; ``coevo.choose_split`` is called
+    once per group. Under ``coevolution.split_groups`` it may give two (the champion and a
+    challenger): the group's rows on this process then alternate between them, so each holds half.
+    Returns ``(instructions per row, [(question id, instruction id), ...])``."""
+    chosen: dict[str, list[Any]] = {}
+    seen: dict[str, int] = {}
     rows = []
     for q in questions:
         if q.id not in chosen:
-            chosen[q.id] = coevo.choose(step, q.id)
-        rows.append(chosen[q.id])
-    return rows, [(qid, ins.id) for qid, ins in chosen.items()]
+            chosen[q.id] = coevo.choose_split(step, q.id)
+        k = seen.get(q.id, 0)
+        seen[q.id] = k + 1
+        rows.append(chosen[q.id][k % len(chosen[q.id])])
+    return rows, [(qid, ins.id) for qid, pair in chosen.items() for ins in pair]
 
 
 def rescore(rollouts: list[Rollout], reward_fn: RewardFn | None) -> list[Rollout]:

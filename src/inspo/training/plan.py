@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from inspo.core.coevolution import PlannedStep, planned_schedule
+from inspo.core.schedule import PlannedStep, planned_schedule
 from inspo.training.config import TrainConfig
 from inspo.training.schedule import offline_coevolution
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from inspo.core.coevolution import is_evolve_step
 from inspo.core.config import CoEvolutionConfig
+from inspo.core.schedule import is_evolve_step
 
 if TYPE_CHECKING:
     from inspo.training.config import TrainConfig

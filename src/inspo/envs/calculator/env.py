@@ -242,6 +242,14 @@ class CalculatorEnv(TaggedToolEnv):
         shorter than three characters (:func:`~inspo.core.proposer.leaked_answer`)."""
         return [*question.answers, question.question]
 
+    def names_problem(self, text: str, question: Question) -> bool:
+        """Whether ``text`` spells this problem out (``coevolution.leak_scope: held-out``): every
+        number of the problem (its operands) and its answer, all as whole numbers in ``text``. A bare
+        number is no name: the answers are small numbers any worked example can hit by chance."""
+        found = set(re.findall(r"\d+", text))
+        operands = set(re.findall(r"\d+", question.question))
+        return bool(operands) and operands <= found and any(a in found for a in question.answers)
+
     def feedback(self, rollout: Rollout) -> str:
         gold = " | ".join(rollout.question.answers)
         if rollout.error:
