@@ -470,3 +470,16 @@ def test_paired_greedy_verification_on_training_questions_finds_the_instruction_
     a = json.loads((tmp_path / "straight" / "inspo_state.json").read_text())
     b = json.loads((tmp_path / "split" / "inspo_state.json").read_text())
     assert a["population"] == b["population"] and a["ledger"] == b["ledger"] and a["buffer"] == b["buffer"]
+
+
+def test_the_summary_counts_every_candidates_fate(tmp_path):
+    summary = run_evolve(_config(tmp_path / "fates", 4, *EVIDENCE, "coevolution.gate=true"), engine=ScriptedPolicy(),
+                         progress=False)
+    events = artifacts.read_jsonl(tmp_path / "fates" / "events.jsonl")
+    fates = summary.fates
+    assert fates["proposed"] == sum(len(e["candidate_ids"]) for e in events if e["kind"] == "proposed") > 0
+    assert fates["admitted"] == len([e for e in events if e["kind"] == "admitted"]) > 0
+    refused = sum(v for k, v in fates.items() if k not in ("proposed", "admitted"))
+    assert refused == len([e for e in events if e["kind"] == "rejected"])
+    assert fates["admitted"] + refused <= fates["proposed"]
+    assert "candidates:" in str(summary) and json.loads((tmp_path / "fates" / "summary.json").read_text())["fates"]

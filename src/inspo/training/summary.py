@@ -16,6 +16,7 @@ from typing import Any
 
 from inspo import artifacts
 from inspo.core.coevolution import CoEvolution
+from inspo.core.events import read_events
 from inspo.records import Instruction
 from inspo.training.memory import peak_memory_gb
 
@@ -64,6 +65,9 @@ class RunSummary:
     are not counted: they inform the user, not the choice)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Numbers only this kind of run has (the demo: ``seed_quality``, ``best_quality``)."""
+    fates: dict[str, int] = field(default_factory=dict)
+    """What became of the optimizer's candidates (:func:`candidate_fates`): proposed, refused at
+    each stage (guard, leak, gate, race, parent, top_n, verify) and admitted."""
 
     @property
     def verification_share(self) -> float:
@@ -98,6 +102,10 @@ class RunSummary:
             f"(+ {led.get('warmup_rollouts', 0)} warm-up)",
             f"population:           {', '.join(self.population)}",
         ]
+        if self.fates.get("proposed"):
+            refused = ", ".join(f"{stage} {self.fates[stage]}" for stage in REFUSAL_STAGES if self.fates.get(stage))
+            out.append(f"candidates:           {self.fates['proposed']} proposed; refused: {refused or 'none'}; "
+                       f"admitted {self.fates.get('admitted', 0)}")
         out += [f"{key.replace('_', ' ') + ':':<22}{value:.3f}" for key, value in self.extra.items()
                 if isinstance(value, (int, float))]
         if self.eval_history:
@@ -163,6 +171,20 @@ def start_end(history: list[dict[str, Any]], key: str) -> tuple[float, float, in
     return sum(values[:k]) / k, sum(values[-k:]) / k, k
 
 
+#: The stages a candidate can be refused at, in the order it meets them.
+REFUSAL_STAGES = ("guard", "leak", "gate", "verify", "race", "parent", "top_n")
+
+
+def candidate_fates(events: list[dict[str, Any]]) -> dict[str, int]:
+    """How many candidates the ``events`` (``events.jsonl`` lines) proposed, refused at each stage
+    and admitted."""
+    fates = {"proposed": sum(len(e.get("candidate_ids", ())) for e in events if e.get("kind") == "proposed")}
+    for stage in REFUSAL_STAGES:
+        fates[stage] = sum(1 for e in events if e.get("kind") == "rejected" and e.get("stage") == stage)
+    fates["admitted"] = sum(1 for e in events if e.get("kind") == "admitted")
+    return fates
+
+
 def summarize(
     *,
     run_dir: str | Path,
@@ -180,6 +202,8 @@ def summarize(
     its metrics lines (rewards and, for agent ``episodes``, tool calls at start and end come from
     them); ``more`` sets the optional fields."""
     reward_start, reward_end, window = start_end(history, "reward/mean")
+    log = Path(run_dir) / artifacts.EVENTS_FILE
+    events = read_events(log) if log.is_file() else [e.to_dict() for e in coevo.events.events]
     calls_start, calls_end, _ = start_end(history, "rollout/tool_calls")
     return RunSummary(
         run_dir=str(run_dir),
@@ -198,5 +222,6 @@ def summarize(
         ledger=coevo.ledger.to_dict(),
         wall_seconds=time.time() - started,
         peak_memory_gb=peak_memory_gb() or 0.0,
+        fates=candidate_fates(events),
         **more,
     )
