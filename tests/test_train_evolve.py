@@ -483,3 +483,21 @@ def test_the_summary_counts_every_candidates_fate(tmp_path):
     assert refused == len([e for e in events if e["kind"] == "rejected"])
     assert fates["admitted"] + refused <= fates["proposed"]
     assert "candidates:" in str(summary) and json.loads((tmp_path / "fates" / "summary.json").read_text())["fates"]
+
+
+def test_a_resumed_evolution_replays_the_optimizer_answers_it_paid_for(tmp_path):
+    run_evolve(_config(tmp_path / "run", 2), engine=ScriptedPolicy(), progress=False)
+    answers = tmp_path / "run" / artifacts.OPTIMIZER_ANSWERS_FILE
+    paid = len(artifacts.read_jsonl(answers))
+    assert paid > 0
+    state = json.loads((tmp_path / "run" / artifacts.STATE_FILE).read_text())
+    assert state["proposer"]["calls"] == paid
+    # the run is resumed with a longer schedule (one more evolution, at step 4): its calls are
+    # appended, none is asked twice (the replay of a killed step: tests/test_core_answer_cache.py)
+    more = ("coevolution.evolve_until=6",)
+    run_evolve(_config(tmp_path / "run", 4, *more), engine=ScriptedPolicy(), resume=True, progress=False)
+    keys = [row["key"] for row in artifacts.read_jsonl(answers)]
+    assert len(keys) == len(set(keys)) > paid
+    # a new run over the directory starts without the earlier run's answers
+    run_evolve(_config(tmp_path / "run", 2), engine=ScriptedPolicy(), overwrite=True, progress=False)
+    assert len(artifacts.read_jsonl(answers)) == paid

@@ -61,6 +61,7 @@ MODEL_DIR = "model"
 AGENT_DIR = "agent"
 STEP_FILE = "inspo_step.json"
 RESUME_FILE = "resume.json"
+OPTIMIZER_ANSWERS_FILE = "optimizer_answers.jsonl"  # the optimizer answers paid for (inspo.core.answer_cache)
 STOP_FILE = "STOP"  # put there by a user: the run stops at its next save (honour_stop)
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 JSONL_FILES = (EVENTS_FILE, METRICS_FILE)
@@ -224,5 +225,5 @@ def clear_run_files(run_dir: Path) -> None:
     """Remove the log files of an earlier run in ``run_dir`` (a new run starts clean)."""
     for path in list(jsonl_paths(run_dir)):
         path.unlink(missing_ok=True)
-    for name in (STATE_FILE, SUMMARY_FILE, BEST_INSTRUCTION_FILE, RESUME_FILE):
+    for name in (STATE_FILE, SUMMARY_FILE, BEST_INSTRUCTION_FILE, RESUME_FILE, OPTIMIZER_ANSWERS_FILE):
         (run_dir / name).unlink(missing_ok=True)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspo.answers import normalize_answer
+from inspo.core.answer_cache import AnswerCache, PaidAnswer, answer_key
 from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.templates import (
     PARSE_FALLBACKS,
@@ -197,6 +198,10 @@ class Proposer:
                              "leave it out of the guard")
         self.protocol = protocol
         self.answers = answers
+        self.calls = 0
+        """Optimizer calls made (saved in the state: it keys :attr:`cache`)."""
+        self.cache: AnswerCache | None = None
+        """Where the run keeps the answers it paid for (set by the driver; None: none kept)."""
         self.llm = llm
         self.fits = fits
         self.feedback = feedback
@@ -208,14 +213,20 @@ class Proposer:
         self.guard_tags = tuple(guard_tags)
 
     def state_dict(self) -> dict[str, Any]:
-        """The optimizer client's sampling stream, for a client that draws its sampling seeds from
-        a plain ``random.Random`` it exposes as ``sampling_rng`` (the local model); empty otherwise
-        (``SystemRandom`` has no state to save)."""
+        """The calls made so far (what keys the :class:`~inspo.core.answer_cache.AnswerCache`), and
+        the optimizer client's sampling stream, for a client that draws its sampling seeds from a
+        plain ``random.Random`` it exposes as ``sampling_rng`` (the local model; ``SystemRandom``
+        has no state to save)."""
         rng = getattr(self.llm, "sampling_rng", None)
-        return {"sampling_rng": rng_to_json(rng.getstate())} if type(rng) is random.Random else {}
+        state: dict[str, Any] = {"calls": self.calls}
+        if type(rng) is random.Random:
+            state["sampling_rng"] = rng_to_json(rng.getstate())
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue a saved sampling stream (one saved for a client without one is not used)."""
+        """Continue a saved sampling stream (one saved for a client without one is not used) and
+        call count."""
+        self.calls = int(state.get("calls", 0))
         rng = getattr(self.llm, "sampling_rng", None)
         if type(rng) is random.Random and state.get("sampling_rng"):
             rng.setstate(rng_from_json(state["sampling_rng"]))
@@ -269,12 +280,13 @@ class Proposer:
         entries = entries or [ScoredInstruction(shown, 0.0)]
         return render_history(entries, self.n_candidates, protocol_tags=tags)
 
-    def hit_limit(self, completion_tokens: int, index: int = 0) -> bool:
+    def hit_limit(self, completion_tokens: int, index: int = 0, reasons: Sequence[str | None] | None = None) -> bool:
         """Whether completion ``index`` of the last optimizer call stopped at ``max_tokens``: the
-        client's finish reason where it gives one (``last_finish_reasons``, see
-        :mod:`inspo.llm.base`), else whether the call's ``completion_tokens`` (from ``usage``;
-        estimated by some clients) over its completions reached ``max_tokens`` each."""
-        reasons = getattr(self.llm, "last_finish_reasons", None)
+        client's finish reason where it gives one (``reasons``, else the client's
+        ``last_finish_reasons``, see :mod:`inspo.llm.base`), else whether the call's
+        ``completion_tokens`` (from ``usage``; estimated by some clients) over its completions
+        reached ``max_tokens`` each."""
+        reasons = reasons if reasons else getattr(self.llm, "last_finish_reasons", None)
         if reasons and len(reasons) > index and reasons[index] is not None:
             return reasons[index] == FINISH_LENGTH
         return completion_tokens >= self.max_tokens * self.answers
@@ -290,25 +302,17 @@ class Proposer:
     ) -> Proposal:
         proposal = Proposal(parent_id=parent.id, template=self.template)
         prompt = self.render(parent, failures, history)
-        before = (self.llm.usage.prompt_tokens, self.llm.usage.completion_tokens)
         try:
-            outputs = self.llm.generate(
-                [{"role": "user", "content": prompt}],
-                n=self.answers,
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-            )
+            paid = self._ask(prompt, proposal)
         except LLMError as exc:
             proposal.error = f"optimizer call failed: {exc}"
             return proposal
-        finally:
-            proposal.prompt_tokens = self.llm.usage.prompt_tokens - before[0]
-            proposal.completion_tokens = self.llm.usage.completion_tokens - before[1]
+        outputs = paid.answers
         texts: list[str] = []
         for index, answer in enumerate(outputs or [""]):
             if index == 0:
                 proposal.critique = critique_of(answer)
-            cut_off = self.hit_limit(proposal.completion_tokens, index)
+            cut_off = self.hit_limit(proposal.completion_tokens, index, paid.finish_reasons)
             proposal.cut_off = proposal.cut_off or cut_off
             parsed = parse_answer(answer, parent=self.strategy(parent.text), cut_off=cut_off)
             for kind, count in parsed.fallbacks.items():
@@ -330,6 +334,35 @@ class Proposer:
             return proposal
         self._screen(proposal, texts, parent, list(existing), new_id)
         return proposal
+
+    def _ask(self, prompt: str, proposal: Proposal) -> PaidAnswer:
+        """The optimizer's answers to ``prompt`` (its tokens filled into ``proposal``): from the
+        run's :class:`~inspo.core.answer_cache.AnswerCache` when this call was already paid for
+        (its sampling stream then restored), else from the client, kept in the cache at once."""
+        key = answer_key(self.calls, prompt, n=self.answers, temperature=self.temperature, max_tokens=self.max_tokens)
+        self.calls += 1
+        rng = getattr(self.llm, "sampling_rng", None)
+        paid = self.cache.get(key) if self.cache is not None else None
+        if paid is not None:
+            if type(rng) is random.Random and paid.rng_after is not None:
+                rng.setstate(rng_from_json(paid.rng_after))
+            logger.info("optimizer call %s replayed from %s (paid for before a resume)", key.split(":")[0],
+                        self.cache.path or "memory")
+        else:
+            before = (self.llm.usage.prompt_tokens, self.llm.usage.completion_tokens)
+            try:
+                outputs = self.llm.generate([{"role": "user", "content": prompt}], n=self.answers,
+                                            temperature=self.temperature, max_tokens=self.max_tokens)
+            finally:
+                proposal.prompt_tokens = self.llm.usage.prompt_tokens - before[0]
+                proposal.completion_tokens = self.llm.usage.completion_tokens - before[1]
+            paid = PaidAnswer(list(outputs or []), proposal.prompt_tokens, proposal.completion_tokens,
+                              list(getattr(self.llm, "last_finish_reasons", None) or []),
+                              rng_to_json(rng.getstate()) if type(rng) is random.Random else None)
+            if self.cache is not None:
+                self.cache.put(key, paid)
+        proposal.prompt_tokens, proposal.completion_tokens = paid.prompt_tokens, paid.completion_tokens
+        return paid
 
     def _screen(self, proposal: Proposal, texts: Sequence[str], parent: Instruction,
                 seen: list[str], new_id: Callable[[], str]) -> None:

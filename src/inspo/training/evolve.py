@@ -55,6 +55,7 @@ from inspo.training.loop import (
     choose_groups,
     finish_step,
     greedy_evaluate,
+    keep_paid_answers,
     light,
     rescore,
     reseed,
@@ -170,6 +171,7 @@ def run_evolve(
         coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
                                   fits=inputs.fits, env=inputs.env, questions=inputs.questions,
                                   held_out=inputs.eval_questions + inputs.test_questions)
+        keep_paid_answers(coevo, run_dir)
         batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
 
         def evaluate_at(step: int, tag: str = "verify"):

@@ -40,7 +40,7 @@ from inspo.core.state import read_state, save_state
 from inspo.records import Instruction
 from inspo.training.config import TrainConfig, dump
 from inspo.training.grpo_config import build_trainer, final_model, grpo_args, grpo_settings
-from inspo.training.loop import RewardFn, build_coevolution, warmup_questions
+from inspo.training.loop import RewardFn, build_coevolution, keep_paid_answers, warmup_questions
 from inspo.training.plan import rollout_engine
 from inspo.training.progress import announce_events, say
 from inspo.training.setup import RunInputs, SetupError, prepare
@@ -248,6 +248,8 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     coevo = build_coevolution(config.coevolution, instruction or inputs.seed_instruction, inputs.optimizer, events,
                               static=start.static, fits=inputs.fits, env=inputs.env, questions=inputs.questions,
                               held_out=inputs.eval_questions + inputs.test_questions)
+    if main:  # the optimizer is called on the main process alone
+        keep_paid_answers(coevo, run_dir)
 
     from inspo.training.grpo_trainer import RolloutContext, make_callback
 

@@ -68,6 +68,7 @@ from typing import Any
 
 from inspo import artifacts
 from inspo.core.accounting import CostLedger
+from inspo.core.answer_cache import AnswerCache
 from inspo.core.coevolution import CoEvolution, StepReport
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog, Sampled
@@ -130,6 +131,13 @@ def build_coevolution(
                                     protocol=getattr(env, "protocol", None))
     return CoEvolution(co, seed_text, proposer, events=events, leak_terms=getattr(env, "leak_terms", None),
                        validation_pool=questions, held_out=held_out, names=getattr(env, "names_problem", None))
+
+
+def keep_paid_answers(coevo: CoEvolution, run_dir: Path) -> None:
+    """The optimizer answers ``coevo`` pays for go to ``run_dir``'s answer file as they arrive, and
+    a resumed run replays the ones it finds there (:mod:`inspo.core.answer_cache`). A new run starts
+    without the file (:func:`inspo.artifacts.clear_run_files` removes an earlier run's)."""
+    coevo.proposer.cache = AnswerCache(run_dir / artifacts.OPTIMIZER_ANSWERS_FILE)
 
 
 def warmup_questions(questions: list[Question], n: int, seed: int) -> list[Question]:
