@@ -1,0 +1,47 @@
+"""benchmarks/learning/evidence_rematch.py (issue 63 (b)): the new evidence against a stored GEPA
+arm, on the quick setting (tiny random policy, rule-based optimizer): the machinery only."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from test_benchmarks import load_script
+
+
+def stored_arm(tmp_path, rollouts):
+    from inspo.envs import make_env
+
+    ids = [q.id for q in make_env("calculator").questions("test")[:3]]
+    path = tmp_path / "gepa-calc-s0.json"
+    path.write_text(json.dumps({
+        "settings": {"max_rounds": 1, "candidates_per_call": 2, "warmup_questions": 2},
+        "gepa": {"rollouts": rollouts, "optimizer_calls": 7, "wall_s": 1.0,
+                 "best_instruction": "Answer with <calc> 2 + 2 </calc> then <answer> 4 </answer>."},
+        "test_question_ids": ids,
+    }))
+    return path
+
+
+def test_the_quick_rematch_fits_gepas_budget_and_scores_three_arms_on_its_test(tmp_path, capsys):
+    script = load_script("evidence_rematch")
+    out = tmp_path / "run"
+    result = script.main(["--quick", "--threads", "1", "--gepa", str(stored_arm(tmp_path, 200)), "--out", str(out),
+                          "--json", str(tmp_path / "r.json")])
+    plan = result["plan"]
+    assert plan["budget"] == 200 and plan["per evolution"] == (200 - 16 - 2 - 12) // 2
+    assert result["inspo_rollouts"] == sum(result["rollouts_by_kind"].values())
+    assert result["over_budget"] == (result["inspo_rollouts"] > 200)
+    assert set(result["test_rewards"]) == {"seed", "inspo", "gepa"}
+    assert all(len(v) == 3 for v in result["test_rewards"].values())
+    assert "coevolution.admission=paired" in result["settings"] and result["evidence"]
+    assert result["fates"]["proposed"] >= result["fates"]["admitted"]
+    assert "hit (INSPO >= +0.1 over the seed)" in capsys.readouterr().out
+    assert json.loads((tmp_path / "r.json").read_text())["budget_rollouts"] == 200
+
+
+def test_a_budget_too_small_for_one_d_b_is_refused_before_anything_runs(tmp_path):
+    script = load_script("evidence_rematch")
+    with pytest.raises(SystemExit, match="less than one D_B"):
+        script.main(["--quick", "--gepa", str(stored_arm(tmp_path, 30)), "--out", str(tmp_path / "run")])
