@@ -75,7 +75,8 @@ HIT = 0.1
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gepa", default=None, help="arm 5's result for the seed (default ARM5/gepa-calc-sS.json)")
-    p.add_argument("--evolutions", type=int, default=2, help="evolutions after the initial population (arm 5: 2)")
+    p.add_argument("--evolutions", type=int, default=2,
+                   help="evolutions after the initial population (arm 5: 2); sets the default --steps")
     p.add_argument("--steps", type=int, default=None, help=f"INSPO steps (default {EVOLVE_EVERY} x (evolutions + 1))")
     p.add_argument("--dev-size", type=int, default=16, help="dev problems of the final choice over every admitted")
     p.add_argument("--reserve", type=int, default=None,
@@ -138,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     config = resolve("calculator", None, overrides(args, stored))
     reserve = args.reserve if args.reserve is not None else args.dev_size * 6
-    cap, plan = fit_budget(config, budget, args.evolutions, reserve)
+    evolutions = len(_vs_gepa().evolution_steps(args.steps, config.coevolution))  # what the schedule makes
+    cap, plan = fit_budget(config, budget, evolutions, reserve)
     config = replace(config, coevolution=replace(config.coevolution, evolve_rollouts=cap))
     info = start("benchmarks/learning/evidence_rematch.py", args.argv, threads=args.threads, dtype=config.model.dtype)
     print("plan: " + json.dumps(plan), flush=True)
