@@ -36,20 +36,21 @@ What 500 seeds showed (``benchmarks/results/calculator/evidence/race-synthetic.t
 
 - against the seed the prediction holds (truly better: 0.983 predicted, 0.983 measured; level
   0.440 / 0.443; truly worse at harm 0.5: 0.038 / 0.036). Against an admitted parent fewer
-  candidates end ahead than predicted (better 0.876 against 0.889, level 0.393 against 0.429 at
-  harm 0): a rollout's draw follows from the instruction's text and the question, as a greedy
-  rollout on a model does, so a parent admitted on an overlapping D_B brings the outcomes it was
-  selected on. With ``--fresh`` (no outcome reused) the gap closes (0.891 / 0.891, level 0.423
-  / 0.429), so the bias makes the race stricter, not laxer;
-- ``paired-64`` passes more truly better candidates than ``beat-parent-16`` and far fewer truly
-  worse ones, at about 4x the rollouts, and its I* is better paired by seed;
-- the race costs nothing measurable in I* against playing all 64 and saves 9 % of the
+  candidates end ahead than predicted (better 0.889 / 0.876, level 0.429 / 0.393 at harm 0): a
+  rollout's draw follows from the instruction's text and the question, as a greedy rollout on a
+  model does, so a parent admitted on an overlapping D_B brings the outcomes it was selected on.
+  With ``--fresh`` (no outcome reused; 250 seeds) they come back to the prediction (better 0.892
+  / 0.883, level 0.429 / 0.437): the reuse makes the race stricter, not laxer;
+- ``paired-64`` passes more truly better candidates than ``beat-parent-16`` (0.94 against 0.82)
+  and far fewer truly worse ones (0.05 against 0.21 at harm 0.5), at about 4x the rollouts, and
+  its I* is better paired by seed (+0.029 at harm 0, +0.036 at harm 0.5);
+- the race costs nothing measurable in I* against playing all 64 and saves 9.5 % of the
   rollouts when most candidates are good, 17 % at harm 0.5;
 - the gate refuses truly better candidates: on the 3-4 failure problems a candidate must win
   more than it loses, and against an admitted parent most are ties (40 % of truly better
-  candidates pass it there). Its I* is below ``paired-64``'s and ``beat-parent-16``'s. Here the
-  gate's outcomes are sampled; at step 0 the seed's replay of its warm-up failures is the same
-  draw (it fails them again), later ones are fresh draws.
+  candidates pass it there). Its I* is below ``paired-64``'s (-0.043 at harm 0) and
+  ``beat-parent-16``'s (-0.014). Here the gate's outcomes are sampled; at step 0 the seed's
+  replay of its warm-up failures is the same draw (it fails them again), later ones are fresh.
 
 Usage::
 
