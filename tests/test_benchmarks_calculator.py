@@ -424,6 +424,96 @@ def test_the_optimizer_yield_quick_run_counts_every_prompt_of_every_presentation
     assert table.count("| weak (") == 6 and "paraphrase - reflection: usable per prompt" in table
 
 
+def test_the_optimizer_yield_judges_both_leak_scopes_the_gate_and_admission(monkeypatch):
+    import itertools
+
+    from inspo.envs import make_env
+    from inspo.records import Instruction, Question, Rollout
+
+    yield_ = load_script("optimizer_yield")
+    env = make_env("calculator")
+    parent = Instruction(id="calculator", text=env.instructions["calculator"])
+    box = _failure("A box holds 7 packs of 23 pens. How many pens?", "161", "<answer> 150 </answer>")
+    sam = _failure("Sam has 4 bags of 12 nuts and eats 9. How many are left?", "39", "<answer> 40 </answer>")
+    dev = [Question(id="dev1", question="A farmer plants 6 rows of 14 trees. How many trees?", answers=("84",)),
+           Question(id="dev2", question="Ann reads 5 pages a day for 9 days. How many pages?", answers=("45",))]
+    strategies = ["Compute each step with the calculator.",
+                  "For example, for 7 packs of 23 pens: 7 * 23 = 161.",  # a shown problem, worked
+                  "Example: 6 rows of 14 trees make 84.",  # a dev problem: "84" is too short to leak
+                  "Show your steps."]
+    answer = "".join(f"<ins_{i}>\n{s}\n</ins_{i}>\n" for i, s in enumerate(strategies, 1))
+    proposer_args = {"template": "reflection", "n_candidates": 4, "max_tokens": 700, "temperature": 0.7,
+                     "guard_tags": env.required_tags, "feedback": env.feedback, "protocol": env.protocol}
+    terms = [t for q in dev for t in env.leak_terms(q)]
+    counts, rows, usable = yield_.tally([[(answer, "stop")]], [[box, sam]], parent, env, proposer_args,
+                                        terms, itertools.count(1), held_out=dev)
+    assert counts["candidates"] == 4 and counts["tag_guard"] == 0
+    assert (counts["usable"], counts["leak_guard"], counts["usable_held_out"], counts["leak_held_out"]) == (3, 1, 3, 1)
+    assert [c.id for _, c in usable] == ["c0001", "c0002", "c0003", "c0004"]  # usable under some scope
+    assert all(c.text.endswith(env.protocol.block) for _, c in usable)
+    leak = {c["id"]: c["leak"] for c in rows[0]["candidates"]}
+    assert leak["c0002"]["held-out"] is None and "161" in leak["c0002"]["shown"]
+    assert leak["c0003"]["shown"] is None and leak["c0003"]["held-out"] == "names held-out problem dev1"
+    # the gate: the parent solves sam only; c0002 solves both, but under held-out its own example
+    # (box) is left out of its comparison, where it ties
+    solved = {("calculator", sam.question.id), ("c0001", box.question.id), ("c0001", sam.question.id),
+              ("c0002", box.question.id), ("c0002", sam.question.id), ("c0004", sam.question.id)}
+    played = []
+
+    def play_pairs(engine, env_, config, pairs):
+        played.extend((ins.id, q.id) for ins, q in pairs)
+        return [Rollout(question=q, instruction_id=ins.id, response="", reward=float((ins.id, q.id) in solved))
+                for ins, q in pairs]
+
+    monkeypatch.setattr(yield_, "play_pairs", play_pairs)
+    triples = [("feedback-protocol", k, c) for k, c in usable]
+    gates = yield_.gate_all(None, env, None, parent, triples, [[box, sam]])
+    assert played.count(("calculator", box.question.id)) == 1 and len(played) == 2 + 4 * 2
+    assert {cid: (g["shown"]["passed"], g["held-out"]["passed"]) for cid, g in gates.items()} == {
+        "c0001": (True, True), "c0002": (True, False), "c0003": (False, False), "c0004": (False, False)}
+    assert gates["c0002"]["held-out"]["skipped"] == [box.question.id]
+    rewards = {"calculator": [0.0, 1.0], "c0001": [1.0, 1.0], "c0002": [1.0, 1.0], "c0003": [1.0, 1.0],
+               "c0004": [0.0, 1.0]}
+    result = {"parent_name": "calculator", "parent": parent.text,
+              "presentations": {"feedback-protocol": {"counts": dict(counts), "rows": rows}}}
+    per_prompt = {"feedback-protocol": rows}
+    yield_.judge(result, per_prompt, triples, gates, rewards, parent, dev, env.names_problem)
+    scopes = result["presentations"]["feedback-protocol"]["scopes"]
+    assert {f: scopes["shown"][f] for f in yield_.FATES} == {"usable": 3, "gated": 1, "admitted": 2,
+                                                            "admitted_gated": 1}
+    assert {f: scopes["held-out"][f] for f in yield_.FATES} == {"usable": 3, "gated": 1, "admitted": 2,
+                                                               "admitted_gated": 1}
+    assert scopes["shown"]["leak"] == 1 and scopes["held-out"]["calls"] == 1
+    assert result["presentations"]["feedback-protocol"]["counts"]["admitted"] == 2  # shown scope, as before
+    fate = {c["id"]: c.get("fate") for c in rows[0]["candidates"]}
+    assert fate["c0003"]["held-out"]["skipped"] == ["dev1"] and not fate["c0003"]["held-out"]["usable"]
+    assert fate["c0002"]["held-out"]["admitted"] and not fate["c0002"]["held-out"]["admitted_gated"]
+    assert rows[0]["scopes"]["held-out"]["admitted"] == 2
+    result["paired"] = yield_.pair_shown(per_prompt)
+    result["paired_scopes"] = yield_.pair_up(per_prompt)
+    result["parent_score"] = 0.5
+    assert result["paired_scopes"]["feedback-protocol: held-out - shown: usable per call"]["mean"] == 0
+    table = yield_.markdown([result])
+    assert "| calculator | feedback-protocol | held-out (demonstrations allowed) | 1 | 4 (4.00) | 1 (1.00) |" in table
+
+
+@pytest.mark.slow
+def test_the_optimizer_yield_quick_run_composes_the_protocol_block_and_counts_both_scopes(tmp_path):
+    yield_ = load_script("optimizer_yield")
+    result = yield_.main(["--quick", "--threads", "1", "--presentations", "feedback,feedback-protocol",
+                          "--json", str(tmp_path / "yield.json")])
+    prompts = {name: stats["example_prompt"] for name, stats in result["presentations"].items()}
+    assert "Write only the strategy" in prompts["feedback-protocol"] and "Feedback:" in prompts["feedback-protocol"]
+    assert "Write only the strategy" not in prompts["feedback"]
+    for stats in result["presentations"].values():
+        for scope in yield_.SCOPES:
+            row = stats["scopes"][scope]
+            assert row["calls"] == 2 and row["usable"] <= row["candidates"]
+            assert row["gated"] <= row["usable"] and row["admitted_gated"] <= min(row["gated"], row["admitted"])
+    assert "feedback-protocol - feedback [held-out]: usable per call" in result["paired_scopes"]
+    assert "held-out (demonstrations allowed)" in yield_.markdown([result])
+
+
 def test_the_optimizer_answers_benchmark_times_one_answer_against_a_batch_side_by_side(tmp_path):
     bench = load_script("optimizer_answers")
     result = bench.main(["--quick", "--threads", "1", "--answers", "3", "--json", str(tmp_path / "a.json")])
