@@ -28,14 +28,9 @@ def script_path(name: str) -> Path:
 
 def load_script(name: str):
     """Import benchmarks/<group>/<name>.py as a module (the folders are not packages)."""
-    module_name = f"inspo_benchmark_{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, script_path(name))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+    from inspo.eval.harness import load_script as load
+
+    return load(script_path(name), f"inspo_benchmark_{name}")
 
 
 def positive(x: float) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,9 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reliability" / "r
 
 
 def load_script():
-    name = "inspo_benchmark_reliability"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SCRIPT)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up here
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    from inspo.eval.harness import load_script as load
+
+    return load(SCRIPT, "inspo_benchmark_reliability")
 
 
 def test_queries_body_is_valid_json_of_about_the_size_asked():

@@ -53,10 +53,11 @@ Usage::
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from inspo.eval.harness import load_script
 
 HERE = Path(__file__).resolve().parent
 HANDWRITTEN = HERE / "data" / "calculator-handwritten.jsonl"
@@ -129,13 +130,7 @@ QUICK = (
 
 def _campaign():
     """benchmarks/learning/multihop_coevolution.py, the campaign machinery this script sets up."""
-    name = "inspo_benchmark_multihop_coevolution"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "multihop_coevolution.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_script(HERE / "multihop_coevolution.py", "inspo_benchmark_multihop_coevolution")
 
 
 def setting(quick: bool = False):

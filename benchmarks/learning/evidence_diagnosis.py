@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import io
 import json
 import re
@@ -30,6 +29,8 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
+
+from inspo.eval.harness import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks/results/calculator"
@@ -45,13 +46,7 @@ ADMISSIONS = ("candidates_on_test.admissions_on_test on arm 5's events and "
 
 def arm5_tools():
     """``arm5/candidates_on_test.py`` as a module (its folder is not a package)."""
-    name = "inspo_arm5_candidates"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, RESULTS / "arm5/candidates_on_test.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_script(RESULTS / "arm5/candidates_on_test.py", "inspo_arm5_candidates")
 
 
 # ------------------------------------------------------------------------------ reading the files

@@ -172,9 +172,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.seeds, args.arms = 3, ["cpu-tiny", "fair-share"]
-    unknown = [a for a in args.arms if a not in ARMS]
+    return check_args(p, args, ARMS)
+
+
+def check_args(p: argparse.ArgumentParser, args: argparse.Namespace, arms) -> argparse.Namespace:
+    """``args`` when its ``--arms`` are among ``arms``, its ``--harm`` values probabilities and its
+    ``--seeds`` at least 2; else the parser's error (this script's and race_synthetic.py's)."""
+    unknown = [a for a in args.arms if a not in arms]
     if unknown:
-        p.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
+        p.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(arms)}")
     if any(not 0 <= h <= 1 for h in args.harm):
         p.error(f"--harm values are probabilities in [0, 1]; got {args.harm}")
     if args.seeds < 2:

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import logging
 import shutil
@@ -56,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.eval.harness import add_common, load_script, start, write_result
 
 # arm -> (mode, seed instruction as a config names it)
 ARMS: dict[str, tuple[str, str]] = {
@@ -134,13 +133,7 @@ MULTIHOP = Setting(script="benchmarks/learning/multihop_coevolution.py", preset=
 
 def _sibling(name: str):
     """benchmarks/learning/<name>.py as a module (this folder is no package)."""
-    module_name = f"inspo_benchmark_{name}"
-    if module_name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(module_name, Path(__file__).with_name(f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[module_name]
+    return load_script(Path(__file__).with_name(f"{name}.py"), f"inspo_benchmark_{name}")
 
 
 def parse_args(argv: Sequence[str] | None, setting: Setting = MULTIHOP) -> argparse.Namespace:

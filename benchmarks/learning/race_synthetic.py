@@ -63,11 +63,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import random
 import re
 import statistics
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -75,7 +73,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from inspo.core.race import RaceRule, admit_probability
-from inspo.eval.harness import add_common, start, write_result
+from inspo.eval.harness import add_common, load_script, start, write_result
 from inspo.training.presets import PRESETS
 
 HERE = Path(__file__).resolve().parent
@@ -104,13 +102,7 @@ PASSED = ("admitted", "top_n")
 
 def _rules():
     """benchmarks/learning/evidence_rules_synthetic.py: its SloppyReflector, features and HARM."""
-    name = "inspo_benchmark_evidence_rules_synthetic"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "evidence_rules_synthetic.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_script(HERE / "evidence_rules_synthetic.py", "inspo_benchmark_evidence_rules_synthetic")
 
 
 @lru_cache(maxsize=1 << 16)
@@ -404,14 +396,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.seeds = 3
-    unknown = [a for a in args.arms if a not in ARMS]
-    if unknown:
-        p.error(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
-    if any(not 0 <= h <= 1 for h in args.harm):
-        p.error(f"--harm values are probabilities in [0, 1]; got {args.harm}")
-    if args.seeds < 2:
-        p.error("--seeds must be at least 2 (the intervals are over seeds)")
-    return args
+    return _rules().check_args(p, args, ARMS)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

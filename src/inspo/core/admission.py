@@ -95,29 +95,35 @@ def refuse_leaks(candidates: list[Candidate], answers: Sequence[str], parent_tex
     """``leak_scope: shown``: the candidates that hold none of ``answers`` (the leak terms of the
     failures in the optimizer's prompt and of D_B), and a ``leak`` refusal for each other one.
     Answers the parent already holds do not count (:func:`~inspo.core.proposer.leaked_answer`)."""
-    clean, refused = [], {}
-    for cand in candidates:
+    def why(cand: Candidate) -> str | None:
         answer = leaked_answer(cand.text, answers, parent_text)
-        if answer is None:
-            clean.append(cand)
-        else:
-            cand.rejected = f"leaks an answer: {answer!r}"
-            refused[cand.id] = ("leak", cand.rejected)
-    return clean, refused
+        return None if answer is None else f"leaks an answer: {answer!r}"
+
+    return _refuse(candidates, why)
 
 
 def refuse_held_out(candidates: list[Candidate], held_out: Sequence[Question],
                     names: NamesFn) -> tuple[list[Candidate], Refused]:
     """``leak_scope: held-out``: the candidates that name no held-out (dev or test) problem, and a
     ``leak`` refusal for each other one (:mod:`inspo.core.leak_scope`)."""
+    def why(cand: Candidate) -> str | None:
+        named = named_held_out(cand.text, held_out, names)
+        return None if named is None else f"names held-out problem {named.id} ({named.question[:80]!r}) with its answer"
+
+    return _refuse(candidates, why)
+
+
+def _refuse(candidates: list[Candidate], why: Callable[[Candidate], str | None]) -> tuple[list[Candidate], Refused]:
+    """The candidates ``why`` finds nothing against, and a ``leak`` refusal (its reason, also set as
+    the candidate's ``rejected``) for each other one."""
     clean, refused = [], {}
     for cand in candidates:
-        named = named_held_out(cand.text, held_out, names)
-        if named is None:
+        reason = why(cand)
+        if reason is None:
             clean.append(cand)
         else:
-            cand.rejected = f"names held-out problem {named.id} ({named.question[:80]!r}) with its answer"
-            refused[cand.id] = ("leak", cand.rejected)
+            cand.rejected = reason
+            refused[cand.id] = ("leak", reason)
     return clean, refused
 
 
@@ -136,9 +142,9 @@ def gate(
         return list(candidates), {}
     verifier = Verifier(evaluate)
     played = verifier.play([probe_of(parent), *candidates], failures, step)
-    if isinstance(played[0], Exception) or all(r is None for r in per_question(played[0], len(failures))):
+    bar = [] if isinstance(played[0], Exception) else per_question(played[0], len(failures))
+    if all(r is None for r in bar):
         return list(candidates), {}
-    bar = per_question(played[0], len(failures))
     emit(Gated(step, candidate_id=parent.id, parent=True, n_questions=len(failures), n_rollouts=len(played[0]),
                passed=True))
     passed: list[Candidate] = []

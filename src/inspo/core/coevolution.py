@@ -368,10 +368,9 @@ class CoEvolution:
         if cfg.leak_scope == "held-out":
             texts = {c.id: c.text for c in candidates} | ({parent.id: parent.text} if parent is not None else {})
             skip = named_ids(texts, shown + questions, self.names)
-        refused: dict[str, tuple[str, str]] = {}
         if cfg.gate and cfg.verify and evaluate is not None:
-            candidates, refused = gate(step, parent, candidates, shown, evaluate, self.emit, skip)
-            self._reject_all(step, proposal, refused)
+            candidates, gated_out = gate(step, parent, candidates, shown, evaluate, self.emit, skip)
+            self._reject_all(step, proposal, gated_out)
             if not candidates:
                 return []
         if cfg.admission == "paired" and cfg.verify and evaluate is not None:

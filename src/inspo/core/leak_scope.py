@@ -31,15 +31,18 @@ NamesFn = Callable[[str, Question], bool]
 LEAK_SCOPES = ("shown", "held-out")
 
 
-def _padded(text: str) -> str:
+def leak_form(text: str) -> str:
+    """``text`` as the leak checks compare it: ``<`` and ``>`` read as spaces (so a tag still
+    separates the word next to it), then :func:`~inspo.answers.normalize_answer`, padded with
+    one space each side so that a search for ``" x "`` finds whole tokens only."""
     return f" {normalize_answer(text.replace('<', ' ').replace('>', ' '))} "
 
 
 def names_problem(text: str, question: Question) -> bool:
     """The generic hook: the question's text and one of its gold answers both occur in ``text``
     (after exact match's normalisation, on whole tokens)."""
-    found = _padded(text)
-    if _padded(question.question).strip() not in found:
+    found = leak_form(text)
+    if leak_form(question.question).strip() not in found:
         return False
     return any(f" {normalize_answer(a)} " in found for a in question.answers if normalize_answer(a))
 

@@ -30,6 +30,7 @@ from typing import Any
 from inspo.answers import normalize_answer
 from inspo.core.answer_cache import AnswerCache, PaidAnswer, answer_key
 from inspo.core.config import CoEvolutionConfig, ConfigError
+from inspo.core.leak_scope import leak_form
 from inspo.core.templates import (
     PARSE_FALLBACKS,
     ScoredInstruction,
@@ -102,13 +103,6 @@ COMMON_ANSWERS = frozenset({
 })
 
 
-def _leak_form(text: str) -> str:
-    """``text`` as the leak check compares it: ``<`` and ``>`` read as spaces (so a tag still
-    separates the word next to it), then :func:`~inspo.answers.normalize_answer`, padded with
-    one space each side so that a search for ``" x "`` finds whole tokens only."""
-    return f" {normalize_answer(re.sub(r'[<>]', ' ', text))} "
-
-
 def leaked_answer(text: str, answers: Iterable[str], parent: str = "") -> str | None:
     """The first of ``answers`` that ``text`` contains (as given, for the reason), or None.
 
@@ -120,7 +114,7 @@ def leaked_answer(text: str, answers: Iterable[str], parent: str = "") -> str | 
     ``parent`` already contains (the parent was admitted with it: Search-R1's seed shows
     ``<answer> Beijing </answer>``).
     """
-    found_in, known = _leak_form(text), _leak_form(parent)
+    found_in, known = leak_form(text), leak_form(parent)
     for answer in answers:
         norm = normalize_answer(answer)
         if len(norm) < MIN_LEAK_CHARS or norm in COMMON_ANSWERS:

@@ -33,6 +33,19 @@ from typing import Any
 from inspo.eval.provenance import provenance
 
 
+def load_script(path: str | Path, name: str) -> Any:
+    """The Python file ``path`` as module ``name``, imported once (``sys.modules`` keeps it):
+    benchmark folders are not packages, and a script reuses a sibling's pieces this way."""
+    import importlib.util
+
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up here
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def add_common(parser: argparse.ArgumentParser, *, threads: int | None = 0, seed: bool = True,
                json_help: str | None = None, threads_help: str | None = None,
                seed_help: str | None = None) -> argparse.ArgumentParser:

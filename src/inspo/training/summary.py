@@ -10,6 +10,7 @@ before the three summaries were one.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -178,11 +179,10 @@ REFUSAL_STAGES = ("guard", "leak", "gate", "verify", "race", "parent", "top_n")
 def candidate_fates(events: list[dict[str, Any]]) -> dict[str, int]:
     """How many candidates the ``events`` (``events.jsonl`` lines) proposed, refused at each stage
     and admitted."""
-    fates = {"proposed": sum(len(e.get("candidate_ids", ())) for e in events if e.get("kind") == "proposed")}
-    for stage in REFUSAL_STAGES:
-        fates[stage] = sum(1 for e in events if e.get("kind") == "rejected" and e.get("stage") == stage)
-    fates["admitted"] = sum(1 for e in events if e.get("kind") == "admitted")
-    return fates
+    refused = Counter(e.get("stage") for e in events if e.get("kind") == "rejected")
+    return {"proposed": sum(len(e.get("candidate_ids", ())) for e in events if e.get("kind") == "proposed"),
+            **{stage: refused[stage] for stage in REFUSAL_STAGES},
+            "admitted": sum(1 for e in events if e.get("kind") == "admitted")}
 
 
 def summarize(
