@@ -39,6 +39,15 @@ def test_the_quick_rematch_fits_gepas_budget_and_scores_three_arms_on_its_test(t
     assert result["fates"]["proposed"] >= result["fates"]["admitted"]
     assert "hit (INSPO >= +0.1 over the seed)" in capsys.readouterr().out
     assert json.loads((tmp_path / "r.json").read_text())["budget_rollouts"] == 200
+    # --stop asks the seed in OUT to stop at its next save; a resume of a finished seed has none
+    # left (only its final choice and the test are played), so it finishes and removes the file
+    with pytest.raises(SystemExit, match="no run there"):
+        script.main(["--stop", str(tmp_path / "nothing")])
+    script.main(["--stop", str(out)])
+    assert (out / "STOP").is_file()
+    script.main(["--quick", "--threads", "1", "--gepa", str(stored_arm(tmp_path, 200)), "--out", str(out),
+                 "--resume"])
+    assert not (out / "STOP").exists()
 
 
 def test_a_budget_too_small_for_one_d_b_is_refused_before_anything_runs(tmp_path):

@@ -27,7 +27,6 @@ against the budget, optimizer calls and tokens, wall time, the candidates' fates
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -37,7 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from inspo import artifacts
-from inspo.eval.harness import add_common, start, write_result
+from inspo.eval.harness import add_common, load_script, start, write_result
 
 HERE = Path(__file__).resolve().parent
 ARM5 = HERE.parent / "results" / "calculator" / "arm5"
@@ -45,13 +44,7 @@ ARM5 = HERE.parent / "results" / "calculator" / "arm5"
 
 def _vs_gepa():
     """benchmarks/learning/evolve_vs_gepa.py (arm 5's script: its schedule, test play, rollout count)."""
-    name = "inspo_benchmark_evolve_vs_gepa"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HERE / "evolve_vs_gepa.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_script(HERE / "evolve_vs_gepa.py", "inspo_benchmark_evolve_vs_gepa")
 
 
 EVOLVE_EVERY, SCHEDULE, QUICK = _vs_gepa().EVOLVE_EVERY, _vs_gepa().SCHEDULE, _vs_gepa().QUICK
@@ -129,11 +122,8 @@ def fit_budget(config, budget: int, evolutions: int, reserve: int) -> tuple[int,
 
 def main(argv: Sequence[str] | None = None) -> dict:
     raw = list(sys.argv[1:] if argv is None else argv)
-    if raw[:1] == ["--stop"]:
-        for folder in raw[1:]:
-            (Path(folder) / "inspo" / artifacts.STOP_FILE).touch()
-            print(f"asked {folder} to stop at its next save")
-        return {}
+    if raw[:1] == ["--stop"]:  # the same request as arm 5's seeds: a STOP file in OUT
+        return _vs_gepa().request_stop(raw[1:])
     args = parse_args(argv)
     stored = json.loads(args.gepa.read_text())
     budget = int(stored["gepa"]["rollouts"])
@@ -169,7 +159,7 @@ def run(args: argparse.Namespace, config, stored: dict, plan: dict, info: dict) 
     out = Path(args.out)
     started = time.perf_counter()
     evo = run_evolve(config, engine=engine, out_dir=out / "inspo", progress=True, resume=args.resume,
-                     overwrite=not args.resume, stop_file=out / "inspo" / artifacts.STOP_FILE)
+                     overwrite=not args.resume, stop_file=out / artifacts.STOP_FILE)
     wall = time.perf_counter() - started
     spent = _vs_gepa().rollouts_by_kind(evo.ledger, evo.selection_rollouts)
     evaluate = make_evaluate(engine, inputs.env, replace(inputs.agent, temperature=0.0), group_size=1,
@@ -192,6 +182,9 @@ def run(args: argparse.Namespace, config, stored: dict, plan: dict, info: dict) 
         "hit": diff["inspo - seed"]["mean"] >= HIT,
     }
     report(result)
+    if (out / artifacts.STOP_FILE).exists():  # asked during the test, after the last save: nothing to stop
+        (out / artifacts.STOP_FILE).unlink(missing_ok=True)
+        print(f"{out / artifacts.STOP_FILE} arrived after the seed's last save: the seed finished; the file is removed")
     write_result(args.json, result)
     return result
 
@@ -213,4 +206,10 @@ def report(r: dict) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from inspo.records import RunStopped
+
+    try:
+        main()
+    except RunStopped as exc:  # asked for with --stop: everything up to the save is kept
+        print(f"evidence_rematch: {exc}", file=sys.stderr)
+        sys.exit(3)
