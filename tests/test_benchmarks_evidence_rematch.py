@@ -54,3 +54,23 @@ def test_a_budget_too_small_for_one_d_b_is_refused_before_anything_runs(tmp_path
     script = load_script("evidence_rematch")
     with pytest.raises(SystemExit, match="less than one D_B"):
         script.main(["--quick", "--gepa", str(stored_arm(tmp_path, 30)), "--out", str(tmp_path / "run")])
+
+
+def test_a_seed_with_no_gepa_result_plays_the_seed_and_inspo_on_its_budget(tmp_path):
+    script = load_script("evidence_rematch")
+    stored = stored_arm(tmp_path, 999)  # its rollouts are GEPA's seed 0's, not this seed's budget
+    with pytest.raises(SystemExit):  # a budget belongs to --inspo-alone only
+        script.main(["--quick", "--gepa", str(stored), "--budget", "200", "--out", str(tmp_path / "x")])
+    result = script.main(["--quick", "--threads", "1", "--seed", "3", "--inspo-alone", "--budget", "200",
+                          "--gepa", str(stored), "--out", str(tmp_path / "run")])
+    assert result["plan"]["budget"] == 200 and result["gepa_result"] is None
+    assert set(result["test_rewards"]) == {"seed", "inspo"} and list(result["differences"]) == ["inspo - seed"]
+    assert result["optimizer_calls"]["gepa"] is None and "rl.seed=3" in result["settings"]
+
+
+def test_inspo_alone_defaults_to_the_mean_of_the_stored_gepa_budgets(tmp_path):
+    script = load_script("evidence_rematch")
+    for seed, rollouts in ((1, 900), (2, 1000), (0, 1101)):  # stored_arm writes gepa-calc-s0.json
+        stored_arm(tmp_path, rollouts).rename(tmp_path / f"gepa-calc-s{seed}.json")
+    args = script.parse_args(["--inspo-alone", "--seed", "4", "--gepa", str(tmp_path / "gepa-calc-s0.json")])
+    assert script.budget_of(args, {}) == 1000

@@ -377,3 +377,39 @@ def test_the_calculators_names_problem_needs_every_operand_and_the_answer():
     assert env.names_problem(f"Example: {operands} gives {q.answers[0]}.", q)
     assert not env.names_problem(f"Example: {operands} gives nothing.", q)
     assert not env.names_problem(f"The answer is {q.answers[0]}.", q)  # a bare number names nothing
+
+
+def test_the_parent_plays_d_b_once_an_evolution_and_a_resumed_build_keeps_its_results():
+    """Under admission: paired D_B is drawn once an evolution: three rounds race their candidates
+    against one play of the parent; a build saved after round 1 and continued ends where the
+    uninterrupted one did (same D_B, same parent results, same rollouts counted)."""
+    evaluate = known_rates({"</answer>.": 0.5, "bad": 0.0, "good": 0.5, "same": 0.5}, "once")
+    straight = core(validation_from="train", validation_unseen=True, max_rounds=3, validation_size=16,
+                    race_chunk=4)
+    states = []
+    straight.initialize(evaluate, questions(8, "w"), after_round=lambda: states.append(straight.state_dict()))
+    assert len(straight.events.of_kind("proposed")) == 3 and not straight.events.of_kind("admitted")
+    parents = straight.events.of_kind("parent_verified")  # one a round, the first one played
+    assert [e.n_rollouts for e in parents] == [16, 0, 0] and {e.n_questions for e in parents} == {16}
+    raced = sum(e.n_rollouts for e in straight.events.of_kind("verified"))
+    assert straight.ledger.verification_rollouts == 16 + raced
+    dbs = [set(e.failures) for e in straight.events.of_kind("proposed")]
+    bar = straight.state_dict()["bar"]
+    assert len(bar["questions"]) == 16 and not {q["id"] for q in bar["questions"]} & dbs[0]
+    assert set(bar["parents"]) == {"ins-0001"} and len(bar["parents"]["ins-0001"]) == 16
+    resumed = core(validation_from="train", validation_unseen=True, max_rounds=3, validation_size=16, race_chunk=4)
+    resumed.load_state_dict(states[1])  # saved after round 1
+    resumed.continue_initialize(evaluate)
+    assert resumed.state_dict() == straight.state_dict()
+    assert [e.n_rollouts for e in resumed.events.of_kind("parent_verified")] == [0, 0]  # kept in the state
+
+
+def test_a_race_given_the_parents_results_plays_only_the_questions_it_lacks():
+    parent = Instruction(id="p", text="seed parent")
+    cand = Candidate(id="c", text="child cand", parent_id="p", origin="test")
+    seen = recording(known_rates({"parent": 0.5, "cand": 0.5}, "bar"))
+    qs = questions(8)
+    bar = {q.id: 1.0 for q in qs[:6]}
+    race(1, parent, [cand], qs, seen, 1, RaceRule(4, 8), lambda e: None, None, bar)
+    assert seen[0] == {"q6", "q7"} and set(bar) == {q.id for q in qs}  # the parent's call, then filled in
+    assert seen[1] == {q.id for q in qs}  # the candidate plays all of D_B

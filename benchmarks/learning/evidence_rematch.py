@@ -18,6 +18,11 @@ drifted by 3 of 300 problems between processes: so every comparison here is with
     python benchmarks/learning/evidence_rematch.py ... --resume      # continue a stopped seed
     python benchmarks/learning/evidence_rematch.py --stop runs/evidence-s0   # stop at the next save
     python benchmarks/learning/evidence_rematch.py --quick --gepa tests-written.json   # the machinery only
+    python benchmarks/learning/evidence_rematch.py --seed 3 --inspo-alone ...   # a seed arm 5 never ran
+
+``--inspo-alone`` runs a seed that has no GEPA result (issue 63 asks for seeds 3-4 for INSPO
+alone): arm 5's seed-0 file gives the settings and the test problems, the budget is ``--budget``
+(default: the mean of arm 5's three GEPA budgets), and only the seed and INSPO are played.
 
 Written: the three test means, INSPO minus GEPA and each minus the seed (paired, 95% interval over
 problems), a hit (INSPO's returned instruction at least +0.1 over the seed), the rollouts by kind
@@ -76,6 +81,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--dev-size", type=int, default=16, help="dev problems of the final choice over every admitted")
     p.add_argument("--reserve", type=int, default=None,
                    help="rollouts kept for the final choice (default dev-size x 6: the seed and 5 admitted)")
+    p.add_argument("--inspo-alone", action="store_true",
+                   help="a seed with no GEPA result: settings and test from --gepa (default arm 5's seed 0), "
+                        "budget --budget, no GEPA arm")
+    p.add_argument("--budget", type=int, default=None,
+                   help="rollouts for --inspo-alone (default: the mean of arm 5's GEPA budgets)")
     p.add_argument("--no-evidence", action="store_true", help="arm 5's settings alone (the ablation baseline)")
     p.add_argument("--set", action="append", default=[], help="extra config override, after the evidence's")
     p.add_argument("--out", default="runs/evidence-rematch")
@@ -89,7 +99,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     "coevolution.validation_size=4", "coevolution.race_chunk=2", *args.set]
     if args.steps is None:
         args.steps = EVOLVE_EVERY * (args.evolutions + 1)
-    args.gepa = Path(args.gepa) if args.gepa else ARM5 / f"gepa-calc-s{args.seed}.json"
+    if args.budget is not None and not args.inspo_alone:
+        p.error("--budget is for --inspo-alone: a rematch's budget is its GEPA seed's rollouts")
+    args.gepa = Path(args.gepa) if args.gepa else ARM5 / f"gepa-calc-s{0 if args.inspo_alone else args.seed}.json"
     args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
 
@@ -120,13 +132,24 @@ def fit_budget(config, budget: int, evolutions: int, reserve: int) -> tuple[int,
                            "per evolution": per_evolution, "evolutions": evolutions + 1}
 
 
+def budget_of(args: argparse.Namespace, stored: dict) -> int:
+    """The rollouts INSPO may play: its GEPA seed's, or under ``--inspo-alone`` ``--budget`` (default
+    the rounded mean of arm 5's GEPA budgets, read from every ``gepa-calc-s*.json`` beside ``--gepa``)."""
+    if not args.inspo_alone:
+        return int(stored["gepa"]["rollouts"])
+    if args.budget is not None:
+        return args.budget
+    budgets = [json.loads(f.read_text())["gepa"]["rollouts"] for f in sorted(args.gepa.parent.glob("gepa-calc-s*.json"))]
+    return round(statistics.fmean(budgets))
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     raw = list(sys.argv[1:] if argv is None else argv)
     if raw[:1] == ["--stop"]:  # the same request as arm 5's seeds: a STOP file in OUT
         return _vs_gepa().request_stop(raw[1:])
     args = parse_args(argv)
     stored = json.loads(args.gepa.read_text())
-    budget = int(stored["gepa"]["rollouts"])
+    budget = budget_of(args, stored)
     from inspo.training.config import resolve
 
     config = resolve("calculator", None, overrides(args, stored))
@@ -164,18 +187,23 @@ def run(args: argparse.Namespace, config, stored: dict, plan: dict, info: dict) 
     spent = _vs_gepa().rollouts_by_kind(evo.ledger, evo.selection_rollouts)
     evaluate = make_evaluate(engine, inputs.env, replace(inputs.agent, temperature=0.0), group_size=1,
                              batch_size=config.rl.micro_batch_size, progress=True)
-    arms = {"seed": inputs.seed_instruction, "inspo": evo.best_instruction, "gepa": stored["gepa"]["best_instruction"]}
+    arms = {"seed": inputs.seed_instruction, "inspo": evo.best_instruction}
+    if not args.inspo_alone:
+        arms["gepa"] = stored["gepa"]["best_instruction"]
     test, shared = _vs_gepa().play_test(evaluate, arms, test_questions)
     diff = {f"{a} - {b}": paired_difference(test[a], test[b]).to_dict()
-            for a, b in (("inspo", "seed"), ("gepa", "seed"), ("inspo", "gepa"))}
+            for a, b in (("inspo", "seed"), ("gepa", "seed"), ("inspo", "gepa")) if a in arms and b in arms}
     result = {
-        "provenance": info, "seed": args.seed, "gepa_result": str(args.gepa), "evidence": not args.no_evidence,
+        "provenance": info, "seed": args.seed, "gepa_result": None if args.inspo_alone else str(args.gepa),
+        "settings_from": str(args.gepa), "evidence": not args.no_evidence,
         "settings": overrides(args, stored), "plan": plan, "budget_rollouts": plan["budget"],
         "inspo_rollouts": sum(spent.values()), "rollouts_by_kind": spent,
         "over_budget": sum(spent.values()) > plan["budget"],
-        "optimizer_calls": {"inspo": evo.ledger["optimizer_calls"], "gepa": stored["gepa"]["optimizer_calls"]},
+        "optimizer_calls": {"inspo": evo.ledger["optimizer_calls"],
+                            "gepa": None if args.inspo_alone else stored["gepa"]["optimizer_calls"]},
         "optimizer_tokens": evo.ledger["optimizer_prompt_tokens"] + evo.ledger["optimizer_completion_tokens"],
-        "wall_s": {"inspo": wall, "gepa_arm5": stored["gepa"].get("wall_s")}, "resumed": args.resume,
+        "wall_s": {"inspo": wall, "gepa_arm5": None if args.inspo_alone else stored["gepa"].get("wall_s")},
+        "resumed": args.resume,
         "fates": evo.fates, "final_choice": evo.evaluation, "best_instruction": evo.best_instruction,
         "test_question_ids": [q.id for q in test_questions], "test_rewards": test, "test_shared": shared,
         "test_mean": {k: statistics.fmean(v) for k, v in test.items()}, "differences": diff,
@@ -190,10 +218,11 @@ def run(args: argparse.Namespace, config, stored: dict, plan: dict, info: dict) 
 
 
 def report(r: dict) -> None:
-    print(f"\nseed {r['seed']}: rollouts INSPO {r['inspo_rollouts']} of GEPA's {r['budget_rollouts']} "
+    print(f"\nseed {r['seed']}: rollouts INSPO {r['inspo_rollouts']} of the budget {r['budget_rollouts']} "
           f"({', '.join(f'{k} {v}' for k, v in r['rollouts_by_kind'].items())})"
           + ("  OVER BUDGET" if r["over_budget"] else ""))
-    print(f"optimizer calls: INSPO {r['optimizer_calls']['inspo']}, GEPA {r['optimizer_calls']['gepa']}; "
+    gepa = "" if r["optimizer_calls"]["gepa"] is None else f", GEPA {r['optimizer_calls']['gepa']}"
+    print(f"optimizer calls: INSPO {r['optimizer_calls']['inspo']}{gepa}; "
           f"INSPO tokens {r['optimizer_tokens']}; INSPO wall {r['wall_s']['inspo']:.0f} s")
     print("candidates: " + ", ".join(f"{k} {v}" for k, v in r["fates"].items()))
     for name, same in r["test_shared"].items():

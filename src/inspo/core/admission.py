@@ -5,9 +5,10 @@
   candidates scoring at least the parent's mean are eligible for the top ``n``.
 - ``gate`` (before any of them, ``coevolution.gate``): a candidate must first win more of the
   failure problems it was written from than it loses against its parent (:func:`gate`).
-- ``paired``: the parent plays D_B once; each candidate races it question by question in chunks
-  and stops once it is clearly behind (:mod:`inspo.core.race`); only candidates that end with more
-  wins than losses are eligible, ranked by paired difference.
+- ``paired``: the parent plays D_B once an evolution (the core keeps its results); each candidate
+  races it question by question in chunks and stops once it is clearly behind
+  (:mod:`inspo.core.race`); only candidates that end with more wins than losses are eligible,
+  ranked by paired difference.
 
 Each function returns the chosen candidates (best first) and, for every other candidate that was
 not chosen, ``(stage, reason)`` for its ``rejected`` event; it emits the ``verified`` and
@@ -17,6 +18,8 @@ not chosen, ``(stage, reason)`` for its ``rejected`` event; it emits the ``verif
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from inspo.core.events import Event, Gated, ParentVerified, Verified
 from inspo.core.leak_scope import NamesFn, named_held_out
@@ -35,6 +38,32 @@ from inspo.records import Candidate, Instruction, Question, Rollout, error_summa
 Refused = dict[str, tuple[str, str]]
 """candidate id -> (stage, reason) of a candidate verification did not admit."""
 Emit = Callable[[Event], None]
+
+
+@dataclass
+class EvolutionBar:
+    """``admission: paired``'s D_B for one evolution: drawn once at ``step`` and shared by all its
+    rounds (each round leaves out the problems its optimizer call was shown), with each parent's
+    per-question scores there (parent id -> question id -> score), so that a parent plays D_B
+    once an evolution, not once a round. Kept in the core's state, so a resumed run goes on
+    with the same D_B and the same parent results."""
+
+    step: int
+    questions: list[Question]
+    parents: dict[str, dict[str, float | None]] = field(default_factory=dict)
+
+    def for_round(self, shown: set[str]) -> list[Question]:
+        return [q for q in self.questions if q.id not in shown]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "questions": [q.to_dict() for q in self.questions], "parents": self.parents}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> EvolutionBar | None:
+        if not data:
+            return None
+        return cls(int(data["step"]), [Question.from_dict(q) for q in data["questions"]],
+                   {k: dict(v) for k, v in data["parents"].items()})
 
 
 def probe_of(parent: Instruction) -> Candidate:
@@ -168,25 +197,40 @@ def gate(
 def race(
     step: int, parent: Instruction | None, candidates: list[Candidate], questions: list[Question],
     evaluate: EvaluateFn, n: int, rule: RaceRule, emit: Emit, skip: Skip | None = None,
+    bar: dict[str, float | None] | None = None,
 ) -> tuple[list[Candidate], Refused]:
     """``paired``: the parent plays D_B once; each candidate then plays it chunk by chunk (every
     live candidate in one batch) and is compared with the parent question by question; it stops
     once :func:`~inspo.core.race.stops` says so. Those that end with more wins than losses are
     ranked by paired difference (ties: earlier proposal) and the top ``n`` admitted. A question
     on which either side's rollouts all failed on an error is not counted, nor one that the
-    candidate or its parent names (``skip``, as in :func:`gate`)."""
+    candidate or its parent names (``skip``, as in :func:`gate`). ``bar``: the parent's
+    per-question scores already played with the same policy (question id -> score), which it
+    does not play again; the questions it plays here are added to it."""
     if parent is None or not questions:
         why = "no D_B question to race on" if parent is not None else "its parent is not in the archive"
         return [], {c.id: ("verify", f"not verified: {why}") for c in candidates}
     verifier = Verifier(evaluate)
-    [played_parent] = verifier.score([probe_of(parent)], questions, step)
-    if played_parent.candidate.rejected:
-        why = f"its parent {parent.id} could not be played on D_B: {played_parent.candidate.rejected}"
-        return [], {c.id: ("verify", why) for c in candidates}
-    parent_verified(step, played_parent, len(questions), emit)
+    known = bar if bar is not None else {}
+    missing = [q for q in questions if q.id not in known]
+    rollouts = 0
+    if missing:
+        [played_parent] = verifier.score([probe_of(parent)], missing, step)
+        if played_parent.candidate.rejected:
+            why = f"its parent {parent.id} could not be played on D_B: {played_parent.candidate.rejected}"
+            return [], {c.id: ("verify", why) for c in candidates}
+        rollouts = len(played_parent.rollouts)
+        known.update(zip((q.id for q in missing), per_question(played_parent.rollouts, len(missing)), strict=True))
+    scores = [known[q.id] for q in questions]
+    ok = [x for x in scores if x is not None]
+    if not ok:
+        return [], {c.id: ("verify", f"its parent {parent.id} could not be played on D_B: every rollout raised")
+                    for c in candidates}
+    # one per round: D_B's size and the parent's mean there; n_rollouts 0 when its results were kept
+    emit(ParentVerified(step, parent_id=parent.id, score=sum(ok) / len(ok), n_questions=len(questions),
+                        n_rollouts=rollouts))
     skipped = {c.id: _skipped(skip, c.id, parent.id) for c in candidates}
-    tallies, played, refused, stopped = _play_race(
-        step, verifier, candidates, questions, per_question(played_parent.rollouts, len(questions)), rule, skipped)
+    tallies, played, refused, stopped = _play_race(step, verifier, candidates, questions, scores, rule, skipped)
     for cand in candidates:
         if cand.id not in refused:
             _record(step, cand, played[cand.id], tallies[cand.id], cand.id in stopped, refused, emit)
@@ -269,5 +313,5 @@ def _why_not(tally: Tally, stopped: bool, parent_id: str, n_questions: int, n: i
     return "top_n", f"not in the top {n} by paired difference ({tally.difference:+.3f}; {record})"
 
 
-__all__ = ["Refused", "Skip", "gate", "paired_tally", "refuse_held_out", "refuse_leaks", "parent_verified", "probe_of", "race", "score_and_rank"]
+__all__ = ["EvolutionBar", "Refused", "Skip", "gate", "paired_tally", "refuse_held_out", "refuse_leaks", "parent_verified", "probe_of", "race", "score_and_rank"]
 

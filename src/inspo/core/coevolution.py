@@ -30,7 +30,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspo.core.accounting import CostLedger
-from inspo.core.admission import gate, race, refuse_held_out, refuse_leaks, score_and_rank
+from inspo.core.admission import (
+    EvolutionBar,
+    gate,
+    race,
+    refuse_held_out,
+    refuse_leaks,
+    score_and_rank,
+)
 from inspo.core.config import CoEvolutionConfig, SettingChange, resume_changes
 from inspo.core.events import (
     Admitted,
@@ -131,6 +138,7 @@ class CoEvolution:
         self.buffer = ReplayBuffer(config.replay_capacity)
         self.ledger = CostLedger()
         self.paired = PairedRecord()
+        self.bar: EvolutionBar | None = None  # admission: paired's D_B of the evolution under way
         self.last_step = 0
         self.init: InitRounds | None = None  # set while the initial population is being built
         self._next_id = 0
@@ -293,6 +301,8 @@ class CoEvolution:
         rounds = start.rounds if start is not None else 0
         reason = start.reason if start is not None else ""
         spent_before = 0 if start is not None else self.ledger.verification_rollouts  # P_0 is the first to verify
+        if start is None or start.rounds == 0:
+            self.bar = None  # a new evolution draws its own D_B (admission: paired)
         while len(self.population) < cfg.population_size and rounds < cfg.max_rounds:
             stop = self._out_of_budget(self.ledger.verification_rollouts - spent_before)
             if stop:
@@ -351,7 +361,7 @@ class CoEvolution:
         ``failures`` or of D_B is refused first."""
         cfg = self.config
         n = cfg.admit_n(cfg.population_size - len(self.population))
-        questions = self._validation_questions(failures) if cfg.verify else []
+        questions = self._validation_questions(step, failures) if cfg.verify else []
         candidates = list(proposal.candidates)
         shown = list(dict((f.question.id, f.question) for f in failures).values())
         parent = self.population.archive.get(proposal.parent_id)
@@ -375,7 +385,8 @@ class CoEvolution:
                 return []
         if cfg.admission == "paired" and cfg.verify and evaluate is not None:
             rule = RaceRule(cfg.race_futility, cfg.race_chunk)
-            chosen, refused = race(step, parent, candidates, questions, evaluate, n, rule, self.emit, skip)
+            bar = self.bar.parents.setdefault(parent.id, {}) if self.bar is not None and parent is not None else None
+            chosen, refused = race(step, parent, candidates, questions, evaluate, n, rule, self.emit, skip, bar)
             self.paired.race_winners |= {c.id for c in chosen}
         else:
             chosen, refused = score_and_rank(step, parent if cfg.admission == "beat-parent" else None,
@@ -393,16 +404,31 @@ class CoEvolution:
                 stage, why = refused[cand.id]
                 self._reject(step, cand.id, why, cand.text, stage=stage)
 
-    def _validation_questions(self, failures: Sequence[Rollout]) -> list[Question]:
+    def _validation_questions(self, step: int, failures: Sequence[Rollout]) -> list[Question]:
         """D_B for one round: ``validation_size`` questions from the buffer, or (``validation_from:
         train``) from the training questions the core was given; under ``validation_unseen`` never
-        one whose failure the round's optimizer call was shown."""
+        one whose failure the round's optimizer call was shown. Under ``admission: paired`` D_B is
+        drawn once an evolution (:class:`~inspo.core.admission.EvolutionBar`), so the parent's
+        results there serve every round; a round shown one of its problems takes the first
+        ``validation_size`` others, drawing more when they run short."""
         cfg = self.config
         shown = {f.question.id for f in failures} if cfg.validation_unseen else set()
-        if cfg.validation_from == "train" and self.validation_pool:
-            pool = [q for q in dict((q.id, q) for q in self.validation_pool).values() if q.id not in shown]
-            return pool if len(pool) <= cfg.validation_size else self.rng.sample(pool, cfg.validation_size)
-        return self.buffer.validation_questions(cfg.validation_size, self.rng, exclude=shown)
+        if cfg.admission != "paired":
+            return self._draw_validation(shown, cfg.validation_size)
+        if self.bar is None or self.bar.step != step:
+            self.bar = EvolutionBar(step, [])
+        chosen = self.bar.for_round(shown)[:cfg.validation_size]
+        if len(chosen) < cfg.validation_size:
+            more = self._draw_validation(shown | {q.id for q in self.bar.questions}, cfg.validation_size - len(chosen))
+            self.bar.questions += more
+            chosen += more
+        return chosen
+
+    def _draw_validation(self, exclude: set[str], size: int) -> list[Question]:
+        if self.config.validation_from == "train" and self.validation_pool:
+            pool = [q for q in dict((q.id, q) for q in self.validation_pool).values() if q.id not in exclude]
+            return pool if len(pool) <= size else self.rng.sample(pool, size)
+        return self.buffer.validation_questions(size, self.rng, exclude=exclude)
 
     def _record_proposal(self, step: int, round_: int, proposal: Proposal, failures: Sequence[Rollout]) -> None:
         self.emit(
@@ -454,6 +480,7 @@ class CoEvolution:
             "ledger": self.ledger.to_dict(),
             "proposer": self.proposer.state_dict(),
             "paired": self.paired.to_dict(),
+            "bar": self.bar.to_dict() if self.bar is not None else None,
         }
 
     def load_state_dict(self, state: dict[str, Any], *, emit: bool = True) -> list[SettingChange]:
@@ -483,6 +510,7 @@ class CoEvolution:
         self.ledger = CostLedger.from_dict(state["ledger"])
         self.proposer.load_state_dict(state.get("proposer") or {})
         self.paired = PairedRecord.from_dict(state.get("paired"))
+        self.bar = EvolutionBar.from_dict(state.get("bar"))
         if changes and emit:
             self.emit(SettingsChanged(self.last_step, changes={
                 c.key: {"old": c.old, "new": c.new} for c in changes}))
