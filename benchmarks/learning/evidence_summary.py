@@ -152,7 +152,7 @@ def provenance_of(results: Sequence[dict], argv: Sequence[str]) -> dict[str, Any
     from inspo.eval.provenance import provenance
 
     first = results[0]["provenance"]
-    return {"summary": provenance("benchmarks/learning/evidence_summary.py", list(argv)),
+    return {"summary": provenance(["benchmarks/learning/evidence_summary.py", *argv]),
             "runs": [{"seed": r["seed"], "commit": r["provenance"].get("commit"),
                       "dirty": r["provenance"].get("dirty"), "command": r["provenance"].get("command")}
                      for r in results],
@@ -199,11 +199,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     raw = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(raw)
+    ablation, hand = pairs(args.ablation, "ablation"), {int(s): Path(f) for s, f in pairs(args.handwritten, "handwritten")}
     results = [json.loads(Path(f).read_text()) for f in args.results]
     named: dict[str, list[dict]] = {}
-    for name, f in pairs(args.ablation, "ablation"):
+    for name, f in ablation:
         named.setdefault(name, []).append(json.loads(Path(f).read_text()))
-    hand = {int(s): Path(f) for s, f in pairs(args.handwritten, "handwritten")}
     summary = summarise(results, named, hand, raw)
     print_summary(summary)
     if args.out:

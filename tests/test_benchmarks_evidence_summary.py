@@ -1,0 +1,121 @@
+"""benchmarks/learning/evidence_summary.py (issue 63's summary.json): records checked against a
+naive computation on rematch results written here."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+
+import pytest
+
+from test_benchmarks import load_script
+
+
+def rematch(seed, rng, lift_inspo, lift_gepa=None, n=30):
+    """A rematch result whose INSPO (and GEPA) solve each problem the seed instruction solves, plus
+    some it does not, so that the lift is about ``lift``."""
+    base = [float(rng.random() < 0.4) for _ in range(n)]
+    arms = {"seed": base, "inspo": [max(b, float(rng.random() < lift_inspo)) for b in base]}
+    if lift_gepa is not None:
+        arms["gepa"] = [max(b, float(rng.random() < lift_gepa)) for b in base]
+    means = {k: statistics.fmean(v) for k, v in arms.items()}
+    diffs = {f"{a} - seed": {"mean": means[a] - means["seed"]} for a in arms if a != "seed"}
+    return {"seed": seed, "test_question_ids": [f"t{i}" for i in range(n)], "test_rewards": arms,
+            "test_mean": means, "differences": diffs, "budget_rollouts": 900, "inspo_rollouts": 880,
+            "rollouts_by_kind": {"step": 192}, "over_budget": False, "settings": ["x=1"],
+            "optimizer_calls": {"inspo": 12, "gepa": 120 if lift_gepa is not None else None},
+            "optimizer_tokens": 5000, "wall_s": {"inspo": 10.0}, "fates": {"proposed": 9, "race": 6, "admitted": 2},
+            "provenance": {"commit": "abc", "command": "c", "versions": {"inspo": "0"}, "dtype": "bfloat16",
+                           "machine": {"cpu_flags": ["avx2"]}}}
+
+
+def naive_seed_interval(values):
+    m, sd, k = statistics.fmean(values), statistics.stdev(values), len(values)
+    t = {1: 12.706, 2: 4.303, 3: 3.182}[k - 1]
+    return m - t * sd / math.sqrt(k), m + t * sd / math.sqrt(k)
+
+
+def test_the_records_match_a_naive_computation_and_count_hits_per_seed(tmp_path):
+    script = load_script("evidence_summary")
+    rng = random.Random(0)
+    runs = [rematch(0, rng, 0.3, 0.5), rematch(1, rng, 0.05, 0.4), rematch(2, rng, 0.4, 0.3),
+            rematch(3, rng, 0.2), rematch(4, rng, 0.0)]
+    paths = []
+    for r in runs:
+        paths.append(tmp_path / f"rematch-s{r['seed']}.json")
+        paths[-1].write_text(json.dumps(r))
+    s = script.main([*map(str, reversed(paths)), "--out", str(tmp_path / "summary.json")])
+    io = s["instruction_only"]
+    assert io["seeds"] == [0, 1, 2, 3, 4] and io["seeds_with_gepa"] == [0, 1, 2]
+    rec = io["inspo_minus_gepa"]
+    per = [statistics.fmean(r["test_rewards"]["inspo"]) - statistics.fmean(r["test_rewards"]["gepa"]) for r in runs[:3]]
+    assert rec["per_seed"] == pytest.approx(per) and rec["mean"] == pytest.approx(statistics.fmean(per))
+    assert rec["ci95"] == pytest.approx(naive_seed_interval(per), abs=1e-3)
+    pooled = [statistics.fmean(r["test_rewards"]["inspo"][i] - r["test_rewards"]["gepa"][i] for r in runs[:3])
+              for i in range(30)]
+    assert statistics.fmean(pooled) == pytest.approx(rec["mean"])
+    assert rec["ci95_pooled"][0] < rec["mean"] < rec["ci95_pooled"][1]
+    lifts = [r["differences"]["inspo - seed"]["mean"] for r in runs]
+    hits = io["hit_rate"]["inspo"]
+    assert hits["per_seed"] == [x >= 0.1 for x in lifts] and hits["mean"] == sum(x >= 0.1 for x in lifts) / 5
+    assert hits["ci95"][0] <= hits["mean"] <= hits["ci95"][1] and hits["ci95_pooled"] is None
+    assert len(io["hit_rate"]["gepa"]["per_seed"]) == 3 and io["inspo_minus_seed"]["seeds"] == 5
+    assert s["fates"]["total"] == {"proposed": 45, "race": 30, "admitted": 10}
+    assert s["provenance"]["runs"][0]["commit"] == "abc" and s["provenance"]["cpu_flags"] == ["avx2"]
+    assert json.loads((tmp_path / "summary.json").read_text())["instruction_only"]["seeds"] == [0, 1, 2, 3, 4]
+
+
+def test_wilson_and_the_detectable_effect_against_known_values():
+    script = load_script("evidence_summary")
+    lo, hi = script.wilson(3, 3)
+    assert hi == 1.0 and lo == pytest.approx(0.4385, abs=1e-3)  # Wilson's interval for 3 of 3
+    lo, hi = script.wilson(0, 5)
+    assert lo == 0.0 and hi == pytest.approx(0.4345, abs=1e-3)
+    # three seeds with sd 0.2: (t_0.975,2 + t_0.8,2) x 0.2 / sqrt(3) = (4.303 + 1.061) x 0.1155
+    assert script.detectable([0.0, 0.2, 0.4]) == pytest.approx((4.3027 + 1.0607) * 0.2 / math.sqrt(3), abs=1e-3)
+
+
+def test_an_ablation_is_its_lift_minus_the_main_runs_on_the_same_seed(tmp_path):
+    script = load_script("evidence_summary")
+    rng = random.Random(1)
+    main = [rematch(0, rng, 0.3, 0.5), rematch(1, rng, 0.3, 0.5)]
+    gate = [dict(rematch(0, rng, 0.0), settings=["coevolution.gate=true"]),
+            dict(rematch(1, rng, 0.0), settings=["coevolution.gate=true"])]
+    s = script.summarise(main, {"gate": gate}, {}, [])
+    rec = s["ablations"]["gate"]["ablation_minus_main"]
+    expect = [statistics.fmean(a["test_rewards"]["inspo"]) - statistics.fmean(a["test_rewards"]["seed"])
+              - statistics.fmean(m["test_rewards"]["inspo"]) + statistics.fmean(m["test_rewards"]["seed"])
+              for a, m in zip(gate, main, strict=True)]
+    assert rec["per_seed"] == pytest.approx(expect)
+    with pytest.raises(SystemExit, match="no main run of seed"):
+        script.summarise(main, {"gate": [dict(gate[0], seed=7)]}, {}, [])
+
+
+def test_refusals_that_keep_a_wrong_summary_from_being_written(tmp_path):
+    script = load_script("evidence_summary")
+    rng = random.Random(2)
+    a, b = rematch(0, rng, 0.3, 0.5), rematch(0, rng, 0.3, 0.5)
+    with pytest.raises(SystemExit, match="two results of one seed"):
+        script.summarise([a, b], {}, {}, [])
+    c = dict(rematch(1, rng, 0.3, 0.5, n=20))
+    with pytest.raises(SystemExit, match="different test problems"):
+        script.summarise([a, c], {}, {}, [])
+    with pytest.raises(SystemExit, match="NAME=FILE"):
+        script.main(["x.json", "--ablation", "gate"])
+
+
+def test_hand_written_scores_are_read_from_inspo_evals_json(tmp_path):
+    script = load_script("evidence_summary")
+    rows = [{"instruction": name, "question_id": f"h{i}", "reward": float(r)}
+            for name, rewards in (("seed", [1, 0, 0, 0]), ("inspo", [1, 1, 0, 0]), ("gepa", [1, 1, 1, 0]))
+            for i, r in enumerate(rewards)]
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps({"questions": rows}))
+    out = script.handwritten({0: path})["0"]
+    assert out["mean"] == {"seed": 0.25, "inspo": 0.5, "gepa": 0.75} and out["problems"] == 4
+    assert out["minus_seed"]["gepa"]["mean"] == pytest.approx(0.5)
+    path.write_text(json.dumps({"questions": [dict(r, instruction="calculator") for r in rows]}))
+    with pytest.raises(SystemExit, match="no instruction named 'seed'"):
+        script.handwritten({0: path})
