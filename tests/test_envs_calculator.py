@@ -184,6 +184,15 @@ def test_answer_reads_the_first_ascii_number(text, value):
     assert parse_number(text) == value
 
 
+def test_an_answer_of_thousands_of_digits_is_read_not_raised_on():
+    """Fraction(str) raises past Python's 4,300-digit int limit; a policy may write such a number."""
+    huge = "9" * 5000
+    assert parse_number(huge) == 10**5000 - 1 and parse_number(huge + ".5") == Fraction(2 * 10**5000 - 1, 2)
+    assert not same_number(huge, "1932") and same_number(huge, huge)
+    env = CalculatorEnv(CalculatorOptions(**SMALL))
+    assert env.reward(f"<answer>{huge}</answer>", Question("calc-x-9", "How many?", ("1932",))) == 0.0
+
+
 def test_reward_reads_the_last_answer_of_the_response_only():
     env = CalculatorEnv(CalculatorOptions(**SMALL))
     q = Question("calc-x-0", "How many?", ("1932",))

@@ -179,7 +179,9 @@ def parse_number(text: str) -> Fraction | None:
     if match is None:
         return None
     sign, whole, fraction = match.groups()
-    value = Fraction(whole.replace(",", "") + (fraction or ""))
+    # through Decimal: Fraction(str) of more than 4,300 digits raises (Python's int-from-text limit),
+    # and a reward must never raise on what a policy writes
+    value = Fraction(Decimal(whole.replace(",", "") + (fraction or "")))
     return -value if sign == "-" else value
 
 
