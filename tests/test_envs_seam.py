@@ -201,6 +201,25 @@ def test_a_factory_that_fails_or_returns_no_environment_is_a_setup_error(tmp_pat
         build_env(config)
 
 
+def test_a_factory_returning_none_says_so_and_a_bare_module_name_gets_a_suggestion(tmp_path, monkeypatch):
+    (tmp_path / "myagent.py").write_text(
+        "def load_environment(**kw):\n    return None\n\n"
+        "def helper():\n    pass\n")
+    (tmp_path / "otheragent.py").write_text("def make_it(**kw):\n    return None\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(EnvNameError, match=r"the factory returned None; it must return the environment"):
+        make_env("myagent:load_environment")
+    with pytest.raises(EnvNameError, match=r"did you mean myagent:load_environment\?"):
+        make_env("myagent")
+    with pytest.raises(EnvNameError, match=r"did you mean otheragent:make_it\?"):
+        make_env("otheragent")
+    with pytest.raises(EnvNameError, match=r"did you mean otheragent.py:make_it\?"):
+        make_env("otheragent.py")
+    with pytest.raises(EnvNameError) as info:
+        make_env("nothing_here_xyz")
+    assert "did you mean" not in str(info.value)
+
+
 def test_a_preset_switched_to_another_environment_drops_the_old_ones_settings():
     from inspo.training.config import resolve
 

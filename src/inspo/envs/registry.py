@@ -89,20 +89,13 @@ def load_factory(name: str) -> Any:
         return _attr(BUILTINS[name].factory)
     if ":" not in name:
         raise EnvNameError(f"unknown env.name {name!r}; the built-in environments are: {', '.join(BUILTINS)}; or "
-                           "name your own as module:attr (a factory such as my_env:load_environment)")
+                           "name your own as module:attr (a factory such as my_env:load_environment)"
+                           + _did_you_mean(name))
     where, _, attr = name.rpartition(":")
     if not where or not attr:
         raise EnvNameError(f"env.name {name!r}: write module:attr (e.g. my_env:load_environment)")
     try:
-        if where.endswith(".py"):
-            path = Path(where).expanduser()
-            if not path.is_file():
-                raise EnvNameError(f"env.name {name!r}: no file {path}")
-            spec = importlib.util.spec_from_file_location(f"inspo_user_env_{path.stem}", path)
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-        else:
-            module = _import_module(where)
+        module = _load_module(where)
     except EnvNameError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's module: its own error, shown whole
@@ -110,6 +103,32 @@ def load_factory(name: str) -> Any:
     if not hasattr(module, attr):
         raise EnvNameError(f"env.name {name!r}: module {where!r} has no attribute {attr!r}")
     return getattr(module, attr)
+
+
+def _load_module(where: str) -> Any:
+    """The module ``where`` names: a ``.py`` file's path or an importable module name."""
+    if not where.endswith(".py"):
+        return _import_module(where)
+    path = Path(where).expanduser()
+    if not path.is_file():
+        raise EnvNameError(f"env.name {where!r}: no file {path}")
+    spec = importlib.util.spec_from_file_location(f"inspo_user_env_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _did_you_mean(name: str) -> str:
+    """'; did you mean ...?' when ``name`` (no ``:attr``) is a module or ``.py`` file that imports and
+    defines ``load_environment`` (else its public functions, at most three); '' otherwise."""
+    try:
+        module = _load_module(name)
+    except Exception:  # noqa: BLE001 - only a hint: the error above is the answer
+        return ""
+    found = ["load_environment"] if callable(getattr(module, "load_environment", None)) else [
+        a for a, v in vars(module).items()
+        if not a.startswith("_") and callable(v) and getattr(v, "__module__", None) == module.__name__][:3]
+    return "; did you mean " + " or ".join(f"{name}:{a}" for a in found) + "?" if found else ""
 
 
 def resolve_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,6 +156,9 @@ def make_env(name: str = DEFAULT, options: Mapping[str, Any] | None = None) -> A
         except TypeError as exc:
             raise EnvNameError(f"env.name {name!r}: calling it with the env settings {sorted(options)} failed: "
                                f"{exc}") from exc
+        if env is None:
+            raise EnvNameError(f"env.name {name!r}: the factory returned None; it must return the environment "
+                               "(a missing `return`?)")
     elif options:
         raise EnvNameError(f"env.name {name!r} is an environment object: it takes no settings, got {sorted(options)}")
     else:
