@@ -141,9 +141,26 @@ def test_em_is_over_the_rollouts_that_did_not_fail_and_errors_are_a_column():
     assert report.to_dict()["errors"] == 2
 
 
-def test_a_cell_of_errors_only_scores_nothing():
+def test_a_cell_of_errors_only_says_no_data_and_the_report_lists_what_errored():
+    from inspo.eval import Dataset, NamedInstruction, run_eval
+    from inspo.records import Instruction, Question
+
     cell = summarize("p", "seed", "d", [failed("a", "i")], env=ENV)
-    assert (cell.n, cell.errors, cell.reward, cell.metrics, cell.tool_calls) == (1, 1, 0.0, {}, {"search": 0.0})
+    assert (cell.n, cell.errors, cell.reward, cell.turns, cell.metrics) == (1, 1, None, None, {})
+
+    def evaluate(instruction, questions):  # dataset "down" errors on every question, "up" on one
+        return [good(q.id, instruction.id) if q.id == "u1" else failed(q.id, instruction.id) for q in questions]
+
+    data = [Dataset("down", (Question("d1", "?", ("x",)),)), Dataset("up", (Question("u1", "?", ("x",)),
+                                                                             Question("u2", "?", ("x",))))]
+    report = run_eval([("p", lambda: evaluate)], [NamedInstruction("seed", Instruction("i", "text"))], data, ENV)
+    down, up = report.cells
+    assert down.reward is None and up.reward == 1.0 and up.errors == 1
+    [average] = report.averages()
+    assert average.reward == 1.0 and average.n == 3 and average.errors == 2  # no data is not a 0 in the mean
+    assert "| p | seed | down | 1 | 1 | no data |" in report.markdown()
+    assert [(e["dataset"], e["question_id"]) for e in report.to_dict()["errored"]] == [("down", "d1"), ("up", "u2")]
+    assert all(e["error"] for e in report.errored)
 
 
 def test_the_error_budget_trips_only_when_sure_and_names_the_cause():
@@ -162,3 +179,13 @@ def test_the_error_budget_trips_only_when_sure_and_names_the_cause():
 def test_a_custom_reward_leaves_error_rollouts_at_zero():
     out = rescore([good("a", "i"), failed("b", "i")], lambda r: 7.0)
     assert [r.reward for r in out] == [7.0, 0.0] and scored(out) == [out[0]]
+
+
+def test_the_agent_cards_grid_shows_a_cell_of_errors_as_no_data():
+    from inspo.trained.card import _grid
+
+    cell = summarize("p", "seed", "d", [failed("a", "i")], env=ENV)
+    ok = summarize("p", "inspo", "d", [good("a", "i")], env=ENV)
+    rows = _grid(EvalReport(cells=[cell, ok]).to_dict())
+    assert any(r.startswith("| p | seed | d | 1 | no data |") for r in rows)
+    assert any(r.startswith("| p | inspo | d | 1 | 1.000 |") for r in rows)

@@ -50,7 +50,8 @@ class Dataset:
 @dataclass
 class EvalCell:
     """Scores of one policy under one instruction on one dataset: ``n`` rollouts played, ``errors``
-    of them failed on an error (never scored); the means are over the ``n - errors`` others.
+    of them failed on an error (never scored); the means are over the ``n - errors`` others, and
+    None (no data, never 0) when every rollout failed.
     ``stopped``: the run stopped during this cell (``n`` is what was played).
 
     ``reward`` is the environment's reward; ``metrics`` are the means of its per-episode numbers
@@ -62,9 +63,9 @@ class EvalCell:
     instruction: str
     dataset: str
     n: int
-    reward: float
-    turns: float
-    no_answer: float
+    reward: float | None
+    turns: float | None
+    no_answer: float | None
     errors: int
     metrics: dict[str, float] = field(default_factory=dict)
     tool_calls: dict[str, float] = field(default_factory=dict)
@@ -123,26 +124,30 @@ class EvalReport:
     provenance: dict[str, Any] = field(default_factory=dict)
     """Where the result came from (:func:`inspo.eval.provenance.provenance`: commit, command,
     versions, machine); ``inspo eval`` fills it."""
+    errored: list[dict[str, str]] = field(default_factory=list)
+    """The rollouts that failed on an error (never scored): policy, instruction, dataset,
+    question_id and the error."""
 
     def averages(self) -> list[EvalCell]:
         """One row per (policy, instruction): the unweighted mean over datasets (the paper's Avg.)."""
         out = []
         keys = list(dict.fromkeys((c.policy, c.instruction) for c in self.cells))
         for policy, instruction in keys:
-            group = [c for c in self.cells if (c.policy, c.instruction) == (policy, instruction)]
+            cells = [c for c in self.cells if (c.policy, c.instruction) == (policy, instruction)]
+            group = [c for c in cells if c.scored]  # a cell with no data is left out of the means
             k = len(group)
 
-            def mean(get: Callable[[EvalCell], float], g=group, k=k) -> float:
-                return sum(get(c) for c in g) / k
+            def mean(get: Callable[[EvalCell], float], g=group, k=k) -> float | None:
+                return sum(get(c) for c in g) / k if k else None
 
             metric_names = list(dict.fromkeys(m for c in group for m in c.metrics))
             tools = list(dict.fromkeys(t for c in group for t in c.tool_calls))
             out.append(EvalCell(
-                policy, instruction, "average", sum(c.n for c in group), mean(lambda c: c.reward),
-                mean(lambda c: c.turns), mean(lambda c: c.no_answer), sum(c.errors for c in group),
+                policy, instruction, "average", sum(c.n for c in cells), mean(lambda c: c.reward),
+                mean(lambda c: c.turns), mean(lambda c: c.no_answer), sum(c.errors for c in cells),
                 metrics={m: mean(lambda c, m=m: c.metrics.get(m, 0.0)) for m in metric_names},
                 tool_calls={t: mean(lambda c, t=t: c.tool_calls.get(t, 0.0)) for t in tools},
-                stopped=any(c.stopped for c in group),
+                stopped=any(c.stopped for c in cells),
             ))
         return out
 
@@ -153,7 +158,8 @@ class EvalReport:
     def to_dict(self) -> dict:
         return {"cells": [c.to_dict() for c in self.cells], "average": [c.to_dict() for c in self.averages()],
                 "settings": self.settings, "questions": [asdict(q) for q in self.questions],
-                "errors": self.errors, "stopped": self.stopped, "provenance": self.provenance}
+                "errors": self.errors, "errored": self.errored, "stopped": self.stopped,
+                "provenance": self.provenance}
 
     def scores(self, policy: str, instruction: str, dataset: str, metric: str = "reward") -> list[float]:
         """One cell's per-question ``metric`` (``reward`` or one of the environment's metrics, e.g.
@@ -170,15 +176,17 @@ class EvalReport:
         rule = "|---|---|---|---:|---:|" + "---:|" * len(names)
 
         def row(c: EvalCell) -> str:
-            values = [f"{c.reward:.3f}", *(_number(m, c.metrics.get(m)) for m in metric_names),
-                      *(f"{c.tool_calls.get(t, 0.0):.2f}" for t in tools), f"{c.turns:.2f}", f"{c.no_answer:.1%}"]
+            values = ["no data"] * len(names) if c.reward is None else [
+                f"{c.reward:.3f}", *(_number(m, c.metrics.get(m)) for m in metric_names),
+                *(f"{c.tool_calls.get(t, 0.0):.2f}" for t in tools), f"{c.turns:.2f}", f"{c.no_answer:.1%}"]
             return (f"| {c.policy} | {c.instruction} | {c.dataset}{' (stopped)' if c.stopped else ''} | {c.n} | "
                     f"{c.errors} | " + " | ".join(values) + " |")
 
         notes = []
         if self.errors:
             notes = ["", f"{self.errors} rollout(s) failed on an error (an endpoint down, a tool that raised, an "
-                     "engine crash) and are not scored: each row's means are over its n - errors other rollouts."]
+                     "engine crash) and are not scored: each row's means are over its n - errors other rollouts "
+                     "('no data' where none is left); eval.json's `errored` lists them."]
         if self.stopped:
             notes += ["", f"Stopped before the end: {self.stopped}"]
         return "\n".join([head, rule, *map(row, shown), *notes, *settings_lines(self.settings),
@@ -245,9 +253,8 @@ def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Ro
     ok = scored(rollouts)
     errors = len(rollouts) - len(ok)
     tools = list(getattr(env, "tools", None) or dict.fromkeys(c.tool for r in ok for c in r.tool_calls))
-    if not ok:
-        return EvalCell(policy, instruction, dataset, len(rollouts), 0.0, 0.0, 0.0, errors,
-                        tool_calls=dict.fromkeys(tools, 0.0))
+    if not ok:  # no data: every rollout failed on an error, none is the policy's answer
+        return EvalCell(policy, instruction, dataset, len(rollouts), None, None, None, errors)
     if rows is None:
         rows = question_scores(policy, instruction, dataset, ok, env)
 
@@ -292,6 +299,9 @@ def run_eval(
                 rows = question_scores(label, named.label, data.label, rollouts, env)
                 report.cells.append(summarize(label, named.label, data.label, rollouts, rows, env))
                 report.questions += rows
+                report.errored += [{"policy": label, "instruction": named.label, "dataset": data.label,
+                                    "question_id": r.question.id, "error": str(r.error)}
+                                   for r in rollouts if r.error is not None]
                 if stopped:
                     report.cells[-1].stopped = True
                     report.stopped = f"{label} x {named.label} x {data.label}: {stopped}"

@@ -183,9 +183,10 @@ def _grid(grid: dict[str, Any] | None) -> list[str]:
     metrics = list(dict.fromkeys(m for c in cells for m in c.get("metrics", {})))
     tools = list(dict.fromkeys(t for c in cells for t in c.get("tool_calls", {})))
     names = ["reward", *metrics, *(f"{t} calls" for t in tools)]
-    rows = [f"| {c['policy']} | {c['instruction']} | {c['dataset']} | {c['n']} | {c.get('reward', 0.0):.3f} | "
-            + "".join(f"{c.get('metrics', {}).get(m, 0.0):.3f} | " for m in metrics)
-            + "".join(f"{c.get('tool_calls', {}).get(t, 0.0):.2f} | " for t in tools) for c in cells]
+    rows = [f"| {c['policy']} | {c['instruction']} | {c['dataset']} | {c['n']} | "
+            + ("no data | " * len(names) if c.get("reward") is None else
+               f"{c['reward']:.3f} | " + "".join(f"{c.get('metrics', {}).get(m, 0.0):.3f} | " for m in metrics)
+               + "".join(f"{c.get('tool_calls', {}).get(t, 0.0):.2f} | " for t in tools)) for c in cells]
     return ["", "### The paper's 2x2 (`inspo eval --grid`)", "",
             "{base, trained policy} x {seed, returned instruction}, greedy:", "",
             "| policy | instruction | dataset | n | " + " | ".join(names) + " |",
