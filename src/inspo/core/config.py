@@ -101,7 +101,7 @@ class CoEvolutionConfig:
     admission: str = "top-n"
     """top-n (Algorithm 1); beat-parent: the parent is verified on the same D_B questions with
     the same sampling seeds, and only candidates scoring at least the parent's score are admitted;
-    paired: the parent is played once per round on D_B, each candidate races it question by
+    paired: the parent is played once an evolution on D_B, each candidate races it question by
     question (``race_futility``, ``race_chunk``) and is admitted only with more wins than losses
     on the questions it played, best paired difference first (docs/choosing-on-evidence.md)."""
     verify_greedy: bool = False
