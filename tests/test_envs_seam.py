@@ -7,6 +7,7 @@ second each."""
 from __future__ import annotations
 
 import time
+from typing import Literal, Optional
 
 import pytest
 
@@ -162,6 +163,66 @@ def test_a_tool_without_a_docstring_or_with_varargs_is_refused():
         tool(bare)
     with pytest.raises(ValueError, match=r"\*args and \*\*kwargs"):
         tool(many)
+
+
+def test_tools_as_people_write_them_lists_dicts_literals_optionals_defaults_and_async():
+    from inspo.envs.tools import Refusal, run_calls
+
+    def convert(value: float, unit: Literal["km", "mi"], digits: int = 2,
+                tags: Optional[list[int]] = None) -> str:  # noqa: UP045 - Optional as people write it
+        """Convert a distance."""
+        return f"{round(value * (1.609 if unit == 'mi' else 1.0), digits)} {tags}"
+
+    t = tool(convert)
+    assert run_calls(t, ['{"value": 2, "unit": "mi"}'])[0] == "3.22 None"  # defaults left out
+    assert run_calls(t, ['{"value": 2, "unit": "km", "digits": 0, "tags": [1, "2"]}'])[0] == "2.0 [1, 2]"
+    assert run_calls(t, ['{"value": 2, "unit": "km", "tags": null}'])[0] == "2.0 None"
+    refused = run_calls(t, ['{"value": 2, "unit": "miles"}'])[0]
+    assert isinstance(refused, Refusal) and '"unit": one of "km", "mi"' in refused
+    assert '"digits": an integer (optional)' in refused and '"tags": a JSON list of an integer or null (optional)' in refused
+    assert isinstance(run_calls(t, ['{"unit": "km"}'])[0], Refusal)  # a required one missing
+    assert isinstance(run_calls(t, ['{"value": 2, "unit": "km", "tags": ["x"]}'])[0], Refusal)
+
+    def total(numbers: list[float]) -> float:
+        """Add numbers."""
+        return sum(numbers)
+
+    def greet(name: str = "world", times: int | None = None) -> str:
+        """Say hello."""
+        return f"hello {name}" * (times or 1)
+
+    assert run_calls(tool(total), ["[1, 2.5]"]) == ["3.5"]
+    assert isinstance(run_calls(tool(total), ["1, 2"])[0], Refusal)
+    assert run_calls(tool(greet), ["", '{"name": "cat"}', '{"times": 2}']) == ["hello world", "hello cat",
+                                                                              "hello worldhello world"]
+
+    async def fetch(word: str) -> str:
+        """Look a word up, asynchronously."""
+        import asyncio
+
+        await asyncio.sleep(0)
+        return f"looked up {word}"
+
+    assert run_calls(tool(fetch), ["cat"]) == ["looked up cat"]  # awaited, not '<coroutine object ...>'
+    assert run_calls(tool(fetch, timeout_s=None), ["sun"]) == ["looked up sun"]
+    [r], _ = _play(_env(tool(fetch, name="lookup")), _call_then_answer)
+    assert "<result>looked up cat</result>" in r.response
+
+
+def test_an_annotation_a_text_call_cannot_give_is_refused_when_the_tool_is_made():
+    def odd(when: complex) -> str:
+        """Takes a complex number."""
+        return str(when)
+
+    with pytest.raises(ValueError, match="parameter 'when' is annotated .*complex"):
+        tool(odd)
+
+    def unresolved(word: NoSuchType) -> str:  # noqa: F821 - the point: a name the module lacks
+        """Takes a type nobody imported."""
+        return word
+
+    with pytest.raises(ValueError, match="annotations do not resolve .*NoSuchType"):
+        tool(unresolved)
 
 
 @pytest.mark.parametrize(("name", "says"), [

@@ -7,9 +7,13 @@ call here. :func:`tool` wraps a function (or a batched one) in a :class:`Tool`.
 How the text becomes arguments (:meth:`Tool.arguments`):
 
 - a function of one parameter gets the text, stripped, converted to the parameter's annotation
-  (``str``, ``int``, ``float`` or ``bool``; no annotation: ``str``);
+  (``str``, ``int``, ``float`` or ``bool``; ``list``/``list[int]`` and ``dict`` from JSON;
+  ``Literal[...]`` one of its values; ``Optional[X]`` X or ``null``; no annotation: ``str``;
+  anything else is refused when the tool is made, never read as text in silence);
 - a function of several parameters gets a JSON object of them (``{"a": 2, "b": 3}``), each value
-  converted the same way;
+  converted the same way; a parameter with a default may be left out (so may the one parameter's
+  text, when it has a default);
+- an ``async def`` tool is awaited (in its call's thread, on an event loop of its own);
 - text that does not convert is the policy's mistake, not the tool's: the policy gets a short
   message back as the tool's result (:class:`ToolInputError`), saying what the tool takes.
 
@@ -33,10 +37,13 @@ Rules of a call (:func:`run_calls`):
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import json
 import threading
 import time
+import types
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -64,10 +71,59 @@ class ToolFailed(RuntimeError):
     """A tool raised, or ran past its timeout: the episode becomes an error rollout."""
 
 
+_NO_DEFAULT = inspect.Parameter.empty
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
-    kind: type
+    kind: Any
+    """``str``, ``int``, ``float``, ``bool``, ``list`` or ``dict``, a ``list[X]``/``dict[str, X]``,
+    a ``Literal[...]`` or an ``Optional[X]`` of these."""
+    default: Any = _NO_DEFAULT
+
+    @property
+    def required(self) -> bool:
+        return self.default is _NO_DEFAULT
+
+
+def describe(kind: Any) -> str:
+    """What a parameter of annotation ``kind`` takes, in words."""
+    if kind in _SIMPLE:
+        return _SIMPLE[kind]
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(json.dumps(a) for a in args)
+    if _optional(kind) is not None:
+        return f"{describe(_optional(kind))} or null"
+    if kind is list or origin is list:
+        return "a JSON list" + (f" of {describe(args[0])}" if args else "")
+    if kind is dict or origin is dict:
+        return "a JSON object"
+    return "text"
+
+
+def _optional(kind: Any) -> Any:
+    """X for ``Optional[X]`` (``X | None``), else None."""
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        return next(a for a in args if a is not type(None))
+    return None
+
+
+def _supported(kind: Any) -> bool:
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind in _SIMPLE or kind in (list, dict):
+        return True
+    if origin is typing.Literal:
+        return all(isinstance(a, (str, int, float, bool)) for a in args)
+    if _optional(kind) is not None:
+        return _supported(_optional(kind))
+    if origin is list:
+        return len(args) == 1 and _supported(args[0])
+    if origin is dict:
+        return len(args) == 2 and args[0] is str and _supported(args[1])
+    return False
 
 
 @dataclass(frozen=True)
@@ -96,9 +152,11 @@ class Tool:
     def usage(self) -> str:
         """What the tool takes, in words (for the messages of :class:`ToolInputError`)."""
         if self.batched or len(self.params) <= 1:
-            kind = _SIMPLE.get(self.params[0].kind, "text") if self.params else "nothing"
-            return f"{self.name} takes {kind}"
-        fields_ = ", ".join(f'"{p.name}": {_SIMPLE.get(p.kind, "text")}' for p in self.params)
+            kind = describe(self.params[0].kind) if self.params else "nothing"
+            optional = " (or nothing)" if self.params and not self.params[0].required and not self.batched else ""
+            return f"{self.name} takes {kind}{optional}"
+        fields_ = ", ".join(f'"{p.name}": {describe(p.kind)}{"" if p.required else " (optional)"}'
+                            for p in self.params)
         return f"{self.name} takes a JSON object {{{fields_}}}"
 
     def arguments(self, text: str) -> tuple[list[Any], dict[str, Any]]:
@@ -106,6 +164,8 @@ class Tool:
         text = text.strip()
         if not self.params:
             return [], {}
+        if not text and not any(p.required for p in self.params):
+            return [], {}  # every parameter has a default
         if len(self.params) == 1:
             return [_convert(text, self.params[0], self)], {}
         try:
@@ -115,9 +175,10 @@ class Tool:
         if not isinstance(data, dict):
             raise ToolInputError(f"{self.usage()}; got {_short(text)}")
         names = {p.name for p in self.params}
-        if set(data) != names:
+        required = {p.name for p in self.params if p.required}
+        if not required <= set(data) <= names:
             raise ToolInputError(f"{self.usage()}; got the keys {sorted(data)}")
-        return [], {p.name: _convert(data[p.name], p, self) for p in self.params}
+        return [], {p.name: _convert(data[p.name], p, self) for p in self.params if p.name in data}
 
     def result_text(self, value: Any) -> str:
         text = "" if value is None else str(value)
@@ -129,11 +190,43 @@ def _short(text: str, n: int = 60) -> str:
 
 
 def _convert(value: Any, param: Param, tool: Tool) -> Any:
-    kind = param.kind
+    try:
+        return _as(value, param.kind)
+    except (TypeError, ValueError):
+        raise ToolInputError(f"{tool.usage()}; {param.name} got {_short(str(value))}") from None
+
+
+def _as(value: Any, kind: Any) -> Any:
+    """``value`` (text, or a JSON value) as annotation ``kind``; ValueError or TypeError when it
+    is not one."""
     if kind is str:
         return value if isinstance(value, str) else json.dumps(value)
     if isinstance(value, str):
         value = value.strip()
+    inner, origin, args = _optional(kind), typing.get_origin(kind), typing.get_args(kind)
+    if inner is not None:
+        return None if value is None or value == "null" else _as(value, inner)
+    if origin is typing.Literal:
+        for choice in args:
+            with contextlib.suppress(TypeError, ValueError):
+                if _scalar(value, type(choice)) == choice:
+                    return choice
+        raise ValueError(value)
+    if kind in (list, dict) or origin in (list, dict):
+        if isinstance(value, str):
+            value = json.loads(value)
+        want = list if (kind is list or origin is list) else dict
+        if not isinstance(value, want):
+            raise ValueError
+        if args and want is list:
+            return [_as(v, args[0]) for v in value]
+        if args:
+            return {str(k): _as(v, args[1]) for k, v in value.items()}
+        return value
+    return _scalar(value, kind)
+
+
+def _scalar(value: Any, kind: Any) -> Any:
     try:
         if kind is bool:
             if isinstance(value, bool):
@@ -150,7 +243,7 @@ def _convert(value: Any, param: Param, tool: Tool) -> Any:
                 raise ValueError
             return float(value)
     except (TypeError, ValueError):
-        raise ToolInputError(f"{tool.usage()}; {param.name} got {_short(str(value))}") from None
+        raise ValueError(value) from None
     return value
 
 
@@ -158,14 +251,18 @@ def _params(fn: Callable[..., Any], name: str, batched: bool) -> tuple[Param, ..
     signature = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn)
-    except Exception:  # noqa: BLE001 - a hint that does not resolve: treat the parameter as text
-        hints = {}
+    except Exception as exc:  # noqa: BLE001 - named in the message: a hint read as text in silence misleads
+        raise ValueError(f"tool {name!r}: its annotations do not resolve ({type(exc).__name__}: {exc}); import the "
+                         "names they use at the top of the tool's module") from exc
     params = []
     for p in signature.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ValueError(f"tool {name!r}: *args and **kwargs cannot be called by text; name each parameter")
         kind = hints.get(p.name, str)
-        params.append(Param(p.name, kind if kind in _SIMPLE else str))
+        if not batched and not _supported(kind):
+            raise ValueError(f"tool {name!r}: parameter {p.name!r} is annotated {kind!r}, which a text call cannot "
+                             "give; use str, int, float, bool, list, dict, Literal[...] or Optional[...] of these")
+        params.append(Param(p.name, kind if _supported(kind) else str, p.default))
     if batched and len(params) != 1:
         raise ValueError(f"batched tool {name!r} must take one parameter (the list of the turn's call texts)")
     return tuple(params)
@@ -198,6 +295,35 @@ def as_tool(obj: Any) -> Tool:
     if callable(obj):
         return tool(obj)
     raise TypeError(f"{obj!r} is not a tool: pass a typed function with a docstring or an inspo.envs.Tool")
+
+
+def awaited(value: Any) -> Any:
+    """``value``, or what it resolves to when an ``async def`` tool returned an awaitable: run on an
+    event loop of its own (in a fresh thread when this one already runs a loop)."""
+    if not inspect.isawaitable(value):
+        return value
+
+    async def wait() -> Any:
+        return await value
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait())
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = asyncio.run(wait())
+        except BaseException as exc:  # noqa: BLE001 - handed back below
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="inspo-async-tool")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _timed(work: Callable[[], Any], seconds: float | None, what: str) -> Callable[[], Any]:
@@ -242,7 +368,7 @@ def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
         return []
     what = f"tool {tool.name!r}"
     if tool.batched:
-        wait = _timed(lambda: tool.fn([t.strip() for t in texts]), tool.timeout_s, what)
+        wait = _timed(lambda: awaited(tool.fn([t.strip() for t in texts])), tool.timeout_s, what)
         try:
             values = list(wait())
         except EndpointDown:
@@ -264,7 +390,7 @@ def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
 
     def one(text: str) -> Any:
         args, kwargs = tool.arguments(text)
-        return tool.fn(*args, **kwargs)
+        return awaited(tool.fn(*args, **kwargs))
 
     waiters = [_timed(lambda t=t: one(t), tool.timeout_s, what) for t in texts]
     out: list[str | ToolFailed] = []
