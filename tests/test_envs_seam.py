@@ -74,8 +74,20 @@ def test_a_tool_that_raises_makes_an_error_rollout_never_scored():
         assert "tool 'lookup' raised RuntimeError: the dictionary file is gone" in r.error
     assert scored(rollouts) == []  # counted apart: never in a mean, a weight or the replay buffer
     evaluate = make_evaluate(TurnScript(_call_then_answer), env, AgentConfig(max_turns=2), max_error_rate=0.5)
-    with pytest.raises(TooManyErrors, match="RuntimeError"):
+    with pytest.raises(TooManyErrors, match="RuntimeError.*fix the tool \\(its traceback is in the log\\)"):
         evaluate(INS, [Question("q1", "What is a cat?", ("animal",))])
+
+
+def test_a_tool_that_raises_leaves_its_traceback_in_the_log_once_a_turn(caplog):
+    def broken(word: str) -> str:
+        """Always fails."""
+        raise RuntimeError("the dictionary file is gone")
+
+    with caplog.at_level("WARNING", logger="inspo.envs"):
+        _play(_env(tool(broken, name="lookup")), _call_then_answer, questions=("What is a cat?", "What is the sun?"))
+    records = [r for r in caplog.records if "the dictionary file is gone" in r.getMessage()]
+    assert len(records) == 1 and records[0].exc_info is not None
+    assert "in broken" in caplog.text  # the traceback names the tool's own frame
 
 
 def test_a_tool_that_hangs_is_cut_at_its_timeout():

@@ -249,8 +249,11 @@ def check_error_rate(rollouts: Sequence[Rollout], *, max_error_rate: float | Non
     failed = sum(r.error is not None for r in rollouts)
     if failed and failed > max_error_rate * planned:
         of = f"{len(rollouts)} played of {planned}" if len(rollouts) < planned else f"{len(rollouts)}"
+        errors = [r.error for r in rollouts if r.error is not None]
+        tool = max(dict.fromkeys(errors), key=errors.count).startswith("tool '")  # the commonest error's
+        cause = "the tool (its traceback is in the log)" if tool else "the endpoint"
         raise TooManyErrors(
             f"{failed} of {of} rollouts failed ({error_summary(rollouts)}), over {setting}={max_error_rate:g}: "
-            f"stopping; fix the endpoint or raise {setting}",
+            f"stopping; fix {cause} or raise {setting}",
             rollouts,
         )

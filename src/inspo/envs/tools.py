@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import logging
 import threading
 import time
 import types
@@ -50,6 +51,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspo.records import EndpointDown
+
+log = logging.getLogger("inspo.envs")
 
 #: Default seconds a tool call may take.
 DEFAULT_TIMEOUT_S = 30.0
@@ -382,7 +385,7 @@ def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
         except Exception as exc:  # noqa: BLE001 - a failing tool fails its episodes, counted apart
             if len(texts) > 1:  # isolate the call(s) that fail, as the evaluate seam isolates examples
                 return [r for t in texts for r in run_calls(tool, [t])]
-            return [ToolFailed(f"{what} raised {type(exc).__name__}: {exc}")]
+            return [_failed(what, exc, set())]
         if len(values) != len(texts):
             failed = ToolFailed(f"batched {what} returned {len(values)} results for {len(texts)} calls")
             return [failed] * len(texts)
@@ -394,6 +397,7 @@ def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
 
     waiters = [_timed(lambda t=t: one(t), tool.timeout_s, what) for t in texts]
     out: list[str | ToolFailed] = []
+    logged: set[str] = set()
     for wait in waiters:
         try:
             out.append(tool.result_text(wait()))
@@ -404,5 +408,15 @@ def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
         except ToolFailed as exc:
             out.append(exc)
         except Exception as exc:  # noqa: BLE001 - a failing tool fails its episode, counted apart
-            out.append(ToolFailed(f"{what} raised {type(exc).__name__}: {exc}"))
+            out.append(_failed(what, exc, logged))
     return out
+
+
+def _failed(what: str, exc: Exception, logged: set[str]) -> ToolFailed:
+    """The :class:`ToolFailed` of a tool that raised ``exc``; its traceback goes to the log (once
+    per message among the calls of a turn: the rollout keeps the message only)."""
+    failed = ToolFailed(f"{what} raised {type(exc).__name__}: {exc}")
+    if str(failed) not in logged:
+        logged.add(str(failed))
+        log.warning("%s (the episode becomes an error rollout)", failed, exc_info=exc)
+    return failed
