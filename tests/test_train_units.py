@@ -174,6 +174,14 @@ def test_step_metrics_report_the_share_of_each_finish_reason():
     assert m["rollout/answered"] == m["rollout/finish/answer"] and m["rollout/count"] == 8.0
 
 
+def test_step_metrics_count_observations_cut_to_their_token_cap():
+    rollouts = [Rollout(question=Question(f"q{i}", "?", ("a",)), instruction_id="i", response="",
+                        metrics={"n_obs_truncated": float(cut)}) for i, cut in enumerate([2, 0, 1, 0])]
+    coevo = SimpleNamespace(ledger=CostLedger(), population=["i"])
+    m = step_metrics(2, rollouts, StepReport(step=2, weights={"i": 0.5}), coevo, CostLedger())
+    assert m["rollout/obs_truncated"] == 0.75  # a flooding tool's cut is no longer silent
+
+
 def test_start_end_means_and_step_line():
     history = [{"step": s, "reward/mean": float(s)} for s in range(1, 9)]
     assert start_end(history, "reward/mean") == (1.5, 7.5, 2)

@@ -39,7 +39,8 @@ Metrics (one line per INSPO step; :func:`step_metrics`):
 - for agent episodes (not the synthetic environment's rollouts, which have no turns or tokens):
   ``rollout/tool_calls`` (mean tool calls per trajectory) and ``rollout/<tool>_calls`` for each
   of the environment's tools (Search-R1: ``rollout/search_calls``, mean searches),
-  ``rollout/tool_errors`` (mean calls a tool refused, e.g. calc's ``error: ...``), ``rollout/turns``,
+  ``rollout/tool_errors`` (mean calls a tool refused, e.g. calc's ``error: ...``),
+  ``rollout/obs_truncated`` (mean observations cut to ``rl.max_obs_tokens``), ``rollout/turns``,
   ``rollout/prompt_tokens``, ``rollout/completion_tokens``, ``rollout/answered`` (share that
   ended with an answer; these means too leave error rollouts out), ``rollout/count`` (all), and ``rollout/finish/<reason>`` for each of
   :data:`~inspo.envs.loop.FINISH_REASONS` (``answer``, ``eos``, ``length``, ``turn_limit``,
@@ -292,6 +293,7 @@ def step_metrics(
         out.update({
             "rollout/tool_calls": _mean([float(len(r.tool_calls)) for r in ok]),
             "rollout/tool_errors": _mean([r.metrics.get("n_tool_errors", 0.0) for r in ok]),
+            "rollout/obs_truncated": _mean([r.metrics.get("n_obs_truncated", 0.0) for r in ok]),
             **{f"rollout/{tool}_calls": _mean([float(len(r.calls_of(tool))) for r in ok]) for tool in tools},
             "rollout/turns": _mean([float(r.turns) for r in ok]),
             "rollout/prompt_tokens": _mean([r.metrics.get("n_prompt_tokens", 0.0) for r in ok]),
