@@ -301,6 +301,23 @@ def test_a_preset_switched_to_another_environment_drops_the_old_ones_settings():
     assert "corpus" not in config.env.options  # the preset's search-r1 corpus went with it
 
 
+def test_a_config_files_prefill_survives_an_env_switch_but_one_for_a_named_env_does_not(tmp_path):
+    import inspo
+    from inspo.training.config import resolve
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("rl:\n  prefill: <calc>\n  steps: 3\n")  # written for whichever env --env names
+    config = resolve("cpu-tiny", mine, ["env.name=calculator"])
+    assert config.rl.prefill == "<calc>" and config.rl.steps == 3
+    assert resolve("cpu-tiny", None, ["rl.prefill=<calc>", "env.name=calculator"]).rl.prefill == "<calc>"
+    assert inspo.load_config(overrides={"rl.prefill": "<calc>", "env.name": "calculator"}).rl.prefill == "<calc>"
+    assert inspo.load_config(file=mine, overrides={"env.name": "calculator"}).rl.prefill == "<calc>"
+    theirs = tmp_path / "theirs.yaml"
+    theirs.write_text("env:\n  name: search-r1\nrl:\n  prefill: <search>\n")  # bound to search-r1
+    assert resolve("cpu-tiny", theirs, ["env.name=calculator"]).rl.prefill == ""
+    assert resolve("cpu-tiny", None, ["env.name=calculator"]).rl.prefill == ""  # the preset's <search> goes
+
+
 def test_a_prefill_that_opens_a_tag_the_environment_lacks_is_refused():
     from inspo.envs.build import check_prefill
 

@@ -56,11 +56,13 @@ def load_config(
         FileNotFoundError: ``file`` does not exist.
     """
     from inspo.training.config import from_dict, resolve
-    from inspo.training.config_layers import merge_layer
+    from inspo.training.config_files import read_config_file
+    from inspo.training.config_layers import merge_layer, user_bound
 
     if isinstance(overrides, Mapping):
         config = resolve(preset, file)
         data = config.to_dict()
+        kept = user_bound(read_config_file(file)) if file is not None else {}
         for key, value in overrides.items():
             node: dict[str, Any] = {}
             cursor = node
@@ -68,7 +70,8 @@ def load_config(
             for part in parts[:-1]:
                 cursor = cursor.setdefault(part, {})
             cursor[parts[-1]] = value
-            data = merge_layer(data, node)
+            data = merge_layer(data, node, kept)
+            kept = user_bound(node, kept)
         return from_dict(data)
     return resolve(preset, file, [overrides] if isinstance(overrides, str) else list(overrides))
 

@@ -27,7 +27,12 @@ from inspo.envs.registry import check_seed_name
 from inspo.llm.factory import OptimizerLLMConfig
 from inspo.models.precision import DTYPES
 from inspo.training.config_files import parse_override, read_config_file
-from inspo.training.config_layers import merge_layer, migrate, warn_full_fine_tuning_rate
+from inspo.training.config_layers import (
+    merge_layer,
+    migrate,
+    user_bound,
+    warn_full_fine_tuning_rate,
+)
 from inspo.training.final import FINAL_CHOICES
 from inspo.training.presets import PRESETS
 from inspo.training.schedule import offline_round_problem
@@ -433,9 +438,10 @@ def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overr
     the preset as the starting point (``inspo eval --grid``: the run directory's config.yaml)."""
     start = _preset_data(preset_name) if base is None else copy.deepcopy(base)
     layers = ([read_config_file(file)] if file is not None else []) + [parse_override(text) for text in overrides]
-    data = start
+    data, kept = start, {}
     for layer in layers:
-        data = merge_layer(data, layer)
+        data = merge_layer(data, layer, kept)
+        kept = user_bound(layer, kept)
     warn_full_fine_tuning_rate(start, data, layers, lora_default=ModelConfig.lora)
     return from_dict(data)
 

@@ -90,11 +90,13 @@ FULL_FINE_TUNING_RATE = 1e-6
 ENV_BOUND: dict[str, tuple[str, ...]] = {"rl": ("prefill",)}
 
 
-def merge_layer(data: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+def merge_layer(data: dict[str, Any], layer: dict[str, Any],
+                keep: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """``layer`` merged over ``data``, except that a layer naming ANOTHER environment
     (``env.name``) starts the ``env:`` section afresh and resets :data:`ENV_BOUND`: the earlier
     layers' settings belong to the environment it replaces (cpu-tiny's corpus and its forced
-    ``<search>`` mean nothing to the calculator)."""
+    ``<search>`` mean nothing to the calculator). ``keep``: the env-bound settings the user's own
+    earlier layers gave without naming an environment (:func:`user_bound`), which stay."""
     env = layer.get("env")
     if isinstance(env, dict) and "name" in env:
         before = data.get("env") if isinstance(data.get("env"), dict) else {}
@@ -103,4 +105,21 @@ def merge_layer(data: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
             for section, keys in ENV_BOUND.items():
                 if isinstance(data.get(section), dict):
                     data[section] = {k: v for k, v in data[section].items() if k not in keys}
+                    data[section].update((keep or {}).get(section, {}))
     return merge(data, layer)
+
+
+def user_bound(layer: dict[str, Any], so_far: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """``so_far`` with the :data:`ENV_BOUND` settings ``layer`` (a config file or an override) sets
+    added, when it names no environment: written for whichever one the run uses, so a later
+    ``--env`` keeps them (a ``--config`` file's ``rl.prefill`` was reset in silence). A layer that
+    names one starts afresh: its settings go with that environment."""
+    env = layer.get("env")
+    if isinstance(env, dict) and "name" in env:
+        return {}
+    out = {k: dict(v) for k, v in (so_far or {}).items()}
+    for section, keys in ENV_BOUND.items():
+        given = layer.get(section)
+        if isinstance(given, dict):
+            out.setdefault(section, {}).update({k: given[k] for k in keys if k in given})
+    return out
