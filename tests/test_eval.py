@@ -185,6 +185,25 @@ def test_grid_evaluates_with_the_runs_agent_settings(tmp_path, engines):
     assert "- overrides on top of it: none" in md and "prefill '<search>'" in md and "greedy" in md
 
 
+def test_grid_plays_at_the_runs_dtype_unless_told(tmp_path, monkeypatch, engines):
+    from types import SimpleNamespace
+
+    from inspo.training.config import dump, resolve
+
+    run = _trained_run(tmp_path)
+    config = resolve("cpu-tiny", overrides=["model.name_or_path=base-model", "model.dtype=float32"])
+    (run / "config.yaml").write_text(dump(config))  # a run trained in float32
+    asked = []
+    monkeypatch.setattr("inspo.models.load_model",
+                        lambda name, **kw: asked.append(str(kw.get("dtype"))) or SimpleNamespace(name=str(name)))
+    assert main(["eval", "--grid", str(run), "--limit", "1", "--out", str(tmp_path / "a"), "--no-progress"]) == 0
+    assert asked and all("float32" in d for d in asked)  # not --dtype auto's bfloat16
+    asked.clear()
+    assert main(["eval", "--grid", str(run), "--limit", "1", "--out", str(tmp_path / "b"), "--no-progress",
+                 "--dtype", "bfloat16"]) == 0
+    assert asked and all("bfloat16" in d for d in asked)
+
+
 def test_eval_overrides_go_on_top_of_the_run_config_and_are_listed(tmp_path, engines):
     run, out = _trained_run(tmp_path), tmp_path / "eval"
     assert main(["eval", "--grid", str(run), "--limit", "2", "--out", str(out), "--no-progress",

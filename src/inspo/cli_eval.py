@@ -116,7 +116,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         report = evaluate_config(
             config,
             EvalGrid(policies=policies, instructions=instructions, datasets=args.dataset or [], limit=args.limit),
-            EvalPlay(temperature=args.temperature, dtype=args.dtype, batch_size=args.batch_size, engine=args.engine,
+            EvalPlay(temperature=args.temperature, dtype=args.dtype or (config.model.dtype if args.grid else "auto"),
+                     batch_size=args.batch_size, engine=args.engine,
                      vllm=vllm, progress=not args.no_progress),
             EvalOrigin(config=origin, overrides=changes, error_setting="--max-error-rate (rl.max_error_rate)",
                        dtype_setting="--dtype"),
