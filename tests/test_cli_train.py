@@ -41,6 +41,28 @@ def test_dry_run_says_which_engine_plays_the_rollouts_and_why(capsys):
     assert rollout_engine(resolve("cpu-tiny", overrides=["rl.use_vllm=true"]), vllm=no, cuda=no).vllm  # as set
 
 
+def test_dry_run_builds_the_environment_and_reads_the_data(tmp_path, capsys, monkeypatch):
+    assert main(["train", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "checked:" in out and "environment 'search-r1' built (tools: search)" in out
+    assert "training questions read" in out and "held-out:" in out
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "myagent.py").write_text(
+        "import inspo\n\n"
+        "def add(a: int, b: int) -> int:\n    return a + b\n\n"  # no docstring: refused when the tool is made
+        "def load_environment(**kw):\n"
+        "    return inspo.TaggedToolEnv(name='adder', tools=[add], seed_instruction='Use <add> </add>.')\n")
+    assert main(["train", "--dry-run", "--env", "myagent:load_environment", "--set", "rl.prefill="]) == 2
+    err = capsys.readouterr().err
+    assert "the run would stop here" in err and "has no docstring" in err
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"question": "2 + 2?", "answers": ["4"]}\nnot json\n')
+    assert main(["train", "--dry-run", "--set", f"data.train={broken}"]) == 2
+    assert "data.train=" in capsys.readouterr().err
+    assert main(["train", "--dry-run", "--set", "env.topk=0"]) == 2  # a misspelt or bad env setting
+    assert "topk" in capsys.readouterr().err
+
+
 def test_bad_override_is_a_clear_error(capsys):
     assert main(["train", "--set", "rl.group_size=1"]) == 2
     assert "group_size must be an integer >= 2" in capsys.readouterr().err

@@ -75,14 +75,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     from inspo.training.precision import run_precision
 
     config = resolve_config(args)
-    if args.dry_run:  # no work: print what a run would use and cost, refuse nothing
+    from inspo.records import SetupError
+
+    if args.dry_run:  # no training: what a run would use and cost, and whether it could start
         print(dump(config))
         precision = run_precision(config)[1]
         print("\n".join(plan_run(config).lines() + [rollout_engine(config).line(),
                                                      f"{'precision:':<24}{precision.describe()}"]
                         + [f"warning: {w}" for w in precision.warnings()] + paper_lines(config)))
+        if config.require_paper_parts:
+            return 0  # the parts above say what is missing
+        from inspo.training.setup import dry_checks
+
+        try:
+            print("\n".join(dry_checks(config)))
+        except SetupError as exc:
+            raise CLIError(f"--dry-run: the run would stop here: {exc}") from exc
         return 0
-    from inspo.records import SetupError
     from inspo.training.run import run_training
 
     try:
@@ -239,7 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="GRPO training while the instruction co-evolves (default: the cpu-tiny preset)")
     add_config_args(p)
-    p.add_argument("--dry-run", action="store_true", help="print the resolved config, schedule and cost; do not train")
+    p.add_argument("--dry-run", action="store_true", help="print the resolved config, schedule and cost, build the environment and read the data "
+                        "(no model loaded, no endpoint called); do not train")
     p.add_argument("--resume", nargs="?", const=True, default=False, metavar="CHECKPOINT",
                    help="continue the run in --output-dir from its last checkpoint (or the one given)")
     p.add_argument("--no-progress", action="store_true")

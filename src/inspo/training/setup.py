@@ -238,3 +238,28 @@ def prepare(
         worst = max(questions, key=lambda q: len(inputs.tokenizer(q.question, add_special_tokens=False)["input_ids"]))
         inputs.fits = instruction_fits(inputs.tokenizer, env, worst, rl.max_prompt_tokens)
     return inputs
+
+
+def dry_checks(config: TrainConfig) -> list[str]:
+    """What ``inspo train --dry-run`` checks beyond the config, loading no model and calling no
+    endpoint: the environment is built (its tools, reward and settings checked), the prefill
+    fits its tags, the seed instruction resolves, and the training, dev and test questions are
+    read. Returns the lines that say so; raises SetupError with the first thing a run would stop
+    on. (``require_paper_parts`` lists the paper's parts instead: see ``paper_lines``.)"""
+    data = config.data
+    env = build_env(config)
+    check_prefill(env, config.rl.prefill)
+    seed_of(env, config.seed_instruction)
+    train = load_questions(env, data.train, data.train_split, data.max_train_questions, field_name="data.train",
+                           max_hops=data.max_hops)
+    if len(train) < config.rl.questions_per_step:
+        raise SetupError(f"data.train={data.train!r} has {len(train)} questions, fewer than "
+                         f"rl.questions_per_step={config.rl.questions_per_step}")
+    held = {split: len(load_questions(env, data.eval, split, limit, field_name="data.eval", max_hops=data.max_hops))
+            for split, limit in ((data.eval_split, data.max_eval_questions), (data.test_split, data.max_test_questions))
+            if data.eval and split and limit}
+    tools = ", ".join(getattr(env, "tools", {}) or ()) or "none"
+    read = ", ".join(f"{n} {split}" for split, n in held.items())
+    return [f"{'checked:':<24}environment {env.name!r} built (tools: {tools}); prefill and seed instruction fit it; "
+            f"{len(train)} training questions read" + (f"; held-out: {read}" if read else "")]
+
