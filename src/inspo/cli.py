@@ -348,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm-kv-cache-gib", type=float, default=1.0,
                    help="--engine vllm: KV cache size in GiB (0: vLLM's gpu_memory_utilization, 92%% of RAM on CPU)")
     p.add_argument("--vllm-max-model-len", type=int, default=0,
-                   help="--engine vllm: longest context in tokens (0: the model's)")
+                   help="--engine vllm: longest context in tokens (0: the agent's longest episode, from rl.max_prompt_tokens, max_turns, max_response_tokens and max_obs_tokens)")
     p.add_argument("--vllm-eager", action="store_true", help="--engine vllm: skip compilation (faster start)")
     p.add_argument("--out", default="runs/eval", help="folder for eval.json and eval.md")
     p.add_argument("--no-progress", action="store_true")

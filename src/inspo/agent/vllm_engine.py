@@ -48,8 +48,9 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from inspo.agent.engines import (
@@ -105,6 +106,27 @@ class VLLMOptions:
             raise ValueError(f"VLLMOptions: kv_cache_gib must be >= 0 (0: vLLM's rule); got {self.kv_cache_gib!r}")
         if self.max_model_len < 0:
             raise ValueError(f"VLLMOptions: max_model_len must be >= 0 (0: the model's); got {self.max_model_len!r}")
+
+    def sized(self, budget: int) -> VLLMOptions:
+        """These options for an agent whose longest episode is ``budget`` tokens
+        (:func:`context_budget`): ``max_model_len`` 0 becomes the budget (the model's own, 32,768 for
+        Qwen2.5, would not fit the CPU's unchunked step of 16,384 tokens and reserves a KV cache for
+        contexts no episode reaches); a set one below it is kept, with a warning that a long
+        episode will stop there."""
+        if self.max_model_len == 0:
+            return replace(self, max_model_len=budget)
+        if self.max_model_len < budget:
+            warnings.warn(f"vLLM's max_model_len {self.max_model_len} is below the agent's longest episode, "
+                          f"{budget} tokens (prompt, then each turn's response and observation): an episode that "
+                          "long stops with an error; raise it, or leave it 0 to size the engine from the agent",
+                          UserWarning, stacklevel=2)
+        return self
+
+
+def context_budget(max_prompt_tokens: int, max_turns: int, max_response_tokens: int, max_obs_tokens: int) -> int:
+    """The longest context an agent's episode can reach: its prompt, then up to ``max_turns`` tool
+    turns and the final one, each a response and an observation."""
+    return max_prompt_tokens + (max_turns + 1) * (max_response_tokens + max_obs_tokens)
 
 
 #: Tokens one engine step may hold when prefills are never chunked (at least one whole context).

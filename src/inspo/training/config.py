@@ -86,7 +86,8 @@ class ModelConfig:
     """engine vllm or rl.use_vllm: memory reserved for the KV cache in GiB (0: vLLM's gpu_memory_utilization, which on
     CPU takes 92 % of RAM)."""
     vllm_max_model_len: int = 0
-    """engine vllm: longest context in tokens (prompt, turns and observations; 0: the model's)."""
+    """engine vllm: longest context in tokens (prompt, turns and observations; 0: the agent's longest episode,
+    rl.max_prompt_tokens + (rl.max_turns + 1) x (rl.max_response_tokens + rl.max_obs_tokens))."""
     vllm_enforce_eager: bool = False
     """engine vllm: skip compilation (starts faster, decodes slower)."""
 

@@ -365,12 +365,10 @@ def _policy(config: TrainConfig, engine, remote, model_dir) -> tuple[PolicyEngin
     model = config.model
     if model.engine == "vllm":
         from inspo.agent.load import load_engine
-        from inspo.agent.vllm_engine import VLLMOptions
+        from inspo.training.vllm_sync import vllm_options
 
-        options = VLLMOptions(kv_cache_gib=model.vllm_kv_cache_gib, max_model_len=model.vllm_max_model_len,
-                              enforce_eager=model.vllm_enforce_eager)
         try:
-            engine = load_engine(model_dir, kind="vllm", dtype=model.dtype, vllm=options)
+            engine = load_engine(model_dir, kind="vllm", dtype=model.dtype, vllm=vllm_options(config))
         except ImportError as exc:
             raise SetupError(f"model.engine=vllm: {exc}") from exc
         return engine, f"{model.name_or_path} (vLLM, {model.dtype})"

@@ -158,17 +158,19 @@ def start_server_sync(config: Any, model_dir: str | Path, run_dir: Path, rank: i
     return AdapterPusher(engine, directory, prefix=f"inspo-r{rank}-adapter")
 
 
-def _options(config: Any) -> Any:
-    from inspo.agent.vllm_engine import VLLMOptions
+def vllm_options(config: Any) -> Any:
+    """The run's ``model.vllm_*`` as :class:`~inspo.agent.vllm_engine.VLLMOptions`, sized to its agent."""
+    from inspo.agent.vllm_engine import VLLMOptions, context_budget
 
-    model = config.model
+    model, rl = config.model, config.rl
     return VLLMOptions(kv_cache_gib=model.vllm_kv_cache_gib, max_model_len=model.vllm_max_model_len,
-                       enforce_eager=model.vllm_enforce_eager)
+                       enforce_eager=model.vllm_enforce_eager).sized(
+        context_budget(rl.max_prompt_tokens, rl.max_turns, rl.max_response_tokens, rl.max_obs_tokens))
 
 
 def start_weight_sync(config: Any, model_dir: str | Path, seed: int) -> WeightSync:
     """Start vLLM in this process on ``model_dir`` (its weights are replaced at the first sync)."""
-    engine = VLLMEngine.from_pretrained(model_dir, dtype=config.model.dtype, options=_options(config), seed=seed,
+    engine = VLLMEngine.from_pretrained(model_dir, dtype=config.model.dtype, options=vllm_options(config), seed=seed,
                                         in_process=True)
     return WeightSync(engine)
 
@@ -176,7 +178,7 @@ def start_weight_sync(config: Any, model_dir: str | Path, seed: int) -> WeightSy
 def start_adapter_sync(config: Any, model_dir: str | Path, run_dir: Path, seed: int) -> AdapterSync:
     """Start vLLM on the base model ``model_dir`` with LoRA enabled for ``config`` (a TrainConfig)."""
     model = config.model
-    engine = VLLMEngine.from_pretrained(model_dir, dtype=model.dtype, options=_options(config), seed=seed,
+    engine = VLLMEngine.from_pretrained(model_dir, dtype=model.dtype, options=vllm_options(config), seed=seed,
                                         enable_lora=True, max_loras=1, max_lora_rank=max_lora_rank(model.lora_r))
     directory = Path(run_dir) / ADAPTER_DIR
     shutil.rmtree(directory, ignore_errors=True)
