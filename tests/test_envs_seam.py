@@ -318,6 +318,26 @@ def test_a_config_files_prefill_survives_an_env_switch_but_one_for_a_named_env_d
     assert resolve("cpu-tiny", None, ["env.name=calculator"]).rl.prefill == ""  # the preset's <search> goes
 
 
+def test_a_file_env_name_is_recorded_absolute_and_a_missing_module_says_where_to_run(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from inspo.trained.play import _build_env
+    from inspo.training.config import resolve
+
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "shop.py").write_text(
+        "from inspo.envs.calculator.env import load_environment as calc\n\n"
+        "def load_environment(**kw):\n    return calc(**kw)\n")
+    monkeypatch.chdir(tmp_path)
+    config = resolve("cpu-tiny", overrides=["env.name=agents/shop.py:load_environment", "rl.prefill="])
+    assert config.env.name == f"{tmp_path / 'agents' / 'shop.py'}:load_environment"  # not relative to here
+    settings = SimpleNamespace(env={"name": "no_such_shop:load_environment"}, env_name="no_such_shop:load_environment",
+                               env_options={})
+    with pytest.raises(ValueError, match="the module 'no_such_shop' must be importable here; run from the folder "
+                                         "that holds no_such_shop.py, or add that folder to PYTHONPATH"):
+        _build_env(settings, None)
+
+
 def test_a_prefill_that_opens_a_tag_the_environment_lacks_is_refused():
     from inspo.envs.build import check_prefill
 

@@ -63,3 +63,12 @@ def test_pointing_the_card_at_a_hub_id_rewrites_its_load_line_whatever_the_folde
     hub = point_card_at(card, "me/agent")
     assert snippet_of(hub).splitlines()[2] == 'agent = inspo.load_agent("me/agent")'
     assert hub.replace('"me/agent"', '"my-agent"') == card and hub.count("inspo.load_agent(") == card.count("inspo.load_agent(")
+
+
+def test_the_card_says_which_module_must_be_importable_for_a_users_environment():
+    from inspo.trained.card import _env_import
+
+    assert _env_import("agents.shop:load_environment") == (
+        "; to play it, the module `agents.shop` must be importable (run from the folder that holds `agents/shop.py`, "
+        "or put that folder on `PYTHONPATH`)")
+    assert _env_import("calculator") == "" and _env_import("/abs/shop.py:load_environment") == ""

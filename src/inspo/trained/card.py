@@ -193,6 +193,18 @@ def _grid(grid: dict[str, Any] | None) -> list[str]:
             "|---|---|---|---:|" + "---:|" * len(names), *rows]
 
 
+def _env_import(name: str) -> str:
+    """What must be importable to play an agent whose environment is a user's module (a built-in
+    or a file path needs nothing more)."""
+    from inspo.envs.registry import BUILTINS
+
+    module = name.rpartition(":")[0]
+    if name in BUILTINS or not module or module.endswith(".py"):
+        return ""
+    return (f"; to play it, the module `{module}` must be importable (run from the folder that holds "
+            f"`{module.replace('.', '/')}.py`, or put that folder on `PYTHONPATH`)")
+
+
 def _env_about(settings: Any) -> str:
     """The environment in a few words: a built-in's description, or the user's factory."""
     from inspo.envs.registry import BUILTINS
@@ -295,7 +307,7 @@ def model_card(run: Any, *, name: str, settings: Any, base: BaseModel, location:
         "",
         f"- base model: {base.attribution}" + (f" (`{base.hub_id}`)" if base.hub_id and base.hub_id not in base.attribution else ""),
         f"- licence: {licence}; this derived model is distributed under the base model's licence",
-        f"- environment: `{settings.env_name}` with {_env_settings(settings)}",
+        f"- environment: `{settings.env_name}` with {_env_settings(settings)}" + _env_import(settings.env_name),
         f"- turns: up to {a.max_turns} tool turn(s), then one answer turn; {a.max_response_tokens} new tokens a turn; "
         f"observations cut at {a.max_obs_tokens} tokens" + (f"; the first turn starts with `{a.prefill}` (forced)" if a.prefill else "")
         + ("; a last-turn nudge" if a.last_turn_nudge else ""),

@@ -169,6 +169,10 @@ class EnvConfig:
         _check(isinstance(self.options, dict), f"env settings must be a table; got {self.options!r}")
         if self.python:
             return
+        where, _, attr = self.name.rpartition(":")
+        if where.endswith(".py") and attr and Path(where).expanduser().is_file():
+            # a file path is recorded absolute: config.yaml, resume and the agent are read from elsewhere
+            self.name = f"{Path(where).expanduser().resolve()}:{attr}"
         try:
             self.options = resolve_options(self.name, self.options)
         except (EnvNameError, ValueError) as exc:
