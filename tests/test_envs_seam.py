@@ -333,9 +333,13 @@ def test_a_file_env_name_is_recorded_absolute_and_a_missing_module_says_where_to
     assert config.env.name == f"{tmp_path / 'agents' / 'shop.py'}:load_environment"  # not relative to here
     settings = SimpleNamespace(env={"name": "no_such_shop:load_environment"}, env_name="no_such_shop:load_environment",
                                env_options={})
-    with pytest.raises(ValueError, match="the module 'no_such_shop' must be importable here; run from the folder "
+    with pytest.raises(ValueError, match="the module 'no_such_shop' must be importable here: run from the folder "
                                          "that holds no_such_shop.py, or add that folder to PYTHONPATH"):
         _build_env(settings, None)
+    (tmp_path / "broken_dep.py").write_text("import no_such_dependency_xyz\n\ndef load_environment():\n    pass\n")
+    with pytest.raises(EnvNameError) as info:  # a module that imports but lacks a dependency: no folder hint
+        make_env("broken_dep:load_environment")
+    assert "no_such_dependency_xyz" in str(info.value) and "must be importable here" not in str(info.value)
 
 
 def test_a_prefill_that_opens_a_tag_the_environment_lacks_is_refused():

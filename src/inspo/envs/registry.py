@@ -99,7 +99,11 @@ def load_factory(name: str) -> Any:
     except EnvNameError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's module: its own error, shown whole
-        raise EnvNameError(f"env.name {name!r}: importing {where!r} failed: {type(exc).__name__}: {exc}") from exc
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name == where.split(".")[0]:  # the module itself, not an import in it
+            hint = (f"; the module {where!r} must be importable here: run from the folder that holds "
+                    f"{where.replace('.', '/')}.py, or add that folder to PYTHONPATH")
+        raise EnvNameError(f"env.name {name!r}: importing {where!r} failed: {type(exc).__name__}: {exc}{hint}") from exc
     if not hasattr(module, attr):
         raise EnvNameError(f"env.name {name!r}: module {where!r} has no attribute {attr!r}")
     return getattr(module, attr)

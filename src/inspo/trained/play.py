@@ -231,11 +231,6 @@ def _build_env(settings: AgentSettings, env: Any) -> Any:
     try:
         return make_env(settings.env_name, settings.env_options)
     except (EnvNameError, EnvError) as exc:
-        module = settings.env_name.rpartition(":")[0]
-        if isinstance(exc.__cause__, ModuleNotFoundError) and not module.endswith(".py"):
-            raise ValueError(f"{exc}. This agent plays in the environment {settings.env_name!r}: the module "
-                             f"{module!r} must be importable here; run from the folder that holds "
-                             f"{module.replace('.', '/')}.py, or add that folder to PYTHONPATH") from exc
         raise ValueError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - the environment's own failure (a corpus, a server), with its settings
         shown = ", ".join(f"{k}={v!r}" for k, v in settings.env_options.items() if k in _NAMED_IN_ERRORS and v)
