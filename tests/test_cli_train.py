@@ -47,12 +47,12 @@ def test_dry_run_builds_the_environment_and_reads_the_data(tmp_path, capsys, mon
     assert "checked:" in out and "environment 'search-r1' built (tools: search)" in out
     assert "training questions read" in out and "held-out:" in out
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "myagent.py").write_text(
+    (tmp_path / "dry_run_agent.py").write_text(  # a name no other test imports (sys.modules keeps it)
         "import inspo\n\n"
         "def add(a: int, b: int) -> int:\n    return a + b\n\n"  # no docstring: refused when the tool is made
         "def load_environment(**kw):\n"
         "    return inspo.TaggedToolEnv(name='adder', tools=[add], seed_instruction='Use <add> </add>.')\n")
-    assert main(["train", "--dry-run", "--env", "myagent:load_environment", "--set", "rl.prefill="]) == 2
+    assert main(["train", "--dry-run", "--env", "dry_run_agent:load_environment", "--set", "rl.prefill="]) == 2
     err = capsys.readouterr().err
     assert "the run would stop here" in err and "has no docstring" in err
     broken = tmp_path / "broken.jsonl"

@@ -275,11 +275,15 @@ def test_a_factory_that_fails_or_returns_no_environment_is_a_setup_error(tmp_pat
 
 
 def test_a_factory_returning_none_says_so_and_a_bare_module_name_gets_a_suggestion(tmp_path, monkeypatch):
+    import sys
+
     (tmp_path / "myagent.py").write_text(
         "def load_environment(**kw):\n    return None\n\n"
         "def helper():\n    pass\n")
     (tmp_path / "otheragent.py").write_text("def make_it(**kw):\n    return None\n")
     monkeypatch.chdir(tmp_path)
+    for name in ("myagent", "otheragent"):  # these files, not a module another test imported by that name
+        monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(EnvNameError, match=r"the factory returned None; it must return the environment"):
         make_env("myagent:load_environment")
     with pytest.raises(EnvNameError, match=r"did you mean myagent:load_environment\?"):
