@@ -21,7 +21,7 @@ from inspo.records import Candidate, Instruction, Passage, Question, Rollout
 
 _install_moved_paths()  # inspo.train.X raises an ImportError that names inspo.training.X
 
-__all__ = ["Candidate", "Instruction", "Passage", "Question", "Rollout", "TaggedToolEnv", "__version__",
+__all__ = ["Candidate", "Instruction", "Passage", "Question", "Rollout", "Rubric", "TaggedToolEnv", "__version__",
            "evaluate", "evolve", "export_agent", "load_agent", "load_config", "make_env", "push_agent", "tool",
            "train"]
 __version__ = "0.1.0"
@@ -32,7 +32,7 @@ __version__ = "0.1.0"
 _LAZY = {"train": "inspo.api", "evolve": "inspo.api", "evaluate": "inspo.api",
          "load_config": "inspo.api",
          "export_agent": "inspo.trained", "load_agent": "inspo.trained", "push_agent": "inspo.trained",
-         "TaggedToolEnv": "inspo.envs", "tool": "inspo.envs", "make_env": "inspo.envs"}
+         "TaggedToolEnv": "inspo.envs", "tool": "inspo.envs", "make_env": "inspo.envs", "Rubric": "inspo.envs"}
 
 
 def __getattr__(name: str):

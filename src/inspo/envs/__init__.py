@@ -30,17 +30,20 @@ from inspo.envs.base import (
 from inspo.envs.evaluate import Evaluate, make_evaluate
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.envs.registry import EnvNameError, builtin_names, make_env, resolve_seed
+from inspo.envs.rubric import Criterion, Rubric
 from inspo.envs.tagged import TaggedToolEnv, build_prompt
 from inspo.envs.tools import Tool, ToolFailed, ToolInputError, tool
 
 __all__ = [
     "AgentConfig",
+    "Criterion",
     "EnvError",
     "EnvNameError",
     "Environment",
     "Episode",
     "Evaluate",
     "FinalAnswer",
+    "Rubric",
     "TaggedToolEnv",
     "Tool",
     "ToolCall",

@@ -45,6 +45,7 @@ from inspo.answers import exact_match
 from inspo.core.reflector.failures import FailureExample, FailureMode, answer_failures, tags_of
 from inspo.core.reflector.rules import ANSWER_RULES, ReflectorRules
 from inspo.envs.base import Action, FinalAnswer
+from inspo.envs.rubric import Rubric, episode_of
 from inspo.envs.tools import Tool, as_tool
 from inspo.records import Question, Rollout, ToolCall
 from inspo.tool_protocol import ToolProtocol
@@ -214,7 +215,9 @@ class TaggedToolEnv(TagProtocol):
         result_tag: the tag results come back in (``{tool: tag}`` for one per tool).
         answer_tag: the tag of the final answer.
         instructions: more seed instructions a config may name as ``@NAME``.
-        reward: ``fn(answer, question) -> float`` (default: exact match against the golds).
+        reward: ``fn(answer, question) -> float`` (default: exact match against the golds), or a
+            :class:`~inspo.envs.rubric.Rubric` of weighted functions that see the whole episode
+            (each also a metric, under its name).
         metric: what the reward measures, for tables.
         required_tags: tags an evolved instruction must keep (default: the tools' and the answer's).
         invalid_message / nudge_message: the corrective message and the last-turn nudge.
@@ -233,7 +236,7 @@ class TaggedToolEnv(TagProtocol):
         result_tag: str | Mapping[str, str] = "result",
         answer_tag: str = "answer",
         instructions: Mapping[str, str] | None = None,
-        reward: Callable[[str, Question], float] | None = None,
+        reward: Callable[[str, Question], float] | Rubric | None = None,
         metric: str = "exact_match",
         required_tags: Sequence[str] | None = None,
         invalid_message: str | None = None,
@@ -273,6 +276,8 @@ class TaggedToolEnv(TagProtocol):
         return [{"role": "user", "content": build_prompt(instruction, question.question)}]
 
     def reward(self, response: str, question: Question) -> float:
+        if isinstance(self._reward, Rubric):  # sees the whole episode, answered or not
+            return self._reward.reward(episode_of(self, response, question))
         answer = self.answer(response)
         if answer is None:
             return 0.0
@@ -309,6 +314,9 @@ class TaggedToolEnv(TagProtocol):
         return f"called {used}" if used else "called no tool"
 
     def metrics(self, rollout: Rollout) -> dict[str, float]:
+        """A rubric's functions, each under its name (none for a single reward)."""
+        if isinstance(self._reward, Rubric) and rollout.error is None:
+            return self._reward.scores(episode_of(self, rollout.response, rollout.question))
         return {}
 
     def leak_terms(self, question: Question) -> Sequence[str]:

@@ -230,7 +230,8 @@ def run_evolve(
             # an outage stops here, before the step is credited: the state saved after step t-1 resumes it
             check_error_rate(rollouts, max_error_rate=rl.max_error_rate, planned=len(rollouts),
                              setting="rl.max_error_rate")
-            metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t), tools=list(inputs.env.tools)).metrics)
+            metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t), tools=list(inputs.env.tools),
+                                      env_metrics=inputs.env.metrics).metrics)
             save()
 
         try:

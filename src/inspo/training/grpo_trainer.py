@@ -338,7 +338,7 @@ class InspoHooks:
         version = self.trainer.state.global_step
         evaluate = self.ctx.make_evaluate(model, step, version=version) if model is not None else None
         metrics = finish_step(coevo, step, rollouts, evaluate, sampled=self.ctx.sampled,
-                              tools=list(self.ctx.env.tools)).metrics
+                              tools=list(self.ctx.env.tools), env_metrics=self.ctx.env.metrics).metrics
         if model is not None:
             metrics.update(self.ctx.periodic_eval(model, step, version=version))
         metrics["global_step"] = self.trainer.state.global_step

@@ -40,7 +40,8 @@ Metrics (one line per INSPO step; :func:`step_metrics`):
   ``rollout/tool_calls`` (mean tool calls per trajectory) and ``rollout/<tool>_calls`` for each
   of the environment's tools (Search-R1: ``rollout/search_calls``, mean searches),
   ``rollout/tool_errors`` (mean calls a tool refused, e.g. calc's ``error: ...``),
-  ``rollout/obs_truncated`` (mean observations cut to ``rl.max_obs_tokens``), ``rollout/turns``,
+  ``rollout/obs_truncated`` (mean observations cut to ``rl.max_obs_tokens``), ``env/<name>`` (the
+  mean of each of the environment's metrics: Search-R1's ``em``, a rubric's functions), ``rollout/turns``,
   ``rollout/prompt_tokens``, ``rollout/completion_tokens``, ``rollout/answered`` (share that
   ended with an answer; these means too leave error rollouts out), ``rollout/count`` (all), and ``rollout/finish/<reason>`` for each of
   :data:`~inspo.envs.loop.FINISH_REASONS` (``answer``, ``eos``, ``length``, ``turn_limit``,
@@ -239,6 +240,7 @@ def finish_step(
     sampled: set[str] | None = None,
     episodes: bool = True,
     tools: Sequence[str] = (),
+    env_metrics: Callable[[Rollout], dict[str, float]] | None = None,
 ) -> StepEnd:
     """The end of step ``step``: Algorithm 1 lines 9-24 on the step's rollouts, and its metrics.
 
@@ -249,6 +251,8 @@ def finish_step(
             that only another process drew gets its ``sampled`` event here (None: all drawn here).
         episodes: the rollouts are agent episodes, so the ``rollout/`` metrics mean something.
         tools: the environment's tool names (each gets ``rollout/<tool>_calls``).
+        env_metrics: the environment's per-episode metrics (``env.metrics``; each gets ``env/<name>``,
+            its mean over the step's scored rollouts: a rubric's functions one by one).
     """
     if sampled is not None:
         for qid, iid in dict.fromkeys((r.question.id, r.instruction_id) for r in rollouts):
@@ -256,7 +260,17 @@ def finish_step(
                 coevo.emit(Sampled(step, question_id=qid, instruction_id=iid))
     before = CostLedger.from_dict(coevo.ledger.to_dict())
     report = coevo.update(step, rollouts, evaluate)
-    return StepEnd(report, step_metrics(step, rollouts, report, coevo, before, episodes=episodes, tools=tools))
+    line = step_metrics(step, rollouts, report, coevo, before, episodes=episodes, tools=tools)
+    if env_metrics is not None:
+        line.update(env_means(rollouts, env_metrics))
+    return StepEnd(report, line)
+
+
+def env_means(rollouts: Sequence[Rollout], env_metrics: Callable[[Rollout], dict[str, float]]) -> dict[str, float]:
+    """``env/<name>``: the mean of each of the environment's metrics over the scored rollouts."""
+    rows = [env_metrics(r) for r in scored(rollouts)]
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    return {f"env/{k}": _mean([row.get(k, 0.0) for row in rows]) for k in names}
 
 
 def _mean(values: Sequence[float]) -> float:
