@@ -178,6 +178,8 @@ OPTIONAL_PARTS: dict[str, str] = {
                 "coevolution.protocol_block",
     "names_problem": "names_problem(text, question) -> bool: whether an instruction spells the problem out "
                      "(coevolution.leak_scope held-out; default: its text and its answer, inspo.core.leak_scope)",
+    "open_episode": "open_episode(question) -> inspo.envs.state.EpisodeState or None, with close_episode(state): "
+                    "an instance per episode whose tools serve that episode alone (TaggedToolEnv(state=...))",
 }
 
 
@@ -227,6 +229,8 @@ def check_environment(env: Any, *, where: str = "") -> Any:
                      f"got {type(protocol).__name__}")
     if hasattr(env, "names_problem") and not callable(env.names_problem):
         wrong.append(f"names_problem must be a method ({OPTIONAL_PARTS['names_problem']})")
+    if hasattr(env, "open_episode") and not (callable(env.open_episode) and callable(getattr(env, "close_episode", None))):
+        wrong.append(f"open_episode and close_episode must both be methods ({OPTIONAL_PARTS['open_episode']})")
     if not isinstance(env.tools, Mapping):
         wrong.append("tools must be a mapping {name: Tool}")
     else:

@@ -52,6 +52,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from inspo.agent.engines import Generation, GenerationInput, PolicyEngine
 from inspo.agent.row_seeds import turn_seed
@@ -125,6 +126,8 @@ class _Trajectory:
     n_invalid: int = 0
     n_obs_truncated: int = 0
     n_tool_errors: int = 0
+    state: Any = None
+    """A stateful environment's :class:`~inspo.envs.state.EpisodeState` for this episode."""
 
     def generation_input(self) -> GenerationInput:
         seed = self.episode.seed
@@ -152,15 +155,26 @@ def run_rollouts(
     a tool that fails otherwise makes its episode an error rollout.
     """
     tokens = _Tokens(engine, config)
-    trajectories = []
-    for ep in episodes:
-        text = engine.prompt_text(env.messages(ep.instruction.text, ep.question))
-        traj = _Trajectory(ep, text, tokens.ids(text))
-        if config.prefill:
-            traj.add(config.prefill, tokens.ids(config.prefill), 0)
-            traj.turn_text = config.prefill
-        trajectories.append(traj)
+    trajectories: list[_Trajectory] = []
+    opener = getattr(env, "open_episode", None)  # a stateful environment (inspo.envs.state)
+    try:
+        for ep in episodes:
+            text = engine.prompt_text(env.messages(ep.instruction.text, ep.question))
+            traj = _Trajectory(ep, text, tokens.ids(text), state=opener(ep.question) if opener else None)
+            if config.prefill:
+                traj.add(config.prefill, tokens.ids(config.prefill), 0)
+                traj.turn_text = config.prefill
+            trajectories.append(traj)
+        return _play(engine, env, config, tokens, trajectories)
+    finally:  # each episode's instance is closed, whatever happened
+        for traj in trajectories:
+            if traj.state is not None:
+                env.close_episode(traj.state)
 
+
+def _play(engine: PolicyEngine, env: Environment, config: AgentConfig, tokens: _Tokens,
+          trajectories: list[_Trajectory]) -> list[Rollout]:
+    """The turns of :func:`run_rollouts`, then each trajectory's Rollout."""
     final_turn = config.max_turns + 1
     for turn in range(1, final_turn + 1):
         active = [t for t in trajectories if t.finish is None]
@@ -227,12 +241,14 @@ def _call_tools(env: Environment, tokens: _Tokens, calling: list[tuple[_Trajecto
                 nudge: bool) -> None:
     """The turn's calls, one :func:`~inspo.envs.tools.run_calls` per tool (a batched tool gets them
     all at once); each trajectory gets its (capped) observation, or fails on its tool's error."""
-    by_tool: dict[str, list[tuple[_Trajectory, ToolCall]]] = {}
-    for traj, call in calling:
-        by_tool.setdefault(call.tool, []).append((traj, call))
+    by_tool: dict[tuple[str, int], list[tuple[_Trajectory, ToolCall]]] = {}
+    for traj, call in calling:  # an episode's own instance's tools are run apart (inspo.envs.state)
+        own = traj.state is not None and call.tool in traj.state.tools
+        by_tool.setdefault((call.tool, id(traj) if own else 0), []).append((traj, call))
     suffix = env.nudge() if nudge else ""
-    for name, calls in by_tool.items():
-        results = run_calls(env.tools[name], [call.args for _, call in calls])
+    for (name, own), calls in by_tool.items():
+        tool = calls[0][0].state.tools[name] if own else env.tools[name]
+        results = run_calls(tool, [call.args for _, call in calls])
         if len(results) != len(calls):
             raise RuntimeError(f"tool {name!r} returned {len(results)} results for {len(calls)} calls")
         for (traj, call), result in zip(calls, results, strict=True):
@@ -306,11 +322,19 @@ def _finish(env: Environment, tokens: _Tokens, traj: _Trajectory) -> Rollout:
     question = traj.episode.question
     failed = traj.finish == "error"
     n_policy = sum(traj.env_mask)
+    scores: dict[str, float] = {}
+    if failed:
+        reward = 0.0
+    elif traj.state is not None:  # scored while the episode's instance is open: its final state
+        reward = env.reward(response, question, state=traj.state.instance)
+        scores = {f"rubric/{k}": v for k, v in env.state_scores(response, question, traj.state.instance).items()}
+    else:
+        reward = env.reward(response, question)
     return Rollout(
         question=question,
         instruction_id=traj.episode.instruction.id,
         response=response,
-        reward=0.0 if failed else env.reward(response, question),
+        reward=reward,
         answer=None if failed else env.answer(response),
         tool_calls=list(traj.calls),
         turns=traj.turns,
@@ -329,5 +353,6 @@ def _finish(env: Environment, tokens: _Tokens, traj: _Trajectory) -> Rollout:
             "n_invalid": float(traj.n_invalid),
             "n_obs_truncated": float(traj.n_obs_truncated),
             "response_chars": float(len(response)),
+            **scores,
         },
     )

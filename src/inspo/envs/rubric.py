@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from inspo.records import Question, ToolCall
 
@@ -35,6 +36,8 @@ class Episode:
     """The tool calls that ran, in order."""
     results: list[str] = field(default_factory=list)
     """Each call's result, as the environment wrote it (without its tags), in the calls' order."""
+    state: Any = None
+    """A stateful environment's instance at the episode's end (:mod:`inspo.envs.state`), else None."""
 
     def calls_of(self, tool: str) -> list[str]:
         """The arguments of each call of ``tool``, in order."""
@@ -94,7 +97,7 @@ def _criterion(item: Criterion | Callable[[Episode], float] | tuple[Callable[[Ep
     return made
 
 
-def episode_of(env: object, response: str, question: Question) -> Episode:
+def episode_of(env: object, response: str, question: Question, state: Any = None) -> Episode:
     """The :class:`Episode` of ``response`` in a tag environment (``parse``, ``split_turns``,
     ``observations``, ``result_of``, ``answer``): the calls whose results came back, paired in order."""
     turns = [text for text, _ in env.split_turns(response)]  # type: ignore[attr-defined]
@@ -102,7 +105,7 @@ def episode_of(env: object, response: str, question: Question) -> Episode:
     observations = env.observations(response)  # type: ignore[attr-defined]
     ran = calls[:len(observations)]
     results = [env.result_of(c, o) for c, o in zip(ran, observations, strict=True)]  # type: ignore[attr-defined]
-    return Episode(question, response, env.answer(response), ran, results)  # type: ignore[attr-defined]
+    return Episode(question, response, env.answer(response), ran, results, state)  # type: ignore[attr-defined]
 
 
 __all__ = ["Criterion", "Episode", "Rubric", "episode_of"]

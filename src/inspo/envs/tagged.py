@@ -46,6 +46,7 @@ from inspo.core.reflector.failures import FailureExample, FailureMode, answer_fa
 from inspo.core.reflector.rules import ANSWER_RULES, ReflectorRules
 from inspo.envs.base import Action, FinalAnswer
 from inspo.envs.rubric import Rubric, episode_of
+from inspo.envs.state import EpisodeState, StateFactory
 from inspo.envs.tools import Tool, as_tool
 from inspo.records import Question, Rollout, ToolCall
 from inspo.tool_protocol import ToolProtocol
@@ -224,6 +225,8 @@ class TaggedToolEnv(TagProtocol):
         reflector_rules: the rule-based reflector's rules (default: :func:`tagged_rules`).
         protocol: the tags and the block that says how to use them, appended to evolved
             strategies under ``coevolution.protocol_block`` (default: :func:`default_protocol`).
+        state: a class whose instance lives for one episode, its public methods the episode's
+            tools (:mod:`inspo.envs.state`; TRL's ``environment_factory``); ``tools`` may then be empty.
     """
 
     def __init__(
@@ -243,6 +246,7 @@ class TaggedToolEnv(TagProtocol):
         nudge_message: str | None = None,
         reflector_rules: ReflectorRules | None = None,
         protocol: ToolProtocol | None = None,
+        state: type | None = None,
     ) -> None:
         if isinstance(tools, Mapping):
             built = {tag: as_tool(t) for tag, t in tools.items()}
@@ -251,6 +255,12 @@ class TaggedToolEnv(TagProtocol):
             for t in tools:
                 made = as_tool(t)
                 built[made.name] = made
+        self.state = StateFactory(state) if state is not None else None
+        if self.state is not None:
+            clash = sorted(set(built) & set(self.state.templates))
+            if clash:
+                raise ValueError(f"environment {name!r}: {clash} is both a tool and a method of state={state.__name__}")
+            built.update(self.state.templates)
         if not built:
             raise ValueError(f"environment {name!r}: give at least one tool")
         tags = result_tag if isinstance(result_tag, Mapping) else dict.fromkeys(built, result_tag)
@@ -275,15 +285,23 @@ class TaggedToolEnv(TagProtocol):
     def messages(self, instruction: str, question: Question) -> list[dict[str, str]]:
         return [{"role": "user", "content": build_prompt(instruction, question.question)}]
 
-    def reward(self, response: str, question: Question) -> float:
+    def reward(self, response: str, question: Question, state: Any = None) -> float:
+        """The episode's reward; ``state``: a stateful environment's instance at the end (a rubric sees it)."""
         if isinstance(self._reward, Rubric):  # sees the whole episode, answered or not
-            return self._reward.reward(episode_of(self, response, question))
+            return self._reward.reward(episode_of(self, response, question, state))
         answer = self.answer(response)
         if answer is None:
             return 0.0
         if self._reward is not None:
             return float(self._reward(answer, question))
         return exact_match(answer, question.answers)
+
+    def open_episode(self, question: Question) -> EpisodeState | None:
+        """A fresh instance of ``state`` for one episode, with its bound tools (None: no state)."""
+        return self.state.open(question) if self.state is not None else None
+
+    def close_episode(self, episode: EpisodeState) -> None:
+        StateFactory.close(episode)
 
     def questions(self, split: str) -> list[Question]:
         source = self._questions
@@ -314,10 +332,19 @@ class TaggedToolEnv(TagProtocol):
         return f"called {used}" if used else "called no tool"
 
     def metrics(self, rollout: Rollout) -> dict[str, float]:
-        """A rubric's functions, each under its name (none for a single reward)."""
-        if isinstance(self._reward, Rubric) and rollout.error is None:
-            return self._reward.scores(episode_of(self, rollout.response, rollout.question))
-        return {}
+        """A rubric's functions, each under its name (none for a single reward): as scored when the
+        episode ended where a stateful episode kept them (``rubric/<name>`` in the rollout's
+        metrics: its instance is closed now), else scored from the response."""
+        if not isinstance(self._reward, Rubric) or rollout.error is not None:
+            return {}
+        kept = {k.removeprefix("rubric/"): v for k, v in rollout.metrics.items() if k.startswith("rubric/")}
+        return kept or self._reward.scores(episode_of(self, rollout.response, rollout.question))
+
+    def state_scores(self, response: str, question: Question, state: Any) -> dict[str, float]:
+        """A rubric's functions on an episode that still holds its ``state`` (``{}`` for a single reward)."""
+        if not isinstance(self._reward, Rubric):
+            return {}
+        return self._reward.scores(episode_of(self, response, question, state))
 
     def leak_terms(self, question: Question) -> Sequence[str]:
         return list(question.answers)

@@ -291,6 +291,17 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, batch
     return wrap(fn) if fn is not None else wrap
 
 
+def method_tool(fn: Callable[..., Any], name: str, *, timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
+    """A :class:`Tool` for method ``fn`` of a state class (:mod:`inspo.envs.state`): its parameters
+    without ``self``; ``fn`` is replaced by the bound method of each episode's instance."""
+    doc = inspect.getdoc(fn) or ""
+    if not doc.strip():
+        raise ValueError(f"tool {name!r} (a method of the state class) has no docstring: write what it does and "
+                         "what it takes")
+    params = _params(fn, name, False)
+    return Tool(name, fn, description=doc.split("\n\n")[0].strip(), timeout_s=timeout_s, params=params[1:])
+
+
 def as_tool(obj: Any) -> Tool:
     """``obj`` as a :class:`Tool`: a Tool as it is, a function through :func:`tool`."""
     if isinstance(obj, Tool):

@@ -1,0 +1,101 @@
+"""State per episode (issue 67 item 2): an instance a episode, its public methods the tools,
+reset and close around it, and the final state seen by a rubric. Played by a scripted policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_helpers import TurnScript
+from inspo.envs import Rubric, TaggedToolEnv
+from inspo.envs.loop import AgentConfig, Episode, run_rollouts
+from inspo.records import Instruction, Question
+
+SEED = "Add coins with <deposit> n </deposit>, read with <balance></balance>, answer in <answer> </answer>."
+
+
+class Piggy:
+    """A piggy bank per episode."""
+
+    opened: list[Piggy] = []  # every instance made (class-level: the test reads it)
+
+    def __init__(self):
+        self.coins = 0
+        self.closed = False
+        self.question = None
+        Piggy.opened.append(self)
+
+    def reset(self, question):
+        self.question = question.id
+        self.coins = int(question.meta.get("start", 0))
+
+    def deposit(self, n: int) -> str:
+        """Put n coins in; says the new total."""
+        self.coins += n
+        return f"now {self.coins}"
+
+    def balance(self) -> int:
+        """How many coins are in."""
+        return self.coins
+
+    def close(self):
+        self.closed = True
+
+
+def reached_ten(ep):
+    return float(ep.state.coins >= 10)
+
+
+def _env(**kw):
+    return TaggedToolEnv(name="piggy", tools=[], seed_instruction=SEED, **{"state": Piggy, **kw})
+
+
+def _play(env, script, questions):
+    agent = AgentConfig(max_turns=3, max_response_tokens=64, max_obs_tokens=64, temperature=0.0)
+    episodes = [Episode(q, Instruction("i", SEED)) for q in questions]
+    return run_rollouts(TurnScript(script), env, agent, episodes)
+
+
+def test_each_episode_gets_its_own_instance_reset_for_its_question_and_closed():
+    Piggy.opened.clear()
+    env = _env(reward=Rubric(reached_ten))
+    assert set(env.tools) == {"deposit", "balance"}  # the public methods, not reset or close
+
+    def script(question, turn):
+        return [("<deposit>4</deposit>", "stop"), ("<deposit>4</deposit>", "stop"),
+                ("<balance></balance>", "stop"), ("<answer>done</answer>", "stop")][turn]
+
+    qs = [Question("a", "Bank a?", ("x",), meta={"start": 0}), Question("b", "Bank b?", ("x",), meta={"start": 5})]
+    a, b = _play(env, script, qs)
+    assert [p.question for p in Piggy.opened] == ["a", "b"] and all(p.closed for p in Piggy.opened)
+    assert "<result>now 8</result>" in a.response and "<result>8</result>" in a.response
+    assert "<result>now 13</result>" in b.response  # b's own bank, started at 5: calls never shared
+    assert (a.reward, b.reward) == (0.0, 1.0)  # the rubric read each bank's final state
+    assert env.metrics(b) == {"reached_ten": 1.0} and b.metrics["rubric/reached_ten"] == 1.0
+
+
+def test_instances_are_closed_when_the_engine_fails():
+    Piggy.opened.clear()
+
+    def boom(question, turn):
+        raise RuntimeError("engine down")
+
+    with pytest.raises(RuntimeError, match="engine down"):
+        _play(_env(), boom, [Question("a", "?", ("x",))])
+    assert Piggy.opened and all(p.closed for p in Piggy.opened)
+
+
+def test_a_state_class_must_offer_tools_with_docstrings():
+    class Empty:
+        def reset(self):
+            pass
+
+    class Bare:
+        def poke(self) -> str:
+            return "ouch"
+
+    with pytest.raises(ValueError, match="no public method"):
+        _env(state=Empty)
+    with pytest.raises(ValueError, match="has no docstring"):
+        TaggedToolEnv(name="x", tools=[], state=Bare, seed_instruction=SEED)
+    with pytest.raises(TypeError, match="give a class"):
+        TaggedToolEnv(name="x", tools=[], state=Piggy(), seed_instruction=SEED)
