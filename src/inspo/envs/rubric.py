@@ -1,6 +1,7 @@
 """Rewards as a rubric: several weighted reward functions, each seeing the whole episode.
 
-verifiers' ``Rubric`` scores an episode with weighted reward functions; inspo's does the same for
+verifiers' ``Rubric`` (up to 0.3; 0.4's ``@vf.reward(weight=)``) scores an episode with weighted reward
+functions; inspo's does the same for
 :class:`~inspo.envs.tagged.TaggedToolEnv` (``reward=Rubric(...)``): each function gets the
 episode's :class:`Episode` (the question, the whole response with the tool results the
 environment wrote into it, the final answer, the tool calls in order and each call's result) and
