@@ -1,6 +1,6 @@
 """Rewards as a rubric: several weighted reward functions, each seeing the whole episode.
 
-verifiers' ``Rubric`` (up to 0.3; 0.4's ``@vf.reward(weight=)``) scores an episode with weighted reward
+verifiers' ``Rubric`` (before 0.4; 0.4's ``@vf.reward(weight=)``) scores an episode with weighted reward
 functions; inspo's does the same for
 :class:`~inspo.envs.tagged.TaggedToolEnv` (``reward=Rubric(...)``): each function gets the
 episode's :class:`Episode` (the question, the whole response with the tool results the
