@@ -18,8 +18,6 @@ not chosen, ``(stage, reason)`` for its ``rejected`` event; it emits the ``verif
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from inspo.core.events import Event, Gated, ParentVerified, Verified
 from inspo.core.leak_scope import NamesFn, named_held_out
@@ -38,32 +36,6 @@ from inspo.records import Candidate, Instruction, Question, Rollout, error_summa
 Refused = dict[str, tuple[str, str]]
 """candidate id -> (stage, reason) of a candidate verification did not admit."""
 Emit = Callable[[Event], None]
-
-
-@dataclass
-class EvolutionBar:
-    """``admission: paired``'s D_B for one evolution: drawn once at ``step`` and shared by all its
-    rounds (each round leaves out the problems its optimizer call was shown), with each parent's
-    per-question scores there (parent id -> question id -> score), so that a parent plays D_B
-    once an evolution, not once a round. Kept in the core's state, so a resumed run goes on
-    with the same D_B and the same parent results."""
-
-    step: int
-    questions: list[Question]
-    parents: dict[str, dict[str, float | None]] = field(default_factory=dict)
-
-    def for_round(self, shown: set[str]) -> list[Question]:
-        return [q for q in self.questions if q.id not in shown]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "questions": [q.to_dict() for q in self.questions], "parents": self.parents}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> EvolutionBar | None:
-        if not data:
-            return None
-        return cls(int(data["step"]), [Question.from_dict(q) for q in data["questions"]],
-                   {k: dict(v) for k, v in data["parents"].items()})
 
 
 def probe_of(parent: Instruction) -> Candidate:
@@ -313,5 +285,5 @@ def _why_not(tally: Tally, stopped: bool, parent_id: str, n_questions: int, n: i
     return "top_n", f"not in the top {n} by paired difference ({tally.difference:+.3f}; {record})"
 
 
-__all__ = ["EvolutionBar", "Refused", "Skip", "gate", "paired_tally", "refuse_held_out", "refuse_leaks", "parent_verified", "probe_of", "race", "score_and_rank"]
+__all__ = ["Refused", "Skip", "gate", "paired_tally", "refuse_held_out", "refuse_leaks", "parent_verified", "probe_of", "race", "score_and_rank"]
 

@@ -30,14 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inspo.core.accounting import CostLedger
-from inspo.core.admission import (
-    EvolutionBar,
-    gate,
-    race,
-    refuse_held_out,
-    refuse_leaks,
-    score_and_rank,
-)
+from inspo.core.admission import gate, race, refuse_held_out, refuse_leaks, score_and_rank
 from inspo.core.config import CoEvolutionConfig, SettingChange, resume_changes
 from inspo.core.events import (
     Admitted,
@@ -63,6 +56,7 @@ from inspo.core.race import RaceRule
 from inspo.core.replay import ReplayBuffer
 from inspo.core.schedule import is_evolve_step, is_prune_step
 from inspo.core.templates import ScoredInstruction
+from inspo.core.validation import EvolutionBar, draw_validation, round_questions
 from inspo.core.verifier import EvaluateFn
 from inspo.records import Instruction, Question, Rollout, scored
 from inspo.rng import rng_from_json, rng_to_json
@@ -405,30 +399,18 @@ class CoEvolution:
                 self._reject(step, cand.id, why, cand.text, stage=stage)
 
     def _validation_questions(self, step: int, failures: Sequence[Rollout]) -> list[Question]:
-        """D_B for one round: ``validation_size`` questions from the buffer, or (``validation_from:
-        train``) from the training questions the core was given; under ``validation_unseen`` never
-        one whose failure the round's optimizer call was shown. Under ``admission: paired`` D_B is
-        drawn once an evolution (:class:`~inspo.core.admission.EvolutionBar`), so the parent's
-        results there serve every round; a round shown one of its problems takes the first
-        ``validation_size`` others, drawing more when they run short."""
+        """D_B for one round (:mod:`inspo.core.validation`: the source, ``validation_unseen``, and
+        under ``admission: paired`` one draw an evolution)."""
         cfg = self.config
         shown = {f.question.id for f in failures} if cfg.validation_unseen else set()
         if cfg.admission != "paired":
             return self._draw_validation(shown, cfg.validation_size)
-        if self.bar is None or self.bar.step != step:
-            self.bar = EvolutionBar(step, [])
-        chosen = self.bar.for_round(shown)[:cfg.validation_size]
-        if len(chosen) < cfg.validation_size:
-            more = self._draw_validation(shown | {q.id for q in self.bar.questions}, cfg.validation_size - len(chosen))
-            self.bar.questions += more
-            chosen += more
-        return chosen
+        self.bar, questions = round_questions(self.bar, step, shown, cfg.validation_size, self._draw_validation)
+        return questions
 
     def _draw_validation(self, exclude: set[str], size: int) -> list[Question]:
-        if self.config.validation_from == "train" and self.validation_pool:
-            pool = [q for q in dict((q.id, q) for q in self.validation_pool).values() if q.id not in exclude]
-            return pool if len(pool) <= size else self.rng.sample(pool, size)
-        return self.buffer.validation_questions(size, self.rng, exclude=exclude)
+        pool = self.validation_pool if self.config.validation_from == "train" else ()
+        return draw_validation(pool, self.buffer, self.rng, exclude, size)
 
     def _record_proposal(self, step: int, round_: int, proposal: Proposal, failures: Sequence[Rollout]) -> None:
         self.emit(
