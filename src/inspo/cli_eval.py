@@ -99,20 +99,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         instructions += grid_instructions
     vllm = None
     if args.engine == "vllm":
-        from inspo.agent.vllm_engine import (
-            INSTALL_HINT,
-            VLLMOptions,
-            context_budget,
-            vllm_available,
-        )
+        from inspo.agent.vllm_engine import INSTALL_HINT, VLLMOptions, vllm_available
+        from inspo.training.vllm_sync import agent_budget
 
         if not vllm_available():
             raise CLIError(f"--engine vllm: no module named 'vllm'; {INSTALL_HINT}")
-        rl = config.rl
         try:
             vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, max_model_len=args.vllm_max_model_len,
-                               enforce_eager=args.vllm_eager).sized(
-                context_budget(rl.max_prompt_tokens, rl.max_turns, rl.max_response_tokens, rl.max_obs_tokens))
+                               enforce_eager=args.vllm_eager).sized(agent_budget(config.rl))
         except ValueError as exc:
             raise CLIError(str(exc)) from exc
     if not args.dataset and not config.data.eval:

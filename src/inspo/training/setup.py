@@ -241,25 +241,15 @@ def prepare(
 
 
 def dry_checks(config: TrainConfig) -> list[str]:
-    """What ``inspo train --dry-run`` checks beyond the config, loading no model and calling no
-    endpoint: the environment is built (its tools, reward and settings checked), the prefill
-    fits its tags, the seed instruction resolves, and the training, dev and test questions are
-    read. Returns the lines that say so; raises SetupError with the first thing a run would stop
-    on. (``require_paper_parts`` lists the paper's parts instead: see ``paper_lines``.)"""
+    """What ``inspo train --dry-run`` checks beyond the config: :func:`prepare` without the model or
+    the optimizer (no weights loaded, no endpoint called): the environment is built (its tools,
+    reward and settings checked), the prefill fits its tags, the seed instruction resolves, and the
+    training, dev and test questions are read. Returns the lines that say so; raises SetupError
+    with the first thing a run would stop on."""
+    inputs = prepare(config, need_optimizer=False, need_model=False, need_eval=True)
     data = config.data
-    env = build_env(config)
-    check_prefill(env, config.rl.prefill)
-    seed_of(env, config.seed_instruction)
-    train = load_questions(env, data.train, data.train_split, data.max_train_questions, field_name="data.train",
-                           max_hops=data.max_hops)
-    if len(train) < config.rl.questions_per_step:
-        raise SetupError(f"data.train={data.train!r} has {len(train)} questions, fewer than "
-                         f"rl.questions_per_step={config.rl.questions_per_step}")
-    held = {split: len(load_questions(env, data.eval, split, limit, field_name="data.eval", max_hops=data.max_hops))
-            for split, limit in ((data.eval_split, data.max_eval_questions), (data.test_split, data.max_test_questions))
-            if data.eval and split and limit}
-    tools = ", ".join(getattr(env, "tools", {}) or ()) or "none"
-    read = ", ".join(f"{n} {split}" for split, n in held.items())
-    return [f"{'checked:':<24}environment {env.name!r} built (tools: {tools}); prefill and seed instruction fit it; "
-            f"{len(train)} training questions read" + (f"; held-out: {read}" if read else "")]
-
+    held = [f"{len(qs)} {split}" for split, qs in ((data.eval_split, inputs.eval_questions),
+                                                   (data.test_split, inputs.test_questions)) if qs]
+    tools = ", ".join(getattr(inputs.env, "tools", {}) or ()) or "none"
+    return [f"{'checked:':<24}environment {inputs.env.name!r} built (tools: {tools}); prefill and seed instruction "
+            f"fit it; {len(inputs.questions)} training questions read" + (f"; held-out: {', '.join(held)}" if held else "")]

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inspo.agent.vllm_engine import VLLMEngine
+from inspo.agent.vllm_engine import VLLMEngine, context_budget
 
 #: The LoRA ranks vLLM accepts for ``max_lora_rank``.
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -160,12 +160,17 @@ def start_server_sync(config: Any, model_dir: str | Path, run_dir: Path, rank: i
 
 def vllm_options(config: Any) -> Any:
     """The run's ``model.vllm_*`` as :class:`~inspo.agent.vllm_engine.VLLMOptions`, sized to its agent."""
-    from inspo.agent.vllm_engine import VLLMOptions, context_budget
+    from inspo.agent.vllm_engine import VLLMOptions
 
-    model, rl = config.model, config.rl
+    model = config.model
     return VLLMOptions(kv_cache_gib=model.vllm_kv_cache_gib, max_model_len=model.vllm_max_model_len,
-                       enforce_eager=model.vllm_enforce_eager).sized(
-        context_budget(rl.max_prompt_tokens, rl.max_turns, rl.max_response_tokens, rl.max_obs_tokens))
+                       enforce_eager=model.vllm_enforce_eager).sized(agent_budget(config.rl))
+
+
+def agent_budget(rl: Any) -> int:
+    """The longest episode of the agent ``rl`` (an ``RLConfig``) sets, in tokens
+    (:func:`~inspo.agent.vllm_engine.context_budget`)."""
+    return context_budget(rl.max_prompt_tokens, rl.max_turns, rl.max_response_tokens, rl.max_obs_tokens)
 
 
 def start_weight_sync(config: Any, model_dir: str | Path, seed: int) -> WeightSync:
