@@ -178,8 +178,9 @@ OPTIONAL_PARTS: dict[str, str] = {
                 "coevolution.protocol_block",
     "names_problem": "names_problem(text, question) -> bool: whether an instruction spells the problem out "
                      "(coevolution.leak_scope held-out; default: its text and its answer, inspo.core.leak_scope)",
-    "open_episode": "open_episode(question) -> inspo.envs.state.EpisodeState or None, with close_episode(state): "
-                    "an instance per episode whose tools serve that episode alone (TaggedToolEnv(state=...))",
+    "open_episode": "open_episode(question) -> inspo.envs.state.EpisodeState or None, with close_episode(state) "
+                    "and score_episode(response, question, instance) -> (reward, {name: value}): an instance per "
+                    "episode whose tools serve that episode alone, scored before it closes (TaggedToolEnv(state=...))",
 }
 
 
@@ -229,8 +230,10 @@ def check_environment(env: Any, *, where: str = "") -> Any:
                      f"got {type(protocol).__name__}")
     if hasattr(env, "names_problem") and not callable(env.names_problem):
         wrong.append(f"names_problem must be a method ({OPTIONAL_PARTS['names_problem']})")
-    if hasattr(env, "open_episode") and not (callable(env.open_episode) and callable(getattr(env, "close_episode", None))):
-        wrong.append(f"open_episode and close_episode must both be methods ({OPTIONAL_PARTS['open_episode']})")
+    if hasattr(env, "open_episode") and not all(callable(getattr(env, part, None))
+                                                for part in ("open_episode", "close_episode", "score_episode")):
+        wrong.append(f"open_episode, close_episode and score_episode must all be methods "
+                     f"({OPTIONAL_PARTS['open_episode']})")
     if not isinstance(env.tools, Mapping):
         wrong.append("tools must be a mapping {name: Tool}")
     else:

@@ -326,8 +326,8 @@ def _finish(env: Environment, tokens: _Tokens, traj: _Trajectory) -> Rollout:
     if failed:
         reward = 0.0
     elif traj.state is not None:  # scored while the episode's instance is open: its final state
-        reward = env.reward(response, question, state=traj.state.instance)
-        scores = {f"rubric/{k}": v for k, v in env.state_scores(response, question, traj.state.instance).items()}
+        reward, values = env.score_episode(response, question, traj.state.instance)
+        scores = {f"rubric/{k}": v for k, v in values.items()}
     else:
         reward = env.reward(response, question)
     return Rollout(

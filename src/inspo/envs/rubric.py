@@ -77,8 +77,11 @@ class Rubric:
 
     def reward(self, episode: Episode) -> float:
         """``sum(weight * value)`` over the functions."""
-        values = self.scores(episode)
-        return sum(c.weight * values[c.name] for c in self.criteria)
+        return self.total(self.scores(episode))
+
+    def total(self, scores: dict[str, float]) -> float:
+        """The reward of the values :meth:`scores` gave (each function run once)."""
+        return sum(c.weight * scores[c.name] for c in self.criteria)
 
     def __repr__(self) -> str:
         return "Rubric(" + ", ".join(f"{c.name} x {c.weight:g}" for c in self.criteria) + ")"

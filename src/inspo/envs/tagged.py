@@ -285,10 +285,9 @@ class TaggedToolEnv(TagProtocol):
     def messages(self, instruction: str, question: Question) -> list[dict[str, str]]:
         return [{"role": "user", "content": build_prompt(instruction, question.question)}]
 
-    def reward(self, response: str, question: Question, state: Any = None) -> float:
-        """The episode's reward; ``state``: a stateful environment's instance at the end (a rubric sees it)."""
+    def reward(self, response: str, question: Question) -> float:
         if isinstance(self._reward, Rubric):  # sees the whole episode, answered or not
-            return self._reward.reward(episode_of(self, response, question, state))
+            return self._reward.reward(episode_of(self, response, question))
         answer = self.answer(response)
         if answer is None:
             return 0.0
@@ -340,11 +339,13 @@ class TaggedToolEnv(TagProtocol):
         kept = {k.removeprefix("rubric/"): v for k, v in rollout.metrics.items() if k.startswith("rubric/")}
         return kept or self._reward.scores(episode_of(self, rollout.response, rollout.question))
 
-    def state_scores(self, response: str, question: Question, state: Any) -> dict[str, float]:
-        """A rubric's functions on an episode that still holds its ``state`` (``{}`` for a single reward)."""
+    def score_episode(self, response: str, question: Question, state: Any) -> tuple[float, dict[str, float]]:
+        """The reward of an episode that still holds its ``state``, and a rubric's values (each
+        function run once; ``{}`` for a single reward): the loop keeps them, the instance closes."""
         if not isinstance(self._reward, Rubric):
-            return {}
-        return self._reward.scores(episode_of(self, response, question, state))
+            return self.reward(response, question), {}
+        scores = self._reward.scores(episode_of(self, response, question, state))
+        return self._reward.total(scores), scores
 
     def leak_terms(self, question: Question) -> Sequence[str]:
         return list(question.answers)
