@@ -281,11 +281,7 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, batch
     """
     def wrap(f: Callable[..., Any]) -> Tool:
         tool_name = name or getattr(f, "__name__", "")
-        doc = inspect.getdoc(f) or ""
-        if not doc.strip():
-            raise ValueError(f"tool {tool_name!r} has no docstring: write what it does and what it takes "
-                             "(TRL's convention for tools; inspo shows it to people)")
-        return Tool(tool_name, f, description=doc.split("\n\n")[0].strip(), batched=batched, timeout_s=timeout_s,
+        return Tool(tool_name, f, description=_description(f, tool_name), batched=batched, timeout_s=timeout_s,
                     max_result_chars=max_result_chars, params=_params(f, tool_name, batched))
 
     return wrap(fn) if fn is not None else wrap
@@ -294,12 +290,17 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, batch
 def method_tool(fn: Callable[..., Any], name: str, *, timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
     """A :class:`Tool` for method ``fn`` of a state class (:mod:`inspo.envs.state`): its parameters
     without ``self``; ``fn`` is replaced by the bound method of each episode's instance."""
+    description = _description(fn, name)
+    return Tool(name, fn, description=description, timeout_s=timeout_s, params=_params(fn, name, False)[1:])
+
+
+def _description(fn: Callable[..., Any], name: str) -> str:
+    """The first paragraph of ``fn``'s docstring; ValueError when it has none."""
     doc = inspect.getdoc(fn) or ""
     if not doc.strip():
-        raise ValueError(f"tool {name!r} (a method of the state class) has no docstring: write what it does and "
-                         "what it takes")
-    params = _params(fn, name, False)
-    return Tool(name, fn, description=doc.split("\n\n")[0].strip(), timeout_s=timeout_s, params=params[1:])
+        raise ValueError(f"tool {name!r} has no docstring: write what it does and what it takes "
+                         "(TRL's convention for tools; inspo shows it to people)")
+    return doc.split("\n\n")[0].strip()
 
 
 def as_tool(obj: Any) -> Tool:
