@@ -150,7 +150,7 @@ class Scripted:
         text = self.tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
         qid = re.search(r"Question: (q\d+)", text).group(1)
         after = text.split("Question:", 1)[1]
-        turn = len(re.findall(r"</(?:information|result)>", after)) + after.count("Let me try again.")
+        turn = len(re.findall(r"</(?:information|result|tool_response)>", after)) + after.count("Let me try again.")
         return qid, turn
 
     def __call__(self, input_ids, attention_mask, generation_config, **kwargs):

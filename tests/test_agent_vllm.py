@@ -229,6 +229,39 @@ def test_a_users_environment_and_the_calculator_play_the_same_on_vllm_as_on_tran
         assert (a.completion_ids, a.env_mask, a.reward) == (b.completion_ids, b.env_mask, b.reward)
 
 
+@pytest.mark.slow
+def test_a_native_tool_call_and_a_stateful_environment_play_the_same_on_vllm_as_on_transformers(engines):
+    """Issue 67's two new kinds of environment on the vLLM engine, each defined in a test file: the
+    native call's result framed by the chat template (with the tools' schemas in the prompt) and an
+    episode's own state instance give the same ids, masks and rewards on both engines; what the
+    environment wrote is masked."""
+    from inspo.envs import Rubric, TaggedToolEnv
+    from test_envs_native_run import PREFILL, RESULT, load_environment
+    from test_envs_state import SEED as PIGGY_SEED
+    from test_envs_state import Piggy, reached_ten
+
+    vllm_engine, hf_engine = engines
+    native = load_environment()
+    if "tools" not in (vllm_engine.tokenizer.chat_template or ""):
+        pytest.skip("the tiny model took SmolLM2's tokenizer here: no tools template")
+    piggy = TaggedToolEnv(name="piggy", tools=[], seed_instruction=PIGGY_SEED, state=Piggy,
+                          reward=Rubric(reached_ten))
+    questions = [Question(f"q{i}", f"Bank {i}?", ("x",), meta={"start": 3 * i}) for i in range(3)]
+    for env, prefill, shown in ((native, PREFILL, RESULT), (piggy, "<deposit>4</deposit>", "<result>now ")):
+        config = AgentConfig(max_turns=1, max_response_tokens=8, max_obs_tokens=96, temperature=0.0, prefill=prefill)
+        asked = env.questions("test") if env is native else questions
+        episodes = [Episode(q, Instruction("seed", env.seed_instruction)) for q in asked]
+        ours, theirs = run_rollouts(vllm_engine, env, config, episodes), run_rollouts(hf_engine, env, config, episodes)
+        for a, b in zip(ours, theirs, strict=True):
+            assert a.tool_calls == b.tool_calls == [env.parse(prefill)] and shown in a.response
+            assert (a.prompt_ids, a.completion_ids, a.env_mask, a.reward) == (b.prompt_ids, b.completion_ids,
+                                                                              b.env_mask, b.reward)
+            masked = vllm_engine.decode([t for t, m in zip(a.completion_ids, a.env_mask, strict=True) if m == 0])
+            assert shown in masked
+    assert [r.response.count("<result>now ") for r in ours] == [1, 1, 1]
+    assert ["<result>now 4</result>" in ours[0].response, "<result>now 10</result>" in ours[2].response] == [True, True]
+
+
 class FakeRetriever:
     def search(self, queries, k=3):
         return [[Passage(f"{q}-{i}", "Title", f"text {i} about {q}") for i in range(k)]

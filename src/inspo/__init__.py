@@ -12,8 +12,8 @@ From Python (:mod:`inspo.api`)::
     agent = inspo.load_agent(summary.run_dir)   # the trained agent: agent.ask("...")
 
 Your own agent is an environment (:mod:`inspo.envs`): ``inspo.TaggedToolEnv`` with your tools as
-typed functions (``inspo.tool``), given as ``inspo.train(config, env=...)`` or named
-``env.name=module:attr``; docs/your-own-agent.md.
+typed functions (``inspo.tool``), or ``inspo.NativeToolEnv`` for the model's own tool-call format,
+given as ``inspo.train(config, env=...)`` or named ``env.name=module:attr``; docs/your-own-agent.md.
 """
 
 from inspo._moved import install as _install_moved_paths
@@ -21,7 +21,8 @@ from inspo.records import Candidate, Instruction, Passage, Question, Rollout
 
 _install_moved_paths()  # inspo.train.X raises an ImportError that names inspo.training.X
 
-__all__ = ["Candidate", "Instruction", "Passage", "Question", "Rollout", "Rubric", "TaggedToolEnv", "__version__",
+__all__ = ["Candidate", "Instruction", "NativeToolEnv", "Passage", "Question", "Rollout", "Rubric", "TaggedToolEnv",
+           "__version__",
            "evaluate", "evolve", "export_agent", "load_agent", "load_config", "make_env", "push_agent", "tool",
            "train"]
 __version__ = "0.1.0"
@@ -32,7 +33,8 @@ __version__ = "0.1.0"
 _LAZY = {"train": "inspo.api", "evolve": "inspo.api", "evaluate": "inspo.api",
          "load_config": "inspo.api",
          "export_agent": "inspo.trained", "load_agent": "inspo.trained", "push_agent": "inspo.trained",
-         "TaggedToolEnv": "inspo.envs", "tool": "inspo.envs", "make_env": "inspo.envs", "Rubric": "inspo.envs"}
+         "TaggedToolEnv": "inspo.envs", "tool": "inspo.envs", "make_env": "inspo.envs", "Rubric": "inspo.envs",
+         "NativeToolEnv": "inspo.envs"}
 
 
 def __getattr__(name: str):

@@ -69,6 +69,7 @@ class PolicyEngine(Protocol):
     keeps_token_ids: bool
 
     def prompt_text(self, messages: Sequence[dict[str, str]]) -> str: ...
+    # Engines with a chat template also take ``tools=`` (JSON schemas) for native tool calls.
 
     def encode(self, text: str) -> list[int] | None: ...
 
@@ -135,15 +136,21 @@ def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
     return found
 
 
-def render_messages(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
+def render_messages(tokenizer: Any, messages: Sequence[dict[str, str]],
+                    tools: Sequence[dict[str, Any]] | None = None) -> str:
     """The prompt text of ``messages``: the tokenizer's chat template with the generation prompt
     added (the text ends where the assistant's answer starts); without a template (or without a
-    tokenizer), the messages' contents joined by blank lines, as Search-R1's base template."""
+    tokenizer), the messages' contents joined by blank lines, as Search-R1's base template.
+    ``tools`` (JSON schemas, native tool calls) go to the template, which must have one."""
     messages = list(messages)
     if not messages:
         raise ValueError("the environment gave no prompt messages")
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        if tools:
+            raise ValueError("native tool calls need the policy's chat template, and this tokenizer has none")
         return "\n\n".join(m["content"] for m in messages)
+    if tools:
+        return tokenizer.apply_chat_template(messages, tools=list(tools), tokenize=False, add_generation_prompt=True)
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
@@ -163,8 +170,9 @@ class TokenizerText:
 
     tokenizer: Any
 
-    def prompt_text(self, messages: Sequence[dict[str, str]]) -> str:
-        return render_messages(self.tokenizer, messages)
+    def prompt_text(self, messages: Sequence[dict[str, str]],
+                    tools: Sequence[dict[str, Any]] | None = None) -> str:
+        return render_messages(self.tokenizer, messages, tools)
 
     def encode(self, text: str) -> list[int]:
         return encode_text(self.tokenizer, text)

@@ -87,8 +87,9 @@ class OpenAIEngine:
         """The base URL requests go to (for messages)."""
         return str(getattr(self.client, "base_url", "") or "(unknown URL)")
 
-    def prompt_text(self, messages: Sequence[dict[str, str]]) -> str:
-        return render_messages(self.tokenizer, messages)
+    def prompt_text(self, messages: Sequence[dict[str, str]],
+                    tools: Sequence[dict[str, Any]] | None = None) -> str:
+        return render_messages(self.tokenizer, messages, tools)
 
     def encode(self, text: str) -> list[int] | None:
         if self.tokenizer is None:

@@ -6,6 +6,8 @@
 - :mod:`.tools`: tools as typed Python functions with a docstring (:func:`tool`), run with a
   timeout, errors counted apart;
 - :mod:`.tagged`: :class:`TaggedToolEnv`, the ``<tool> args </tool>`` protocol most agents speak;
+- :mod:`.native`: :class:`NativeToolEnv`, tools called in the model's own chat-template format
+  (``<tool_call>{json}</tool_call>``), their schemas (:mod:`.tool_schema`) in the template;
 - :mod:`.loop`: batched multi-turn episodes of any environment, token ids and ``env_mask`` end to
   end (:func:`run_rollouts`);
 - :mod:`.evaluate`: the ``evaluate(instruction, questions)`` seam the core and the eval command
@@ -29,6 +31,7 @@ from inspo.envs.base import (
 )
 from inspo.envs.evaluate import Evaluate, make_evaluate
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts
+from inspo.envs.native import NativeToolEnv
 from inspo.envs.registry import EnvNameError, builtin_names, make_env, resolve_seed
 from inspo.envs.rubric import Criterion, Rubric
 from inspo.envs.tagged import TaggedToolEnv, build_prompt
@@ -43,6 +46,7 @@ __all__ = [
     "Episode",
     "Evaluate",
     "FinalAnswer",
+    "NativeToolEnv",
     "Rubric",
     "TaggedToolEnv",
     "Tool",

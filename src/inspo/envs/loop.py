@@ -157,9 +157,11 @@ def run_rollouts(
     tokens = _Tokens(engine, config)
     trajectories: list[_Trajectory] = []
     opener = getattr(env, "open_episode", None)  # a stateful environment (inspo.envs.state)
+    schemas = _bind(env, engine)
     try:
         for ep in episodes:
-            text = engine.prompt_text(env.messages(ep.instruction.text, ep.question))
+            messages = env.messages(ep.instruction.text, ep.question)
+            text = engine.prompt_text(messages, tools=schemas) if schemas else engine.prompt_text(messages)
             traj = _Trajectory(ep, text, tokens.ids(text), state=opener(ep.question) if opener else None)
             if config.prefill:
                 traj.add(config.prefill, tokens.ids(config.prefill), 0)
@@ -170,6 +172,16 @@ def run_rollouts(
         for traj in trajectories:
             if traj.state is not None:
                 env.close_episode(traj.state)
+
+
+def _bind(env: Environment, engine: PolicyEngine) -> list[dict] | None:
+    """A native-tool-call environment (:mod:`inspo.envs.native`) reads its framing from the
+    engine's chat template; its tools' schemas go to the template. None for every other one."""
+    bind = getattr(env, "bind_engine", None)
+    if bind is None:
+        return None
+    bind(engine)
+    return list(env.tool_schemas)
 
 
 def _play(engine: PolicyEngine, env: Environment, config: AgentConfig, tokens: _Tokens,

@@ -126,7 +126,7 @@ def load_tokenizer(model_dir: Path) -> Any:
 
 def prompt_tokens(tokenizer: Any, env: Any, instruction: str, question: Question) -> int:
     """Tokens of the prompt ``env`` builds for ``instruction`` and ``question`` (chat template applied)."""
-    text = render_messages(tokenizer, env.messages(instruction, question))
+    text = render_messages(tokenizer, env.messages(instruction, question), getattr(env, "tool_schemas", None))
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
