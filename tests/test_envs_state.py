@@ -99,3 +99,29 @@ def test_a_state_class_must_offer_tools_with_docstrings():
         TaggedToolEnv(name="x", tools=[], state=Bare, seed_instruction=SEED)
     with pytest.raises(TypeError, match="give a class"):
         TaggedToolEnv(name="x", tools=[], state=Piggy(), seed_instruction=SEED)
+
+
+def load_environment(**settings):
+    """The factory ``env.name=tests/test_envs_state.py:load_environment`` names (the CLI test)."""
+    questions = {"test": [Question(f"t{i}", f"Bank {i}?", ("x",), meta={"start": 6 * i}) for i in range(2)]}
+    return TaggedToolEnv(name="piggy", tools=[], seed_instruction=SEED, state=Piggy, questions=questions,
+                         reward=Rubric(reached_ten), metric="reached_ten")
+
+
+@pytest.mark.slow
+def test_the_cli_evaluates_a_stateful_environment_named_by_file(tmp_path):
+    pytest.importorskip("transformers")
+    from pathlib import Path
+
+    from inspo.cli import main
+
+    spec = f"{Path(__file__).resolve()}:load_environment"  # loaded apart by the CLI: its own Piggy class
+    assert main(["eval", "--env", spec, "--set", "model.dtype=float32", "--set", "rl.prefill=<deposit>4</deposit>",
+                 "--policy", "tiny-qwen2", "--dataset", "env@test", "--limit", "2", "--max-turns", "1",
+                 "--max-response-tokens", "4", "--out", str(tmp_path / "eval"), "--no-progress"]) == 0
+    import json
+
+    (cell,) = json.loads((tmp_path / "eval" / "eval.json").read_text())["cells"]
+    assert cell["dataset"] == "piggy@test" and cell["tool_calls"] == {"deposit": 1.0, "balance": 0.0}
+    # each episode's own bank, reset from its question (0 + 4, 6 + 4): only the second reaches ten
+    assert cell["reward"] == 0.5 and cell["n"] == 2
