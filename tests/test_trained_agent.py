@@ -277,3 +277,39 @@ def test_ask_reads_questions_from_stdin_and_plays_any_model(exported, tmp_path, 
     assert err.startswith(f"inspo: error: environment 'search-r1' (corpus='{tmp_path / 'none.jsonl'}', "
                           "retriever='bm25') is not usable: ")
     assert len(err.splitlines()) == 1 and "--corpus" in err
+
+
+def test_a_users_environment_module_travels_in_the_folder_and_plays_from_another_directory(
+        run, tmp_path, monkeypatch, caplog):
+    """Issue 67 item 6: the exported agent carries a user's one-file environment module, so asking it
+    where the module does not import plays the copy (with a warning) instead of "No module named"."""
+    import shutil
+
+    import yaml
+
+    import inspo
+
+    home = tmp_path / "project"
+    home.mkdir()
+    (home / "inspo_travel_env_mod.py").write_text(
+        "from inspo.envs import make_env\n\n\ndef load_environment(**settings):\n"
+        "    return make_env('calculator', {'test_size': 2, **settings})\n")
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config["env"] = {"name": "inspo_travel_env_mod:load_environment"}
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.syspath_prepend(str(home))
+    assert main(["export", str(copy), "--out", str(tmp_path / "agent")]) == 0
+    settings = json.loads((tmp_path / "agent" / "agent.json").read_text())
+    assert settings["env"]["source"] == "environment/inspo_travel_env_mod.py:load_environment"
+    assert (tmp_path / "agent" / "environment" / "inspo_travel_env_mod.py").is_file()
+    assert "travels in this folder" in (tmp_path / "agent" / "README.md").read_text()
+    monkeypatch.syspath_prepend(str(tmp_path / "elsewhere"))
+    sys.path.remove(str(home))
+    sys.modules.pop("inspo_travel_env_mod", None)
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level("WARNING", logger="inspo.trained"):
+        agent = inspo.load_agent(tmp_path / "agent", max_turns=1, max_response_tokens=4, prefill="<calc> 2 + 3 </calc>")
+    assert agent.env.name == "calculator" and "playing the copy exported with the agent" in caplog.text
+    assert agent.ask("What is 2 plus 3?").calls == [("calc", "2 + 3")]

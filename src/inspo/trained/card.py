@@ -193,12 +193,15 @@ def _grid(grid: dict[str, Any] | None) -> list[str]:
             "|---|---|---|---:|" + "---:|" * len(names), *rows]
 
 
-def _env_import(name: str) -> str:
+def _env_import(name: str, copy: Any = None) -> str:
     """What must be importable to play an agent whose environment is a user's module (a built-in
-    or a file path needs nothing more)."""
+    needs nothing more), or where its copy travels (``env.source``, :mod:`inspo.trained.export`)."""
     from inspo.envs.registry import BUILTINS
 
     module = name.rpartition(":")[0]
+    if isinstance(copy, str):
+        return (f"; its module travels in this folder (`{copy.rpartition(':')[0]}`) and plays from there where "
+                f"`{module}` does not import (it must import nothing beside itself that is not installed)")
     if name in BUILTINS or not module or module.endswith(".py"):
         return ""
     return (f"; to play it, the module `{module}` must be importable (run from the folder that holds "
@@ -307,7 +310,7 @@ def model_card(run: Any, *, name: str, settings: Any, base: BaseModel, location:
         "",
         f"- base model: {base.attribution}" + (f" (`{base.hub_id}`)" if base.hub_id and base.hub_id not in base.attribution else ""),
         f"- licence: {licence}; this derived model is distributed under the base model's licence",
-        f"- environment: `{settings.env_name}` with {_env_settings(settings)}" + _env_import(settings.env_name),
+        f"- environment: `{settings.env_name}` with {_env_settings(settings)}" + _env_import(settings.env_name, settings.env.get("source")),
         f"- turns: up to {a.max_turns} tool turn(s), then one answer turn; {a.max_response_tokens} new tokens a turn; "
         f"observations cut at {a.max_obs_tokens} tokens" + (f"; the first turn starts with `{a.prefill}` (forced)" if a.prefill else "")
         + ("; a last-turn nudge" if a.last_turn_nudge else ""),

@@ -6,7 +6,9 @@ The folder (layout in :mod:`inspo.trained.settings`) loads with
 ``model/`` already holds full weights (training merges a LoRA adapter before saving), and a
 ``model/`` that holds only a peft adapter is merged into its base here, so a user needs neither
 peft nor the base model. Beside the weights: ``instruction.txt``, ``population.json``,
-``agent.json`` and inspo's model card (:mod:`inspo.trained.card`).
+``agent.json`` and inspo's model card (:mod:`inspo.trained.card`); a user's environment module
+(a ``.py`` path, or a one-file importable module) is copied into ``environment/``, and plays from
+there where its recorded name does not import.
 
 Rules:
 
@@ -34,6 +36,7 @@ from inspo import artifacts
 from inspo.trained.card import base_model_info, licence_text, model_card, point_card_at
 from inspo.trained.settings import (
     CARD_FILE,
+    ENVIRONMENT_DIR,
     INSTRUCTION_FILE,
     LICENSE_FILE,
     POPULATION_FILE,
@@ -127,6 +130,9 @@ def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
         raise ExportError(f"--out {out} exists and is not empty; name a new or empty folder (nothing was written)")
     grid_data = _read_grid(grid) if grid is not None else None
     settings = AgentSettings.from_config(facts.config)
+    source = environment_file(settings.env_name) if not settings.env.get("python") else None
+    if source is not None:
+        settings.env["source"] = f"{ENVIRONMENT_DIR}/{source.name}:{settings.env_name.rpartition(':')[2]}"
     base = base_model_info(facts.config.model.name_or_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -135,6 +141,9 @@ def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
         (tmp / INSTRUCTION_FILE).write_text(facts.instruction + "\n", encoding="utf-8")
         artifacts.write_json(tmp / POPULATION_FILE, {"returned_id": facts.returned_id, "members": facts.population})
         settings.write(tmp)
+        if source is not None:
+            (tmp / ENVIRONMENT_DIR).mkdir()
+            shutil.copy2(source, tmp / ENVIRONMENT_DIR / source.name)
         text = licence_text(base)
         if text:
             (tmp / LICENSE_FILE).write_text(text, encoding="utf-8")
@@ -143,9 +152,9 @@ def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
                           has_licence_file=bool(text))
         (tmp / CARD_FILE).write_text(card, encoding="utf-8")
         os.chmod(tmp, 0o755)  # a folder to share: readable by all, as save_pretrained's own files
-        for path in tmp.iterdir():
+        for path in tmp.rglob("*"):
             if not path.is_symlink():
-                os.chmod(path, 0o644)
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
@@ -153,6 +162,28 @@ def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def environment_file(name: str) -> Path | None:
+    """The file of a user's environment module, to travel in the agent folder: a ``.py`` path's
+    file, or an importable module's own file (a one-file module, not a package); None for a
+    built-in or what cannot be found here (the card then says what must be importable)."""
+    import importlib.util
+
+    from inspo.envs.registry import BUILTINS
+
+    where = name.rpartition(":")[0]
+    if name in BUILTINS or not where:
+        return None
+    if where.endswith(".py"):
+        path = Path(where).expanduser()
+        return path if path.is_file() else None
+    try:
+        spec = importlib.util.find_spec(where)
+    except (ImportError, ValueError):
+        return None
+    origin = Path(spec.origin) if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+    return origin if origin is not None and origin.name != "__init__.py" and origin.is_file() else None
 
 
 def _write_model(model_dir: Path, dest: Path, *, link: bool) -> None:

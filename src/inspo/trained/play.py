@@ -229,7 +229,15 @@ def _build_env(settings: AgentSettings, env: Any) -> Any:
         raise ValueError(f"this agent was trained in an environment given in Python ({settings.env_name!r}), which "
                          "inspo cannot build by name: pass it again, load_agent(..., env=your_env)")
     try:
-        return make_env(settings.env_name, settings.env_options)
+        try:
+            return make_env(settings.env_name, settings.env_options)
+        except EnvNameError:
+            copy = settings.env.get("source")
+            if not isinstance(copy, str):
+                raise
+            log.warning("environment %r does not import here: playing the copy exported with the agent, %s",
+                        settings.env_name, copy.rpartition(":")[0])
+            return make_env(copy, settings.env_options)
     except (EnvNameError, EnvError) as exc:
         raise ValueError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - the environment's own failure (a corpus, a server), with its settings
@@ -283,6 +291,8 @@ def _exported(folder: Path) -> AgentSource:
         raise FileNotFoundError(f"{folder} has {AGENT_FILE} but no {INSTRUCTION_FILE}: an incomplete export; "
                                 "export the run again with 'inspo export RUN --out DIR'")
     settings = AgentSettings.read(folder)
+    if isinstance(settings.env.get("source"), str):  # the environment module's copy in the folder
+        settings.env["source"] = str(folder / settings.env["source"])
     instruction = Instruction(id=_returned_id(folder) or "exported", text=text_file.read_text(encoding="utf-8").strip())
     return AgentSource(model=str(folder), instruction=instruction, settings=settings, kind="export",
                        notes=[f"agent:       {folder} (exported by inspo)",

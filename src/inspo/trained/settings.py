@@ -8,6 +8,7 @@ An exported agent (:func:`inspo.trained.export_agent`) is one folder::
     agent.json          AGENT_FILE: :class:`AgentSettings` (the environment, turns, tokens, prefill)
     README.md           CARD_FILE: inspo's model card
     LICENSE             the base model's licence text, when inspo knows it
+    environment/        ENVIRONMENT_DIR: a user's environment module, copied (``env.source``)
 
 :class:`AgentSettings` is the agent of a training config (:meth:`AgentSettings.from_config`):
 the environment the policy was trained in (``env``: its name and settings; for Search-R1 the
@@ -29,6 +30,7 @@ INSTRUCTION_FILE = "instruction.txt"
 POPULATION_FILE = "population.json"
 CARD_FILE = "README.md"
 LICENSE_FILE = "LICENSE"
+ENVIRONMENT_DIR = "environment"
 #: ``agent.json``'s ``format`` value and its schema version.
 FORMAT = "inspo-agent"
 SCHEMA_VERSION = 2
@@ -50,7 +52,8 @@ class AgentSettings:
     env: dict[str, Any] = field(default_factory=lambda: {"name": "search-r1"})
     """The environment the policy was trained in: ``{"name": ..., **its settings}`` as the run's
     ``env:`` section (``python: true`` when it was an object given in Python: loading the agent
-    then needs it again)."""
+    then needs it again; ``source``: a user's module file copied into the folder, as
+    ``environment/FILE.py:attr``, what plays when the recorded name does not import)."""
     dtype: str = "auto"
     """The weights dtype the policy trained in and plays in: concrete in an exported run (its
     config.yaml records ``model.dtype`` resolved); ``auto`` only from a hand-written config
@@ -75,8 +78,8 @@ class AgentSettings:
 
     @property
     def env_options(self) -> dict[str, Any]:
-        """The environment's own settings (the section without ``name`` and ``python``)."""
-        return {k: v for k, v in self.env.items() if k not in ("name", "python")}
+        """The environment's own settings (the section without ``name``, ``python`` and ``source``)."""
+        return {k: v for k, v in self.env.items() if k not in ("name", "python", "source")}
 
     def to_dict(self) -> dict[str, Any]:
         from inspo import __version__
