@@ -278,3 +278,20 @@ def test_rollouts_that_failed_on_errors_are_counted_apart(run_copy, page):
     run = load_run(run_copy)
     assert [s.errors for s in run.steps[3:6]] == [4, 0, 3]
     assert "rollouts failed on errors (not scored)</div><div class=\"v\">7<" in build_report_html(run)
+
+
+def test_a_rubrics_functions_are_charted_one_by_one(run_copy, page):
+    """Issue 67 item 4: ``env/<name>`` means (a rubric's functions) get one line each; a run that
+    logged none has no such chart."""
+    assert 'data-chart="env-metrics"' not in page
+    lines = _jsonl(run_copy / "metrics.jsonl")
+    for m in lines:
+        m.update({"env/correct": 0.25, "env/brief": 1.0 if m["step"] % 2 else None})
+    (run_copy / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in lines))
+    run = load_run(run_copy)
+    assert run.steps[0].env_metrics["correct"] == 0.25
+    assert [s.env_metrics.get("brief") for s in run.steps[:2]] == [1.0 if lines[i]["step"] % 2 else None for i in (0, 1)]
+    page = build_report_html(run)
+    assert "<polyline" in _chart(page, "env-metrics")  # correct's line (brief's steps are apart: points)
+    legend = page[page.index('data-chart="env-metrics"'):].split("</figure>", 1)[0]
+    assert "correct" in legend and "brief" in legend

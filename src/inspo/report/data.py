@@ -241,6 +241,8 @@ def _steps(metrics, events, state, archive, notes):
                 instruction_chars=sum(len(t) for t in lengths) / len(lengths) if lengths else None,
                 instruction_words=sum(len(t.split()) for t in lengths) / len(lengths) if lengths else None,
                 errors=errors,
+                env_metrics={k[len("env/"):]: float(v) for k, v in m.items()
+                             if k.startswith("env/") and _number(v) is not None},
             )
         )
     if missing_text:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inspo.artifacts import CONFIG_FILE, DEMO_CONFIG_FILE, REPORT_FILE, SUMMARY_FILE
+from inspo.report.behaviour import behaviour
 from inspo.report.charts import Marker, Series, legend, line_chart, share_bar
 from inspo.report.data import load_run
 from inspo.report.diff import word_diff
@@ -44,7 +45,7 @@ def build_report_html(run: RunData) -> str:
         _notes(run),
         _section("best", "Best instruction", _best(run)),
         _section("training", "Training curves", _training(run)),
-        _section("behaviour", "Tool calls and prompt length (Fig. 2 b/c)", _behaviour(run)),
+        _section("behaviour", "Tool calls and prompt length (Fig. 2 b/c)", behaviour(run, _markers(run))),
         _section("lineage", "Lineage of instructions", _lineage(run)),
         _section("rounds", "Evolution rounds: critiques and the failures they reflected on", _rounds(run)),
         _section("cost", "Cost ledger (App. C)", _cost(run)),
@@ -233,33 +234,6 @@ def _training(run: RunData) -> str:
         f"member. Weights are after attribution, before pruning.</figcaption></figure>"
         f'<figure>{pop_chart}{legend([], markers)}</figure>'
     )
-
-
-def _behaviour(run: RunData) -> str:
-    steps = run.steps
-    markers = _markers(run)
-    parts = []
-    source = {"metrics": "logged as rollout/tool_calls (Search-R1: searches)",
-              "replay buffer": "derived from the replay buffer's rollouts (steps it still holds)"}
-    calls = [Series("tool calls per trajectory", [(s.step, s.tool_calls) for s in steps], "#9467bd")]
-    chart = line_chart(calls, title="Tool calls per trajectory (mean)", x_label="INSPO step", y_label="tool calls",
-                       markers=markers, y_min=0.0, chart_id="tool-calls")
-    parts.append(f"<figure>{chart}<figcaption>{_e(source.get(run.calls_source or '', 'not recorded'))}"
-                 "</figcaption></figure>")
-    if any(s.prompt_tokens for s in steps):
-        tokens = [Series("prompt tokens", [(s.step, s.prompt_tokens) for s in steps], "#8c564b")]
-        parts.append(
-            f"<figure>{line_chart(tokens, title='Prompt length in tokens (mean per trajectory)', x_label='INSPO step', y_label='tokens', markers=markers, y_min=0.0, chart_id='prompt-tokens')}"
-            "<figcaption>logged as rollout/prompt_tokens: the policy's prompt (instruction + question), "
-            "in the policy tokenizer's tokens</figcaption></figure>"
-        )
-    chars = [Series("instruction characters", [(s.step, s.instruction_chars) for s in steps], "#ff7f0e")]
-    parts.append(
-        f"<figure>{line_chart(chars, title='Instruction length in characters (mean over the step’s question groups)', x_label='INSPO step', y_label='characters', markers=markers, y_min=0.0, chart_id='instruction-length')}"
-        "<figcaption>derived: each question group's sampled instruction (sampled events) × its text; "
-        "characters, not tokens</figcaption></figure>"
-    )
-    return "".join(parts)
 
 
 def _lineage(run: RunData) -> str:

@@ -19,7 +19,8 @@ class StepRecord:
     sampled for the step's question groups (derived from ``sampled`` events).
     ``prompt_tokens`` is the logged mean prompt length in tokens (instruction + question).
     ``errors``: the step's rollouts that failed on an error (an outage; never scored, so
-    ``reward`` is over the others).
+    ``reward`` is over the others). ``env_metrics``: the environment's own means (``env/<name>``
+    in metrics.jsonl: a rubric's functions one by one).
     """
 
     step: int
@@ -33,6 +34,7 @@ class StepRecord:
     instruction_chars: float | None = None
     instruction_words: float | None = None
     errors: int | None = None
+    env_metrics: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
