@@ -16,10 +16,7 @@ typed functions (``inspo.tool``), or ``inspo.NativeToolEnv`` for the model's own
 given as ``inspo.train(config, env=...)`` or named ``env.name=module:attr``; docs/your-own-agent.md.
 """
 
-from inspo._moved import install as _install_moved_paths
 from inspo.records import Candidate, Instruction, Passage, Question, Rollout
-
-_install_moved_paths()  # inspo.train.X raises an ImportError that names inspo.training.X
 
 __all__ = ["Candidate", "Instruction", "NativeToolEnv", "Passage", "Question", "Rollout", "Rubric", "TaggedToolEnv",
            "__version__",
