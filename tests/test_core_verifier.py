@@ -28,7 +28,7 @@ def test_verifier_rejects_a_candidate_whose_evaluation_raises():
 
 
 class Many:
-    """An evaluate function with ``many`` (as inspo.agent.evaluate.Evaluate has); records calls."""
+    """An evaluate function with ``many`` (as inspo.envs.evaluate.Evaluate has); records calls."""
 
     def __init__(self, broken_many=False):
         self.calls, self.broken_many = [], broken_many

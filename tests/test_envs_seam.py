@@ -366,14 +366,6 @@ def test_switching_environment_resets_the_presets_prefill_unless_it_is_given():
     assert resolve("cpu-tiny", overrides=["env.name=search-r1"]).rl.prefill == "<search>"  # the same environment
 
 
-@pytest.mark.parametrize("name", ["protocol", "rollout", "rewards", "evaluate", "transcript"])
-def test_a_module_that_moved_says_where_it_went(name):
-    import importlib
-
-    with pytest.raises(ImportError, match=rf"inspo.agent.{name} moved with the environment seam: .*inspo\.envs"):
-        importlib.import_module(f"inspo.agent.{name}")
-
-
 def test_an_observation_cap_that_leaves_no_room_for_the_result_is_warned_about(caplog):
     env = _env()
     [r], _ = _play(env, _call_then_answer, max_obs_tokens=20)  # no tokenizer: ~4 characters a token
