@@ -26,11 +26,11 @@ from inspo.baselines.gepa_adapter import (
     reflective_record,
 )
 from inspo.core.proposer import tags_in
+from inspo.core.reflector import RuleBasedReflector
 from inspo.data.sources import load_corpus_source, load_qa_source
 from inspo.envs.loop import AgentConfig
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION, SearchR1Env
 from inspo.envs.search_r1.reflector_rules import PROTOCOL_TAGS, RULES
-from inspo.llm.rule_based import RuleBasedReflector
 from inspo.records import Question, Rollout, ToolCall
 
 pytest.importorskip("gepa")

@@ -13,7 +13,7 @@ from inspo import artifacts
 from inspo.cli import main
 from inspo.core.coevolution import CoEvolution
 from inspo.core.proposer import Proposer
-from inspo.llm.rule_based import RuleBasedReflector
+from inspo.core.reflector import RuleBasedReflector
 from inspo.training.config import _SECTIONS, TrainConfig, dump, resolve
 from inspo.training.schedule import core_config
 
@@ -239,9 +239,9 @@ def test_values_that_were_accepted_silently_are_refused(tmp_path, capsys, argv, 
 
 
 def test_parse_dataset_and_run_demo_refuse_too(tmp_path):
+    from inspo.core.reflector import RuleBasedReflector
     from inspo.demo import run_demo
     from inspo.eval import parse_dataset
-    from inspo.llm.rule_based import RuleBasedReflector
 
     with pytest.raises(ValueError, match="limit must be >= 0"):
         parse_dataset("world@test", limit=-1)

@@ -151,7 +151,7 @@ def test_a_version_2_state_reads_as_one_saved_after_the_initial_population(tmp_p
 
 
 def test_resume_with_rule_based_reflector_equals_uninterrupted(tmp_path):
-    from inspo.llm.rule_based import RuleBasedReflector
+    from inspo.core.reflector import RuleBasedReflector
 
     def build():
         return CoEvolution(CoEvolutionConfig(**CFG), SEED, Proposer(RuleBasedReflector(rng=random.Random(1), rules=reflector_rules()), guard_tags=GUARD))

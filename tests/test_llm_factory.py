@@ -7,10 +7,10 @@ import random
 
 import pytest
 
+from inspo.core.reflector import RuleBasedReflector
 from inspo.llm.base import LLMError
 from inspo.llm.factory import OptimizerLLMConfig, choose_kind, make_optimizer_llm
 from inspo.llm.openai_client import OpenAICompatibleClient
-from inspo.llm.rule_based import RuleBasedReflector
 
 KEY = "sk-factory-SECRET-998877"
 

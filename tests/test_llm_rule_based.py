@@ -2,7 +2,7 @@
 
 The reflector is generic; what it detects and the advice it writes are an environment's rules.
 Search-R1's (``inspo.envs.search_r1.reflector_rules``, ``sr`` here) are the ones these tests drive
-it with, as the search agent's runs do; ``rb`` is the reflector's public import path."""
+it with, as the search agent's runs do; ``rb`` is the reflector itself, ``inspo.core.reflector``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,12 @@ import random
 
 import pytest
 
+from inspo.core import reflector as rb
+from inspo.core.reflector import (
+    FailureExample,
+    RuleBasedReflector,
+    parse_prompt,
+)
 from inspo.core.templates import (
     ScoredInstruction,
     critique_of,
@@ -21,13 +27,7 @@ from inspo.core.templates import (
 )
 from inspo.envs.search_r1 import reflector_rules as sr
 from inspo.envs.search_r1.reflector_rules import RULES, detect_failure_modes
-from inspo.llm import rule_based as rb
 from inspo.llm.base import LLMClient, LLMError
-from inspo.llm.rule_based import (
-    FailureExample,
-    RuleBasedReflector,
-    parse_prompt,
-)
 from inspo.records import Question, Rollout
 
 SR1 = (

@@ -255,8 +255,8 @@ def test_guard_tags_the_block_lacks_are_refused_at_build_time():
 
 
 def test_the_demo_evolves_strategies_under_the_block(tmp_path):
+    from inspo.core.reflector import RuleBasedReflector
     from inspo.demo import run_demo
-    from inspo.llm.rule_based import RuleBasedReflector
     from inspo.synthetic import PROTOCOL, reflector_rules
 
     config = CoEvolutionConfig(protocol_block=True, evolve_until=31, validation_size=30, seed=3)

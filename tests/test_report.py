@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
+from inspo.core.reflector import RuleBasedReflector
 from inspo.demo import run_demo
-from inspo.llm.rule_based import RuleBasedReflector
 from inspo.report import build_report_html, load_run, write_report
 from inspo.report.charts import Series, line_chart, nice_ticks
 from inspo.report.diff import word_diff

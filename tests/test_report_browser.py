@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
+from inspo.core.reflector import RuleBasedReflector
 from inspo.demo import run_demo
-from inspo.llm.rule_based import RuleBasedReflector
 from inspo.processes import stop_process
 from inspo.report import load_run, write_report
 

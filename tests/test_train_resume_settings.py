@@ -13,7 +13,7 @@ from inspo import artifacts
 from inspo.cli import main
 from inspo.core.coevolution import CoEvolution
 from inspo.core.proposer import Proposer
-from inspo.llm.rule_based import RuleBasedReflector
+from inspo.core.reflector import RuleBasedReflector
 from inspo.training.config import dump, resolve
 from inspo.training.evolve import run_evolve
 from inspo.training.resume import ResumeRefused, plan_resume

@@ -375,8 +375,8 @@ TINY = ["--set", "model.name_or_path=tiny-qwen2", "--set", "rl.steps=4"]
 def _state(step: int = 2) -> dict[str, Any]:
     from inspo.core.coevolution import CoEvolution
     from inspo.core.proposer import Proposer
+    from inspo.core.reflector import RuleBasedReflector
     from inspo.envs.search_r1.reflector_rules import RULES
-    from inspo.llm.rule_based import RuleBasedReflector
     from inspo.training.config import resolve
     from inspo.training.schedule import core_config
 
