@@ -19,7 +19,6 @@ from inspo.baselines.gepa_adapter import (
     GEPAProposal,
     ProposalLog,
     ProposerStats,
-    SearchAgentAdapter,
     inspo_reflection_proposer,
     optimize_instruction,
     proposal_yield,
@@ -47,10 +46,6 @@ def world():
 def _adapter(env, policy=None):
     agent = AgentConfig(max_turns=2, max_response_tokens=32, max_obs_tokens=64)
     return AgentAdapter(policy or ScriptedPolicy(), env, agent, batch_size=8, seed=0)
-
-
-def test_the_adapter_keeps_its_old_name():
-    assert SearchAgentAdapter is AgentAdapter
 
 
 def test_gepa_with_inspo_reflection_finds_an_instruction_the_policy_needs(world, tmp_path):

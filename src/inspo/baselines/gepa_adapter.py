@@ -11,7 +11,6 @@ beats its parent on that minibatch. This module plugs inspo's agent into it:
   error recorded) and counts the rollouts it played; ``make_reflective_dataset`` turns them into
   GEPA's reflective records (question, response, correct answers, reward, and the environment's
   line of feedback, ``env.feedback``: the seam mirrors GEPA's adapter for this reason).
-  ``SearchAgentAdapter`` is its old name.
 - :func:`inspo_reflection_proposer` is a GEPA ``custom_candidate_proposer`` that writes INSPO's
   App. E reflection prompt from those records, calls an inspo :class:`~inspo.llm.base.LLMClient`
   once, and keeps the first candidate that passes INSPO's guard. With it both optimizers share
@@ -164,10 +163,6 @@ class AgentAdapter:
     def make_reflective_dataset(self, candidate: dict[str, str], eval_batch, components_to_update: list[str]):
         records = [reflective_record(r, self.env) for r in eval_batch.trajectories or []]
         return {name: records for name in components_to_update}
-
-
-#: The adapter's name before the environment seam (it served the search agent only).
-SearchAgentAdapter = AgentAdapter
 
 
 @dataclass
