@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from inspo.core.population import derived_rng
 from inspo.llm.base import LLMError, LLMUsage
+from inspo.rng import derived_rng
 from inspo.synthetic import FEATURES, GUARD_TAGS
 
 #: The tags the synthetic (Search-R1-tagged) agent's instructions must keep: the guard the core's

@@ -7,7 +7,6 @@ import pytest
 from inspo.core.population import (
     Observation,
     Population,
-    derived_rng,
     evidence,
     fair_share_probabilities,
     in_window,
@@ -18,6 +17,7 @@ from inspo.core.population import (
     windowed_mean,
 )
 from inspo.records import Instruction
+from inspo.rng import derived_rng
 
 
 def naive_softmax(ws, tau):

@@ -10,7 +10,6 @@ from inspo.core.admission import race
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.events import EventLog
-from inspo.core.population import derived_rng
 from inspo.core.proposer import Proposer
 from inspo.core.race import (
     RaceRule,
@@ -23,6 +22,7 @@ from inspo.core.race import (
     stops,
 )
 from inspo.records import Candidate, Instruction, Question, Rollout
+from inspo.rng import derived_rng
 
 
 def naive_admit_probability(p_win, p_loss, n, rule):

@@ -19,9 +19,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inspo.core.population import derived_rng
 from inspo.envs.search_r1.protocol import SEARCH_R1_INSTRUCTION, SEARCH_R1_PROTOCOL
 from inspo.records import Instruction, Question, Rollout, ToolCall
+from inspo.rng import derived_rng
 
 REQUIRED_TAGS = ("<search>", "</search>", "<answer>", "</answer>")
 #: The tags an evolved instruction must keep (the guard), as in Search-R1's environment.

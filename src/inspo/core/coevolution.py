@@ -50,7 +50,7 @@ from inspo.core.events import (
 )
 from inspo.core.leak_scope import NamesFn, named_ids, names_problem
 from inspo.core.paired_credit import PairedRecord, challenger_pair
-from inspo.core.population import Population, derived_rng, survivors_after_halving
+from inspo.core.population import Population, survivors_after_halving
 from inspo.core.proposer import Proposal, Proposer
 from inspo.core.race import RaceRule
 from inspo.core.replay import ReplayBuffer
@@ -59,7 +59,7 @@ from inspo.core.templates import ScoredInstruction
 from inspo.core.validation import EvolutionBar, draw_validation, round_questions
 from inspo.core.verifier import EvaluateFn
 from inspo.records import Instruction, Question, Rollout, scored
-from inspo.rng import rng_from_json, rng_to_json
+from inspo.rng import derived_rng, rng_from_json, rng_to_json
 
 # --------------------------------------------------------------------------------------------
 # The loop's state
