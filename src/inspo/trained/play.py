@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import random
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -121,11 +120,6 @@ class Agent:
         return [*self.notes, f"             {text[:150]}{' ...' if len(text) > 150 else ''}", *self.settings.lines()]
 
 
-#: load_agent's keywords of the search agent before the environment seam -> its env settings.
-_LEGACY_KEYWORDS = {"corpus": "corpus", "retriever": "retriever", "retriever_url": "retriever_url",
-                    "index_dir": "index_dir", "topk": "topk"}
-
-
 def load_agent(
     source: str | Path,
     *,
@@ -139,7 +133,6 @@ def load_agent(
     dtype: str | None = None,
     device: str | None = None,
     seed: int = 0,
-    **legacy: Any,
 ) -> Agent:
     """The agent of ``source`` (module docstring), its settings changed by the keywords.
 
@@ -148,22 +141,14 @@ def load_agent(
     instruction's text. ``env``: an environment object to play in (instead of the one the agent
     records; needed when training was given one in Python); ``env_options``: settings of the
     recorded environment to change (Search-R1: ``corpus``, ``retriever``, ``retriever_url``,
-    ``index_dir``, ``topk`` ...; the old keywords of those names still work, with a
-    DeprecationWarning), or ``{"name": ..., ...}`` to play in another built-in or importable
-    environment with those settings. ``prefill``: text forced at the start of the first turn ('' for none).
+    ``index_dir``, ``topk`` ...), or ``{"name": ..., ...}`` to play in another built-in or
+    importable environment with those settings. ``prefill``: text forced at the start of the first turn ('' for none).
     ``device``: None picks cuda when there is one, else cpu. ``dtype``: None plays in the agent's
     dtype (``agent.json``), in float32 where that is bfloat16 and the device has no fast bf16
     (``describe()`` says which: :func:`inspo.models.precision.play_precision`); ``"auto"`` or a
     dtype name as given. Raises FileNotFoundError / ValueError with what is wrong.
     """
     options = dict(env_options or {})
-    for key, value in legacy.items():
-        if key not in _LEGACY_KEYWORDS:
-            raise TypeError(f"load_agent() got an unexpected keyword argument {key!r}")
-        if value is not None:
-            warnings.warn(f"load_agent({key}=...) is now env_options={{{_LEGACY_KEYWORDS[key]!r}: ...}} (a setting of "
-                          "the search-r1 environment)", DeprecationWarning, stacklevel=2)
-            options[_LEGACY_KEYWORDS[key]] = value
     if options.get("retriever_url") and "retriever" not in options:
         options["retriever"] = "http"
     found = resolve_source(source)
