@@ -49,6 +49,8 @@ def test_file_then_overrides(tmp_path):
     "override, message",
     [
         ("rl.stepz=3", "unknown key.*rl.stepz.*accepts"),
+        ("data.corpus=world", r"unknown key\(s\) data\.corpus; .*: write env\.corpus$"),  # no silent move into env
+        ("rl.topk=5", r"unknown key\(s\) rl\.topk; .*: write env\.topk$"),
         ("rl.group_size=1", "group_size must be an integer >= 2"),
         ("coevolution.tau_s=0", "tau_s must be > 0"),
         ("mode=magic", "mode must be one of"),

@@ -9,8 +9,8 @@ Presets (named starting points) are in :mod:`inspo.training.presets`.
 
 Files map onto the same tree (``[rl]``, ``[coevolution]`` …); overrides are dotted
 ``section.field=value`` strings whose values are parsed as YAML scalars (both read in
-:mod:`inspo.training.config_files`). How the layers (preset, file, overrides) merge, and what an
-old config's keys become: :mod:`inspo.training.config_layers`.
+:mod:`inspo.training.config_files`). How the layers (preset, file, overrides) merge, and what a
+search-r1 setting written in the wrong section is told: :mod:`inspo.training.config_layers`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from inspo.llm.factory import OptimizerLLMConfig
 from inspo.models.precision import DTYPES
 from inspo.training.config_files import parse_override, read_config_file
 from inspo.training.config_layers import (
+    env_setting_hint,
     merge_layer,
-    migrate,
     user_bound,
     warn_full_fine_tuning_rate,
 )
@@ -403,7 +403,7 @@ def _build(cls, data: dict[str, Any], where: str):
     if unknown:
         raise ConfigError(
             f"unknown key(s) {', '.join(where + k for k in unknown)}; "
-            f"{where.rstrip('.') or 'the top level'} accepts: {', '.join(sorted(known))}"
+            f"{where.rstrip('.') or 'the top level'} accepts: {', '.join(sorted(known))}{env_setting_hint(unknown)}"
         )
     _check_bools(cls, data, where)
     kwargs = {}
@@ -434,7 +434,7 @@ _SECTIONS: dict[type, dict[str, type]] = {
 
 
 def from_dict(data: dict[str, Any]) -> TrainConfig:
-    return _build(TrainConfig, migrate(data), "")
+    return _build(TrainConfig, data, "")
 
 
 def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overrides: list[str] = (), *,

@@ -1,7 +1,8 @@
 """How a config is put together from layers: a preset (or a run's config.yaml), then a file, then
-``--set`` overrides, each a nested dict merged over the last; what an old config's keys become; and
-the one warning a combination of layers earns. Pure dict-to-dict functions: validation happens
-once, on the merged result, in :func:`inspo.training.config.from_dict`."""
+``--set`` overrides, each a nested dict merged over the last; the one warning a combination of
+layers earns; and the hint an environment's setting written in the wrong section gets. Pure
+dict-to-dict functions: validation happens once, on the merged result, in
+:func:`inspo.training.config.from_dict`."""
 
 from __future__ import annotations
 
@@ -22,40 +23,21 @@ def merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-#: Settings of the search agent that lived in ``data`` and ``rl`` before the environment seam; a
-#: config that still has them gets them moved into ``env:`` (with a DeprecationWarning).
-LEGACY_ENV_KEYS: dict[str, tuple[str, ...]] = {
-    "data": ("corpus", "retriever", "retriever_url", "retriever_timeout", "retriever_retries", "retriever_model",
-             "index_dir", "index_path", "faiss_index", "faiss_nprobe", "faiss_ef_search", "faiss_device"),
-    "rl": ("topk", "reward", "format_weight"),
-}
+#: The environment whose settings :func:`env_setting_hint` points to.
+HINTED_ENV = "search-r1"
 
 
-def migrate(data: dict[str, Any], *, warn: bool = True) -> dict[str, Any]:
-    """``data`` (a config as nested dicts) with the search agent's old keys (:data:`LEGACY_ENV_KEYS`)
-    moved into ``env:``, where they win over what ``env:`` had (they were written later, or by the
-    user: presets use ``env:``). ``data.train``/``data.eval`` of ``world`` with a built-in world corpus
-    stay as they are. A DeprecationWarning names each moved key unless ``warn`` is False."""
-    import warnings
+def env_setting_hint(keys: list[str]) -> str:
+    """What to write for ``keys`` that a section refused but that are settings of the search-r1
+    environment (``data.corpus``, ``rl.topk`` ... before the environment seam): ``"; corpus is a
+    setting of the search-r1 environment: write env.corpus"``, or '' when none is."""
+    from inspo.envs.registry import resolve_options
 
-    moved: dict[str, Any] = {}
-    out = dict(data)
-    for section, keys in LEGACY_ENV_KEYS.items():
-        if not isinstance(out.get(section), dict):
-            continue
-        part = dict(out[section])
-        for key in keys:
-            if key in part:
-                moved[key] = part.pop(key)
-                if warn:
-                    warnings.warn(f"{section}.{key} is now env.{key} (the search-r1 environment's own setting); "
-                                  f"write env.{key} in config files and --set", DeprecationWarning, stacklevel=3)
-        out[section] = part
-    if moved:
-        env = dict(out.get("env") or {})
-        env.update(moved)
-        out["env"] = env
-    return out
+    ours = [k for k in keys if k in resolve_options(HINTED_ENV, {})]
+    if not ours:
+        return ""
+    return (f"; {', '.join(ours)} {'is a setting' if len(ours) == 1 else 'are settings'} of the {HINTED_ENV} "
+            f"environment: write {', '.join('env.' + k for k in ours)}")
 
 
 def warn_full_fine_tuning_rate(start: dict[str, Any], data: dict[str, Any], layers: list[dict[str, Any]], *,
