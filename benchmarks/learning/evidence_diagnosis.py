@@ -130,7 +130,7 @@ def step0_db(run: dict, questions: dict) -> dict:
     them (``inspo.training.loop.warmup_questions``: ``derived_rng(seed, "warmup")``); before step 1
     the buffer holds only their rollouts, and D_B takes every buffer problem when there are no
     more than ``validation_size``. Also: are the problems shown at step 0 among them?"""
-    from inspo.core.population import derived_rng
+    from inspo.rng import derived_rng
 
     cfg, events = run["config"], run["events"]
     pool = list(questions.values())

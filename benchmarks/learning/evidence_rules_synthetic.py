@@ -94,8 +94,8 @@ def run_one(arm: str, seed: int, harm: float = 0.0) -> dict:
     from inspo.core.coevolution import CoEvolution
     from inspo.core.config import CoEvolutionConfig
     from inspo.core.proposer import Proposer
+    from inspo.core.reflector import RuleBasedReflector
     from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
-    from inspo.llm.rule_based import RuleBasedReflector
     from inspo.synthetic import (
         GUARD_TAGS,
         SyntheticEnv,

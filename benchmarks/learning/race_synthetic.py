@@ -165,7 +165,7 @@ def run_one(arm: str, seed: int, harm: float = 0.0, fresh: bool = False) -> dict
     from inspo.core.coevolution import CoEvolution
     from inspo.core.config import CoEvolutionConfig
     from inspo.core.proposer import Proposer
-    from inspo.llm.rule_based import RuleBasedReflector
+    from inspo.core.reflector import RuleBasedReflector
     from inspo.synthetic import (
         GUARD_TAGS,
         SEED_INSTRUCTION,

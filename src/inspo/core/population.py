@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspo.records import Instruction
-from inspo.rng import derived_rng  # noqa: F401  (re-exported: part of the population's API)
 
 # --------------------------------------------------------------------------------------------
 # Pure maths

@@ -15,7 +15,7 @@ One module per responsibility:
 - :mod:`.failures` holds the answer-level failure modes every tagged protocol shares;
 - :mod:`.revisions` writes the critique and the revised candidates;
 - :mod:`.client` is :class:`RuleBasedReflector`, the :class:`~inspo.llm.base.LLMClient` tying them
-  together (also importable as ``inspo.llm.rule_based`` and ``inspo.llm.RuleBasedReflector``).
+  together (also importable as ``inspo.llm.RuleBasedReflector``).
 
 Rules:
 
