@@ -103,7 +103,8 @@ def test_a_state_class_must_offer_tools_with_docstrings():
 
 def load_environment(**settings):
     """The factory ``env.name=tests/test_envs_state.py:load_environment`` names (the CLI test)."""
-    questions = {"test": [Question(f"t{i}", f"Bank {i}?", ("x",), meta={"start": 6 * i}) for i in range(2)]}
+    questions = {split: [Question(f"{split[:2]}{i}", f"Bank {i}?", ("x",), meta={"start": 6 * i}) for i in range(n)]
+                 for split, n in (("train", 4), ("dev", 2), ("test", 2))}
     return TaggedToolEnv(name="piggy", tools=[], seed_instruction=SEED, state=Piggy, questions=questions,
                          reward=Rubric(reached_ten), metric="reached_ten")
 
@@ -125,3 +126,31 @@ def test_the_cli_evaluates_a_stateful_environment_named_by_file(tmp_path):
     assert cell["dataset"] == "piggy@test" and cell["tool_calls"] == {"deposit": 1.0, "balance": 0.0}
     # each episode's own bank, reset from its question (0 + 4, 6 + 4): only the second reaches ten
     assert cell["reward"] == 0.5 and cell["n"] == 2
+
+
+@pytest.mark.slow
+def test_a_stateful_environment_trains_evolves_and_is_asked_through_the_api(tmp_path):
+    """Two GRPO steps on the tiny random Qwen2 with an instance an episode (the first turn forced to
+    deposit 4), then evolve and ask: every episode's bank is its own, and the rubric reads it."""
+    pytest.importorskip("trl")
+    import json
+
+    import inspo
+    from test_envs_user import OVERRIDES
+
+    overrides = [o for o in OVERRIDES if not o.startswith("rl.prefill=")] + ["rl.prefill=<deposit>4</deposit>",
+                                                                             f"output_dir={tmp_path / 'run'}"]
+    config = inspo.load_config("cpu-tiny", overrides=overrides)
+    Piggy.opened.clear()
+    inspo.train(config, env=load_environment(), progress=False)
+    lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in lines] == [1, 2] and all(m["rollout/deposit_calls"] == 1.0 for m in lines)
+    assert all("env/reached_ten" in m for m in lines)  # the rubric's function, reported apart
+    assert Piggy.opened and all(p.closed for p in Piggy.opened)
+    # each bank is its question's start (0, 6, 12, 18) plus the one forced deposit: never shared
+    assert {p.coins for p in Piggy.opened if p.question and p.question.startswith("tr")} <= {4, 10, 16, 22}
+    evolved = inspo.evolve(config, env=load_environment(), steps=2, out_dir=tmp_path / "evolve", progress=False)
+    assert evolved.tool_calls_end == 1.0
+    agent = inspo.load_agent(tmp_path / "run" / "agent", env=load_environment(), max_turns=1, max_response_tokens=4)
+    answer = agent.ask("Bank 1?")
+    assert answer.calls == [("deposit", "4")] and answer.turns[0].result == ["now 4"]  # a fresh bank
