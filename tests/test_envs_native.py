@@ -164,8 +164,8 @@ def test_an_engine_without_a_chat_template_is_refused_when_bound():
 
 
 # ---------------------------------------------------------------------------------------------- the loop
-@pytest.fixture(scope="module")
-def tiny():
+def tiny_with_tools():
+    """tiny-qwen2 with Qwen2.5's template (it takes tools); a skip where only SmolLM2's tokenizer is."""
     pytest.importorskip("transformers")
     from inspo.models import ModelNotInstalledError, load_model
 
@@ -176,6 +176,11 @@ def tiny():
     if "tools" not in (loaded.tokenizer.chat_template or ""):
         pytest.skip("tiny-qwen2 took SmolLM2's tokenizer here (Qwen2.5's chunks are not installed): no tools template")
     return loaded
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_with_tools()
 
 
 def test_an_episode_is_exactly_the_conversation_the_template_renders(tiny, monkeypatch):

@@ -18,6 +18,8 @@ pytest.importorskip("trl")
 
 import inspo  # noqa: E402
 from inspo.records import Question  # noqa: E402
+from test_envs_native import tiny_with_tools  # noqa: E402
+from test_envs_user import OVERRIDES as USER_OVERRIDES  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -50,34 +52,15 @@ def load_environment(**settings):
                                instructions={"terse": "Sum with the tool; answer in <answer> </answer>."})
 
 
-OVERRIDES = [
-    "model.name_or_path=tiny-qwen2", "model.dtype=float32", "model.lora=false", "rl.bf16=false",
-    "rl.steps=2", "rl.questions_per_step=2", "rl.group_size=2", "rl.micro_batch_size=4", "rl.max_turns=1",
-    "rl.max_response_tokens=6", "rl.max_obs_tokens=32", "rl.learning_rate=0.01", "rl.save_steps=0",
-    f"rl.prefill={PREFILL}", "rl.last_turn_nudge=false", "data.train=env", "data.eval=env",
-    "data.max_eval_questions=2", "data.max_test_questions=2", "data.warmup_questions=2", "data.max_hops=0",
-    "final_choice=dev", "offline_steps=2", "coevolution.population_size=2", "coevolution.prune_every=1",
-    "coevolution.evolve_every=2", "coevolution.evolve_until=3", "coevolution.validation_size=2",
-    "coevolution.candidates_per_call=2", "coevolution.max_rounds=1", "optimizer.kind=rule-based",
-]
-
-
-def _qwen_template_or_skip():
-    from inspo.models import ModelNotInstalledError, load_model
-
-    try:
-        loaded = load_model("tiny-qwen2")
-    except ModelNotInstalledError as exc:
-        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
-    if "tools" not in (loaded.tokenizer.chat_template or ""):
-        pytest.skip("tiny-qwen2 took SmolLM2's tokenizer here (Qwen2.5's chunks are not installed): no tools template")
+#: test_envs_user's run, with the native call forced instead of the tag.
+OVERRIDES = [o for o in USER_OVERRIDES if not o.startswith("rl.prefill=")] + [f"rl.prefill={PREFILL}"]
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     import torch
 
-    _qwen_template_or_skip()
+    tiny_with_tools()
     torch.set_num_threads(1)
     CALLS.clear()
     out = tmp_path_factory.mktemp("native") / "run"
@@ -121,7 +104,7 @@ def test_evolve_keeps_the_answer_tag_and_evaluate_plays_the_native_tool(trained,
 def test_the_cli_names_the_native_environment_by_file(tmp_path):
     from inspo.cli import main
 
-    _qwen_template_or_skip()
+    tiny_with_tools()
     spec = f"{Path(__file__).resolve()}:load_environment"
     assert main(["eval", "--env", spec, "--set", "model.dtype=float32", "--set", f"rl.prefill={PREFILL}",
                  "--policy", "tiny-qwen2", "--dataset", "env@test", "--instruction", "@terse", "--limit", "2",
