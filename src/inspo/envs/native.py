@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from inspo.envs.base import Action, FinalAnswer
+from inspo.envs.base import Action
 from inspo.envs.tagged import TaggedToolEnv, tagged_rules
 from inspo.envs.tool_schema import tool_schema
 from inspo.envs.tools import Tool
@@ -169,6 +169,8 @@ class NativeToolEnv(TaggedToolEnv):
     def bind_engine(self, engine: Any) -> None:
         """Read the framing from ``engine``'s chat template (the loop calls this before a play)."""
         tokenizer = getattr(engine, "tokenizer", None)
+        if tokenizer is not None and tokenizer is getattr(self, "_bound_tokenizer", None):
+            return  # read from this template already (the loop binds before every play)
         if tokenizer is None or not getattr(tokenizer, "chat_template", None):
             raise ValueError(f"environment {self.name!r} uses native tool calls, which need a policy engine whose "
                              f"tokenizer has a chat template that takes tools (transformers, vLLM, or an "
@@ -182,24 +184,17 @@ class NativeToolEnv(TaggedToolEnv):
 
         source = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
         self.bound_format(probe_format(render, lambda text: engine.decode(engine.encode(text)), source=str(source)))
+        self._bound_tokenizer = tokenizer
 
     def bound_format(self, fmt: ToolCallFormat) -> None:
         """Frame results as ``fmt`` does, and read them back from responses that way."""
         self.format = fmt
-        block = fmt.block_pattern()
-        self._results = re.compile(block, re.DOTALL)
-        messages = "|".join(re.escape(m.strip()) for m in (self.invalid_message, self.nudge_message) if m.strip())
-        pieces = "|".join(p for p in (block, messages) if p)
-        self._env_text = re.compile(rf"(?:\s*(?:{pieces})\s*)+", re.DOTALL)
+        self._bound_tokenizer = None
+        self.read_results(fmt.block_pattern())
 
     # ------------------------------------------------------------------------ turns
-    def parse(self, turn: str) -> Action:
-        match = self._action.search(turn)
-        if match is None:
-            return None
-        tag, content = match.group(1), match.group(2).strip()
-        if tag != "tool_call":
-            return FinalAnswer(content)
+    def call_of(self, tag: str, content: str) -> Action:
+        """A ``<tool_call>``'s JSON as the call it names (None: not such a JSON object)."""
         try:
             data = json.loads(content)
         except ValueError:

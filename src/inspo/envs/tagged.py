@@ -140,12 +140,17 @@ class TagProtocol:
         self.nudge_message = nudge_message if nudge_message is not None else default_nudge_message(answer_tag)
         alternatives = "|".join(re.escape(t) for t in (*calls, answer_tag))
         self._action = re.compile(rf"<({alternatives})>(.*?)</\1>", re.DOTALL)
-        results = sorted(set(self.result_tags.values()))
-        self._results = re.compile("|".join(rf"<{re.escape(t)}>.*?</{re.escape(t)}>" for t in results), re.DOTALL)
         a = re.escape(answer_tag)
         self._answer = re.compile(rf"<{a}>((?:(?!<{a}>|</{a}>).)*)</{a}>", re.DOTALL)
+        results = sorted(set(self.result_tags.values()))
+        self.read_results("|".join(rf"<{re.escape(t)}>.*?</{re.escape(t)}>" for t in results))
+
+    def read_results(self, pattern: str) -> None:
+        """Read results back from responses by ``pattern`` (a regex of one result block, its
+        text the first group where it has one), and with them the environment's text."""
+        self._results = re.compile(pattern, re.DOTALL)
         messages = "|".join(re.escape(m.strip()) for m in (self.invalid_message, self.nudge_message) if m.strip())
-        pieces = "|".join(p for p in (self._results.pattern, messages) if p)
+        pieces = "|".join(p for p in (pattern, messages) if p)
         self._env_text = re.compile(rf"(?:\s*(?:{pieces})\s*)+", re.DOTALL)
 
     def parse(self, turn: str) -> Action:
@@ -153,7 +158,11 @@ class TagProtocol:
         if match is None:
             return None
         tag, content = match.group(1), match.group(2).strip()
-        return FinalAnswer(content) if tag == self.answer_tag else ToolCall(tag, content)
+        return FinalAnswer(content) if tag == self.answer_tag else self.call_of(tag, content)
+
+    def call_of(self, tag: str, content: str) -> Action:
+        """The action of a call tag's stripped content: here the call of the tool of that tag."""
+        return ToolCall(tag, content)
 
     def observe(self, call: ToolCall, result: str) -> str:
         tag = self.result_tags[call.tool]
