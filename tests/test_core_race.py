@@ -253,13 +253,52 @@ def test_an_evolution_stops_asking_once_its_rollout_budget_or_the_runs_tokens_ar
     assert free.ledger.optimizer_calls == 4  # nothing admitted: every round is played
     capped = core(max_rounds=4, validation_size=8, validation_from="train", evolve_rollouts=40)
     capped.initialize(evaluate, questions(8, "w"))
-    assert capped.ledger.optimizer_calls == 2  # a round spends 32 (the parent and 3 candidates on 8): 32, then 64
+    assert capped.ledger.optimizer_calls == 2  # the first round spends 32 (the parent and 3 candidates on 8)
+    # the second has 8 left: its first candidate races the parent's kept results, the other two go unplayed
+    assert capped.ledger.verification_rollouts == 40
+    budget = [e for e in capped.events.of_kind("rejected") if e.stage == "budget"]
+    assert len(budget) == 2 and all("not verified past 0 of 8" in e.reason for e in budget)
     finished = capped.events.of_kind("evolution_finished")[0]
     assert "verification budget is spent" in finished.reason
     tokens = core(max_rounds=4, validation_size=8, validation_from="train", max_optimizer_tokens=1)
     tokens.initialize(evaluate, questions(8, "w"))
     assert tokens.ledger.optimizer_calls == 1 and "optimizer tokens are spent" in \
         tokens.events.of_kind("evolution_finished")[0].reason
+
+
+def test_a_race_stops_where_its_allowance_runs_out_and_counts_what_it_played():
+    from inspo.core.verifier import Allowance
+
+    events = []
+    parent = Instruction(id="p", text="seed parent")
+    cands = [Candidate(id=f"c{i}", text="x good", parent_id="p", origin="t") for i in range(2)]
+    qs = questions(16)
+    bar = {q.id: 0.0 for q in qs}  # the parent's results are kept: the race pays for candidates only
+    allowance = Allowance(20)
+    chosen, refused = race(1, parent, cands, qs, known_rates({"good": 1.0}, "cut"), 1, RaceRule(0, 4),
+                           events.append, bar=bar, allowance=allowance)
+    assert chosen == [] and allowance.left == 0  # ahead on every question, but D_B was not finished
+    assert refused["c1"] == ("budget", refused["c1"][1]) and "past 8 of 16" in refused["c1"][1]
+    assert "past 12 of 16" in refused["c0"][1]  # the first proposed plays on while one fits
+    played = {e.candidate_id: e.n_rollouts for e in events if e.kind == "verified"}
+    assert played == {"c0": 12, "c1": 8}  # what they played is counted (the ledger reads these)
+
+
+def test_top_n_and_the_gate_play_only_the_candidates_their_allowance_pays_for():
+    from inspo.core.admission import gate, score_and_rank
+    from inspo.core.verifier import Allowance
+
+    parent = Instruction(id="p", text="seed parent")
+    cands = [Candidate(id=f"c{i}", text="x good", parent_id="p", origin="t") for i in range(3)]
+    evaluate = known_rates({"parent": 0.0, "good": 1.0}, "paid")
+    chosen, refused = score_and_rank(1, parent, list(cands), questions(4), evaluate, 3, lambda e: None,
+                                     Allowance(13))  # the parent and two candidates
+    assert [c.id for c in chosen] == ["c0", "c1"] and refused["c2"][0] == "budget"
+    allowance = Allowance(7)  # the parent and two candidates on 2 failure problems, 1 to spare
+    passed, refused = gate(1, parent, list(cands), questions(2), evaluate, lambda e: None, allowance=allowance)
+    assert [c.id for c in passed] == ["c0", "c1"] and set(refused) == {"c2"} and allowance.left == 1
+    assert score_and_rank(1, parent, list(cands), questions(4), evaluate, 3, lambda e: None,
+                          Allowance(3))[0] == []  # not even the parent fits
 
 
 # ------------------------------------------------------------------------ leak scope

@@ -24,6 +24,7 @@ from inspo.core.leak_scope import NamesFn, named_held_out
 from inspo.core.proposer import leaked_answer
 from inspo.core.race import RaceRule, Tally, admits, checkpoints, stops
 from inspo.core.verifier import (
+    Allowance,
     EvaluateFn,
     Verification,
     Verifier,
@@ -56,18 +57,23 @@ def parent_verified(step: int, result: Verification, n_questions: int, emit: Emi
 
 def score_and_rank(
     step: int, parent: Instruction | None, candidates: list[Candidate], questions: list[Question],
-    evaluate: EvaluateFn | None, n: int, emit: Emit,
+    evaluate: EvaluateFn | None, n: int, emit: Emit, allowance: Allowance | None = None,
 ) -> tuple[list[Candidate], Refused]:
     """``top-n``, or ``beat-parent`` when ``parent`` is given: every candidate scored on all of
     D_B (the parent in the same batch). No evaluator or no D_B: the first ``n``, unverified (the
-    paper's no-verify ablation). A parent that cannot be scored falls back to plain top-n."""
+    paper's no-verify ablation). A parent that cannot be scored falls back to plain top-n.
+    ``allowance``: the candidates it cannot pay for (the last proposed first) are refused unplayed."""
     bar: float | None = None
     refused: Refused = {}
     if evaluate is None or not questions:
         chosen = candidates[:n]
     else:
         probe = probe_of(parent) if parent is not None else None
-        results = Verifier(evaluate).score(([probe] if probe else []) + candidates, questions, step)
+        verifier = Verifier(evaluate, allowance)
+        candidates, refused = _affordable(verifier.allowance, candidates, len(questions), probe is not None)
+        if not candidates:
+            return [], refused
+        results = verifier.score(([probe] if probe else []) + candidates, questions, step)
         if probe is not None:
             bar = parent_verified(step, results.pop(0), len(questions), emit)
         for v in results:
@@ -130,7 +136,7 @@ def _refuse(candidates: list[Candidate], why: Callable[[Candidate], str | None])
 
 def gate(
     step: int, parent: Instruction | None, candidates: list[Candidate], failures: list[Question],
-    evaluate: EvaluateFn, emit: Emit, skip: Skip | None = None,
+    evaluate: EvaluateFn, emit: Emit, skip: Skip | None = None, allowance: Allowance | None = None,
 ) -> tuple[list[Candidate], Refused]:
     """``coevolution.gate``: GEPA's cheap first check. The parent and the candidates play the
     failure problems the optimizer call was shown, in one batch (greedily under ``verify_greedy``:
@@ -138,18 +144,20 @@ def gate(
     a candidate goes on to D_B only when it wins more of them than it loses against the parent.
     A parent that cannot be played (or no failure) lets every candidate through unjudged. ``skip``:
     the question ids each instruction names (:mod:`inspo.core.leak_scope`), left out of its
-    comparison, and those its parent names."""
+    comparison, and those its parent names. ``allowance``: as in :func:`score_and_rank`."""
     if parent is None or not failures:
         return list(candidates), {}
-    verifier = Verifier(evaluate)
+    verifier = Verifier(evaluate, allowance)
+    candidates, refused = _affordable(verifier.allowance, candidates, len(failures), True)
+    if not candidates:
+        return [], refused
     played = verifier.play([probe_of(parent), *candidates], failures, step)
     bar = [] if isinstance(played[0], Exception) else per_question(played[0], len(failures))
     if all(r is None for r in bar):
-        return list(candidates), {}
+        return list(candidates), refused
     emit(Gated(step, candidate_id=parent.id, parent=True, n_questions=len(failures), n_rollouts=len(played[0]),
                passed=True))
     passed: list[Candidate] = []
-    refused: Refused = {}
     for cand, result in zip(candidates, played[1:], strict=True):
         if isinstance(result, Exception):
             refused[cand.id] = ("verify", failure_reason(result))
@@ -169,7 +177,7 @@ def gate(
 def race(
     step: int, parent: Instruction | None, candidates: list[Candidate], questions: list[Question],
     evaluate: EvaluateFn, n: int, rule: RaceRule, emit: Emit, skip: Skip | None = None,
-    bar: dict[str, float | None] | None = None,
+    bar: dict[str, float | None] | None = None, allowance: Allowance | None = None,
 ) -> tuple[list[Candidate], Refused]:
     """``paired``: the parent plays D_B once; each candidate then plays it chunk by chunk (every
     live candidate in one batch) and is compared with the parent question by question; it stops
@@ -178,14 +186,18 @@ def race(
     on which either side's rollouts all failed on an error is not counted, nor one that the
     candidate or its parent names (``skip``, as in :func:`gate`). ``bar``: the parent's
     per-question scores already played with the same policy (question id -> score), which it
-    does not play again; the questions it plays here are added to it."""
+    does not play again; the questions it plays here are added to it. ``allowance``: before each
+    chunk, the live candidates it cannot pay for (the last proposed first) stop there, refused
+    (stage ``budget``) with a ``verified`` event for what they played."""
     if parent is None or not questions:
         why = "no D_B question to race on" if parent is not None else "its parent is not in the archive"
         return [], {c.id: ("verify", f"not verified: {why}") for c in candidates}
-    verifier = Verifier(evaluate)
+    verifier = Verifier(evaluate, allowance)
     known = bar if bar is not None else {}
     missing = [q for q in questions if q.id not in known]
     rollouts = 0
+    if missing and not verifier.allowance.afford(1, len(missing)):
+        return [], {c.id: verifier.allowance.refusal(0, len(questions)) for c in candidates}
     if missing:
         [played_parent] = verifier.score([probe_of(parent)], missing, step)
         if played_parent.candidate.rejected:
@@ -202,22 +214,33 @@ def race(
     emit(ParentVerified(step, parent_id=parent.id, score=sum(ok) / len(ok), n_questions=len(questions),
                         n_rollouts=rollouts))
     skipped = {c.id: _skipped(skip, c.id, parent.id) for c in candidates}
-    tallies, played, refused, stopped = _play_race(step, verifier, candidates, questions, scores, rule, skipped)
+    tallies, played, refused, stopped, cut = _play_race(step, verifier, candidates, questions, scores, rule, skipped)
     for cand in candidates:
-        if cand.id not in refused:
-            _record(step, cand, played[cand.id], tallies[cand.id], cand.id in stopped, refused, emit)
-    eligible = [c for c in candidates if c.id not in refused and c.id not in stopped and admits(tallies[c.id])]
+        if cand.id not in refused and played[cand.id]:
+            _record(step, cand, played[cand.id], tallies[cand.id], cand.id in stopped or cand.id in cut, refused, emit)
+    eligible = [c for c in candidates
+                if c.id not in refused and c.id not in stopped and c.id not in cut and admits(tallies[c.id])]
     order = sorted(range(len(eligible)), key=lambda i: (-tallies[eligible[i].id].difference, i))
     chosen = [eligible[i] for i in order[:n]]
     chosen_ids = {c.id for c in chosen}
     for cand in candidates:
-        if cand.id not in refused and cand.id not in chosen_ids:
+        if cand.id in cut and cand.id not in refused:
+            refused[cand.id] = verifier.allowance.refusal(cut[cand.id], len(questions))
+        elif cand.id not in refused and cand.id not in chosen_ids:
             refused[cand.id] = _why_not(tallies[cand.id], cand.id in stopped, parent.id, len(questions), n)
     return chosen, refused
 
 
 Skip = Mapping[str, set[str]]
 """instruction id -> ids of the questions it names (left out of the comparisons that judge it)."""
+
+
+def _affordable(allowance: Allowance, candidates: list[Candidate], n_questions: int,
+                with_parent: bool) -> tuple[list[Candidate], Refused]:
+    """The candidates ``allowance`` can pay to play ``n_questions`` (beside their parent, which
+    comes first, when ``with_parent``), in proposal order, and a ``budget`` refusal for the rest."""
+    k = max(0, allowance.afford(len(candidates) + with_parent, n_questions) - with_parent)
+    return candidates[:k], {c.id: allowance.refusal(0, n_questions) for c in candidates[k:]}
 
 
 def _skipped(skip: Skip | None, *ids: str) -> set[str]:
@@ -236,15 +259,21 @@ def paired_tally(tally: Tally, mine: list[float | None], theirs: list[float | No
 def _play_race(
     step: int, verifier: Verifier, candidates: list[Candidate], questions: list[Question],
     bar: list[float | None], rule: RaceRule, skipped: dict[str, set[str]],
-) -> tuple[dict[str, Tally], dict[str, list[Rollout]], Refused, set[str]]:
-    """The race itself: each candidate's tally and rollouts, those whose evaluation raised, and
-    those the rule stopped."""
+) -> tuple[dict[str, Tally], dict[str, list[Rollout]], Refused, set[str], dict[str, int]]:
+    """The race itself: each candidate's tally and rollouts, those whose evaluation raised, those
+    the rule stopped, and those the verifier's allowance could not pay for (id -> questions done)."""
     tallies = {c.id: Tally() for c in candidates}
     played: dict[str, list[Rollout]] = {c.id: [] for c in candidates}
     refused: Refused = {}
     stopped: set[str] = set()
+    cut: dict[str, int] = {}
     alive, done = list(candidates), 0
     for end in checkpoints(len(questions), rule.chunk):
+        k = verifier.allowance.afford(len(alive), end - done)
+        cut |= {c.id: done for c in alive[k:]}
+        alive = alive[:k]
+        if not alive:
+            break
         for cand, result in zip(alive, verifier.play(alive, questions[done:end], step), strict=True):
             if isinstance(result, Exception):
                 refused[cand.id] = ("verify", failure_reason(result))
@@ -258,7 +287,7 @@ def _play_race(
         alive = [c for c in alive if c.id not in refused and c.id not in stopped]
         if not alive:
             break
-    return tallies, played, refused, stopped
+    return tallies, played, refused, stopped, cut
 
 
 def _record(step: int, cand: Candidate, rollouts: list[Rollout], tally: Tally, stopped: bool,

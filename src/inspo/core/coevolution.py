@@ -57,7 +57,7 @@ from inspo.core.replay import ReplayBuffer
 from inspo.core.schedule import is_evolve_step, is_prune_step
 from inspo.core.templates import ScoredInstruction
 from inspo.core.validation import EvolutionBar, draw_validation, round_questions
-from inspo.core.verifier import EvaluateFn
+from inspo.core.verifier import Allowance, EvaluateFn
 from inspo.records import Instruction, Question, Rollout, scored
 from inspo.rng import derived_rng, rng_from_json, rng_to_json
 
@@ -314,7 +314,8 @@ class CoEvolution:
             )
             self._record_proposal(step, rounds, proposal, failures)
             if proposal.candidates:
-                admitted += self._verify_and_admit(step, proposal, failures, evaluate)    # 21
+                left = self._allowance(self.ledger.verification_rollouts - spent_before)
+                admitted += self._verify_and_admit(step, proposal, failures, evaluate, left)  # 21
             else:
                 reason = proposal.error or "every candidate was rejected by the guard"
                 self.emit(OptimizerFailed(step, round=rounds, reason=reason))
@@ -345,8 +346,15 @@ class CoEvolution:
             return f"the run's optimizer tokens are spent ({used} of max_optimizer_tokens {cfg.max_optimizer_tokens})"
         return ""
 
+    def _allowance(self, spent: int) -> Allowance:
+        """What the evolution may still spend on verification this round (``evolve_rollouts``), so
+        a round verifying several candidates stops inside it rather than after."""
+        budget = self.config.evolve_rollouts
+        return Allowance(max(0, budget - spent) if budget else None)
+
     def _verify_and_admit(
-        self, step: int, proposal: Proposal, failures: Sequence[Rollout], evaluate: EvaluateFn | None
+        self, step: int, proposal: Proposal, failures: Sequence[Rollout], evaluate: EvaluateFn | None,
+        allowance: Allowance | None = None,
     ) -> list[str]:
         """Line 21: verify the candidates on D_B and admit the top-n (under ``beat-parent``, only
         those scoring at least their parent on the same questions and sampling seeds; under
@@ -373,18 +381,19 @@ class CoEvolution:
             texts = {c.id: c.text for c in candidates} | ({parent.id: parent.text} if parent is not None else {})
             skip = named_ids(texts, shown + questions, self.names)
         if cfg.gate and cfg.verify and evaluate is not None:
-            candidates, gated_out = gate(step, parent, candidates, shown, evaluate, self.emit, skip)
+            candidates, gated_out = gate(step, parent, candidates, shown, evaluate, self.emit, skip, allowance)
             self._reject_all(step, proposal, gated_out)
             if not candidates:
                 return []
         if cfg.admission == "paired" and cfg.verify and evaluate is not None:
             rule = RaceRule(cfg.race_futility, cfg.race_chunk)
             bar = self.bar.parents.setdefault(parent.id, {}) if self.bar is not None and parent is not None else None
-            chosen, refused = race(step, parent, candidates, questions, evaluate, n, rule, self.emit, skip, bar)
+            chosen, refused = race(step, parent, candidates, questions, evaluate, n, rule, self.emit, skip, bar,
+                                   allowance)
             self.paired.race_winners |= {c.id for c in chosen}
         else:
             chosen, refused = score_and_rank(step, parent if cfg.admission == "beat-parent" else None,
-                                             candidates, questions, evaluate, n, self.emit)
+                                             candidates, questions, evaluate, n, self.emit, allowance)
         for cand in chosen:
             self.population.add(cand.to_instruction(step), prior=cand.score)
             self.emit(Admitted(step, instruction=cand.to_instruction(step).to_dict(), score=cand.score))

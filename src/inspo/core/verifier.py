@@ -18,6 +18,7 @@ gets all of a round's candidates in one call.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,9 +50,42 @@ def play_all(evaluate: EvaluateFn, instructions: Sequence[Instruction],
     return [list(evaluate(i, questions)) for i in instructions]
 
 
+@dataclass
+class Allowance:
+    """The verification rollouts an evolution may still spend (``coevolution.evolve_rollouts``),
+    kept while a round plays, so that a round verifying several candidates cannot run past it:
+    every play is charged what it returned, and a caller asks :meth:`afford` before a play and
+    plays only the instructions it can pay for. ``left`` None: no budget."""
+
+    left: int | None = None
+    per_question: int = 1
+    """Rollouts one instruction costs on one question: 1 by the evaluate seam's rule, raised to what
+    the plays return (an evaluator with a group larger than one)."""
+
+    def afford(self, n_instructions: int, n_questions: int) -> int:
+        """How many of ``n_instructions`` can play ``n_questions`` each within what is left."""
+        if self.left is None or n_questions == 0:
+            return n_instructions
+        return min(n_instructions, self.left // (n_questions * self.per_question))
+
+    def charge(self, rollouts: int, n_plays: int, n_questions: int) -> None:
+        """Take a play of ``n_plays`` instructions on ``n_questions`` off what is left."""
+        if n_plays and n_questions:
+            self.per_question = max(self.per_question, math.ceil(rollouts / (n_plays * n_questions)))
+        if self.left is not None:
+            self.left = max(0, self.left - rollouts)
+
+    def refusal(self, done: int, total: int) -> tuple[str, str]:
+        """The ``(stage, reason)`` of a candidate this allowance could not pay for after ``done`` of
+        ``total`` questions."""
+        return "budget", (f"not verified past {done} of {total} question(s): the evolution's verification "
+                          "budget (evolve_rollouts) is spent")
+
+
 class Verifier:
-    def __init__(self, evaluate: EvaluateFn):
+    def __init__(self, evaluate: EvaluateFn, allowance: Allowance | None = None):
         self.evaluate = evaluate
+        self.allowance = allowance if allowance is not None else Allowance()
 
     def score(self, candidates: Sequence[Candidate], questions: Sequence[Question], step: int) -> list[Verification]:
         """Fill each candidate's ``score`` (mean reward on ``questions``) or ``rejected``.
@@ -71,7 +105,14 @@ class Verifier:
              step: int) -> list[list[Rollout] | Exception]:
         """Each candidate's rollouts on ``questions`` (in shared batches where the evaluator has
         ``many``), or the exception its evaluation raised (:class:`~inspo.records.TooManyErrors`
-        is raised: an outage stops the run)."""
+        is raised: an outage stops the run). The rollouts are charged to the allowance."""
+        results = self._play(candidates, questions, step)
+        played = [r for r in results if not isinstance(r, Exception)]
+        self.allowance.charge(sum(map(len, played)), len(played), len(questions))
+        return results
+
+    def _play(self, candidates: Sequence[Candidate], questions: Sequence[Question],
+              step: int) -> list[list[Rollout] | Exception]:
         together = self._together(candidates, questions, step)
         if together is not None:
             return list(together)

@@ -173,7 +173,7 @@ def start_end(history: list[dict[str, Any]], key: str) -> tuple[float, float, in
 
 
 #: The stages a candidate can be refused at, in the order it meets them.
-REFUSAL_STAGES = ("guard", "leak", "gate", "verify", "race", "parent", "top_n")
+REFUSAL_STAGES = ("guard", "leak", "gate", "verify", "race", "parent", "top_n", "budget")
 
 
 def candidate_fates(events: list[dict[str, Any]]) -> dict[str, int]:
