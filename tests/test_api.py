@@ -54,7 +54,7 @@ def test_load_config_takes_dotted_python_values_or_set_strings():
 
 
 def test_train_is_a_plain_function_whatever_was_imported_first():
-    import inspo.training.config  # noqa: F401 - importing the training package must not hide the function
+    import inspo.config.train  # noqa: F401 - importing the training package must not hide the function
     from inspo import evaluate, evolve, load_config, train
 
     assert train is inspo.train is inspo.api.train and inspect.isfunction(train)

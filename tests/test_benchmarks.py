@@ -271,7 +271,7 @@ def test_paired_difference_and_gepa_split():
 
 
 def test_evolve_vs_gepa_defaults_are_the_issue_23_rematch():
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     bench = load_script("evolve_vs_gepa")
     args = bench.parse_args([])

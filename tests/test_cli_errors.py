@@ -11,11 +11,11 @@ import pytest
 
 from inspo import artifacts
 from inspo.cli import main
+from inspo.config.schedule import core_config
+from inspo.config.train import _SECTIONS, TrainConfig, dump, resolve
 from inspo.core.coevolution import CoEvolution
 from inspo.core.proposer import Proposer
 from inspo.core.reflector import RuleBasedReflector
-from inspo.training.config import _SECTIONS, TrainConfig, dump, resolve
-from inspo.training.schedule import core_config
 
 BASE = ["model.name_or_path=tiny-qwen2", "rl.steps=4"]
 
@@ -216,8 +216,8 @@ def test_every_boolean_setting_refuses_a_value_that_is_not_true_or_false(capsys)
 
 
 def test_the_python_api_refuses_a_non_boolean_too():
+    from inspo.config.train import ModelConfig, RLConfig
     from inspo.core.config import ConfigError
-    from inspo.training.config import ModelConfig, RLConfig
 
     with pytest.raises(ConfigError, match="model.lora must be true or false; got 'maybe'"):
         ModelConfig(lora="maybe")

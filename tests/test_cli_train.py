@@ -19,7 +19,7 @@ def test_dry_run_prints_config_and_plan(capsys):
 
 
 def test_dry_run_says_which_engine_plays_the_rollouts_and_why(capsys):
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.plan import rollout_engine
 
     assert main(["train", "--dry-run", "--set", "rl.use_vllm=true", "--set", "model.lora=false"]) == 0

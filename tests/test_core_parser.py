@@ -216,7 +216,7 @@ def test_candidates_per_call_is_bounded_1_to_6(n):
 
 
 def test_candidates_per_call_1_to_6_are_accepted_and_the_paper_preset_keeps_6():
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     assert [CoEvolutionConfig(candidates_per_call=n).candidates_per_call for n in range(1, 7)] == list(range(1, 7))
     assert resolve("paper").coevolution.candidates_per_call == 6

@@ -89,7 +89,7 @@ def env_keys() -> set[str]:
 def config_keys() -> set[str]:
     """Every setting of ``TrainConfig`` under its dotted ``--set`` name, nested dataclasses walked;
     the ``env`` section as :func:`env_keys` (not its ``options`` dict)."""
-    from inspo.training.config import EnvConfig, TrainConfig
+    from inspo.config.train import EnvConfig, TrainConfig
 
     def walk(obj, prefix: str) -> set[str]:
         keys: set[str] = set()
@@ -337,7 +337,7 @@ def test_every_inspo_command_in_the_docs_parses_and_its_settings_exist(capsys):
     and its ``--env`` and ``--set`` overrides resolve over its preset (keys and values validated;
     :func:`command_settings`)."""
     from inspo.cli import build_parser
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     commands = [(b, argv) for path in doc_files() for b in fenced_blocks(path) if b.lang in SHELL_FENCES
                 for argv in inspo_commands(b)]

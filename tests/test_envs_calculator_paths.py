@@ -58,7 +58,7 @@ def test_eval_limit_4_on_the_environments_problems_and_on_a_users_jsonl(tmp_path
 def test_a_two_step_training_run_exports_and_asks_the_calculator_agent(tmp_path, capsys):
     import torch
 
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.run import run_training
 
     torch.set_num_threads(1)

@@ -244,8 +244,8 @@ def test_an_annotation_a_text_call_cannot_give_is_refused_when_the_tool_is_made(
     ("missing/file.py:load", "no file missing/file.py"),
 ])
 def test_an_env_name_that_names_nothing_is_refused_when_the_config_is_read(name, says):
+    from inspo.config.train import resolve
     from inspo.core.config import ConfigError
-    from inspo.training.config import resolve
 
     with pytest.raises(ConfigError) as info:
         resolve("cpu-tiny", overrides=[f"env.name={name}"])
@@ -259,8 +259,8 @@ def test_a_module_that_raises_on_import_shows_its_error(tmp_path):
 
 
 def test_a_factory_that_fails_or_returns_no_environment_is_a_setup_error(tmp_path):
+    from inspo.config.train import resolve
     from inspo.envs.build import build_env
-    from inspo.training.config import resolve
 
     (tmp_path / "user_env.py").write_text(
         "def broken(**kw):\n    raise OSError('corpus missing: /data/x.jsonl')\n\n"
@@ -298,7 +298,7 @@ def test_a_factory_returning_none_says_so_and_a_bare_module_name_gets_a_suggesti
 
 
 def test_a_preset_switched_to_another_environment_drops_the_old_ones_settings():
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     config = resolve("cpu-tiny", overrides=["env.name=calculator", "env.steps=3"])
     assert config.env.name == "calculator" and config.env.options["steps"] == 3
@@ -307,7 +307,7 @@ def test_a_preset_switched_to_another_environment_drops_the_old_ones_settings():
 
 def test_a_config_files_prefill_survives_an_env_switch_but_one_for_a_named_env_does_not(tmp_path):
     import inspo
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     mine = tmp_path / "mine.yaml"
     mine.write_text("rl:\n  prefill: <calc>\n  steps: 3\n")  # written for whichever env --env names
@@ -325,8 +325,8 @@ def test_a_config_files_prefill_survives_an_env_switch_but_one_for_a_named_env_d
 def test_a_file_env_name_is_recorded_absolute_and_a_missing_module_says_where_to_run(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
+    from inspo.config.train import resolve
     from inspo.trained.play import _build_env
-    from inspo.training.config import resolve
 
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "shop.py").write_text(
@@ -358,7 +358,7 @@ def test_a_prefill_that_opens_a_tag_the_environment_lacks_is_refused():
 
 
 def test_switching_environment_resets_the_presets_prefill_unless_it_is_given():
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     assert resolve("cpu-tiny").rl.prefill == "<search>"  # cpu-tiny is Search-R1's, its first search forced
     assert resolve("cpu-tiny", overrides=["env.name=calculator"]).rl.prefill == ""

@@ -149,7 +149,7 @@ def engines(monkeypatch):
 
 def _trained_run(tmp_path):
     """A finished run directory whose config trains a short, prefilled, nudged agent."""
-    from inspo.training.config import dump, resolve
+    from inspo.config.train import dump, resolve
 
     run = tmp_path / "run"
     (run / "model").mkdir(parents=True)
@@ -188,7 +188,7 @@ def test_grid_evaluates_with_the_runs_agent_settings(tmp_path, engines):
 def test_grid_plays_at_the_runs_dtype_unless_told(tmp_path, monkeypatch, engines):
     from types import SimpleNamespace
 
-    from inspo.training.config import dump, resolve
+    from inspo.config.train import dump, resolve
 
     run = _trained_run(tmp_path)
     config = resolve("cpu-tiny", overrides=["model.name_or_path=base-model", "model.dtype=float32"])

@@ -126,7 +126,7 @@ def _run_record(out: Path) -> dict:
 
 
 def _training(tmp: Path) -> dict:
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.run import run_training
     from train_run_script import TINY, scripted_reward
 
@@ -140,7 +140,7 @@ def _training(tmp: Path) -> dict:
 
 def _evolve(tmp: Path) -> dict:
     from inspo.agent.engines import HFEngine
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.evolve import run_evolve
 
     out = tmp / "evolve"

@@ -7,6 +7,7 @@ from collections import Counter
 
 import pytest
 
+from inspo.config.train import preset, resolve
 from inspo.core.config import ConfigError
 from inspo.data.sources import is_named_source, load_corpus_source, load_qa_source, within_hops
 from inspo.envs.registry import named_instructions, resolve_seed
@@ -17,7 +18,6 @@ from inspo.envs.search_r1.protocol import (
     WEAK_INSTRUCTION,
 )
 from inspo.eval import parse_instruction
-from inspo.training.config import preset, resolve
 
 
 def test_world_multihop_has_the_worlds_corpus_and_over_200_held_out_two_hop_questions():

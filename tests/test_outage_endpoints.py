@@ -233,7 +233,7 @@ def test_a_policy_endpoint_that_does_not_serve_the_model_is_refused():
 
 def test_inspo_evolve_stops_on_a_killed_retriever_with_every_step_before_it_saved(tmp_path):
     from inspo import artifacts
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.evolve import run_evolve
 
     out = tmp_path / "evo"

@@ -12,6 +12,7 @@ import pytest
 
 import inspo.models.precision as precision_module
 from inspo.cli import main
+from inspo.config.train import resolve
 from inspo.core.config import ConfigError
 from inspo.models.precision import (
     Bf16Support,
@@ -20,7 +21,6 @@ from inspo.models.precision import (
     probe_bf16,
     resolve_precision,
 )
-from inspo.training.config import resolve
 from inspo.training.precision import run_precision
 
 SLOW_CPU = Bf16Support(False, "CPU AVX2: no fast bf16 matmul")

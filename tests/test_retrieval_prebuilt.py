@@ -194,8 +194,8 @@ def test_factory_opens_a_prebuilt_index_and_keeps_a_rebuilt_one(tmp_path, pair):
 
 
 def test_config_keys_are_validated_and_become_index_options():
+    from inspo.config.train import resolve
     from inspo.envs.search_r1 import SearchR1Options
-    from inspo.training.config import resolve
 
     options = SearchR1Options(retriever="dense", corpus="/data/wiki-18.jsonl", index_path="/data/e5_Flat.index",
                               faiss_index="ivf4096,pq64", faiss_nprobe=32, faiss_device="cuda:1")
@@ -215,8 +215,8 @@ def test_config_keys_are_validated_and_become_index_options():
 
 
 def test_train_setup_builds_the_prebuilt_retriever_from_config(pair):
+    from inspo.config.train import resolve
     from inspo.envs.build import build_env
-    from inspo.training.config import resolve
 
     index_path, corpus = pair
     config = resolve("cpu-tiny", overrides=["env.retriever=dense", f"env.corpus={corpus}",

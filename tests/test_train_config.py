@@ -1,7 +1,7 @@
 import pytest
 
+from inspo.config.train import dump, parse_override, preset, read_config_file, resolve
 from inspo.core.config import ConfigError
-from inspo.training.config import dump, parse_override, preset, read_config_file, resolve
 from inspo.training.plan import plan_run
 
 

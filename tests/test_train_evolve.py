@@ -14,9 +14,9 @@ import pytest
 
 from agent_helpers import ScriptedPolicy
 from inspo import artifacts
+from inspo.config.train import resolve
 from inspo.data.sources import load_qa_source
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
-from inspo.training.config import resolve
 from inspo.training.evolve import run_evolve, step_questions
 from inspo.training.setup import SetupError
 

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("trl")
 
 from inspo import artifacts  # noqa: E402
-from inspo.training.config import resolve  # noqa: E402
+from inspo.config.train import resolve  # noqa: E402
 from inspo.training.run import run_training  # noqa: E402
 from train_run_script import TINY, scripted_reward  # noqa: E402
 

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from inspo.cli import main
-from inspo.training.config import preset, resolve
-from inspo.training.paper import paper_parts
+from inspo.config.paper import paper_parts
+from inspo.config.train import preset, resolve
 
 OPTIMIZER_ENV = ("INSPO_OPTIMIZER_BASE_URL", "OPENAI_BASE_URL", "INSPO_OPTIMIZER_API_KEY", "OPENAI_API_KEY",
                  "INSPO_OPTIMIZER_MODEL")

@@ -11,13 +11,13 @@ import pytest
 from agent_helpers import ScriptedPolicy
 from inspo import artifacts
 from inspo.cli import main
+from inspo.config.schedule import core_config
+from inspo.config.train import dump, resolve
 from inspo.core.coevolution import CoEvolution
 from inspo.core.proposer import Proposer
 from inspo.core.reflector import RuleBasedReflector
-from inspo.training.config import dump, resolve
 from inspo.training.evolve import run_evolve
 from inspo.training.resume import ResumeRefused, plan_resume
-from inspo.training.schedule import core_config
 
 BASE = ["model.name_or_path=tiny-qwen2", "rl.steps=4", "coevolution.max_rounds=2"]
 

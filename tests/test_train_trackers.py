@@ -12,9 +12,9 @@ import logging
 
 import pytest
 
+from inspo.config.trackers import missing_tracker_message
+from inspo.config.train import resolve
 from inspo.core.config import ConfigError
-from inspo.training.config import resolve
-from inspo.training.trackers import missing_tracker_message
 from test_train_progress import _in_order
 from train_run_script import TINY, scripted_reward
 

@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import pytest
 
 from inspo import artifacts
+from inspo.config.train import resolve
 from inspo.core.accounting import CostLedger
 from inspo.core.coevolution import StepReport
 from inspo.core.config import ConfigError
 from inspo.models.sources import ModelNotInstalledError
 from inspo.processes import free_local_port
 from inspo.records import Instruction, Question, Rollout, ToolCall
-from inspo.training.config import resolve
 from inspo.training.grpo_trainer import rollout_batch
 from inspo.training.loop import choose_groups, step_line, step_metrics
 from inspo.training.run import grpo_settings, run_training

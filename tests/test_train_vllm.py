@@ -17,8 +17,8 @@ pytest.importorskip("peft")
 
 from agent_helpers import greedy_ids, hf_greedy_ids  # noqa: E402
 from inspo import artifacts  # noqa: E402
+from inspo.config.train import resolve  # noqa: E402
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION  # noqa: E402
-from inspo.training.config import resolve  # noqa: E402
 from train_run_script import TINY, scripted_reward  # noqa: E402
 
 TOKENS = 10  # greedy tokens compared between vLLM and transformers

@@ -27,9 +27,9 @@ pytest.importorskip("vllm")
 
 from agent_helpers import greedy_ids, hf_greedy_ids  # noqa: E402
 from inspo import artifacts  # noqa: E402
+from inspo.config.train import resolve  # noqa: E402
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION  # noqa: E402
 from inspo.processes import free_local_port  # noqa: E402
-from inspo.training.config import resolve  # noqa: E402
 
 TOKENS = 12  # greedy tokens compared between vLLM and transformers
 

@@ -38,7 +38,7 @@ FORCED_SEARCH = "<search> Venven Miselgol</search>"
 def run(tmp_path_factory):
     import torch
 
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.run import run_training
 
     out = tmp_path_factory.mktemp("trained") / "run"

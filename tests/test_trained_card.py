@@ -7,10 +7,10 @@ from pathlib import Path
 
 import yaml
 
+from inspo.config.train import resolve
 from inspo.trained.card import base_model_info, licence_text, model_card, snippet_of
 from inspo.trained.export import RunFacts
 from inspo.trained.settings import AgentSettings
-from inspo.training.config import resolve
 
 SUMMARY = {"steps": 40, "reward_start": 0.1, "reward_end": 0.3, "optimizer": "rule-based", "ledger": {},
            "evaluation": {"rule": "weight", "metric": "em", "returned_id": "ins-0004", "seed_id": "ins-0001",

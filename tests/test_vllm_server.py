@@ -94,7 +94,7 @@ def test_policy_engine_stops_where_transformers_would_and_keeps_the_stop(vllm_se
 
 
 def test_inspo_evolve_runs_with_the_vllm_server_as_its_frozen_policy(vllm_server, tmp_path):
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.evolve import run_evolve
 
     base_url, _ = vllm_server
@@ -180,7 +180,7 @@ def test_training_with_the_vllm_server_plays_every_rollout_there(vllm_server, tm
 
 
 def test_server_mode_refuses_full_weights_and_a_missing_url(tmp_path):
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.run import SetupError, run_training
 
     for sets, expected in ((["model.lora=false", "rl.vllm_server_url=http://127.0.0.1:9"], "NCCL"),

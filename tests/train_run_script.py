@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.run import run_training
 
     parser = argparse.ArgumentParser()

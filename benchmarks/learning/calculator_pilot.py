@@ -166,13 +166,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
     import torch
 
     from inspo.agent.load import load_engine
+    from inspo.config.files import parse_override
     from inspo.core.verifier import play_all
     from inspo.envs.calculator import load_environment
     from inspo.envs.evaluate import make_evaluate
     from inspo.envs.loop import AgentConfig
     from inspo.models.precision import default_device, resolve_precision
     from inspo.records import Instruction
-    from inspo.training.config_files import parse_override
 
     settings: dict = {}
     for text in args.set:

@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     stored = json.loads(args.gepa.read_text())
     budget = budget_of(args, stored)
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     config = resolve("calculator", None, overrides(args, stored))
     reserve = args.reserve if args.reserve is not None else args.dev_size * 6

@@ -40,8 +40,8 @@ import statistics
 import time
 from collections.abc import Sequence
 
+from inspo.config.presets import PRESETS
 from inspo.eval.harness import add_common, start, write_result
-from inspo.training.presets import PRESETS
 
 #: Each arm's settings on top of BASE; every arm but ``cpu-tiny`` and ``paper`` changes one thing.
 ARMS: dict[str, dict] = {

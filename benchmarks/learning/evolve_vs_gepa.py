@@ -457,12 +457,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from inspo.agent.engines import HFEngine
     from inspo.baselines.gepa_adapter import AgentAdapter, optimize_instruction
     from inspo.baselines.gepa_proposals import proposal_yield
+    from inspo.config.train import resolve
     from inspo.envs.build import load_questions
     from inspo.envs.evaluate import make_evaluate
     from inspo.eval.stats import paired_difference
     from inspo.models import load_model
     from inspo.models.precision import default_device
-    from inspo.training.config import resolve
     from inspo.training.evolve import run_evolve
     from inspo.training.setup import build_optimizer, prepare
 

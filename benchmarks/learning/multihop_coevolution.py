@@ -215,7 +215,7 @@ def run_arm(arm: str, args: argparse.Namespace, setting: Setting = MULTIHOP) -> 
     """One training run (resumed when a checkpoint of it exists); its held-out test scores per
     question, spend, Fig. 2 curves and event counts; and, for each extra test set, its final agent
     scored there (greedy, under the instruction it returns and under its seed)."""
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.run import run_training
 
     rl = _sibling("rl_static_vs_inspo")
@@ -265,8 +265,8 @@ def run_arm(arm: str, args: argparse.Namespace, setting: Setting = MULTIHOP) -> 
 def run_untrained(args: argparse.Namespace, setting: Setting = MULTIHOP) -> dict:
     """The base policy, greedy, under each of ``setting.untrained`` (name -> seed), on the runs'
     test questions (their own evaluation) and on each extra test set."""
+    from inspo.config.train import resolve
     from inspo.envs.build import build_env, seed_of
-    from inspo.training.config import resolve
 
     started = time.perf_counter()
     config = resolve(args.preset, None, overrides(args, "untrained", setting))
@@ -288,7 +288,7 @@ def run_cross(name: str, args: argparse.Namespace, setting: Setting) -> dict:
     """``setting.crosses[name]``: one arm's returned instruction (its result JSON of this seed)
     played greedily by other policies of the same seed, on the runs' test questions and on each
     extra test set."""
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     arm, policies = setting.crosses[name]
     source = result_path(args.out, arm, args.seed)
@@ -324,7 +324,7 @@ def main(argv: Sequence[str] | None = None, setting: Setting = MULTIHOP) -> dict
             Path(args.markdown).write_text(_sibling("campaign_pooling").markdown(combined, setting), encoding="utf-8")
             print(f"tables: {args.markdown}")
         return combined
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     config = resolve(args.preset, None, overrides(args, next(iter(setting.arms)), setting))
     info = start(setting.script, argv, threads=args.threads, dtype=config.model.dtype)

@@ -157,11 +157,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
             result["against"] = print_against(result, json.loads(Path(args.against).read_text()))
         return result
     from inspo.agent.load import load_engine
+    from inspo.config.train import resolve
     from inspo.core.verifier import play_all
     from inspo.envs.evaluate import make_evaluate
     from inspo.eval.stats import paired_difference
     from inspo.records import Instruction
-    from inspo.training.config import resolve
     from inspo.training.setup import prepare
 
     config = resolve(args.preset, None, ["mode=static", *args.set])

@@ -72,9 +72,9 @@ from collections.abc import Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 
+from inspo.config.presets import PRESETS
 from inspo.core.race import RaceRule, admit_probability
 from inspo.eval.harness import add_common, load_script, start, write_result
-from inspo.training.presets import PRESETS
 
 HERE = Path(__file__).resolve().parent
 PAIRED = {"admission": "paired", "validation_size": 64, "validation_from": "train",

@@ -165,7 +165,7 @@ def rule_counts(events_path: Path) -> dict[str, int]:
 
 def run_arm(arm: str, args: argparse.Namespace) -> dict:
     """One training run; its held-out test scores per question, spend and curves."""
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.run import run_training
 
     config = resolve(args.preset, None, overrides(args, arm))
@@ -191,7 +191,7 @@ def run_arm(arm: str, args: argparse.Namespace) -> dict:
 def greedy_scores(args: argparse.Namespace, policy: str, texts: Sequence[str]) -> tuple[list[str], list[list[float]]]:
     """The test question ids and ``policy``'s greedy rewards on them under each of ``texts`` (''
     is the seed), with this benchmark's settings (:func:`greedy_test_scores`)."""
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     return greedy_test_scores(resolve(args.preset, None, overrides(args, "static")), policy, texts)
 
@@ -391,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         print_combined(combined)
         write_result(args.json, combined)
         return combined
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     config = resolve(args.preset, None, [*SETTING, *args.set])
     info = start(SCRIPT, argv, threads=args.threads, dtype=config.model.dtype)

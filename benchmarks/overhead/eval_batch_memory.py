@@ -58,7 +58,7 @@ def measure(args: argparse.Namespace) -> dict:
     import rl_static_vs_inspo as rl
 
     from inspo.agent import engines
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     config = resolve(args.preset, None, [f"data.max_test_questions={args.problems}", "output_dir=runs/eval-memory",
                                          *args.set])

@@ -31,7 +31,7 @@ from inspo.eval.harness import add_common, start, write_result
 
 
 def run_arm(mode: str, args: argparse.Namespace, rep: int) -> dict:
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.run import run_training
 
     out = Path(args.out) / f"{mode}-rep{rep}"
@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         ]
     import torch
 
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     warm = resolve(args.preset, None, args.set)
     info = start("benchmarks/overhead/overhead_learning.py", argv, threads=args.threads, dtype=warm.model.dtype)

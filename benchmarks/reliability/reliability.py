@@ -373,12 +373,12 @@ TINY = ["--set", "model.name_or_path=tiny-qwen2", "--set", "rl.steps=4"]
 
 
 def _state(step: int = 2) -> dict[str, Any]:
+    from inspo.config.schedule import core_config
+    from inspo.config.train import resolve
     from inspo.core.coevolution import CoEvolution
     from inspo.core.proposer import Proposer
     from inspo.core.reflector import RuleBasedReflector
     from inspo.envs.search_r1.reflector_rules import RULES
-    from inspo.training.config import resolve
-    from inspo.training.schedule import core_config
 
     config = resolve("cpu-tiny", overrides=["model.name_or_path=tiny-qwen2", "rl.steps=4"])
     coevo = CoEvolution(core_config(config.coevolution, static=False), "Use <search> and <answer>.",
@@ -393,7 +393,7 @@ def _checkpoint(run: Path, step: int = 2) -> Path:
     from safetensors.torch import save_file
 
     from inspo import artifacts
-    from inspo.training.config import dump, resolve
+    from inspo.config.train import dump, resolve
 
     config = resolve("cpu-tiny", overrides=["model.name_or_path=tiny-qwen2", "rl.steps=4", f"output_dir={run}"])
     ckpt = run / f"checkpoint-{step}"

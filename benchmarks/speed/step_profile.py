@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = p.parse_args(argv)
     import torch
 
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.run import run_training
 
     overrides = [*(QUICK if args.quick else []), f"output_dir={args.out}", *args.set]

@@ -42,10 +42,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     import torch
 
     from inspo.agent.engines import GenerationInput, HFEngine
+    from inspo.config.train import resolve
     from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
     from inspo.models import load_model
     from inspo.models.precision import default_device
-    from inspo.training.config import resolve
     from inspo.training.vllm_sync import start_weight_sync
 
     # transformers' copy trains on --device; vLLM runs where its build runs

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from inspo.config.train import TrainConfig
     from inspo.eval import EvalReport
-    from inspo.training.config import TrainConfig
     from inspo.training.loop import RewardFn
     from inspo.training.summary import RunSummary
 
@@ -55,9 +55,9 @@ def load_config(
         ConfigError: an unknown preset or key, or a value out of range (the message names it).
         FileNotFoundError: ``file`` does not exist.
     """
-    from inspo.training.config import from_dict, resolve
-    from inspo.training.config_files import read_config_file
-    from inspo.training.config_layers import merge_layer, user_bound
+    from inspo.config.files import read_config_file
+    from inspo.config.layers import merge_layer, user_bound
+    from inspo.config.train import from_dict, resolve
 
     if isinstance(overrides, Mapping):
         config = resolve(preset, file)

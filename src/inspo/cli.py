@@ -69,8 +69,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------------------ train
 def cmd_train(args: argparse.Namespace) -> int:
-    from inspo.training.config import dump
-    from inspo.training.paper import paper_lines
+    from inspo.config.paper import paper_lines
+    from inspo.config.train import dump
     from inspo.training.plan import plan_run, rollout_engine
     from inspo.training.precision import run_precision
 

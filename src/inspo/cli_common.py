@@ -12,7 +12,7 @@ class CLIError(RuntimeError):
 
 def add_config_args(p: argparse.ArgumentParser, default_preset: str | None = "cpu-tiny", *,
                     output_dir: bool = True) -> None:
-    from inspo.training.presets import PRESETS
+    from inspo.config.presets import PRESETS
 
     p.add_argument("--preset", default=default_preset, choices=list(PRESETS),
                    help="starting point (default: cpu-tiny, the embedded CPU default; paper and "
@@ -31,7 +31,7 @@ def add_config_args(p: argparse.ArgumentParser, default_preset: str | None = "cp
 def env_settings(overrides: list[str], command: str, example: str) -> dict:
     """The ``--set env.KEY=VALUE`` settings of a command that takes only an environment's settings
     (``inspo ask``, ``inspo data``); CLIError naming the command for any other key."""
-    from inspo.training.config_files import parse_override
+    from inspo.config.files import parse_override
 
     settings: dict = {}
     for text in overrides:
@@ -46,7 +46,7 @@ def env_settings(overrides: list[str], command: str, example: str) -> dict:
 def resolve_config(args: argparse.Namespace, base: dict | None = None, extra: list[str] = ()):
     """``--preset`` (or ``base``), then ``--config``, then ``--env``, ``--set`` and ``extra`` (a
     command's shortcut flags as ``--set`` strings), and ``--output-dir``."""
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     env = [f"env.name={args.env}"] if getattr(args, "env", None) else []
     overrides = [*env, *args.overrides, *extra]

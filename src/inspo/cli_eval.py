@@ -24,7 +24,7 @@ def _run_config(run_dir: str) -> dict:
     from pathlib import Path
 
     from inspo.artifacts import CONFIG_FILE, DEMO_CONFIG_FILE
-    from inspo.training.config import read_config_file
+    from inspo.config.train import read_config_file
 
     run = Path(run_dir)
     for name in (CONFIG_FILE, DEMO_CONFIG_FILE):
@@ -41,7 +41,7 @@ def _eval_config(args: argparse.Namespace):
     shortcut flags (``--max-turns`` ...) go on top, as in ``inspo train``. Returns the config,
     where it started, and the settings changed on top of the start.
     """
-    from inspo.training.config import resolve, setting_changes
+    from inspo.config.train import resolve, setting_changes
 
     if args.grid and args.preset:
         raise CLIError("--grid evaluates with the run's config.yaml; --preset would replace it "

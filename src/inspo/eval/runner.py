@@ -66,7 +66,7 @@ class EvalOrigin:
 def evaluate_config(config: Any, grid: EvalGrid = EvalGrid(), play: EvalPlay = EvalPlay(),
                     origin: EvalOrigin = EvalOrigin(), *, env: Any = None) -> EvalReport:
     """Play every policy x instruction x dataset of ``grid`` with ``config``'s agent (a resolved
-    :class:`~inspo.training.config.TrainConfig`), as ``play`` says; the report's ``settings``
+    :class:`~inspo.config.train.TrainConfig`), as ``play`` says; the report's ``settings``
     record what the cells were measured under. ``env``: an environment object instead of the one
     ``config.env`` names. A cell whose rollouts fail on errors beyond ``rl.max_error_rate`` stops
     the evaluation: the report's ``stopped`` says why.

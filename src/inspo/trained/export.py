@@ -59,7 +59,7 @@ class RunFacts:
 
     run_dir: Path
     config: Any
-    """The run's :class:`~inspo.training.config.TrainConfig` (its config.yaml)."""
+    """The run's :class:`~inspo.config.train.TrainConfig` (its config.yaml)."""
     summary: dict[str, Any]
     instruction: str
     returned_id: str
@@ -70,7 +70,7 @@ class RunFacts:
 
 def read_run(run_dir: str | Path) -> RunFacts:
     """The facts of a finished ``inspo train`` run (:class:`ExportError` naming what is missing)."""
-    from inspo.training.config import from_dict, read_config_file
+    from inspo.config.train import from_dict, read_config_file
 
     run = Path(run_dir)
     if not run.is_dir():

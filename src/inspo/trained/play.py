@@ -297,7 +297,7 @@ def _returned_id(folder: Path) -> str:
 
 def _run(run: Path) -> AgentSource:
     from inspo import artifacts
-    from inspo.training.config import from_dict, read_config_file
+    from inspo.config.train import from_dict, read_config_file
 
     model = run / artifacts.MODEL_DIR
     if not (model / "config.json").is_file():
@@ -316,7 +316,7 @@ def _run(run: Path) -> AgentSource:
 
 
 def _model(name: str) -> AgentSource:
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
 
     config = resolve("cpu-tiny")
     settings = replace(AgentSettings.from_config(config), base_model=name, training_temperature=None)

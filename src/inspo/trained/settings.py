@@ -65,7 +65,7 @@ class AgentSettings:
 
     @classmethod
     def from_config(cls, config: Any) -> AgentSettings:
-        """The agent of a :class:`~inspo.training.config.TrainConfig`, decoding greedily."""
+        """The agent of a :class:`~inspo.config.train.TrainConfig`, decoding greedily."""
         from inspo.envs.build import agent_config
 
         return cls(agent=replace(agent_config(config.rl), temperature=0.0), env=config.env.to_dict(),

@@ -40,14 +40,14 @@ from typing import Any
 
 from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
+from inspo.config.train import DEV_CHOICES, EnvConfig, TrainConfig, dump
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
 from inspo.envs.evaluate import play_isolated
 from inspo.envs.loop import Episode
 from inspo.records import Question, TooManyErrors, check_error_rate
 from inspo.rng import derived_rng
-from inspo.training.config import EnvConfig, TrainConfig, dump
-from inspo.training.final import DEV_CHOICES, choose_for_run
+from inspo.training.final import choose_for_run
 from inspo.training.loop import (
     MetricsLog,
     RewardFn,

@@ -23,13 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspo.config.train import DEV_CHOICES, FINAL_CHOICES
 from inspo.core.verifier import play_all
 from inspo.eval.stats import PairedDifference, paired_difference
 from inspo.records import EvaluateFn, Instruction, Question
-
-FINAL_CHOICES = ("weight", "dev", "admitted")
-#: The rules that choose on dev questions (``admitted``: among every instruction ever admitted).
-DEV_CHOICES = ("dev", "admitted")
 
 
 @dataclass
@@ -226,7 +223,7 @@ def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *
     """:func:`choose_instruction` at the end of a run: the final population, the seed and I* of
     ``coevo`` (a :class:`~inspo.core.coevolution.CoEvolution`), the dev and test questions of
     ``inputs`` (:class:`~inspo.training.setup.RunInputs`), the metric and split names of ``config``
-    (a :class:`~inspo.training.config.TrainConfig`); ``tell`` as in :func:`choose_instruction`. The
+    (a :class:`~inspo.config.train.TrainConfig`); ``tell`` as in :func:`choose_instruction`. The
     seed is the run's (:func:`run_seed`): it competes on dev and is tested beside the returned one."""
     return choose_instruction(
         evaluate,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from inspo.config.train import TrainConfig
 from inspo.records import Question
-from inspo.training.config import TrainConfig
 from inspo.training.setup import SetupError
 
 

@@ -34,18 +34,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from inspo import artifacts
+from inspo.config.trackers import missing_tracker_message
+from inspo.config.train import TrainConfig, dump
 from inspo.core.coevolution import CoEvolution
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
 from inspo.records import Instruction
-from inspo.training.config import TrainConfig, dump
 from inspo.training.grpo_config import build_trainer, final_model, grpo_args, grpo_settings
 from inspo.training.loop import RewardFn, build_coevolution, keep_paid_answers, warmup_questions
 from inspo.training.plan import rollout_engine
 from inspo.training.progress import announce_events, say
 from inspo.training.setup import RunInputs, SetupError, prepare
 from inspo.training.summary import RunSummary, summarize
-from inspo.training.trackers import missing_tracker_message
 
 if TYPE_CHECKING:
     from inspo.training.resume import ResumePlan

@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
+from inspo.config.schedule import core_config
 from inspo.core.accounting import CostLedger
 from inspo.core.answer_cache import AnswerCache
 from inspo.core.coevolution import CoEvolution, StepReport
@@ -81,7 +82,6 @@ from inspo.llm.base import LLMClient, LLMUsage, Message
 from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.rng import derived_rng
 from inspo.training.memory import memory_metrics
-from inspo.training.schedule import core_config
 
 log = logging.getLogger("inspo.training")
 

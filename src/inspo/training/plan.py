@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from inspo.config.schedule import offline_coevolution
+from inspo.config.train import TrainConfig
 from inspo.core.schedule import PlannedStep, planned_schedule
-from inspo.training.config import TrainConfig
-from inspo.training.schedule import offline_coevolution
 
 
 @dataclass
@@ -109,7 +109,7 @@ def plan_run(config: TrainConfig) -> RunPlan:
     ``candidates_per_call`` candidates (plus the parent under ``admission=beat-parent``) on
     ``validation_size`` questions, or none under ``verify=false``. Static mode has no population
     work; the GRPO stage of the pre-/post-policy modes is static, and their population work is the
-    offline stage's (its own schedule, see :func:`inspo.training.schedule.offline_coevolution`).
+    offline stage's (its own schedule, see :func:`inspo.config.schedule.offline_coevolution`).
     """
     rl, co = config.rl, config.coevolution
     training = rl.steps * rl.trajectories_per_step

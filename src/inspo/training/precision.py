@@ -12,6 +12,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from inspo.config.train import TrainConfig
 from inspo.models.precision import (
     Precision,
     Probe,
@@ -19,7 +20,6 @@ from inspo.models.precision import (
     resolve_bf16_setting,
     resolve_precision,
 )
-from inspo.training.config import TrainConfig
 
 log = logging.getLogger("inspo.training")
 

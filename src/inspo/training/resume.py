@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
+from inspo.config.schedule import core_config
+from inspo.config.train import TrainConfig, dump, setting_changes
 from inspo.core.config import FIXED_ON_RESUME, CoEvolutionConfig, config_changes
 from inspo.core.events import SettingsChanged
-from inspo.training.config import TrainConfig, dump, setting_changes
-from inspo.training.schedule import core_config
 from inspo.training.setup import SetupError
 
 _WEIGHTS = "the checkpoint holds this model's weights (or LoRA adapters)"
@@ -280,7 +280,7 @@ def read_old_config(run_dir: Path, checkpoint: Path | None = None) -> tuple[dict
             return recorded, str(step_file)
     path = Path(run_dir) / artifacts.CONFIG_FILE
     if path.is_file():
-        from inspo.training.config import read_config_file
+        from inspo.config.train import read_config_file
 
         return read_config_file(path), str(path)
     return None, None

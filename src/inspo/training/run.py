@@ -21,7 +21,7 @@ Where the work happens:
   :mod:`inspo.training.grpo_trainer`, and the step's order, :mod:`inspo.training.loop`;
 - ``pre-policy`` / ``post-policy`` (:class:`OfflineStage`): :func:`inspo.training.evolve.run_evolve`
   with a frozen policy on the main process, into ``<run>/pre-policy`` or ``<run>/post-policy``, on
-  the offline schedule (:func:`inspo.training.schedule.offline_config`: by default as many evolution
+  the offline schedule (:func:`inspo.config.schedule.offline_config`: by default as many evolution
   rounds as the online schedule, compressed into ``offline_steps``).
 
 Resume (``resume=True``): a stage before the last that finished is picked up from what it left
@@ -46,16 +46,16 @@ from typing import Any, Protocol
 
 from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
+from inspo.config.schedule import offline_config
+from inspo.config.train import EnvConfig, TrainConfig
 from inspo.models.precision import Precision
 from inspo.records import SetupError
 from inspo.rng import derived_rng
-from inspo.training.config import EnvConfig, TrainConfig
 from inspo.training.grpo_config import grpo_settings
 from inspo.training.grpo_stage import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
 from inspo.training.loop import RewardFn
 from inspo.training.precision import announce, run_precision
 from inspo.training.progress import say
-from inspo.training.schedule import offline_config
 from inspo.training.summary import RunSummary
 
 log = logging.getLogger("inspo.training")
@@ -131,7 +131,7 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
     """Train ``config``'s policy with GRPO in ``config.mode`` (see the module docstring).
 
     Args:
-        config: the resolved config (``inspo.training.config.resolve``).
+        config: the resolved config (``inspo.config.train.resolve``).
         resume: ``True`` continues from the last complete ``checkpoint-N`` in ``output_dir``;
             a path resumes from that checkpoint; ``False`` starts a new run (refused when
             ``output_dir`` already holds checkpoints).

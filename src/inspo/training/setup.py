@@ -4,7 +4,7 @@
 wrong and how to fix it — for:
 
 - a config with ``require_paper_parts`` (the paper presets) that lacks one of the paper's parts
-  (:mod:`inspo.training.paper`): checked first, one message for all of them, before anything loads;
+  (:mod:`inspo.config.paper`): checked first, one message for all of them, before anything loads;
 - an environment that cannot be built (``env.name`` unknown or not importable, a part missing; for
   ``search-r1`` a retriever that cannot be built or reached, ``env.retriever=http``: ``GET /healthz``):
   :func:`inspo.envs.build.build_env`;
@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from inspo.agent.engines import render_messages
+from inspo.config.paper import missing_message, paper_parts
+from inspo.config.train import TrainConfig
 from inspo.envs.build import (
     agent_config,
     build_env,
@@ -46,8 +48,6 @@ from inspo.envs.build import (
 from inspo.envs.loop import AgentConfig
 from inspo.llm.base import LLMClient
 from inspo.records import Question, SetupError
-from inspo.training.config import TrainConfig
-from inspo.training.paper import missing_message, paper_parts
 
 log = logging.getLogger("inspo.training")
 
@@ -165,7 +165,7 @@ def check_prompt_lengths(
 def check_paper_parts(config: TrainConfig, *, need_model: bool = True, need_optimizer: bool | None = None,
                       env: Mapping[str, str] | None = None) -> None:
     """Raise :class:`SetupError` listing every missing part of the paper's setup (no-op when
-    ``config.require_paper_parts`` is off; see :mod:`inspo.training.paper`)."""
+    ``config.require_paper_parts`` is off; see :mod:`inspo.config.paper`)."""
     if not config.require_paper_parts:
         return
     message = missing_message(paper_parts(config, need_model=need_model, need_optimizer=need_optimizer, env=env))

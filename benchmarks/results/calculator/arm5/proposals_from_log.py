@@ -38,7 +38,7 @@ def trainset() -> list:
     bench = importlib.util.module_from_spec(spec)
     sys.modules["evolve_vs_gepa"] = bench
     spec.loader.exec_module(bench)
-    from inspo.training.config import resolve
+    from inspo.config.train import resolve
     from inspo.training.setup import prepare
 
     args = bench.parse_args(SEED0)

@@ -1,5 +1,5 @@
-"""The presets: named starting points of a :class:`~inspo.training.config.TrainConfig`, as the
-nested dicts a config file would hold (:func:`inspo.training.config.resolve` applies a file and the
+"""The presets: named starting points of a :class:`~inspo.config.train.TrainConfig`, as the
+nested dicts a config file would hold (:func:`inspo.config.train.resolve` applies a file and the
 overrides over one, then validates).
 
 Presets:
@@ -11,7 +11,7 @@ Presets:
   (``intfloat/e5-base-v2``) dense retrieval over Search-R1's wiki-18, the NQ+HotpotQA training
   mix, and an LLM optimizer endpoint (Gemini 2.5 Pro in the paper). The data, the corpus (or a
   retrieval server) and the endpoint must be supplied: ``require_paper_parts`` makes a run
-  refuse to start, before any work, while one is missing (see :mod:`inspo.training.paper`).
+  refuse to start, before any work, while one is missing (see :mod:`inspo.config.paper`).
   Needs GPUs.
 - ``paper-7b``: the same for Qwen2.5-7B base (App. B: lr 3e-7, 6 turns).
 - ``multihop``: a setting where the instruction can change how the policy uses its tool (issue

@@ -5,12 +5,12 @@ One :class:`TrainConfig` holds a sub-config per component; each component is han
 own part. Every field has a one-line doc; every value is validated in ``__post_init__`` with a
 message naming the field, the value, and what is allowed.
 
-Presets (named starting points) are in :mod:`inspo.training.presets`.
+Presets (named starting points) are in :mod:`inspo.config.presets`.
 
 Files map onto the same tree (``[rl]``, ``[coevolution]`` …); overrides are dotted
 ``section.field=value`` strings whose values are parsed as YAML scalars (both read in
-:mod:`inspo.training.config_files`). How the layers (preset, file, overrides) merge, and what a
-search-r1 setting written in the wrong section is told: :mod:`inspo.training.config_layers`.
+:mod:`inspo.config.files`). How the layers (preset, file, overrides) merge, and what a
+search-r1 setting written in the wrong section is told: :mod:`inspo.config.layers`.
 """
 
 from __future__ import annotations
@@ -21,26 +21,29 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
-from inspo.envs.registry import DEFAULT as DEFAULT_ENV
-from inspo.envs.registry import check_seed_name
-from inspo.llm.factory import OptimizerLLMConfig
-from inspo.models.precision import DTYPES
-from inspo.training.config_files import parse_override, read_config_file
-from inspo.training.config_layers import (
+from inspo.config.files import parse_override, read_config_file
+from inspo.config.layers import (
     env_setting_hint,
     merge_layer,
     user_bound,
     warn_full_fine_tuning_rate,
 )
-from inspo.training.final import FINAL_CHOICES
-from inspo.training.presets import PRESETS
-from inspo.training.schedule import offline_round_problem
-from inspo.training.trackers import check_tracker_names
+from inspo.config.presets import PRESETS
+from inspo.config.schedule import offline_round_problem
+from inspo.config.trackers import check_tracker_names
+from inspo.core.config import CoEvolutionConfig, ConfigError, SettingChange
+from inspo.envs.registry import DEFAULT as DEFAULT_ENV
+from inspo.envs.registry import check_seed_name
+from inspo.llm.factory import OptimizerLLMConfig
+from inspo.models.precision import DTYPES
 
 MODES = ("inspo", "static", "pre-policy", "post-policy")
 OFFLINE_SCHEDULES = ("compressed", "unchanged")
 ENGINES = ("hf", "vllm")
+#: How the returned instruction is chosen at the end (``final_choice``; :mod:`inspo.training.final`).
+FINAL_CHOICES = ("weight", "dev", "admitted")
+#: The rules that choose on dev questions (``admitted``: among every instruction ever admitted).
+DEV_CHOICES = ("dev", "admitted")
 
 
 def _check(ok: bool, message: str) -> None:
@@ -351,7 +354,7 @@ class TrainConfig:
     (coevolution's K_p, K_e, T_e as they are)."""
     require_paper_parts: bool = False
     """Refuse to start unless the paper's parts are supplied (policy, data, E5/wiki-18 retrieval, an
-    optimizer LLM), listing what is missing; the paper presets turn it on (see inspo.training.paper)."""
+    optimizer LLM), listing what is missing; the paper presets turn it on (see inspo.config.paper)."""
     final_choice: str = "weight"
     """How the returned instruction is chosen: weight (I* = argmax w, Algorithm 1), dev (a paired
     evaluation of the final population and the seed on data.eval's dev questions; the seed wins ties)

@@ -1,5 +1,5 @@
 """Settings as text: config files (YAML/TOML) and dotted ``--set`` overrides, read into the
-nested dicts that :mod:`inspo.training.config_layers` merges over a preset before validating."""
+nested dicts that :mod:`inspo.config.layers` merges over a preset before validating."""
 
 from __future__ import annotations
 

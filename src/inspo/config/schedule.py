@@ -14,7 +14,7 @@ from inspo.core.config import CoEvolutionConfig
 from inspo.core.schedule import is_evolve_step
 
 if TYPE_CHECKING:
-    from inspo.training.config import TrainConfig
+    from inspo.config.train import TrainConfig
 
 
 def core_config(co: CoEvolutionConfig, *, static: bool) -> CoEvolutionConfig:

@@ -2,7 +2,7 @@
 ``--set`` overrides, each a nested dict merged over the last; the one warning a combination of
 layers earns; and the hint an environment's setting written in the wrong section gets. Pure
 dict-to-dict functions: validation happens once, on the merged result, in
-:func:`inspo.training.config.from_dict`."""
+:func:`inspo.config.train.from_dict`."""
 
 from __future__ import annotations
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
+from inspo.config.train import TrainConfig
 from inspo.data.sources import is_named_source
-from inspo.training.config import TrainConfig
 
 GEMINI_OPENAI_URL = "https://generativelanguage.googleapis.com/v1beta/openai/"
 
