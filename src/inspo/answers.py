@@ -34,6 +34,7 @@ def normalize_answer(text: str) -> str:
 
 Golds = str | Sequence[str]
 
+
 def _gold_list(golds: Golds) -> list[str]:
     return [golds] if isinstance(golds, str) else list(golds)
 

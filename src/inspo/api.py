@@ -5,12 +5,14 @@
     import inspo
 
     config = inspo.load_config("cpu-tiny", overrides={"rl.steps": 2, "output_dir": "runs/mine"})
-    summary = inspo.train(config)                   # inspo train: GRPO while the instruction co-evolves
-    print(summary.best_instruction)                 # what the run returns (also runs/mine/best_instruction.txt)
-    report = inspo.evaluate(config, policies=[summary.run_dir], instructions=["seed", summary.run_dir])
-    print(report.markdown())                        # inspo eval: EM, F1, searches, turns per cell
+    summary = inspo.train(config)  # inspo train: GRPO while the instruction co-evolves
+    print(summary.best_instruction)  # what the run returns (also runs/mine/best_instruction.txt)
+    report = inspo.evaluate(
+        config, policies=[summary.run_dir], instructions=["seed", summary.run_dir]
+    )
+    print(report.markdown())  # inspo eval: EM, F1, searches, turns per cell
 
-    evolved = inspo.evolve(config, steps=4)         # inspo evolve: instruction-only, the policy frozen
+    evolved = inspo.evolve(config, steps=4)  # inspo evolve: instruction-only, the policy frozen
 
 Each function is a thin wrapper over what the command runs (:func:`inspo.training.run.run_training`,
 :func:`inspo.training.evolve.run_evolve`, :func:`inspo.eval.runner.evaluate_config`), so a run
@@ -109,8 +111,13 @@ def train(
     """
     from inspo.training.run import run_training
 
-    return run_training(config if config is not None else load_config(), resume=resume, progress=progress,
-                        reward_fn=reward_fn, env=env)
+    return run_training(
+        config if config is not None else load_config(),
+        resume=resume,
+        progress=progress,
+        reward_fn=reward_fn,
+        env=env,
+    )
 
 
 def evolve(
@@ -143,9 +150,18 @@ def evolve(
     """
     from inspo.training.evolve import run_evolve
 
-    return run_evolve(config if config is not None else load_config(), steps=steps, policy_url=policy_url,
-                      policy_model=policy_model, engine=engine, out_dir=out_dir, resume=resume, progress=progress,
-                      reward_fn=reward_fn, env=env)
+    return run_evolve(
+        config if config is not None else load_config(),
+        steps=steps,
+        policy_url=policy_url,
+        policy_model=policy_model,
+        engine=engine,
+        out_dir=out_dir,
+        resume=resume,
+        progress=progress,
+        reward_fn=reward_fn,
+        env=env,
+    )
 
 
 def evaluate(
@@ -182,7 +198,8 @@ def evaluate(
         dtype: the policies' weights dtype: auto (bfloat16 where the device multiplies it fast,
             else float32), bfloat16, float32 or float16.
         out: a folder to write ``eval.json`` and ``eval.md`` into (None: write nothing).
-        env: an environment object instead of the one ``config.env.name`` names (as in :func:`train`).
+        env: an environment object instead of the one ``config.env.name`` names (as in
+            :func:`train`).
 
     Returns:
         The :class:`~inspo.eval.EvalReport`: ``cells`` (one per policy x instruction x dataset),
@@ -194,15 +211,20 @@ def evaluate(
     """
     from inspo.eval.runner import EvalGrid, EvalOrigin, EvalPlay, evaluate_config
 
-    report = evaluate_config(config if config is not None else load_config(),
-                             EvalGrid(policies=policies, instructions=instructions, datasets=datasets, limit=limit),
-                             EvalPlay(temperature=temperature, dtype=dtype, batch_size=batch_size, progress=progress),
-                             EvalOrigin(config="inspo.evaluate"), env=env)
+    report = evaluate_config(
+        config if config is not None else load_config(),
+        EvalGrid(policies=policies, instructions=instructions, datasets=datasets, limit=limit),
+        EvalPlay(temperature=temperature, dtype=dtype, batch_size=batch_size, progress=progress),
+        EvalOrigin(config="inspo.evaluate"),
+        env=env,
+    )
     if out is not None:
         report.write(out)
     if report.stopped:  # an outage: never a score; what was played is in the report (and in out)
         from inspo.records import TooManyErrors
 
-        raise TooManyErrors(f"{report.stopped} ({len(report.cells)} cell(s) played"
-                            + (f", written to {out})" if out is not None else ")"))
+        raise TooManyErrors(
+            f"{report.stopped} ({len(report.cells)} cell(s) played"
+            + (f", written to {out})" if out is not None else ")")
+        )
     return report

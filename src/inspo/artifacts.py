@@ -3,20 +3,26 @@
 Layout (``inspo train``; ``inspo evolve`` writes the same minus ``model/`` and checkpoints; the
 demo writes ``config.json`` instead of ``config.yaml`` and no choices)::
 
-    config.yaml            CONFIG_FILE: the resolved config (after a resume: under a comment naming what changed)
-    resume.json            RESUME_FILE: one entry per resume: the checkpoint and the settings it changed
+    config.yaml            CONFIG_FILE: the resolved config (after a resume: under a comment naming
+                           what changed)
+    resume.json            RESUME_FILE: one entry per resume: the checkpoint and the settings it
+                           changed
     config.json            DEMO_CONFIG_FILE: the demo's settings (the report reads either)
     events.jsonl           EVENTS_FILE: the core's typed events, one per line (main process only)
     metrics.jsonl          METRICS_FILE: one line per INSPO step (schema: inspo.training.loop)
-    choices.rank<R>.jsonl  choices_file(R): which instruction each process used for each question group
+    choices.rank<R>.jsonl  choices_file(R): which instruction each process used for each question
+                           group
     inspo_state.json       STATE_FILE: the core state at the end (population, buffer, ledger, RNG)
     best_instruction.txt   BEST_INSTRUCTION_FILE: the returned instruction
-    summary.json           SUMMARY_FILE: the run's summary (inspo.training.summary.RunSummary), written when it ends
-    training_summary.json  TRAINING_SUMMARY_FILE: post-policy only, the finished GRPO stage's summary (resume)
+    summary.json           SUMMARY_FILE: the run's summary (inspo.training.summary.RunSummary),
+                           written when it ends
+    training_summary.json  TRAINING_SUMMARY_FILE: post-policy only, the finished GRPO stage's
+                           summary (resume)
     report.html            REPORT_FILE: the HTML report (inspo.report)
     model/                 MODEL_DIR: the trained model + tokenizer (LoRA merged)
-    agent/                 AGENT_DIR: the trained agent as one folder (inspo.trained.export_agent: model/'s
-                           files hard-linked, instruction.txt, population.json, agent.json, the model card)
+    agent/                 AGENT_DIR: the trained agent as one folder (inspo.trained.export_agent:
+                           model/'s files hard-linked, instruction.txt, population.json,
+                           agent.json, the model card)
     checkpoint-N/          TRL checkpoints, each with STATE_FILE and STEP_FILE (inspo_step.json)
     pre-policy/, post-policy/  the offline stage of those modes: a run directory of its own
 
@@ -61,7 +67,9 @@ MODEL_DIR = "model"
 AGENT_DIR = "agent"
 STEP_FILE = "inspo_step.json"
 RESUME_FILE = "resume.json"
-OPTIMIZER_ANSWERS_FILE = "optimizer_answers.jsonl"  # the optimizer answers paid for (inspo.core.answer_cache)
+OPTIMIZER_ANSWERS_FILE = (
+    "optimizer_answers.jsonl"  # the optimizer answers paid for (inspo.core.answer_cache)
+)
 STOP_FILE = "STOP"  # put there by a user: the run stops at its next save (honour_stop)
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
 JSONL_FILES = (EVENTS_FILE, METRICS_FILE)
@@ -76,8 +84,10 @@ def honour_stop(stop_file: Path | None, saved: str) -> None:
     from inspo.records import RunStopped
 
     stop_file.unlink(missing_ok=True)
-    raise RunStopped(f"stopped as asked ({stop_file} was there, now removed) {saved}; "
-                     "the same command with --resume continues")
+    raise RunStopped(
+        f"stopped as asked ({stop_file} was there, now removed) {saved}; "
+        "the same command with --resume continues"
+    )
 
 
 def choices_file(rank: int) -> str:
@@ -113,9 +123,13 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise RunFileError(f"{path} is not valid JSON: not UTF-8 at byte offset {exc.start} (the file is damaged)") from exc
+        raise RunFileError(
+            f"{path} is not valid JSON: not UTF-8 at byte offset {exc.start} (the file is damaged)"
+        ) from exc
     except json.JSONDecodeError as exc:
-        raise RunFileError(f"{path} is not valid JSON ({exc}; the file is cut off or damaged)") from exc
+        raise RunFileError(
+            f"{path} is not valid JSON ({exc}; the file is cut off or damaged)"
+        ) from exc
 
 
 def write_best_instruction(run_dir: Path, text: str) -> None:
@@ -197,7 +211,10 @@ def find_checkpoint(run_dir: Path, resume: bool | str) -> Path:
         if not path.is_dir():
             raise FileNotFoundError(f"--resume {resume}: no such checkpoint directory")
         if not (path / STATE_FILE).is_file():
-            raise FileNotFoundError(f"--resume {resume}: {STATE_FILE} is missing (not an inspo checkpoint, or cut off while saving)")
+            raise FileNotFoundError(
+                f"--resume {resume}: {STATE_FILE} is missing (not an inspo checkpoint, or cut off "
+                "while saving)"
+            )
         return path
     complete = checkpoints(run_dir)
     if not complete:
@@ -212,12 +229,15 @@ def find_checkpoint(run_dir: Path, resume: bool | str) -> Path:
 
 def read_step(checkpoint: Path) -> dict[str, Any]:
     """A checkpoint's ``inspo_step.json`` (``inspo_step``, ``global_step``, ``mini_batches``,
-    ``config``); :class:`RunFileError` naming the file when it is damaged or lacks ``inspo_step``."""
+    ``config``); :class:`RunFileError` naming the file when it is damaged or lacks
+    ``inspo_step``."""
     path = Path(checkpoint) / STEP_FILE
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("inspo_step"), int):
-        raise RunFileError(f"{path} has no whole-number 'inspo_step' (it holds {str(data)[:80]}); "
-                           "it is not the file inspo train writes, or it was damaged")
+        raise RunFileError(
+            f"{path} has no whole-number 'inspo_step' (it holds {str(data)[:80]}); "
+            "it is not the file inspo train writes, or it was damaged"
+        )
     return data
 
 
@@ -225,5 +245,11 @@ def clear_run_files(run_dir: Path) -> None:
     """Remove the log files of an earlier run in ``run_dir`` (a new run starts clean)."""
     for path in list(jsonl_paths(run_dir)):
         path.unlink(missing_ok=True)
-    for name in (STATE_FILE, SUMMARY_FILE, BEST_INSTRUCTION_FILE, RESUME_FILE, OPTIMIZER_ANSWERS_FILE):
+    for name in (
+        STATE_FILE,
+        SUMMARY_FILE,
+        BEST_INSTRUCTION_FILE,
+        RESUME_FILE,
+        OPTIMIZER_ANSWERS_FILE,
+    ):
         (run_dir / name).unlink(missing_ok=True)

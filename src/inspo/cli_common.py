@@ -10,20 +10,35 @@ class CLIError(RuntimeError):
     """A user-facing error: printed without a traceback, exit status 2."""
 
 
-def add_config_args(p: argparse.ArgumentParser, default_preset: str | None = "cpu-tiny", *,
-                    output_dir: bool = True) -> None:
+def add_config_args(
+    p: argparse.ArgumentParser, default_preset: str | None = "cpu-tiny", *, output_dir: bool = True
+) -> None:
     from inspo.config.presets import PRESETS
 
-    p.add_argument("--preset", default=default_preset, choices=list(PRESETS),
-                   help="starting point (default: cpu-tiny, the embedded CPU default; paper and "
-                        "paper-7b are the paper's setup and ask for the parts you must supply)")
-    p.add_argument("--env", default=None, metavar="NAME",
-                   help="env.name: the agent's environment: search-r1 (the paper's search agent, the default), "
-                        "calculator, or module:attr for your own (docs/your-own-agent.md); its settings are "
-                        "--set env.KEY=VALUE")
+    p.add_argument(
+        "--preset",
+        default=default_preset,
+        choices=list(PRESETS),
+        help="starting point (default: cpu-tiny, the embedded CPU default; paper and "
+        "paper-7b are the paper's setup and ask for the parts you must supply)",
+    )
+    p.add_argument(
+        "--env",
+        default=None,
+        metavar="NAME",
+        help="env.name: the agent's environment: search-r1 (the paper's search agent, the "
+        "default), calculator, or module:attr for your own (docs/your-own-agent.md); its settings "
+        "are --set env.KEY=VALUE",
+    )
     p.add_argument("--config", default=None, help="YAML or TOML file applied over the preset")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override one setting, e.g. --set rl.steps=20 --set coevolution.template=history")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one setting, e.g. --set rl.steps=20 --set coevolution.template=history",
+    )
     if output_dir:
         p.add_argument("--output-dir", default=None, help="run directory (default: the preset's)")
 
@@ -37,8 +52,10 @@ def env_settings(overrides: list[str], command: str, example: str) -> dict:
     for text in overrides:
         parsed = parse_override(text)
         if set(parsed) != {"env"}:
-            raise CLIError(f"--set {text}: {command} takes only the environment's settings as --set env.KEY=VALUE "
-                           f"(e.g. {example})")
+            raise CLIError(
+                f"--set {text}: {command} takes only the environment's settings as --set "
+                f"env.KEY=VALUE (e.g. {example})"
+            )
         settings.update(parsed["env"])
     return settings
 

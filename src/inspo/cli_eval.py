@@ -12,9 +12,14 @@ from inspo.eval.provenance import provenance
 #: ``inspo eval`` flags that are shortcuts for a config setting (flag dest -> section, field); the
 #: ``env`` ones are the search-r1 environment's settings.
 EVAL_SHORTCUTS: dict[str, tuple[str, str]] = {
-    "max_turns": ("rl", "max_turns"), "max_response_tokens": ("rl", "max_response_tokens"),
-    "max_obs_tokens": ("rl", "max_obs_tokens"), "topk": ("env", "topk"), "corpus": ("env", "corpus"),
-    "retriever": ("env", "retriever"), "retriever_url": ("env", "retriever_url"), "index_dir": ("env", "index_dir"),
+    "max_turns": ("rl", "max_turns"),
+    "max_response_tokens": ("rl", "max_response_tokens"),
+    "max_obs_tokens": ("rl", "max_obs_tokens"),
+    "topk": ("env", "topk"),
+    "corpus": ("env", "corpus"),
+    "retriever": ("env", "retriever"),
+    "retriever_url": ("env", "retriever_url"),
+    "index_dir": ("env", "index_dir"),
     "max_error_rate": ("rl", "max_error_rate"),
 }
 
@@ -44,20 +49,36 @@ def _eval_config(args: argparse.Namespace):
     from inspo.config.train import resolve, setting_changes
 
     if args.grid and args.preset:
-        raise CLIError("--grid evaluates with the run's config.yaml; --preset would replace it "
-                       "(change single settings with --config / --set)")
+        raise CLIError(
+            "--grid evaluates with the run's config.yaml; --preset would replace it "
+            "(change single settings with --config / --set)"
+        )
     base = _run_config(args.grid) if args.grid else None
-    origin = f"{args.grid}/config.yaml (the run's resolved config)" if args.grid else f"preset {args.preset or 'cpu-tiny'}"
+    origin = (
+        f"{args.grid}/config.yaml (the run's resolved config)"
+        if args.grid
+        else f"preset {args.preset or 'cpu-tiny'}"
+    )
     start = resolve(args.preset or "cpu-tiny", base=base)
-    shortcuts = [f"{section}.{name}={getattr(args, dest)}" for dest, (section, name) in EVAL_SHORTCUTS.items()
-                 if getattr(args, dest) is not None]
+    shortcuts = [
+        f"{section}.{name}={getattr(args, dest)}"
+        for dest, (section, name) in EVAL_SHORTCUTS.items()
+        if getattr(args, dest) is not None
+    ]
     if args.retriever_url and args.retriever is None:
         shortcuts.append("env.retriever=http")
     config = resolve_config(args, base=base, extra=shortcuts)
     changes = [c for c in setting_changes(start, config) if c.key != "output_dir"]
-    if start.env.name != config.env.name:  # another environment: its settings are listed once, not as changes
-        changes = [c for c in changes if not c.key.startswith("env.") or c.key == "env.name"
-                   or (c.old is not None and c.new is not None)]
+    if (
+        start.env.name != config.env.name
+    ):  # another environment: its settings are listed once, not as changes
+        changes = [
+            c
+            for c in changes
+            if not c.key.startswith("env.")
+            or c.key == "env.name"
+            or (c.old is not None and c.new is not None)
+        ]
     return config, origin, changes
 
 
@@ -90,7 +111,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from inspo.records import SetupError
 
     if args.limit < 0:
-        raise CLIError(f"--limit must be >= 0 (at most this many questions per dataset; 0: all), got {args.limit}")
+        raise CLIError(
+            "--limit must be >= 0 (at most this many questions per dataset; 0: all), got "
+            f"{args.limit}"
+        )
     config, origin, changes = _eval_config(args)
     policies, instructions = list(args.policy or []), list(args.instruction or [])
     if args.grid:
@@ -105,23 +129,42 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if not vllm_available():
             raise CLIError(f"--engine vllm: no module named 'vllm'; {INSTALL_HINT}")
         try:
-            vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, max_model_len=args.vllm_max_model_len,
-                               enforce_eager=args.vllm_eager).sized(agent_budget(config.rl))
+            vllm = VLLMOptions(
+                kv_cache_gib=args.vllm_kv_cache_gib,
+                max_model_len=args.vllm_max_model_len,
+                enforce_eager=args.vllm_eager,
+            ).sized(agent_budget(config.rl))
         except ValueError as exc:
             raise CLIError(str(exc)) from exc
     if not args.dataset and not config.data.eval:
-        raise CLIError("name the questions with --dataset SOURCE[@SPLIT] (the config's data.eval is empty)")
+        raise CLIError(
+            "name the questions with --dataset SOURCE[@SPLIT] (the config's data.eval is empty)"
+        )
     for spec in policies:  # named by its flag, before any work
         _policy_dir(spec, parse_policy(spec)[1])
     try:
         report = evaluate_config(
             config,
-            EvalGrid(policies=policies, instructions=instructions, datasets=args.dataset or [], limit=args.limit),
-            EvalPlay(temperature=args.temperature, dtype=args.dtype or (config.model.dtype if args.grid else "auto"),
-                     batch_size=args.batch_size, engine=args.engine,
-                     vllm=vllm, progress=not args.no_progress),
-            EvalOrigin(config=origin, overrides=changes, error_setting="--max-error-rate (rl.max_error_rate)",
-                       dtype_setting="--dtype"),
+            EvalGrid(
+                policies=policies,
+                instructions=instructions,
+                datasets=args.dataset or [],
+                limit=args.limit,
+            ),
+            EvalPlay(
+                temperature=args.temperature,
+                dtype=args.dtype or (config.model.dtype if args.grid else "auto"),
+                batch_size=args.batch_size,
+                engine=args.engine,
+                vllm=vllm,
+                progress=not args.no_progress,
+            ),
+            EvalOrigin(
+                config=origin,
+                overrides=changes,
+                error_setting="--max-error-rate (rl.max_error_rate)",
+                dtype_setting="--dtype",
+            ),
         )
     except (SetupError, ImportError) as exc:
         raise CLIError(str(exc)) from exc
@@ -129,8 +172,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     json_path, md_path = report.write(args.out)
     print(report.markdown())
     print(f"written: {json_path} and {md_path}")
-    if report.stopped:  # an outage: what was played is written above, the exit status says it failed
+    if (
+        report.stopped
+    ):  # an outage: what was played is written above, the exit status says it failed
         from inspo.records import TooManyErrors
 
-        raise TooManyErrors(f"{report.stopped} (the {len(report.cells)} cell(s) played so far are in {json_path})")
+        raise TooManyErrors(
+            f"{report.stopped} (the {len(report.cells)} cell(s) played so far are in {json_path})"
+        )
     return 0

@@ -49,17 +49,25 @@ def run_demo(
     started = time.time()
     config = config or CoEvolutionConfig(evolve_until=steps, validation_size=50)
     if config.verify and config.validation_size < 1:
-        raise ValueError("run_demo: validation_size must be >= 1 when candidates are verified (verify=True): with "
-                         "0 questions every candidate would be admitted unverified; for the no-verify ablation "
-                         "set verify=False")
+        raise ValueError(
+            "run_demo: validation_size must be >= 1 when candidates are verified (verify=True): "
+            "with 0 questions every candidate would be admitted unverified; for the no-verify "
+            "ablation set verify=False"
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for stale in artifacts.JSONL_FILES:
         (out / stale).unlink(missing_ok=True)
     (out / artifacts.DEMO_CONFIG_FILE).write_text(
         json.dumps(
-            {"mode": "demo", "steps": steps, "batch_size": batch_size, "group_size": group_size,
-             "optimizer": llm.name, "coevolution": config.to_dict()},
+            {
+                "mode": "demo",
+                "steps": steps,
+                "batch_size": batch_size,
+                "group_size": group_size,
+                "optimizer": llm.name,
+                "coevolution": config.to_dict(),
+            },
             indent=2,
         )
     )
@@ -81,14 +89,33 @@ def run_demo(
         return end.report
 
     questions = make_questions(n_questions)
-    run_synthetic(coevo, env, questions, steps=steps, batch_size=batch_size, group_size=group_size,
-                  update=end_of_step)
+    run_synthetic(
+        coevo,
+        env,
+        questions,
+        steps=steps,
+        batch_size=batch_size,
+        group_size=group_size,
+        update=end_of_step,
+    )
     bar.close()
     save_state(coevo, out / artifacts.STATE_FILE)
     best = coevo.best()
     artifacts.write_best_instruction(out, best.text)
-    summary = summarize(run_dir=out, mode="demo", steps=steps, history=metrics.history, coevo=coevo, returned=best,
-                        optimizer=llm.name, started=started, episodes=False,
-                        extra={"seed_quality": env.quality(SEED_INSTRUCTION), "best_quality": env.quality(best.text)})
+    summary = summarize(
+        run_dir=out,
+        mode="demo",
+        steps=steps,
+        history=metrics.history,
+        coevo=coevo,
+        returned=best,
+        optimizer=llm.name,
+        started=started,
+        episodes=False,
+        extra={
+            "seed_quality": env.quality(SEED_INSTRUCTION),
+            "best_quality": env.quality(best.text),
+        },
+    )
     summary.write()
     return summary

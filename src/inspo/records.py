@@ -36,7 +36,12 @@ class Question:
             object.__setattr__(self, "answers", tuple(self.answers))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "question": self.question, "answers": list(self.answers), "meta": dict(self.meta)}
+        return {
+            "id": self.id,
+            "question": self.question,
+            "answers": list(self.answers),
+            "meta": dict(self.meta),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Question:
@@ -79,10 +84,11 @@ class Rollout:
 
     ``response`` is everything generated after the prompt: the policy's actions interleaved with
     the environment's observations (tool results). ``tool_calls`` are the calls the environment
-    ran, in order. Rewards are computed on the response alone, never on the prompt. An example that raised (an endpoint down, an engine crash) is still a Rollout,
-    with ``error`` set, ``finish_reason="error"`` and reward 0; but it is not the policy's answer,
-    so it is never scored: :func:`scored` leaves it out of every mean, weight, verification score
-    and the replay buffer, and it is counted apart (see :func:`check_error_rate`).
+    ran, in order. Rewards are computed on the response alone, never on the prompt. An example that
+    raised (an endpoint down, an engine crash) is still a Rollout, with ``error`` set,
+    ``finish_reason="error"`` and reward 0; but it is not the policy's answer, so it is never
+    scored: :func:`scored` leaves it out of every mean, weight, verification score and the replay
+    buffer, and it is counted apart (see :func:`check_error_rate`).
 
     Token-level fields are filled by engines that keep token ids (empty otherwise):
     ``completion_ids`` and ``env_mask`` have equal length; ``env_mask`` is 1 for the policy's own
@@ -121,9 +127,13 @@ class Rollout:
         data = dict(data)
         data["question"] = Question.from_dict(data["question"])
         calls = data.get("tool_calls")
-        if calls is None and "searches" in data:  # written before the environment seam: Search-R1's searches
+        if (
+            calls is None and "searches" in data
+        ):  # written before the environment seam: Search-R1's searches
             calls = [{"tool": "search", "args": q} for q in data["searches"]]
-        data["tool_calls"] = [ToolCall(**c) if isinstance(c, dict) else ToolCall(*c) for c in calls or []]
+        data["tool_calls"] = [
+            ToolCall(**c) if isinstance(c, dict) else ToolCall(*c) for c in calls or []
+        ]
         return _from_dict(cls, data)
 
 
@@ -238,8 +248,9 @@ def error_summary(rollouts: Sequence[Rollout]) -> str:
     return f"{errors.count(top)} x {top}" if len(set(errors)) > 1 else top
 
 
-def check_error_rate(rollouts: Sequence[Rollout], *, max_error_rate: float | None, planned: int,
-                     setting: str) -> None:
+def check_error_rate(
+    rollouts: Sequence[Rollout], *, max_error_rate: float | None, planned: int, setting: str
+) -> None:
     """Raise :class:`TooManyErrors` when the error rollouts among ``rollouts`` are more than
     ``max_error_rate`` of ``planned`` (the rollouts the call or step will play in all, so a
     partial count trips only when the rate over the whole is sure to be exceeded). ``setting``
@@ -248,12 +259,18 @@ def check_error_rate(rollouts: Sequence[Rollout], *, max_error_rate: float | Non
         return
     failed = sum(r.error is not None for r in rollouts)
     if failed and failed > max_error_rate * planned:
-        of = f"{len(rollouts)} played of {planned}" if len(rollouts) < planned else f"{len(rollouts)}"
+        of = (
+            f"{len(rollouts)} played of {planned}"
+            if len(rollouts) < planned
+            else f"{len(rollouts)}"
+        )
         errors = [r.error for r in rollouts if r.error is not None]
-        tool = max(dict.fromkeys(errors), key=errors.count).startswith("tool '")  # the commonest error's
+        tool = max(dict.fromkeys(errors), key=errors.count).startswith(
+            "tool '"
+        )  # the commonest error's
         cause = "the tool (its traceback is in the log)" if tool else "the endpoint"
         raise TooManyErrors(
-            f"{failed} of {of} rollouts failed ({error_summary(rollouts)}), over {setting}={max_error_rate:g}: "
-            f"stopping; fix {cause} or raise {setting}",
+            f"{failed} of {of} rollouts failed ({error_summary(rollouts)}), over "
+            f"{setting}={max_error_rate:g}: stopping; fix {cause} or raise {setting}",
             rollouts,
         )

@@ -59,29 +59,36 @@ class Feature:
 FEATURES: tuple[Feature, ...] = (
     Feature(
         "search_first",
-        r"(always|must|first)\b[^.]{0,40}\bsearch|search\b[^.]{0,40}\bbefore (you )?answer|never answer from memory",
+        r"(always|must|first)\b[^.]{0,40}\bsearch|search\b[^.]{0,40}\bbefore (you "
+        r")?answer|never answer from memory",
         0.20,
         "<think>I already know this.</think>\n<answer>{wrong}</answer>",
     ),
     Feature(
         "focused_queries",
-        r"(never|do not|don't|avoid)\b[^.]{0,40}\b(whole|entire|full) question|one (entity|fact|hop)\b[^.]{0,20}\b(per|at a time)|short,? (specific|focused) quer",
+        r"(never|do not|don't|avoid)\b[^.]{0,40}\b(whole|entire|full) question|one "
+        r"(entity|fact|hop)\b[^.]{0,20}\b(per|at a time)|short,? (specific|focused) quer",
         0.15,
         "<think>Let me search.</think>\n<search>{q}</search>\n<information>Doc 1(Title: Unrelated) "
-        "nothing useful here.</information>\n<search>{q}</search>\n<information>Doc 1(Title: Unrelated) "
-        "nothing useful here.</information>\n<answer>{wrong}</answer>",
+        "nothing useful here.</information>\n<search>{q}</search>\n<information>Doc 1(Title: "
+        "Unrelated) nothing useful here.</information>\n<answer>{wrong}</answer>",
     ),
     Feature(
         "short_answer",
-        r"(only|just) the (answer|entity|name)|(short|concise|few words|minimal)\b[^.]{0,30}\banswer|answer\b[^.]{0,40}\b(few words|no explanation|without (explanation|illustration))",
+        r"(only|just) the (answer|entity|name)|(short|concise|few "
+        r"words|minimal)\b[^.]{0,30}\banswer|answer\b[^.]{0,40}\b(few words|no "
+        r"explanation|without (explanation|illustration))",
         0.10,
         "<think>Searching.</think>\n<search>key entity</search>\n<information>Doc 1(Title: Key) "
-        "the answer is {gold}.</information>\n<answer>After careful consideration of all the retrieved "
-        "documents, I believe that the final answer is most likely {wrong} based on the evidence</answer>",
+        "the answer is {gold}.</information>\n<answer>After careful consideration of all the "
+        "retrieved documents, I believe that the final answer is most likely {wrong} based on the "
+        "evidence</answer>",
     ),
     Feature(
         "use_evidence",
-        r"(copy|use|take|quote|base)\b[^.]{0,40}\b(retrieved|information|documents?|evidence|search results)|answer (appears|is present|is stated) in",
+        r"(copy|use|take|quote|base)\b[^.]{0,40}\b"
+        r"(retrieved|information|documents?|evidence|search results)"
+        r"|answer (appears|is present|is stated) in",
         0.15,
         "<think>Searching.</think>\n<search>key entity</search>\n<information>Doc 1(Title: Key) "
         "records show {gold}.</information>\n<answer>{wrong}</answer>",
@@ -101,7 +108,11 @@ def true_quality(text: str, *, base: float = 0.15, features: Sequence[Feature] =
 
 def make_questions(n: int, *, prefix: str = "q") -> list[Question]:
     return [
-        Question(id=f"{prefix}{i:04d}", question=f"Which value belongs to item number {i}?", answers=(f"value {i}",))
+        Question(
+            id=f"{prefix}{i:04d}",
+            question=f"Which value belongs to item number {i}?",
+            answers=(f"value {i}",),
+        )
         for i in range(n)
     ]
 
@@ -123,32 +134,52 @@ class SyntheticEnv:
     def quality(self, text: str) -> float:
         return true_quality(text, base=self.base, features=self.features)
 
-    def rollout(self, instruction: Instruction, question: Question, index: int = 0, salt: object = "") -> Rollout:
+    def rollout(
+        self, instruction: Instruction, question: Question, index: int = 0, salt: object = ""
+    ) -> Rollout:
         self.calls += 1
         rng = derived_rng(self.seed, instruction.text, question.id, index, salt)
         gold = question.answers[0]
         if rng.random() < self.quality(instruction.text):
             response = (
-                f"<think>I need to look this up.</think>\n<search>{question.question[:30]}</search>\n"
-                f"<information>Doc 1(Title: Item) {gold}.</information>\n<answer>{gold}</answer>"
+                f"<think>I need to look this up.</think>\n<search>{question.question[:30]}"
+                f"</search>\n<information>Doc 1(Title: Item) {gold}.</information>\n<answer>{gold}"
+                "</answer>"
             )
-            return Rollout(question, instruction.id, response, reward=1.0, answer=gold, turns=2, finish_reason="answer")
+            return Rollout(
+                question,
+                instruction.id,
+                response,
+                reward=1.0,
+                answer=gold,
+                turns=2,
+                finish_reason="answer",
+            )
         missing = [f for f in self.features if not f.present(instruction.text)]
         wrong = rng.choice(_WRONG)
         template = (
             rng.choice(missing).failure
             if missing
-            else "<search>item</search>\n<information>Doc 1(Title: Item) unclear.</information>\n<answer>{wrong}</answer>"
+            else "<search>item</search>\n<information>Doc 1(Title: Item) "
+            "unclear.</information>\n<answer>{wrong}</answer>"
         )
         response = template.format(q=question.question, gold=gold, wrong=wrong)
         answer = re.findall(r"<answer>(.*?)</answer>", response, re.DOTALL)
         return Rollout(
-            question, instruction.id, response, reward=0.0, answer=answer[-1] if answer else None,
-            tool_calls=[ToolCall("search", q) for q in re.findall(r"<search>(.*?)</search>", response)],
+            question,
+            instruction.id,
+            response,
+            reward=0.0,
+            answer=answer[-1] if answer else None,
+            tool_calls=[
+                ToolCall("search", q) for q in re.findall(r"<search>(.*?)</search>", response)
+            ],
             finish_reason="answer",
         )
 
-    def group(self, instruction: Instruction, question: Question, size: int, step: int) -> list[Rollout]:
+    def group(
+        self, instruction: Instruction, question: Question, size: int, step: int
+    ) -> list[Rollout]:
         return [self.rollout(instruction, question, i, salt=("train", step)) for i in range(size)]
 
     def evaluate(self, instruction: Instruction, questions: Sequence[Question]) -> list[Rollout]:
@@ -182,7 +213,9 @@ def run_synthetic(
         coevo.initialize(env.evaluate, list(questions[:warmup]))
     reports = []
     for t in range(start, steps + 1):
-        batch = derived_rng(env.seed, "batch", t).sample(list(questions), min(batch_size, len(questions)))
+        batch = derived_rng(env.seed, "batch", t).sample(
+            list(questions), min(batch_size, len(questions))
+        )
         rollouts: list[Rollout] = []
         for q in batch:
             instruction = coevo.choose(t, q.id)

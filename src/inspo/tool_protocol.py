@@ -34,18 +34,22 @@ class ToolProtocol:
     def __post_init__(self) -> None:
         tags = tuple(self.tags) if isinstance(self.tags, (list, tuple)) else ()
         if not tags or not all(isinstance(t, str) and t.strip() for t in tags):
-            raise ValueError(f"ToolProtocol: tags must be a non-empty tuple of tag names; "
-                             f"got {self.tags!r}")
+            raise ValueError(
+                f"ToolProtocol: tags must be a non-empty tuple of tag names; got {self.tags!r}"
+            )
         if not isinstance(self.block, str) or not self.block.strip():
-            raise ValueError("ToolProtocol: block must be a non-empty text that says how to use "
-                             "the tags")
+            raise ValueError(
+                "ToolProtocol: block must be a non-empty text that says how to use the tags"
+            )
         object.__setattr__(self, "tags", tags)
         object.__setattr__(self, "block", self.block.strip())
         missing = [t for t in tags if f"<{t}>" not in self.block or f"</{t}>" not in self.block]
         if missing:
             lacking = ", ".join(f"<{t}>…</{t}>" for t in missing)
-            raise ValueError(f"ToolProtocol: the block must show every tag opening and closing; "
-                             f"it lacks {lacking}")
+            raise ValueError(
+                f"ToolProtocol: the block must show every tag opening and closing; "
+                f"it lacks {lacking}"
+            )
 
     def compose(self, strategy: str) -> str:
         """The instruction of ``strategy``: the strategy (stripped), a blank line, the block."""

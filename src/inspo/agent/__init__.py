@@ -1,4 +1,5 @@
-"""Policy engines: how a policy is asked for text (transformers, vLLM, an OpenAI-compatible endpoint).
+"""Policy engines: how a policy is asked for text (transformers, vLLM, an OpenAI-compatible
+endpoint).
 
 What an agent IS (its tools, protocol, reward, data) is an environment: :mod:`inspo.envs`. The
 search agent is the ``search-r1`` environment (:mod:`inspo.envs.search_r1`); the rollout loop and

@@ -1,4 +1,5 @@
-"""Outages of an OpenAI-compatible policy endpoint (:class:`~inspo.agent.openai_engine.OpenAIEngine`).
+"""Outages of an OpenAI-compatible policy endpoint
+(:class:`~inspo.agent.openai_engine.OpenAIEngine`).
 
 - :func:`is_outage`: a connection error, a timeout or a 5xx from the ``openai`` client (after
   its own retries) is the endpoint's failure, not the example's;
@@ -18,14 +19,18 @@ from inspo.records import EndpointDown
 
 
 class PolicyUnavailable(EndpointDown):
-    """The policy endpoint did not answer (connection, timeout or 5xx, after the client's retries)."""
+    """The policy endpoint did not answer (connection, timeout or 5xx, after the client's
+    retries)."""
 
 
 def is_outage(exc: BaseException) -> bool:
-    """A connection error, a timeout or a 5xx from the openai client: the endpoint, not the example."""
+    """A connection error, a timeout or a 5xx from the openai client: the endpoint, not the
+    example."""
     import openai
 
-    return isinstance(exc, (openai.APIConnectionError, openai.InternalServerError, ConnectionError, TimeoutError))
+    return isinstance(
+        exc, (openai.APIConnectionError, openai.InternalServerError, ConnectionError, TimeoutError)
+    )
 
 
 def check_models(client: Any, model: str, endpoint: str, api_key: str | None) -> None:
@@ -37,10 +42,14 @@ def check_models(client: Any, model: str, endpoint: str, api_key: str | None) ->
     except Exception as exc:  # noqa: BLE001 - said as one line naming the endpoint
         clean = redact(f"{type(exc).__name__}: {exc}", api_key)
         if is_outage(exc):
-            raise PolicyUnavailable(f"policy endpoint {endpoint} does not answer: {clean}") from None
+            raise PolicyUnavailable(
+                f"policy endpoint {endpoint} does not answer: {clean}"
+            ) from None
         if getattr(exc, "status_code", None) == 404:
             return
         raise ValueError(f"policy endpoint {endpoint} refused GET /models: {clean}") from None
     if served and model not in served:
-        raise ValueError(f"policy endpoint {endpoint} does not serve model {model!r} "
-                         f"(it serves: {', '.join(served[:10])}); check --policy-model")
+        raise ValueError(
+            f"policy endpoint {endpoint} does not serve model {model!r} "
+            f"(it serves: {', '.join(served[:10])}); check --policy-model"
+        )

@@ -24,7 +24,8 @@ Engines: :class:`HFEngine` (a transformers model, CPU or GPU; accepts a live mod
 TRL can hand over its unwrapped training model), :class:`~inspo.agent.vllm_engine.VLLMEngine`
 (a ``vllm.LLM``, token ids end to end; needs the optional ``vllm`` module) and
 :class:`~inspo.agent.openai_engine.OpenAIEngine` (a frozen policy behind an OpenAI-compatible
-completions endpoint; text only). :func:`inspo.agent.load.load_engine` starts a local one by kind (``"hf"`` or ``"vllm"``).
+completions endpoint; text only). :func:`inspo.agent.load.load_engine` starts a local one by kind
+(``"hf"`` or ``"vllm"``).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class PolicyEngine(Protocol):
     keeps_token_ids: bool
 
     def prompt_text(self, messages: Sequence[dict[str, str]]) -> str: ...
+
     # Engines with a chat template also take ``tools=`` (JSON schemas) for native tool calls.
 
     def encode(self, text: str) -> list[int] | None: ...
@@ -136,8 +138,11 @@ def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
     return found
 
 
-def render_messages(tokenizer: Any, messages: Sequence[dict[str, str]],
-                    tools: Sequence[dict[str, Any]] | None = None) -> str:
+def render_messages(
+    tokenizer: Any,
+    messages: Sequence[dict[str, str]],
+    tools: Sequence[dict[str, Any]] | None = None,
+) -> str:
     """The prompt text of ``messages``: the tokenizer's chat template with the generation prompt
     added (the text ends where the assistant's answer starts); without a template (or without a
     tokenizer), the messages' contents joined by blank lines, as Search-R1's base template.
@@ -147,10 +152,14 @@ def render_messages(tokenizer: Any, messages: Sequence[dict[str, str]],
         raise ValueError("the environment gave no prompt messages")
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         if tools:
-            raise ValueError("native tool calls need the policy's chat template, and this tokenizer has none")
+            raise ValueError(
+                "native tool calls need the policy's chat template, and this tokenizer has none"
+            )
         return "\n\n".join(m["content"] for m in messages)
     if tools:
-        return tokenizer.apply_chat_template(messages, tools=list(tools), tokenize=False, add_generation_prompt=True)
+        return tokenizer.apply_chat_template(
+            messages, tools=list(tools), tokenize=False, add_generation_prompt=True
+        )
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
@@ -170,8 +179,9 @@ class TokenizerText:
 
     tokenizer: Any
 
-    def prompt_text(self, messages: Sequence[dict[str, str]],
-                    tools: Sequence[dict[str, Any]] | None = None) -> str:
+    def prompt_text(
+        self, messages: Sequence[dict[str, str]], tools: Sequence[dict[str, Any]] | None = None
+    ) -> str:
         return render_messages(self.tokenizer, messages, tools)
 
     def encode(self, text: str) -> list[int]:
@@ -302,7 +312,9 @@ class HFEngine(TokenizerText):
             do_sample=sampler,
             temperature=temperature if sampler else 1.0,
             top_p=top_p if sampler else 1.0,
-            top_k=0 if sampler else 50,  # greedy ignores it; 50 = transformers' default (no warning)
+            top_k=0
+            if sampler
+            else 50,  # greedy ignores it; 50 = transformers' default (no warning)
             min_p=None,
             repetition_penalty=1.0,
             pad_token_id=self.pad_id,
@@ -316,7 +328,8 @@ class HFEngine(TokenizerText):
             from inspo.agent.row_seeds import gumbel_sample_processor
 
             kwargs["logits_processor"] = LogitsProcessorList(
-                [gumbel_sample_processor(seeds, width, temperature, top_p)])
+                [gumbel_sample_processor(seeds, width, temperature, top_p)]
+            )
         if stop:
             kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width)
         was_training = self.model.training
@@ -325,7 +338,11 @@ class HFEngine(TokenizerText):
             with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
                 if self.rng is not None:
                     torch.manual_seed(self.rng.getrandbits(63))
-                with torch.inference_mode(), attention_kernels(device), contiguous_head_input(self.model):
+                with (
+                    torch.inference_mode(),
+                    attention_kernels(device),
+                    contiguous_head_input(self.model),
+                ):
                     output = self.model.generate(
                         input_ids=input_ids, attention_mask=attention, **kwargs
                     )
@@ -351,7 +368,9 @@ def attention_kernels(device: Any) -> Any:
         return contextlib.nullcontext()
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+    return sdpa_kernel(
+        [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+    )
 
 
 def _stop_criteria(tokenizer: Any, stop: Sequence[str], start: int) -> Any:

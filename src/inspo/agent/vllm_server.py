@@ -61,7 +61,10 @@ class RunningServer:
                 fields = entry.read_text().rsplit(")", 1)[1].split()
             except OSError:  # the process ended while we looked
                 continue
-            stats[int(entry.parent.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+            stats[int(entry.parent.name)] = (
+                int(fields[1]),
+                (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"),
+            )
         if self.process.pid not in stats:
             return None
         tree = {self.process.pid}
@@ -76,10 +79,19 @@ class RunningServer:
 
 
 @contextmanager
-def serve(model_path: str, *, served_name: str, dtype: str = "bfloat16", max_model_len: int = 4096,
-          kv_cache_bytes: int = 1 << 30, seed: int = 0, extra_args: Sequence[str] = (),
-          env: dict[str, str] | None = None, ready_timeout_s: float = 300.0,
-          log_path: str | Path | None = None) -> Iterator[RunningServer]:
+def serve(
+    model_path: str,
+    *,
+    served_name: str,
+    dtype: str = "bfloat16",
+    max_model_len: int = 4096,
+    kv_cache_bytes: int = 1 << 30,
+    seed: int = 0,
+    extra_args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    ready_timeout_s: float = 300.0,
+    log_path: str | Path | None = None,
+) -> Iterator[RunningServer]:
     """vLLM's OpenAI server for ``model_path`` on 127.0.0.1 (a free port), eager mode, run with
     this Python; yields once ``GET /v1/models`` answers, and stops it afterwards. Its output goes
     to ``log_path`` (else nowhere). Raises :class:`ServerError` when it exits or is not ready
@@ -87,28 +99,53 @@ def serve(model_path: str, *, served_name: str, dtype: str = "bfloat16", max_mod
     import httpx
 
     port = free_local_port()
-    command = [sys.executable, "-m", SERVER_MODULE, "--model", str(model_path), "--served-model-name", served_name,
-               "--host", "127.0.0.1", "--port", str(port), "--dtype", dtype, "--enforce-eager",
-               "--max-model-len", str(max_model_len), "--kv-cache-memory-bytes", str(kv_cache_bytes),
-               "--seed", str(seed), *extra_args]
+    command = [
+        sys.executable,
+        "-m",
+        SERVER_MODULE,
+        "--model",
+        str(model_path),
+        "--served-model-name",
+        served_name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        dtype,
+        "--enforce-eager",
+        "--max-model-len",
+        str(max_model_len),
+        "--kv-cache-memory-bytes",
+        str(kv_cache_bytes),
+        "--seed",
+        str(seed),
+        *extra_args,
+    ]
     where = f" (its output: {log_path})" if log_path else ""
     with open(log_path or os.devnull, "w") as log:  # noqa: PTH123 - os.devnull is a str
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
         server = RunningServer(f"http://127.0.0.1:{port}/v1", proc, command)
         try:
             deadline = time.monotonic() + ready_timeout_s
             while True:
                 if proc.poll() is not None:
-                    raise ServerError(f"vLLM's server exited with {proc.returncode} before it was ready{where}: "
-                                      + " ".join(command))
+                    raise ServerError(
+                        f"vLLM's server exited with {proc.returncode} before it was ready{where}: "
+                        + " ".join(command)
+                    )
                 try:
                     if httpx.get(f"{server.base_url}/models", timeout=2).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass
                 if time.monotonic() > deadline:
-                    raise ServerError(f"vLLM's server was not ready after {ready_timeout_s:.0f} s{where}: "
-                                      + " ".join(command))
+                    raise ServerError(
+                        f"vLLM's server was not ready after {ready_timeout_s:.0f} s{where}: "
+                        + " ".join(command)
+                    )
                 time.sleep(1)
             yield server
         finally:
@@ -116,7 +153,8 @@ def serve(model_path: str, *, served_name: str, dtype: str = "bfloat16", max_mod
 
 
 class ServerError(RuntimeError):
-    """The vLLM server refused or failed a request (the message names the endpoint and its answer)."""
+    """The vLLM server refused or failed a request (the message names the endpoint and its
+    answer)."""
 
 
 class VLLMServerEngine(TokenizerText):
@@ -131,13 +169,26 @@ class VLLMServerEngine(TokenizerText):
     keeps_token_ids = True
     row_seeds = True
 
-    def __init__(self, base_url: str, model: str, tokenizer: Any, *, eos_ids: set[int],
-                 rng: random.Random | None = None, timeout: float = 300.0, concurrency: int = 64,
-                 client: Any = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        tokenizer: Any,
+        *,
+        eos_ids: set[int],
+        rng: random.Random | None = None,
+        timeout: float = 300.0,
+        concurrency: int = 64,
+        client: Any = None,
+    ) -> None:
         if not eos_ids:
-            raise ValueError("VLLMServerEngine: eos_ids is empty; the engine could never see an EOS")
+            raise ValueError(
+                "VLLMServerEngine: eos_ids is empty; the engine could never see an EOS"
+            )
         if not model:
-            raise ValueError("VLLMServerEngine: model is empty; pass the served model's (or adapter's) name")
+            raise ValueError(
+                "VLLMServerEngine: model is empty; pass the served model's (or adapter's) name"
+            )
         import httpx
 
         self.base_url = base_url.rstrip("/").removesuffix("/v1")
@@ -149,14 +200,17 @@ class VLLMServerEngine(TokenizerText):
         self.client = client or httpx.Client(timeout=timeout)
 
     def post(self, path: str, body: dict[str, Any]) -> Any:
-        """POST ``body`` to ``path`` on the server; its JSON answer (or its text), else ServerError."""
+        """POST ``body`` to ``path`` on the server; its JSON answer (or its text), else
+        ServerError."""
         import httpx
 
         url = f"{self.base_url}{path}"
         try:
             response = self.client.post(url, json=body)
         except httpx.HTTPError as exc:
-            raise ServerError(f"cannot reach the vLLM server at {url}: {type(exc).__name__}: {exc}") from exc
+            raise ServerError(
+                f"cannot reach the vLLM server at {url}: {type(exc).__name__}: {exc}"
+            ) from exc
         if response.status_code != 200:
             raise ServerError(f"{url} answered {response.status_code}: {response.text[:500]}")
         try:
@@ -164,8 +218,15 @@ class VLLMServerEngine(TokenizerText):
         except ValueError:
             return response.text
 
-    def generate(self, inputs: list[GenerationInput], *, max_new_tokens: int, temperature: float, top_p: float,
-                 stop: Sequence[str]) -> list[Generation]:
+    def generate(
+        self,
+        inputs: list[GenerationInput],
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: Sequence[str],
+    ) -> list[Generation]:
         if not inputs:
             return []
         bodies = []
@@ -174,22 +235,45 @@ class VLLMServerEngine(TokenizerText):
             if not prompt:
                 raise ValueError("VLLMServerEngine.generate: an input has no tokens (empty prompt)")
             sample = temperature > 0
-            seed = (x.seed if x.seed is not None else (self.rng.getrandbits(63) if self.rng else None)) if sample else None
-            bodies.append({
-                "model": self.model, "prompt": prompt, "max_tokens": max_new_tokens,
-                "temperature": temperature if sample else 0.0, "top_p": top_p if sample else 1.0, "top_k": 0,
-                "min_p": 0.0, "repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
-                "seed": seed, "stop": list(stop) or None, "include_stop_str_in_output": True,
-                "stop_token_ids": sorted(self.eos_ids), "skip_special_tokens": True,
-                "spaces_between_special_tokens": False, "return_token_ids": True, "n": 1,
-            })
+            seed = (
+                (x.seed if x.seed is not None else (self.rng.getrandbits(63) if self.rng else None))
+                if sample
+                else None
+            )
+            bodies.append(
+                {
+                    "model": self.model,
+                    "prompt": prompt,
+                    "max_tokens": max_new_tokens,
+                    "temperature": temperature if sample else 0.0,
+                    "top_p": top_p if sample else 1.0,
+                    "top_k": 0,
+                    "min_p": 0.0,
+                    "repetition_penalty": 1.0,
+                    "presence_penalty": 0.0,
+                    "frequency_penalty": 0.0,
+                    "seed": seed,
+                    "stop": list(stop) or None,
+                    "include_stop_str_in_output": True,
+                    "stop_token_ids": sorted(self.eos_ids),
+                    "skip_special_tokens": True,
+                    "spaces_between_special_tokens": False,
+                    "return_token_ids": True,
+                    "n": 1,
+                }
+            )
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(bodies)))) as pool:
             answers = list(pool.map(lambda body: self.post("/v1/completions", body), bodies))
         out = []
         for answer in answers:
             choice = answer["choices"][0]
-            ids, finish = trim_generation(list(choice["token_ids"]), stop=stop, eos_ids=self.eos_ids, pad_id=None,
-                                          decode=self.decode)
+            ids, finish = trim_generation(
+                list(choice["token_ids"]),
+                stop=stop,
+                eos_ids=self.eos_ids,
+                pad_id=None,
+                decode=self.decode,
+            )
             out.append(Generation(token_ids=ids, text=self.decode(ids), finish=finish))
         return out
 
@@ -201,7 +285,12 @@ class AdapterPusher:
     served name); ``version`` is what was pushed last (the trainer's global step).
     """
 
-    def __init__(self, engine: VLLMServerEngine, directory: str | os.PathLike[str], prefix: str = "inspo-adapter") -> None:
+    def __init__(
+        self,
+        engine: VLLMServerEngine,
+        directory: str | os.PathLike[str],
+        prefix: str = "inspo-adapter",
+    ) -> None:
         self.engine = engine
         self.directory = os.fspath(directory)
         self.prefix = prefix
@@ -209,7 +298,9 @@ class AdapterPusher:
         self.pushes = 0
         self.loaded: str | None = None
 
-    def engine_for(self, model: Any, version: int, rng: random.Random | None = None) -> VLLMServerEngine:
+    def engine_for(
+        self, model: Any, version: int, rng: random.Random | None = None
+    ) -> VLLMServerEngine:
         """The engine, generating with ``model``'s adapter as of ``version`` (pushed if newer)."""
         if version != self.version:
             self.sync(model, version)
@@ -217,17 +308,22 @@ class AdapterPusher:
         return self.engine
 
     def sync(self, model: Any, version: int) -> str:
-        """Save ``model``'s adapter, load it into the server under a new name, unload the old one."""
+        """Save ``model``'s adapter, load it into the server under a new name, unload the old
+        one."""
         import shutil
 
         if not hasattr(model, "peft_config"):
-            raise TypeError("a vLLM server gets the LoRA adapter at run time: the trained model has none "
-                            "(set model.lora=true; full weights reach a server only over NCCL, on GPUs)")
+            raise TypeError(
+                "a vLLM server gets the LoRA adapter at run time: the trained model has none "
+                "(set model.lora=true; full weights reach a server only over NCCL, on GPUs)"
+            )
         self.pushes += 1
         name = f"{self.prefix}-{self.pushes}"
         path = os.path.join(self.directory, name)
         model.save_pretrained(path)
-        self.engine.post("/v1/load_lora_adapter", {"lora_name": name, "lora_path": os.path.abspath(path)})
+        self.engine.post(
+            "/v1/load_lora_adapter", {"lora_name": name, "lora_path": os.path.abspath(path)}
+        )
         old, self.loaded = self.loaded, name
         self.engine.model = name
         self.version = version

@@ -69,10 +69,17 @@ def reflective_record(rollout: Rollout, env: Any) -> dict[str, Any]:
 
 def rollout_of(record: Mapping[str, Any], index: int) -> Rollout:
     """The Rollout a reflective record describes (enough of it to render App. E's examples)."""
-    question = Question(id=f"gepa-{index}", question=str(record["Inputs"]),
-                        answers=tuple(str(a) for a in record["Correct answers"]))
-    return Rollout(question=question, instruction_id="gepa-parent",
-                   response=str(record["Generated Outputs"]), reward=float(record["Reward"]))
+    question = Question(
+        id=f"gepa-{index}",
+        question=str(record["Inputs"]),
+        answers=tuple(str(a) for a in record["Correct answers"]),
+    )
+    return Rollout(
+        question=question,
+        instruction_id="gepa-parent",
+        response=str(record["Generated Outputs"]),
+        reward=float(record["Reward"]),
+    )
 
 
 class AgentAdapter:
@@ -90,8 +97,15 @@ class AgentAdapter:
 
     propose_new_texts = None  # GEPA checks this attribute: reflection is done elsewhere
 
-    def __init__(self, engine: PolicyEngine, env: Any, agent: AgentConfig, *, batch_size: int = 16,
-                 seed: int = 0):
+    def __init__(
+        self,
+        engine: PolicyEngine,
+        env: Any,
+        agent: AgentConfig,
+        *,
+        batch_size: int = 16,
+        seed: int = 0,
+    ):
         self.engine = engine
         self.env = env
         self.agent = agent
@@ -99,13 +113,18 @@ class AgentAdapter:
         self.calls = 0
         self.rollouts = 0
         self.replayed = 0  # rollouts a resumed run played again before its saved state was restored
-        # set by optimize_instruction: the optimizer calls this process made, and the inspo proposer's stats
+        # set by optimize_instruction: the optimizer calls this process made, and the inspo
+        # proposer's stats
         self.calls_now: Callable[[], int] = lambda: 0
         self.proposer: ProposerStats | None = None
-        self.calls_before = 0  # optimizer calls of the runs before a resume (restored with the state)
+        self.calls_before = (
+            0  # optimizer calls of the runs before a resume (restored with the state)
+        )
         self.streams: GEPAStreams | None = None  # set by optimize_instruction: saved with the state
         self.resume_exact: bool | None = None  # after a resume: do the streams go on as unbroken?
-        self.saved_before_first = False  # set by optimize_instruction: the state resumed is the i=-1 one
+        self.saved_before_first = (
+            False  # set by optimize_instruction: the state resumed is the i=-1 one
+        )
         self._evaluate = make_evaluate(engine, env, agent, group_size=1, batch_size=batch_size)
 
     def reflection_calls(self) -> int:
@@ -113,10 +132,15 @@ class AgentAdapter:
         return self.calls_before + self.calls_now()
 
     def get_adapter_state(self) -> dict[str, Any]:
-        """What GEPA saves with its state in ``run_dir`` each iteration (GEPA's adapter-state hook)."""
-        return {"calls": self.calls, "rollouts": self.rollouts, "reflection_calls": self.reflection_calls(),
-                "proposer": asdict(self.proposer) if self.proposer else None,
-                "streams": self.streams.state_dict() if self.streams else None}
+        """What GEPA saves with its state in ``run_dir`` each iteration (GEPA's adapter-state
+        hook)."""
+        return {
+            "calls": self.calls,
+            "rollouts": self.rollouts,
+            "reflection_calls": self.reflection_calls(),
+            "proposer": asdict(self.proposer) if self.proposer else None,
+            "streams": self.streams.state_dict() if self.streams else None,
+        }
 
     def set_adapter_state(self, state: Mapping[str, Any]) -> None:
         """Restore the counters a resumed GEPA run saved: the sampling stream goes on from the saved
@@ -133,26 +157,38 @@ class AgentAdapter:
         if saved_streams and self.streams:
             self.streams.load_state_dict(saved_streams)
         elif not self.saved_before_first:
-            log.warning("GEPA: the saved state has no random streams (saved by an older inspo): minibatches, "
-                        "parents and optimizer samples restart from the seed, so this resumed run is not the one "
-                        "an unbroken run would have been")
+            log.warning(
+                "GEPA: the saved state has no random streams (saved by an older inspo): "
+                "minibatches, parents and optimizer samples restart from the seed, so this resumed "
+                "run is not the one an unbroken run would have been"
+            )
         self.replayed += self.rollouts
         self.calls, self.rollouts = int(state["calls"]), int(state["rollouts"])
-        self.calls_before = int(state.get("reflection_calls", 0))  # GEPA restores before its first reflection
+        self.calls_before = int(
+            state.get("reflection_calls", 0)
+        )  # GEPA restores before its first reflection
         if self.proposer is not None and state.get("proposer"):
-            for name, value in state["proposer"].items():  # in place: the proposer holds this object
+            for name, value in state[
+                "proposer"
+            ].items():  # in place: the proposer holds this object
                 setattr(self.proposer, name, value)
 
-    def evaluate(self, batch: list[Question], candidate: dict[str, str], capture_traces: bool = False):
+    def evaluate(
+        self, batch: list[Question], candidate: dict[str, str], capture_traces: bool = False
+    ):
         from gepa import EvaluationBatch
 
         text = candidate.get(COMPONENT)
         if not isinstance(text, str):  # a wiring error; an empty proposal scores 0 in the agent
-            raise ValueError(f"AgentAdapter: the candidate has no {COMPONENT!r} text: {candidate!r}")
+            raise ValueError(
+                f"AgentAdapter: the candidate has no {COMPONENT!r} text: {candidate!r}"
+            )
         self.calls += 1
         if hasattr(self.engine, "rng"):
             self.engine.rng = derived_rng(self.seed, "gepa-evaluate", self.calls)
-        rollouts = self._evaluate(Instruction(id=f"gepa-{self.calls}", text=text, origin="gepa"), batch)
+        rollouts = self._evaluate(
+            Instruction(id=f"gepa-{self.calls}", text=text, origin="gepa"), batch
+        )
         self.rollouts += len(rollouts)
         return EvaluationBatch(
             outputs=[r.response for r in rollouts],
@@ -160,7 +196,9 @@ class AgentAdapter:
             trajectories=rollouts if capture_traces else None,
         )
 
-    def make_reflective_dataset(self, candidate: dict[str, str], eval_batch, components_to_update: list[str]):
+    def make_reflective_dataset(
+        self, candidate: dict[str, str], eval_batch, components_to_update: list[str]
+    ):
         records = [reflective_record(r, self.env) for r in eval_batch.trajectories or []]
         return {name: records for name in components_to_update}
 
@@ -172,8 +210,12 @@ class ProposerStats:
     calls: int = 0  # optimizer calls made
     accepted: int = 0  # calls that returned a candidate to GEPA
     no_failures: int = 0  # components skipped because no record failed (no call made)
-    rejected: list[str] = field(default_factory=list)  # the guard's reason for every rejected candidate
-    errors: list[str] = field(default_factory=list)  # failed calls and answers with no <ins_i> candidate
+    rejected: list[str] = field(
+        default_factory=list
+    )  # the guard's reason for every rejected candidate
+    errors: list[str] = field(
+        default_factory=list
+    )  # failed calls and answers with no <ins_i> candidate
 
 
 def inspo_reflection_proposer(
@@ -186,7 +228,9 @@ def inspo_reflection_proposer(
     max_tokens: int = 2048,
     guard_tags: Sequence[str] = (),
     stats: ProposerStats | None = None,
-) -> Callable[[dict[str, str], Mapping[str, Sequence[Mapping[str, Any]]], list[str]], dict[str, str]]:
+) -> Callable[
+    [dict[str, str], Mapping[str, Sequence[Mapping[str, Any]]], list[str]], dict[str, str]
+]:
     """A GEPA ``custom_candidate_proposer`` that reflects through INSPO's own :class:`Proposer`.
 
     Per component to update: the failing records (reward < 1, at most ``max_failures``) become
@@ -198,15 +242,26 @@ def inspo_reflection_proposer(
     iteration without spending rollouts on a copy.
     """
     stats = stats if stats is not None else ProposerStats()
-    proposer = Proposer(llm, template="reflection", n_candidates=n_candidates, max_chars=max_chars,
-                        temperature=temperature, max_tokens=max_tokens, guard_tags=guard_tags)
+    proposer = Proposer(
+        llm,
+        template="reflection",
+        n_candidates=n_candidates,
+        max_chars=max_chars,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        guard_tags=guard_tags,
+    )
     ids = itertools.count(1)
 
-    def propose(candidate: dict[str, str], reflective_dataset, components_to_update: list[str]) -> dict[str, str]:
+    def propose(
+        candidate: dict[str, str], reflective_dataset, components_to_update: list[str]
+    ) -> dict[str, str]:
         out: dict[str, str] = {}
         for name in components_to_update:
             records = list(reflective_dataset.get(name, ()))
-            failures = [rollout_of(r, i) for i, r in enumerate(records) if float(r["Reward"]) < 1.0][:max_failures]
+            failures = [
+                rollout_of(r, i) for i, r in enumerate(records) if float(r["Reward"]) < 1.0
+            ][:max_failures]
             if not failures:
                 stats.no_failures += 1
                 continue
@@ -221,17 +276,23 @@ def inspo_reflection_proposer(
                 out[name] = proposal.candidates[0].text
                 stats.accepted += 1
             else:
-                log.info("GEPA proposer: all %d candidates rejected by the guard", len(proposal.rejected))
+                log.info(
+                    "GEPA proposer: all %d candidates rejected by the guard", len(proposal.rejected)
+                )
         return out
 
     return propose
 
 
-def gepa_reflection_lm(llm: LLMClient, *, temperature: float = 1.0, max_tokens: int = 2048) -> Callable[[Any], str]:
+def gepa_reflection_lm(
+    llm: LLMClient, *, temperature: float = 1.0, max_tokens: int = 2048
+) -> Callable[[Any], str]:
     """GEPA's ``reflection_lm`` (prompt -> text) backed by an inspo ``LLMClient``."""
 
     def reflect(prompt: str | list[dict[str, Any]]) -> str:
-        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        messages = (
+            [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        )
         return llm.generate(messages, n=1, temperature=temperature, max_tokens=max_tokens)[0]
 
     return reflect
@@ -250,12 +311,16 @@ class GEPAOutcome:
     proposer: ProposerStats | None
     reflection_calls: int = 0  # optimizer LLM calls, over every run of a resumed optimisation
     resumed: bool = False  # continued from the state saved in run_dir
-    replayed_rollouts: int = 0  # played again on resuming, outside GEPA's budget (``rollouts`` excludes them)
+    replayed_rollouts: int = (
+        0  # played again on resuming, outside GEPA's budget (``rollouts`` excludes them)
+    )
     # resumed with GEPA's saved streams and the optimizer's where it has a sampling_rng (None: not
     # resumed); an endpoint optimizer samples on its server, so its answers are new draws either way
     resume_exact: bool | None = None
     proposals: list[GEPAProposal] = field(default_factory=list)  # every piece's, see ProposalLog
-    proposal_log_errors: list[str] = field(default_factory=list)  # failed ProposalLog hooks, every piece's
+    proposal_log_errors: list[str] = field(
+        default_factory=list
+    )  # failed ProposalLog hooks, every piece's
 
 
 def optimize_instruction(
@@ -313,41 +378,68 @@ def optimize_instruction(
     if minibatch_size < 1:
         raise ValueError(f"minibatch_size must be >= 1, got {minibatch_size}")
     if max_rollouts < len(valset):
-        raise ValueError(f"max_rollouts={max_rollouts} cannot even cover one pass over the {len(valset)} validation questions")
+        raise ValueError(
+            f"max_rollouts={max_rollouts} cannot even cover one pass over the {len(valset)} "
+            "validation questions"
+        )
     stats: ProposerStats | None = None
     if guard_tags is None:
         guard_tags = tuple(adapter.env.required_tags)
     if reflection == "inspo":
         stats = ProposerStats()
-        kwargs: dict[str, Any] = {"custom_candidate_proposer": inspo_reflection_proposer(
-            llm, n_candidates=n_candidates, temperature=temperature, max_tokens=max_tokens,
-            guard_tags=guard_tags, stats=stats)}
+        kwargs: dict[str, Any] = {
+            "custom_candidate_proposer": inspo_reflection_proposer(
+                llm,
+                n_candidates=n_candidates,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                guard_tags=guard_tags,
+                stats=stats,
+            )
+        }
     else:
-        kwargs = {"reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)}
+        kwargs = {
+            "reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)
+        }
     if resume and not run_dir:
         raise ValueError("resume=True needs the run_dir the run was saved in")
     if stop_file is not None and not run_dir:
-        raise ValueError("stop_file needs a run_dir: a stopped run resumes from the state GEPA saves there")
+        raise ValueError(
+            "stop_file needs a run_dir: a stopped run resumes from the state GEPA saves there"
+        )
     state_file = Path(run_dir) / STATE_FILE if run_dir else None
     resumed = bool(resume and state_file and state_file.is_file())
-    if state_file and not resume:  # a new run: GEPA would resume an earlier run's state, so remove it
+    if (
+        state_file and not resume
+    ):  # a new run: GEPA would resume an earlier run's state, so remove it
         state_file.unlink(missing_ok=True)
         shutil.rmtree(state_file.parent / "generated_best_outputs_valset", ignore_errors=True)
     proposal_log = ProposalLog(Path(run_dir) / PROPOSALS_FILE if run_dir else None)
-    if proposal_log.path is not None and not resumed:  # no saved state to go on from: its proposals go too
+    if (
+        proposal_log.path is not None and not resumed
+    ):  # no saved state to go on from: its proposals go too
         proposal_log.path.unlink(missing_ok=True)
     started_at = llm.usage.calls
-    adapter.calls_now, adapter.proposer, adapter.calls_before = (lambda: llm.usage.calls - started_at), stats, 0
+    adapter.calls_now, adapter.proposer, adapter.calls_before = (
+        (lambda: llm.usage.calls - started_at),
+        stats,
+        0,
+    )
     rng = random.Random(seed)  # what gepa.optimize would build from seed, held here so it is saved
-    adapter.streams = GEPAStreams(rng, EpochShuffledBatchSampler(minibatch_size=minibatch_size, rng=rng), llm)
+    adapter.streams = GEPAStreams(
+        rng, EpochShuffledBatchSampler(minibatch_size=minibatch_size, rng=rng), llm
+    )
     adapter.resume_exact = None
     adapter.saved_before_first = resumed and saved_progress(run_dir).iteration < 0
     logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
     if resumed:
         log.info("GEPA: resuming the run saved in %s", run_dir)
     if run_dir and (Path(run_dir) / GEPA_STOP_FILE).exists():
-        log.warning("GEPA: %s is there: GEPA stops before its next iteration (RunStopped, the file removed)",
-                    Path(run_dir) / GEPA_STOP_FILE)
+        log.warning(
+            "GEPA: %s is there: GEPA stops before its next iteration (RunStopped, the file "
+            "removed)",
+            Path(run_dir) / GEPA_STOP_FILE,
+        )
     result = gepa.optimize(
         seed_candidate={COMPONENT: seed_instruction},
         trainset=trainset,
@@ -360,20 +452,27 @@ def optimize_instruction(
         logger=logger,
         run_dir=run_dir,
         display_progress_bar=False,
-        use_merge=False,  # GEPA's default, pinned: ProposalLog pairs each proposal with its iteration's start
+        # GEPA's default, pinned: ProposalLog pairs each proposal with its iteration's start
+        use_merge=False,
         callbacks=[proposal_log],
         stop_callbacks=[FileStopper(str(stop_file))] if stop_file is not None else None,
         **kwargs,
     )
     spent = int(result.total_metric_calls or adapter.rollouts)
     if spent < max_rollouts:  # only a stop file ends GEPA before its budget: not a finished run
-        stops = [Path(p) for p in (stop_file, Path(run_dir) / GEPA_STOP_FILE if run_dir else None) if p is not None]
+        stops = [
+            Path(p)
+            for p in (stop_file, Path(run_dir) / GEPA_STOP_FILE if run_dir else None)
+            if p is not None
+        ]
         found = [str(p) for p in stops if p.exists()]
         for p in stops:
             p.unlink(missing_ok=True)
-        raise RunStopped(f"GEPA stopped as asked ({', '.join(found) or 'a stop file'} was there, now removed) "
-                         f"with {spent} of {max_rollouts} rollouts spent, its state saved in {run_dir}; "
-                         "the same command with --resume continues")
+        raise RunStopped(
+            f"GEPA stopped as asked ({', '.join(found) or 'a stop file'} was there, now removed) "
+            f"with {spent} of {max_rollouts} rollouts spent, its state saved in {run_dir}; "
+            "the same command with --resume continues"
+        )
     best = result.best_candidate
     return GEPAOutcome(
         best_instruction=best[COMPONENT] if isinstance(best, dict) else str(best),

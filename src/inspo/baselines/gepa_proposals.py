@@ -41,7 +41,9 @@ class ProposalLog:
     def __init__(self, path: Path | None):
         self.path = path
         self.lines: list[dict[str, Any]] = []
-        self._unwritten: list[str] = []  # failed hooks whose line could not be written to ``path`` either
+        self._unwritten: list[
+            str
+        ] = []  # failed hooks whose line could not be written to ``path`` either
         self._started: list[dict[str, Any]] = []
 
     def on_iteration_start(self, event: Mapping[str, Any]) -> None:
@@ -51,13 +53,21 @@ class ProposalLog:
         with self._counted("on_proposal_start", event):
             records = event["reflective_dataset"].get(COMPONENT, ())
             shown = sorted({str(a) for r in records for a in r.get("Correct answers", ())})
-            self._started.append({"parent": event["parent_candidate"].get(COMPONENT, ""), "shown_answers": shown})
+            self._started.append(
+                {"parent": event["parent_candidate"].get(COMPONENT, ""), "shown_answers": shown}
+            )
 
     def on_proposal_end(self, event: Mapping[str, Any]) -> None:
         with self._counted("on_proposal_end", event):
             started = self._started.pop(0) if self._started else {"parent": "", "shown_answers": []}
             if COMPONENT in event["new_instructions"]:
-                self._write({"iteration": event["iteration"], "text": event["new_instructions"][COMPONENT], **started})
+                self._write(
+                    {
+                        "iteration": event["iteration"],
+                        "text": event["new_instructions"][COMPONENT],
+                        **started,
+                    }
+                )
 
     def on_candidate_accepted(self, event: Mapping[str, Any]) -> None:
         with self._counted("on_candidate_accepted", event):
@@ -74,7 +84,9 @@ class ProposalLog:
         try:
             yield
         except Exception as exc:
-            error = f"{hook} at iteration {event.get('iteration', '?')}: {type(exc).__name__}: {exc}"
+            error = (
+                f"{hook} at iteration {event.get('iteration', '?')}: {type(exc).__name__}: {exc}"
+            )
             try:
                 self._write({"iteration": event.get("iteration"), "log_error": error})
             except OSError:
@@ -101,7 +113,8 @@ class ProposalLog:
         for line in self._read():
             if "text" in line:
                 by_iteration[line["iteration"]] = GEPAProposal(
-                    line["iteration"], line["text"], line["parent"], tuple(line["shown_answers"]))
+                    line["iteration"], line["text"], line["parent"], tuple(line["shown_answers"])
+                )
             elif "outcome" in line and line["iteration"] in by_iteration:
                 by_iteration[line["iteration"]].outcome = line["outcome"]
         return list(by_iteration.values())
@@ -111,10 +124,16 @@ class ProposalLog:
             return self.lines
         if not self.path.is_file():
             return []
-        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [
+            json.loads(line)
+            for line in self.path.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
 
 
-def proposal_yield(proposals: Sequence[GEPAProposal], tags: Sequence[str], max_chars: int = 6000) -> dict[str, Any]:
+def proposal_yield(
+    proposals: Sequence[GEPAProposal], tags: Sequence[str], max_chars: int = 6000
+) -> dict[str, Any]:
     """What INSPO's checks would have made of GEPA's proposals, in INSPO's order: the guard
     (:func:`inspo.core.proposer.guard` with ``tags``; earlier proposals count as existing ones),
     then, for those it passes, the leak check against the answers each reflection was shown. Also
@@ -133,6 +152,12 @@ def proposal_yield(proposals: Sequence[GEPAProposal], tags: Sequence[str], max_c
         else:
             reach += 1
     outcomes = {k: sum(p.outcome == k for p in proposals) for k in ("accepted", "rejected")}
-    return {"proposals": len(proposals), "guard_refusals": refused, "leaks": leaks, "would_verify": reach,
-            **outcomes, "undecided": len(proposals) - sum(outcomes.values()),
-            "accepted_the_guard_refuses": accepted_refused}
+    return {
+        "proposals": len(proposals),
+        "guard_refusals": refused,
+        "leaks": leaks,
+        "would_verify": reach,
+        **outcomes,
+        "undecided": len(proposals) - sum(outcomes.values()),
+        "accepted_the_guard_refuses": accepted_refused,
+    }

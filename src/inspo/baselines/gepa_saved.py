@@ -1,8 +1,8 @@
 """A GEPA run saved in a folder, read back: where it stands, without running it.
 
-:func:`~inspo.baselines.gepa_adapter.optimize_instruction` gives GEPA a ``run_dir``, where GEPA saves
-its state before every iteration (:data:`STATE_FILE`). :func:`saved_progress` reads it with GEPA's
-own loader, so a stopped or running optimisation can be inspected (``evolve_vs_gepa.py
+:func:`~inspo.baselines.gepa_adapter.optimize_instruction` gives GEPA a ``run_dir``, where GEPA
+saves its state before every iteration (:data:`STATE_FILE`). :func:`saved_progress` reads it with
+GEPA's own loader, so a stopped or running optimisation can be inspected (``evolve_vs_gepa.py
 --progress``). ``gepa`` is imported only when a state is there to read. :class:`GEPAStreams` is
 what a run saves beside GEPA's state so that a resumed run draws what an unbroken one would have.
 """
@@ -42,9 +42,14 @@ class GEPAStreams:
 
     def state_dict(self) -> dict[str, Any]:
         s, llm_rng = self.sampler, self._llm_rng()
-        return {"rng": rng_to_json(self.rng.getstate()), "epoch": s.epoch, "shuffled_ids": list(s.shuffled_ids),
-                "id_freqs": [[k, v] for k, v in s.id_freqs.items()], "last_trainset_size": s.last_trainset_size,
-                "llm_rng": rng_to_json(llm_rng.getstate()) if llm_rng is not None else None}
+        return {
+            "rng": rng_to_json(self.rng.getstate()),
+            "epoch": s.epoch,
+            "shuffled_ids": list(s.shuffled_ids),
+            "id_freqs": [[k, v] for k, v in s.id_freqs.items()],
+            "last_trainset_size": s.last_trainset_size,
+            "llm_rng": rng_to_json(llm_rng.getstate()) if llm_rng is not None else None,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         from collections import Counter
@@ -52,7 +57,10 @@ class GEPAStreams:
         s, llm_rng = self.sampler, self._llm_rng()
         self.rng.setstate(rng_from_json(state["rng"]))
         s.epoch, s.shuffled_ids = int(state["epoch"]), list(state["shuffled_ids"])
-        s.id_freqs, s.last_trainset_size = Counter(dict(state["id_freqs"])), int(state["last_trainset_size"])
+        s.id_freqs, s.last_trainset_size = (
+            Counter(dict(state["id_freqs"])),
+            int(state["last_trainset_size"]),
+        )
         if llm_rng is not None and state.get("llm_rng"):
             llm_rng.setstate(rng_from_json(state["llm_rng"]))
 
@@ -80,6 +88,11 @@ def saved_progress(run_dir: str | Path) -> GEPAProgress | None:
     state = GEPAState.load(str(run_dir))
     scores = state.program_full_scores_val_set
     best = max(range(len(scores)), key=scores.__getitem__)
-    return GEPAProgress(iteration=int(state.i), rollouts=int(state.total_num_evals),
-                        programs=len(state.program_candidates), best_program=best,
-                        best_val=float(scores[best]), seed_val=float(scores[0]))
+    return GEPAProgress(
+        iteration=int(state.i),
+        rollouts=int(state.total_num_evals),
+        programs=len(state.program_candidates),
+        best_program=best,
+        best_val=float(scores[best]),
+        seed_val=float(scores[0]),
+    )

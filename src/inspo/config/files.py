@@ -18,7 +18,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 at byte offset {exc.start} ({exc.reason}); save the file as UTF-8") from exc
+        raise ConfigError(
+            f"{path}: not UTF-8 at byte offset {exc.start} ({exc.reason}); save the file as UTF-8"
+        ) from exc
     if path.suffix == ".toml":
         import tomllib
 
@@ -33,7 +35,9 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a table of settings, got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: the top level must be a table of settings, got {type(data).__name__}"
+        )
     return data
 
 
@@ -52,7 +56,9 @@ def parse_override(text: str) -> dict[str, Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw
-    if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):  # YAML 1.1 reads 3e-7 as a string
+    if isinstance(value, str) and _EXPONENT.fullmatch(
+        value.strip()
+    ):  # YAML 1.1 reads 3e-7 as a string
         value = float(value)
     node: dict[str, Any] = {}
     cursor = node

@@ -36,31 +36,50 @@ def env_setting_hint(keys: list[str]) -> str:
     ours = [k for k in keys if k in resolve_options(HINTED_ENV, {})]
     if not ours:
         return ""
-    return (f"; {', '.join(ours)} {'is a setting' if len(ours) == 1 else 'are settings'} of the {HINTED_ENV} "
-            f"environment: write {', '.join('env.' + k for k in ours)}")
+    return (
+        f"; {', '.join(ours)} {'is a setting' if len(ours) == 1 else 'are settings'} of the "
+        f"{HINTED_ENV} environment: write {', '.join('env.' + k for k in ours)}"
+    )
 
 
-def warn_full_fine_tuning_rate(start: dict[str, Any], data: dict[str, Any], layers: list[dict[str, Any]], *,
-                               lora_default: bool = False) -> None:
+def warn_full_fine_tuning_rate(
+    start: dict[str, Any],
+    data: dict[str, Any],
+    layers: list[dict[str, Any]],
+    *,
+    lora_default: bool = False,
+) -> None:
     """Warn when a LoRA starting point (a preset) is switched to full fine-tuning
     (``model.lora=false``) by later layers that never set ``rl.learning_rate``: the preset's rate
     is meant for an adapter, and one AdamW step on all weights of the 0.5B at cpu-tiny's 2e-5
-    visibly changed its answers (benchmarks/notes/history.md, training rollouts from vLLM). The rate is left as set.
-    ``lora_default``: ``model.lora`` where no layer gives it (ModelConfig's default)."""
+    visibly changed its answers (benchmarks/notes/history.md, training rollouts from vLLM). The rate
+    is left as set. ``lora_default``: ``model.lora`` where no layer gives it (ModelConfig's
+    default)."""
     import warnings
 
     def section(d: dict[str, Any], name: str) -> dict[str, Any]:
-        return d[name] if isinstance(d.get(name), dict) else {}  # a bad value is from_dict's to refuse
+        return (
+            d[name] if isinstance(d.get(name), dict) else {}
+        )  # a bad value is from_dict's to refuse
 
     def lora(d: dict[str, Any]) -> bool:
         return section(d, "model").get("lora", lora_default) is True
 
     rate = section(data, "rl").get("learning_rate")
-    if (lora(start) and not lora(data) and not any("learning_rate" in section(layer, "rl") for layer in layers)
-            and isinstance(rate, (int, float)) and rate > FULL_FINE_TUNING_RATE):
-        warnings.warn(f"model.lora=false trains every weight at rl.learning_rate {rate:g}, the preset's rate for a "
-                      f"LoRA adapter; full fine-tuning usually wants {FULL_FINE_TUNING_RATE:g} or less (the paper "
-                      "trains at 1e-6 and below): set rl.learning_rate", UserWarning, stacklevel=3)
+    if (
+        lora(start)
+        and not lora(data)
+        and not any("learning_rate" in section(layer, "rl") for layer in layers)
+        and isinstance(rate, (int, float))
+        and rate > FULL_FINE_TUNING_RATE
+    ):
+        warnings.warn(
+            f"model.lora=false trains every weight at rl.learning_rate {rate:g}, the preset's rate "
+            f"for a LoRA adapter; full fine-tuning usually wants {FULL_FINE_TUNING_RATE:g} or less "
+            "(the paper trains at 1e-6 and below): set rl.learning_rate",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 #: The largest rate :func:`warn_full_fine_tuning_rate` lets pass silently.
@@ -72,8 +91,9 @@ FULL_FINE_TUNING_RATE = 1e-6
 ENV_BOUND: dict[str, tuple[str, ...]] = {"rl": ("prefill",)}
 
 
-def merge_layer(data: dict[str, Any], layer: dict[str, Any],
-                keep: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def merge_layer(
+    data: dict[str, Any], layer: dict[str, Any], keep: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """``layer`` merged over ``data``, except that a layer naming ANOTHER environment
     (``env.name``) starts the ``env:`` section afresh and resets :data:`ENV_BOUND`: the earlier
     layers' settings belong to the environment it replaces (cpu-tiny's corpus and its forced
@@ -91,7 +111,9 @@ def merge_layer(data: dict[str, Any], layer: dict[str, Any],
     return merge(data, layer)
 
 
-def user_bound(layer: dict[str, Any], so_far: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+def user_bound(
+    layer: dict[str, Any], so_far: dict[str, dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
     """``so_far`` with the :data:`ENV_BOUND` settings ``layer`` (a config file or an override) sets
     added, when it names no environment: written for whichever one the run uses, so a later
     ``--env`` keeps them (a ``--config`` file's ``rl.prefill`` was reset in silence). A layer that

@@ -41,13 +41,16 @@ TRACKERS: dict[str, Tracker] = {
 
 
 def check_tracker_names(names: Sequence[str]) -> str | None:
-    """The error message for ``rl.report_to`` values that are not trackers inspo knows (None: all known)."""
+    """The error message for ``rl.report_to`` values that are not trackers inspo knows (None: all
+    known)."""
     if isinstance(names, str) or not all(isinstance(n, str) for n in names):
         return f"rl.report_to must be a list of tracker names such as [tensorboard]; got {names!r}"
     unknown = [n for n in names if n not in TRACKERS]
     if unknown:
-        return (f"rl.report_to: unknown tracker(s) {', '.join(map(repr, unknown))}; "
-                f"choose from {', '.join(TRACKERS)} (or [] for none)")
+        return (
+            f"rl.report_to: unknown tracker(s) {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(TRACKERS)} (or [] for none)"
+        )
     return None
 
 
@@ -58,7 +61,11 @@ def install_command(names: Sequence[str]) -> str:
 
 def missing_trackers(names: Sequence[str]) -> list[str]:
     """The trackers among ``names`` none of whose modules can be imported here."""
-    return [n for n in names if not any(importlib.util.find_spec(m) is not None for m in TRACKERS[n].modules)]
+    return [
+        n
+        for n in names
+        if not any(importlib.util.find_spec(m) is not None for m in TRACKERS[n].modules)
+    ]
 
 
 def missing_tracker_message(names: Sequence[str]) -> str | None:
@@ -68,5 +75,7 @@ def missing_tracker_message(names: Sequence[str]) -> str | None:
     if not missing:
         return None
     verb = "is" if len(missing) == 1 else "are"
-    return (f"rl.report_to names {', '.join(missing)}, which {verb} not installed: run "
-            f"{install_command(missing)} (or drop it from rl.report_to)")
+    return (
+        f"rl.report_to names {', '.join(missing)}, which {verb} not installed: run "
+        f"{install_command(missing)} (or drop it from rl.report_to)"
+    )

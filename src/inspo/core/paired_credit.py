@@ -29,8 +29,12 @@ from typing import Any
 from inspo.records import Instruction, Rollout, scored
 
 
-def challenger_pair(members: list[Instruction], probabilities: list[float], champion: Instruction,
-                    rng: random.Random) -> tuple[Instruction, Instruction]:
+def challenger_pair(
+    members: list[Instruction],
+    probabilities: list[float],
+    champion: Instruction,
+    rng: random.Random,
+) -> tuple[Instruction, Instruction]:
     """(champion, challenger): the challenger drawn from the other members with their share of
     ``probabilities`` (Eq. 4's, renormalised over them)."""
     others = [(m, p) for m, p in zip(members, probabilities, strict=True) if m.id != champion.id]
@@ -77,12 +81,24 @@ class PairedRecord:
     def protected(self, ids: Iterable[str]) -> set[str]:
         """Those of ``ids`` a prune must keep: race winners without paired evidence that they are
         worse (more split-group losses than wins)."""
-        return {i for i in ids if i in self.race_winners and self.losses.get(i, 0) <= self.wins.get(i, 0)}
+        return {
+            i
+            for i in ids
+            if i in self.race_winners and self.losses.get(i, 0) <= self.wins.get(i, 0)
+        }
 
     def to_dict(self) -> dict[str, Any]:
-        return {"race_winners": sorted(self.race_winners), "wins": dict(self.wins), "losses": dict(self.losses)}
+        return {
+            "race_winners": sorted(self.race_winners),
+            "wins": dict(self.wins),
+            "losses": dict(self.losses),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> PairedRecord:
         data = data or {}
-        return cls(set(data.get("race_winners", ())), dict(data.get("wins", {})), dict(data.get("losses", {})))
+        return cls(
+            set(data.get("race_winners", ())),
+            dict(data.get("wins", {})),
+            dict(data.get("losses", {})),
+        )

@@ -56,7 +56,8 @@ def windowed_mean(observations: Sequence[float], window: int) -> float:
 
 
 def in_window(observations: Sequence[Observation], now: int, window: int) -> list[Observation]:
-    """The observations of the most recent ``window`` steps at step ``now``: ``step > now - window``."""
+    """The observations of the most recent ``window`` steps at step ``now``:
+    ``step > now - window``."""
     return [o for o in observations if o.step > now - window]
 
 
@@ -65,7 +66,9 @@ def evidence(observations: Sequence[Observation]) -> int:
     return sum(o.n_rollouts for o in observations)
 
 
-def posterior_mean(observations: Sequence[Observation], prior: float, prior_rollouts: float) -> float:
+def posterior_mean(
+    observations: Sequence[Observation], prior: float, prior_rollouts: float
+) -> float:
     """``(prior_rollouts * prior + sum of rewards) / (prior_rollouts + rollouts)``.
 
     The mean reward per rollout, shrunk towards ``prior`` as if ``prior_rollouts`` extra
@@ -89,7 +92,9 @@ def selection_probabilities(weights: Sequence[float], tau: float) -> list[float]
     return [e / total for e in exps]
 
 
-def fair_share_probabilities(weights: Sequence[float], tau: float, short: Sequence[bool]) -> list[float]:
+def fair_share_probabilities(
+    weights: Sequence[float], tau: float, short: Sequence[bool]
+) -> list[float]:
     """Sampling probabilities when the members flagged ``short`` (below the evidence floor) each
     get their uniform share ``1/N`` and the others split ``1 - (number short)/N`` by
     ``softmax(w / tau)`` among themselves. Nobody short: Eq. 4 exactly; everybody short: uniform."""
@@ -155,7 +160,9 @@ class Member:
     def from_dict(cls, data: dict[str, Any]) -> Member:
         obs = [Observation(int(s), int(n), float(m)) for s, n, m in data["observations"]]
         prior = data.get("prior")
-        return cls(Instruction.from_dict(data["instruction"]), obs, None if prior is None else float(prior))
+        return cls(
+            Instruction.from_dict(data["instruction"]), obs, None if prior is None else float(prior)
+        )
 
 
 class Population:
@@ -168,8 +175,16 @@ class Population:
     ``min_evidence`` and ``prior_rollouts`` are the evidence rules of the module docstring.
     """
 
-    def __init__(self, max_size: int, window: int, tau: float, *, min_evidence: int = 0,
-                 prior_rollouts: float = 0.0, fair_share: bool = False):
+    def __init__(
+        self,
+        max_size: int,
+        window: int,
+        tau: float,
+        *,
+        min_evidence: int = 0,
+        prior_rollouts: float = 0.0,
+        fair_share: bool = False,
+    ):
         self.max_size = max_size
         self.window = window
         self.tau = tau
@@ -205,7 +220,8 @@ class Population:
         return posterior_mean(self._recent(member), self._prior(member), self.prior_rollouts)
 
     def _prior(self, member: Member) -> float:
-        """The member's prior; without one, the mean prior of the members that have one (0 if none)."""
+        """The member's prior; without one, the mean prior of the members that have one (0 if
+        none)."""
         if member.prior is not None:
             return member.prior
         known = [m.prior for m in self.members if m.prior is not None]
@@ -242,7 +258,9 @@ class Population:
     def probabilities(self) -> list[float]:
         """Eq. 4 over the scores; under ``fair_share``, members below the floor get 1/N each."""
         if self.fair_share:
-            return fair_share_probabilities(self.scores, self.tau, [not ok for ok in self.enough_evidence()])
+            return fair_share_probabilities(
+                self.scores, self.tau, [not ok for ok in self.enough_evidence()]
+            )
         return selection_probabilities(self.scores, self.tau)
 
     def top(self, k: int) -> list[Instruction]:
@@ -282,8 +300,14 @@ class Population:
         """Move the end of the weight window to ``step`` (never backwards)."""
         self.now = max(self.now, int(step))
 
-    def observe(self, instruction_id: str, mean_reward: float, *, step: int | None = None,
-                n_rollouts: int = 1) -> float:
+    def observe(
+        self,
+        instruction_id: str,
+        mean_reward: float,
+        *,
+        step: int | None = None,
+        n_rollouts: int = 1,
+    ) -> float:
         """Record one step's mean reward over ``n_rollouts`` trajectories; returns the new weight.
 
         ``step`` defaults to the step after the last one seen (for callers that observe once a
@@ -301,9 +325,12 @@ class Population:
     def prune(self, n_parent: int, keep: Collection[str] = ()) -> list[Instruction]:
         """Drop the worse half by score of the members with enough evidence (all of them under
         Algorithm 1), never going below ``n_parent``; returns the removed. Members whose id is in
-        ``keep`` are protected like those below the evidence floor (paired credit's race winners)."""
-        protected = [not ok or m.instruction.id in keep for ok, m in zip(self.enough_evidence(), self.members,
-                                                                        strict=True)]
+        ``keep`` are protected like those below the evidence floor (paired credit's race
+        winners)."""
+        protected = [
+            not ok or m.instruction.id in keep
+            for ok, m in zip(self.enough_evidence(), self.members, strict=True)
+        ]
         keep = set(survivors_after_halving(self.scores, n_parent, protected))
         removed = [m.instruction for i, m in enumerate(self.members) if i not in keep]
         if removed:
@@ -350,8 +377,14 @@ class Population:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Population:
-        pop = cls(data["max_size"], data["window"], data["tau"], min_evidence=int(data.get("min_evidence", 0)),
-                  prior_rollouts=float(data.get("prior_rollouts", 0.0)), fair_share=bool(data.get("fair_share", False)))
+        pop = cls(
+            data["max_size"],
+            data["window"],
+            data["tau"],
+            min_evidence=int(data.get("min_evidence", 0)),
+            prior_rollouts=float(data.get("prior_rollouts", 0.0)),
+            fair_share=bool(data.get("fair_share", False)),
+        )
         pop.version = data["version"]
         pop.now = int(data.get("now", 0))
         pop.members = [Member.from_dict(m) for m in data["members"]]

@@ -57,7 +57,9 @@ def tags_in(text: str, tags: Sequence[str]) -> set[str]:
     return {t for t in tags if f"<{t}>" in text and f"</{t}>" in text}
 
 
-def guard(text: str, parent: str, existing: Sequence[str], max_chars: int, tags: Sequence[str] = ()) -> str | None:
+def guard(
+    text: str, parent: str, existing: Sequence[str], max_chars: int, tags: Sequence[str] = ()
+) -> str | None:
     """Why a candidate must be rejected, or None when it may go on to verification.
 
     Rejected: empty (no letter or digit, such as App. E's ``<ins_1>...</ins_1>`` echoed back);
@@ -93,14 +95,31 @@ def strategy_refusal(strategy: str, parent_strategy: str) -> str | None:
 
 
 #: The leak check skips answers shorter than this many characters once normalised ("1", "us"):
-#: tokens that short turn up in ordinary instructions ("tell us", "at most 2") too often to mean a leak.
+#: tokens that short turn up in ordinary instructions ("tell us", "at most 2") too often to mean a
+#: leak.
 MIN_LEAK_CHARS = 3
 #: Answers the leak check skips wherever they occur: words ordinary instructions use ("answer yes
 #: or no", "one entity per query"), so finding one says nothing about a question's answer.
-COMMON_ANSWERS = frozenset({
-    "yes", "no", "true", "false", "none", "unknown",
-    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-})
+COMMON_ANSWERS = frozenset(
+    {
+        "yes",
+        "no",
+        "true",
+        "false",
+        "none",
+        "unknown",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+    }
+)
 
 
 def leaked_answer(text: str, answers: Iterable[str], parent: str = "") -> str | None:
@@ -187,9 +206,11 @@ class Proposer:
         lacking = sorted(set(guard_tags) - tags_in(protocol.block, guard_tags)) if protocol else []
         if lacking:
             shown = ", ".join(f"<{t}>…</{t}>" for t in lacking)
-            raise ValueError(f"the protocol block lacks {shown}, a tag the guard requires "
-                             "(required_tags or coevolution.guard_tags): add it to the block, or "
-                             "leave it out of the guard")
+            raise ValueError(
+                f"the protocol block lacks {shown}, a tag the guard requires "
+                "(required_tags or coevolution.guard_tags): add it to the block, or "
+                "leave it out of the guard"
+            )
         self.protocol = protocol
         self.answers = answers
         self.calls = 0
@@ -226,10 +247,16 @@ class Proposer:
             rng.setstate(rng_from_json(state["sampling_rng"]))
 
     @classmethod
-    def from_config(cls, llm: LLMClient, config: CoEvolutionConfig, fits: LengthCheck | None = None, *,
-                    required_tags: Sequence[str] = (),
-                    feedback: Callable[[Rollout], str] | None = None,
-                    protocol: ToolProtocol | None = None) -> Proposer:
+    def from_config(
+        cls,
+        llm: LLMClient,
+        config: CoEvolutionConfig,
+        fits: LengthCheck | None = None,
+        *,
+        required_tags: Sequence[str] = (),
+        feedback: Callable[[Rollout], str] | None = None,
+        protocol: ToolProtocol | None = None,
+    ) -> Proposer:
         """The proposer a co-evolution config describes (template, N, guard, sampling);
         ``required_tags`` (the environment's) are guarded unless ``config.guard_tags`` names others,
         ``feedback`` (the environment's) is shown only under ``config.feedback``, and ``protocol``
@@ -241,7 +268,8 @@ class Proposer:
                 "coevolution.protocol_block is on, but the environment has no protocol block (its "
                 "`protocol` attribute): give it one, protocol = "
                 "inspo.envs.ToolProtocol(tags=(...), block='how to write each tag'), as "
-                "TaggedToolEnv does, or set coevolution.protocol_block: false")
+                "TaggedToolEnv does, or set coevolution.protocol_block: false"
+            )
         return cls(
             llm,
             fits=fits,
@@ -266,15 +294,18 @@ class Proposer:
         tags = self.protocol.tags if self.protocol is not None else None
         shown = self.strategy(parent.text)
         if self.template == "reflection":
-            return render_reflection(shown, failures, self.n_candidates, self.feedback,
-                                     protocol_tags=tags)
+            return render_reflection(
+                shown, failures, self.n_candidates, self.feedback, protocol_tags=tags
+            )
         if self.template == "paraphrase":
             return render_paraphrase(shown, self.n_candidates, protocol_tags=tags)
         entries = [ScoredInstruction(self.strategy(h.text), h.score) for h in history]
         entries = entries or [ScoredInstruction(shown, 0.0)]
         return render_history(entries, self.n_candidates, protocol_tags=tags)
 
-    def hit_limit(self, completion_tokens: int, index: int = 0, reasons: Sequence[str | None] | None = None) -> bool:
+    def hit_limit(
+        self, completion_tokens: int, index: int = 0, reasons: Sequence[str | None] | None = None
+    ) -> bool:
         """Whether completion ``index`` of the last optimizer call stopped at ``max_tokens``: the
         client's finish reason where it gives one (``reasons``, else the client's
         ``last_finish_reasons``, see :mod:`inspo.llm.base`), else whether the call's
@@ -312,16 +343,28 @@ class Proposer:
             for kind, count in parsed.fallbacks.items():
                 proposal.parse_fallbacks[kind] = proposal.parse_fallbacks.get(kind, 0) + count
             for kind, ins in parsed.notes:
-                logger.info("optimizer answer for %s: <ins_%d> read by the %s fallback (%s)",
-                            parent.id, ins, kind, PARSE_FALLBACKS[kind])
+                logger.info(
+                    "optimizer answer for %s: <ins_%d> read by the %s fallback (%s)",
+                    parent.id,
+                    ins,
+                    kind,
+                    PARSE_FALLBACKS[kind],
+                )
             texts += parsed.candidates
             if parsed.truncated is not None:
                 ins, body = parsed.truncated
-                proposal.rejected.append(Candidate(
-                    id=new_id(), text=body, parent_id=parent.id, origin=self.template, critique=proposal.critique,
-                    rejected=f"truncated: the optimizer's answer stopped at its completion limit inside <ins_{ins}> "
-                             f"after {len(body)} characters (raise coevolution.optimizer_max_tokens, now {self.max_tokens})",
-                ))
+                proposal.rejected.append(
+                    Candidate(
+                        id=new_id(),
+                        text=body,
+                        parent_id=parent.id,
+                        origin=self.template,
+                        critique=proposal.critique,
+                        rejected="truncated: the optimizer's answer stopped at its completion "
+                        f"limit inside <ins_{ins}> after {len(body)} characters (raise "
+                        f"coevolution.optimizer_max_tokens, now {self.max_tokens})",
+                    )
+                )
         if not texts:
             snippet = re.sub(r"\s+", " ", outputs[0] if outputs else "")[:200]
             proposal.error = f"no <ins_i> candidate in the optimizer's answer: {snippet!r}"
@@ -333,33 +376,59 @@ class Proposer:
         """The optimizer's answers to ``prompt`` (its tokens filled into ``proposal``): from the
         run's :class:`~inspo.core.answer_cache.AnswerCache` when this call was already paid for
         (its sampling stream then restored), else from the client, kept in the cache at once."""
-        key = answer_key(self.calls, prompt, n=self.answers, temperature=self.temperature, max_tokens=self.max_tokens)
+        key = answer_key(
+            self.calls,
+            prompt,
+            n=self.answers,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+        )
         self.calls += 1
         rng = getattr(self.llm, "sampling_rng", None)
         paid = self.cache.get(key) if self.cache is not None else None
         if paid is not None:
             if type(rng) is random.Random and paid.rng_after is not None:
                 rng.setstate(rng_from_json(paid.rng_after))
-            logger.info("optimizer call %s replayed from %s (paid for before a resume)", key.split(":")[0],
-                        self.cache.path or "memory")
+            logger.info(
+                "optimizer call %s replayed from %s (paid for before a resume)",
+                key.split(":")[0],
+                self.cache.path or "memory",
+            )
         else:
             before = (self.llm.usage.prompt_tokens, self.llm.usage.completion_tokens)
             try:
-                outputs = self.llm.generate([{"role": "user", "content": prompt}], n=self.answers,
-                                            temperature=self.temperature, max_tokens=self.max_tokens)
+                outputs = self.llm.generate(
+                    [{"role": "user", "content": prompt}],
+                    n=self.answers,
+                    temperature=self.temperature,
+                    max_tokens=self.max_tokens,
+                )
             finally:
                 proposal.prompt_tokens = self.llm.usage.prompt_tokens - before[0]
                 proposal.completion_tokens = self.llm.usage.completion_tokens - before[1]
-            paid = PaidAnswer(list(outputs or []), proposal.prompt_tokens, proposal.completion_tokens,
-                              list(getattr(self.llm, "last_finish_reasons", None) or []),
-                              rng_to_json(rng.getstate()) if type(rng) is random.Random else None)
+            paid = PaidAnswer(
+                list(outputs or []),
+                proposal.prompt_tokens,
+                proposal.completion_tokens,
+                list(getattr(self.llm, "last_finish_reasons", None) or []),
+                rng_to_json(rng.getstate()) if type(rng) is random.Random else None,
+            )
             if self.cache is not None:
                 self.cache.put(key, paid)
-        proposal.prompt_tokens, proposal.completion_tokens = paid.prompt_tokens, paid.completion_tokens
+        proposal.prompt_tokens, proposal.completion_tokens = (
+            paid.prompt_tokens,
+            paid.completion_tokens,
+        )
         return paid
 
-    def _screen(self, proposal: Proposal, texts: Sequence[str], parent: Instruction,
-                seen: list[str], new_id: Callable[[], str]) -> None:
+    def _screen(
+        self,
+        proposal: Proposal,
+        texts: Sequence[str],
+        parent: Instruction,
+        seen: list[str],
+        new_id: Callable[[], str],
+    ) -> None:
         """Each parsed text as a candidate (composed with the protocol block first, when there is
         one), guarded and filed under the proposal's candidates or rejected."""
         origin = getattr(self.llm, "origin", None) or self.template
@@ -370,10 +439,15 @@ class Proposer:
                 reason = strategy_refusal(strategy, self.strategy(parent.text))
                 text = self.protocol.compose(strategy)
             cand = Candidate(
-                id=new_id(), text=text, parent_id=parent.id, origin=origin, critique=proposal.critique
+                id=new_id(),
+                text=text,
+                parent_id=parent.id,
+                origin=origin,
+                critique=proposal.critique,
             )
-            cand.rejected = reason or guard(text, parent.text, seen, self.max_chars,
-                                            self.guard_tags)
+            cand.rejected = reason or guard(
+                text, parent.text, seen, self.max_chars, self.guard_tags
+            )
             if cand.rejected is None and self.fits is not None:
                 cand.rejected = self.fits(text)
             if cand.rejected:

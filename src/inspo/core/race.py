@@ -59,16 +59,21 @@ class Tally:
 
     @property
     def difference(self) -> float:
-        """The paired mean difference of a 0/1 reward (``lead / played``; 0.0 before any question)."""
+        """The paired mean difference of a 0/1 reward (``lead / played``; 0.0 before any
+        question)."""
         return self.lead / self.played if self.played else 0.0
 
     def add(self, candidate: Sequence[float], parent: Sequence[float]) -> Tally:
         """This tally with the paired rewards ``candidate[i]`` against ``parent[i]`` added."""
         if len(candidate) != len(parent):
-            raise ValueError(f"paired rewards differ in length: {len(candidate)} against {len(parent)}")
+            raise ValueError(
+                f"paired rewards differ in length: {len(candidate)} against {len(parent)}"
+            )
         wins = sum(c > p for c, p in zip(candidate, parent, strict=True))
         losses = sum(c < p for c, p in zip(candidate, parent, strict=True))
-        return Tally(self.wins + wins, self.losses + losses, self.ties + len(candidate) - wins - losses)
+        return Tally(
+            self.wins + wins, self.losses + losses, self.ties + len(candidate) - wins - losses
+        )
 
 
 def stops(tally: Tally, remaining: int, rule: RaceRule) -> bool:
@@ -124,25 +129,43 @@ def admit_probability(p_win: float, p_loss: float, n: int, rule: RaceRule) -> Ra
             alive = step
         played += (stop_at - done) * sum(alive.values())
         done = stop_at
-        alive = {lead: p for lead, p in alive.items() if not stops(Tally(max(lead, 0), max(-lead, 0)), n - done, rule)}
+        alive = {
+            lead: p
+            for lead, p in alive.items()
+            if not stops(Tally(max(lead, 0), max(-lead, 0)), n - done, rule)
+        }
     admit = sum(p for lead, p in alive.items() if lead > 0)
     return RaceRates(p_win, p_loss, n, admit, played)
 
 
-def gap_rates(gap: float, discordance: float, n: int, rule: RaceRule) -> tuple[RaceRates, RaceRates, RaceRates]:
+def gap_rates(
+    gap: float, discordance: float, n: int, rule: RaceRule
+) -> tuple[RaceRates, RaceRates, RaceRates]:
     """The rule's rates for a candidate ``gap`` better than its parent, one equal to it and one
     ``gap`` worse, when the two differ on a share ``discordance`` of the questions (a win minus a
     loss probability of ``gap``; needs ``discordance >= gap``)."""
     if not 0 <= gap <= discordance <= 1:
-        raise ValueError(f"need 0 <= gap <= discordance <= 1, got gap {gap}, discordance {discordance}")
+        raise ValueError(
+            f"need 0 <= gap <= discordance <= 1, got gap {gap}, discordance {discordance}"
+        )
     hi, lo = (discordance + gap) / 2, (discordance - gap) / 2
     half = discordance / 2
-    return (admit_probability(hi, lo, n, rule), admit_probability(half, half, n, rule),
-            admit_probability(lo, hi, n, rule))
+    return (
+        admit_probability(hi, lo, n, rule),
+        admit_probability(half, half, n, rule),
+        admit_probability(lo, hi, n, rule),
+    )
 
 
-def size_for_gap(gap: float, discordance: float, rule: RaceRule, *, power: float = 0.8,
-                 alpha: float = 0.05, n_max: int = 1024) -> int | None:
+def size_for_gap(
+    gap: float,
+    discordance: float,
+    rule: RaceRule,
+    *,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    n_max: int = 1024,
+) -> int | None:
     """The smallest D_B on which ``rule`` admits a candidate ``gap`` better than its parent with at
     least ``power`` and one ``gap`` worse with at most ``alpha`` (None: not within ``n_max``)."""
     for n in range(1, n_max + 1):

@@ -72,7 +72,9 @@ class ReplayBuffer:
             chosen.extend(e.rollout for e in picked)
         return chosen
 
-    def validation_questions(self, size: int, rng: random.Random, exclude: Collection[str] = ()) -> list[Question]:
+    def validation_questions(
+        self, size: int, rng: random.Random, exclude: Collection[str] = ()
+    ) -> list[Question]:
         """D_B: up to ``size`` distinct questions (by id) drawn uniformly from the buffer, none of
         whose id is in ``exclude``."""
         seen: dict[str, Question] = {}

@@ -39,8 +39,14 @@ def save_state(coevo: CoEvolution, path: str | Path) -> Path:
 
 #: The sections of a saved state and the JSON type each must have.
 STATE_SECTIONS: dict[str, type | tuple[type, ...]] = {
-    "schema_version": int, "config": dict, "last_step": int, "next_id": int, "rng_state": list,
-    "population": dict, "buffer": dict, "ledger": dict,
+    "schema_version": int,
+    "config": dict,
+    "last_step": int,
+    "next_id": int,
+    "rng_state": list,
+    "population": dict,
+    "buffer": dict,
+    "ledger": dict,
 }
 
 
@@ -50,35 +56,55 @@ def read_state(path: str | Path) -> dict[str, Any]:
     wrong type (cut off, damaged, or not a state file), or was written by another schema version."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no INSPO state at {path}: expected the inspo_state.json a run writes")
+        raise FileNotFoundError(
+            f"no INSPO state at {path}: expected the inspo_state.json a run writes"
+        )
     try:
         state = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not an INSPO state: not UTF-8 at byte offset {exc.start} (the file is damaged)") from exc
+        raise ValueError(
+            f"{path} is not an INSPO state: not UTF-8 at byte offset {exc.start} (the file is "
+            "damaged)"
+        ) from exc
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); the INSPO state file is cut off or damaged") from exc
+        raise ValueError(
+            f"{path} is not valid JSON ({exc}); the INSPO state file is cut off or damaged"
+        ) from exc
     if not isinstance(state, dict):
-        raise ValueError(f"{path} is not an INSPO state: it holds a JSON {type(state).__name__}, not an object")
+        raise ValueError(
+            f"{path} is not an INSPO state: it holds a JSON {type(state).__name__}, not an object"
+        )
     missing = [k for k in STATE_SECTIONS if k not in state]
     if missing:
-        raise ValueError(f"{path} is not an INSPO state: it lacks {', '.join(missing)} (has "
-                         f"{', '.join(state) or 'nothing'}); the file was replaced or damaged")
-    wrong = [f"{k} is a {type(state[k]).__name__}" for k, kind in STATE_SECTIONS.items()
-             if not isinstance(state[k], kind) or isinstance(state[k], bool)]
+        raise ValueError(
+            f"{path} is not an INSPO state: it lacks {', '.join(missing)} (has "
+            f"{', '.join(state) or 'nothing'}); the file was replaced or damaged"
+        )
+    wrong = [
+        f"{k} is a {type(state[k]).__name__}"
+        for k, kind in STATE_SECTIONS.items()
+        if not isinstance(state[k], kind) or isinstance(state[k], bool)
+    ]
     if wrong:
-        raise ValueError(f"{path} is not an INSPO state: {', '.join(wrong)}; the file was replaced or damaged")
+        raise ValueError(
+            f"{path} is not an INSPO state: {', '.join(wrong)}; the file was replaced or damaged"
+        )
     if state["schema_version"] not in CoEvolution.READS:
-        raise ValueError(f"{path} has INSPO state schema_version {state['schema_version']}; this inspo reads "
-                         f"version {' or '.join(map(str, CoEvolution.READS))}. Resume with the inspo version "
-                         "that wrote it.")
+        raise ValueError(
+            f"{path} has INSPO state schema_version {state['schema_version']}; this inspo reads "
+            f"version {' or '.join(map(str, CoEvolution.READS))}. Resume with the inspo version "
+            "that wrote it."
+        )
     for section, parse in _SECTION_PARSERS.items():  # each section as loading will read it
         if section not in STATE_SECTIONS and state.get(section) is None:
             continue  # an optional section, absent
         try:
             parse(state[section])
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise ValueError(f"{path} is not a readable INSPO state: its {section} section is damaged "
-                             f"({type(exc).__name__}: {exc})") from exc
+            raise ValueError(
+                f"{path} is not a readable INSPO state: its {section} section is damaged "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
     return state
 
 
@@ -88,7 +114,11 @@ def _rng(data: list) -> None:
 
 def _init(data: dict) -> None:
     InitRounds(**data)
-    wrong = [k for k, kind in (("rounds", int), ("reason", str), ("events", int)) if not isinstance(data[k], kind)]
+    wrong = [
+        k
+        for k, kind in (("rounds", int), ("reason", str), ("events", int))
+        if not isinstance(data[k], kind)
+    ]
     if wrong:
         raise ValueError(f"{', '.join(wrong)} of the wrong type")
 
@@ -98,10 +128,15 @@ def _proposer(data: dict) -> None:
         _rng(data["sampling_rng"])
 
 
-_SECTION_PARSERS = {"population": Population.from_dict, "buffer": ReplayBuffer.from_dict,
-                    "ledger": CostLedger.from_dict, "rng_state": _rng,
-                    # optional: init only in a state saved inside the initial population, proposer from version 3
-                    "init": _init, "proposer": _proposer}
+_SECTION_PARSERS = {
+    "population": Population.from_dict,
+    "buffer": ReplayBuffer.from_dict,
+    "ledger": CostLedger.from_dict,
+    "rng_state": _rng,
+    # optional: init only in a state saved inside the initial population, proposer from version 3
+    "init": _init,
+    "proposer": _proposer,
+}
 
 
 def load_state(coevo: CoEvolution, path: str | Path) -> CoEvolution:

@@ -35,9 +35,10 @@ TEMPLATES = ("reflection", "paraphrase", "history")
 TRUNCATION_MARK = " …[truncated]"
 
 _FORMAT_RULES = (
-    "Make sure you include the same XML tags <>...</> as the original prompt in your improved prompts.\n"
-    "For each XML tag, include both the beginning and ending tags, such as <answer>...</answer>.\n"
-    "List the instruction candidates in <ins_1>...</ins_1> to <ins_{n}>...</ins_{n}> tags."
+    "Make sure you include the same XML tags <>...</> as the original prompt in your improved "
+    "prompts.\nFor each XML tag, include both the beginning and ending tags, such as "
+    "<answer>...</answer>.\nList the instruction candidates in <ins_1>...</ins_1> to "
+    "<ins_{n}>...</ins_{n}> tags."
 )
 #: The format rules under ``coevolution.protocol_block``: ``<ins_0>`` shows the parent's strategy
 #: only, and the optimizer is asked for strategies (the protocol block is appended to each).
@@ -68,7 +69,8 @@ class ScoredInstruction:
 
 def render_example(rollout: Rollout, max_chars: int = 3000, feedback: str = "") -> str:
     """One failure trajectory as an ``<example>`` block (the response is cut to ``max_chars``;
-    ``feedback``, when given, is one more line: how the episode went, in the environment's words)."""
+    ``feedback``, when given, is one more line: how the episode went, in the environment's
+    words)."""
     response = rollout.response
     if len(response) > max_chars:
         response = response[:max_chars] + TRUNCATION_MARK
@@ -84,13 +86,20 @@ def render_example(rollout: Rollout, max_chars: int = 3000, feedback: str = "") 
     )
 
 
-def render_reflection(parent: str, failures: Sequence[Rollout], n: int,
-                      feedback: Callable[[Rollout], str] | None = None, *,
-                      protocol_tags: Sequence[str] | None = None) -> str:
+def render_reflection(
+    parent: str,
+    failures: Sequence[Rollout],
+    n: int,
+    feedback: Callable[[Rollout], str] | None = None,
+    *,
+    protocol_tags: Sequence[str] | None = None,
+) -> str:
     """App. E's reflection-based template (INSPO); ``feedback`` adds each failure's feedback line;
     ``protocol_tags``: ``parent`` is a strategy, and strategies are asked for
     (:func:`format_rules`)."""
-    examples = "\n".join(render_example(r, feedback=feedback(r) if feedback else "") for r in failures)
+    examples = "\n".join(
+        render_example(r, feedback=feedback(r) if feedback else "") for r in failures
+    )
     return (
         "The initial prompt is:\n"
         f"<ins_0>\n{parent}\n</ins_0>\n"
@@ -112,8 +121,9 @@ def render_paraphrase(parent: str, n: int, *, protocol_tags: Sequence[str] | Non
     )
 
 
-def render_history(history: Sequence[ScoredInstruction], n: int, *,
-                   protocol_tags: Sequence[str] | None = None) -> str:
+def render_history(
+    history: Sequence[ScoredInstruction], n: int, *, protocol_tags: Sequence[str] | None = None
+) -> str:
     """App. E's history-based template (scores on a 0-100 scale; ``protocol_tags``: the entries
     are strategies, as :func:`render_reflection`)."""
     body = "\n".join(
@@ -141,7 +151,8 @@ PARSE_FALLBACKS: dict[str, str] = {
     "tag_form": "a tag not written exactly <ins_k> / </ins_k> (case or spacing)",
     "missing_close": "no closing tag: the block ends at the next opening tag",
     "mismatched_close": "closed by another block's tag (<ins_2>…</ins_1>)",
-    "end_of_text": "no closing tag: the block runs to the end of an answer the completion limit did not cut",
+    "end_of_text": "no closing tag: the block runs to the end of an answer the completion limit "
+    "did not cut",
     "ins_0_revision": "a revision written in <ins_0>, the slot that shows the parent",
 }
 
@@ -155,7 +166,8 @@ class ParsedAnswer:
     truncated: tuple[int, str] | None = None
     """``(k, text so far)`` of the ``<ins_k>`` block the completion limit cut off, or None."""
     notes: list[tuple[str, int]] = field(default_factory=list)
-    """Every fallback taken, as ``(kind, k)``: kind is a key of :data:`PARSE_FALLBACKS`, k the block."""
+    """Every fallback taken, as ``(kind, k)``: kind is a key of :data:`PARSE_FALLBACKS`, k the
+    block."""
 
     @property
     def fallbacks(self) -> dict[str, int]:
@@ -198,7 +210,7 @@ def parse_answer(text: str, *, parent: str | None = None, cut_off: bool = False)
             continue
         k = int(m.group(2))
         nxt = tags[i + 1] if i + 1 < len(tags) else None
-        body = text[m.end(): nxt.start() if nxt is not None else len(text)].strip()
+        body = text[m.end() : nxt.start() if nxt is not None else len(text)].strip()
         kinds = [] if m.group(0) == f"<ins_{k}>" else ["tag_form"]
         if nxt is None:
             if cut_off:
@@ -244,7 +256,7 @@ def critique_of(text: str) -> str:
         if int(m.group(2)) >= 1:
             end = m.start()
             break
-        parts.append(text[pos:m.start()])  # block 0: drop it, with its closing tag
+        parts.append(text[pos : m.start()])  # block 0: drop it, with its closing tag
         nxt = tags[i + 1] if i + 1 < len(tags) else None
         pos = len(text) if nxt is None else (nxt.end() if nxt.group(1) else nxt.start())
     parts.append(text[pos:end])

@@ -38,18 +38,26 @@ class EvolutionBar:
         return [q for q in self.questions if q.id not in shown]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "questions": [q.to_dict() for q in self.questions], "parents": self.parents}
+        return {
+            "step": self.step,
+            "questions": [q.to_dict() for q in self.questions],
+            "parents": self.parents,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> EvolutionBar | None:
         if not data:
             return None
-        return cls(int(data["step"]), [Question.from_dict(q) for q in data["questions"]],
-                   {k: dict(v) for k, v in data["parents"].items()})
+        return cls(
+            int(data["step"]),
+            [Question.from_dict(q) for q in data["questions"]],
+            {k: dict(v) for k, v in data["parents"].items()},
+        )
 
 
-def draw_validation(pool: Sequence[Question], buffer: ReplayBuffer, rng: random.Random, exclude: set[str],
-                    size: int) -> list[Question]:
+def draw_validation(
+    pool: Sequence[Question], buffer: ReplayBuffer, rng: random.Random, exclude: set[str], size: int
+) -> list[Question]:
     """Up to ``size`` questions not in ``exclude``: a sample of ``pool`` (the training questions,
     ``validation_from: train``; all of them when fewer) when one is given, else from ``buffer``."""
     if pool:
@@ -58,8 +66,9 @@ def draw_validation(pool: Sequence[Question], buffer: ReplayBuffer, rng: random.
     return buffer.validation_questions(size, rng, exclude=exclude)
 
 
-def round_questions(bar: EvolutionBar | None, step: int, shown: set[str], size: int,
-                    draw: Draw) -> tuple[EvolutionBar, list[Question]]:
+def round_questions(
+    bar: EvolutionBar | None, step: int, shown: set[str], size: int, draw: Draw
+) -> tuple[EvolutionBar, list[Question]]:
     """``admission: paired``'s D_B for one round of the evolution at ``step``: ``bar`` (a new one
     when it is None or from another step) and its first ``size`` questions not ``shown``, topped up
     by ``draw`` (and kept in the bar) when they run short."""

@@ -11,9 +11,9 @@ example is a Rollout with ``error`` set). A score is the mean over the rollouts 
 (:func:`inspo.records.scored`; an error is an outage, not the candidate's failure); a candidate
 all of whose rollouts failed is rejected with the error. If the evaluate function raises, the
 candidate is rejected with the error as its reason and the round goes on, except for
-:class:`~inspo.records.TooManyErrors` (its error budget is spent), which stops the run. An evaluate function that also has
-``many(instructions, questions) -> list[list[Rollout]]`` (:class:`inspo.envs.evaluate.Evaluate`)
-gets all of a round's candidates in one call.
+:class:`~inspo.records.TooManyErrors` (its error budget is spent), which stops the run. An evaluate
+function that also has ``many(instructions, questions) -> list[list[Rollout]]``
+(:class:`inspo.envs.evaluate.Evaluate`) gets all of a round's candidates in one call.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ class Verification:
     rollouts: list[Rollout]
 
 
-def play_all(evaluate: EvaluateFn, instructions: Sequence[Instruction],
-             questions: Sequence[Question]) -> list[list[Rollout]]:
+def play_all(
+    evaluate: EvaluateFn, instructions: Sequence[Instruction], questions: Sequence[Question]
+) -> list[list[Rollout]]:
     """Each instruction's rollouts on ``questions``: one ``many`` call when ``evaluate`` has it
     (shared batches), else one call per instruction."""
     many = getattr(evaluate, "many", None)
@@ -71,15 +72,19 @@ class Allowance:
     def charge(self, rollouts: int, n_plays: int, n_questions: int) -> None:
         """Take a play of ``n_plays`` instructions on ``n_questions`` off what is left."""
         if n_plays and n_questions:
-            self.per_question = max(self.per_question, math.ceil(rollouts / (n_plays * n_questions)))
+            self.per_question = max(
+                self.per_question, math.ceil(rollouts / (n_plays * n_questions))
+            )
         if self.left is not None:
             self.left = max(0, self.left - rollouts)
 
     def refusal(self, done: int, total: int) -> tuple[str, str]:
         """The ``(stage, reason)`` of a candidate this allowance could not pay for after ``done`` of
         ``total`` questions."""
-        return "budget", (f"not verified past {done} of {total} question(s): the evolution's verification "
-                          "budget (evolve_rollouts) is spent")
+        return "budget", (
+            f"not verified past {done} of {total} question(s): the evolution's verification "
+            "budget (evolve_rollouts) is spent"
+        )
 
 
 class Verifier:
@@ -87,7 +92,9 @@ class Verifier:
         self.evaluate = evaluate
         self.allowance = allowance if allowance is not None else Allowance()
 
-    def score(self, candidates: Sequence[Candidate], questions: Sequence[Question], step: int) -> list[Verification]:
+    def score(
+        self, candidates: Sequence[Candidate], questions: Sequence[Question], step: int
+    ) -> list[Verification]:
         """Fill each candidate's ``score`` (mean reward on ``questions``) or ``rejected``.
 
         An evaluator with ``many(instructions, questions)`` plays all the candidates in one call
@@ -101,8 +108,9 @@ class Verifier:
                 results.append(self._record(cand, played))
         return results
 
-    def play(self, candidates: Sequence[Candidate], questions: Sequence[Question],
-             step: int) -> list[list[Rollout] | Exception]:
+    def play(
+        self, candidates: Sequence[Candidate], questions: Sequence[Question], step: int
+    ) -> list[list[Rollout] | Exception]:
         """Each candidate's rollouts on ``questions`` (in shared batches where the evaluator has
         ``many``), or the exception its evaluation raised (:class:`~inspo.records.TooManyErrors`
         is raised: an outage stops the run). The rollouts are charged to the allowance."""
@@ -111,8 +119,9 @@ class Verifier:
         self.allowance.charge(sum(map(len, played)), len(played), len(questions))
         return results
 
-    def _play(self, candidates: Sequence[Candidate], questions: Sequence[Question],
-              step: int) -> list[list[Rollout] | Exception]:
+    def _play(
+        self, candidates: Sequence[Candidate], questions: Sequence[Question], step: int
+    ) -> list[list[Rollout] | Exception]:
         together = self._together(candidates, questions, step)
         if together is not None:
             return list(together)
@@ -126,12 +135,15 @@ class Verifier:
                 results.append(exc)
         return results
 
-    def _together(self, candidates: Sequence[Candidate], questions: Sequence[Question],
-                  step: int) -> list[list[Rollout]] | None:
+    def _together(
+        self, candidates: Sequence[Candidate], questions: Sequence[Question], step: int
+    ) -> list[list[Rollout]] | None:
         if not hasattr(self.evaluate, "many") or len(candidates) < 2:
             return None
         try:
-            together = play_all(self.evaluate, [c.to_instruction(step) for c in candidates], questions)
+            together = play_all(
+                self.evaluate, [c.to_instruction(step) for c in candidates], questions
+            )
         except TooManyErrors:
             raise
         except Exception:  # noqa: BLE001 - fall back to one call per candidate, which isolates errors
@@ -165,7 +177,7 @@ def per_question(rollouts: Sequence[Rollout], n_questions: int) -> list[float | 
     g = len(rollouts) // n_questions
     out: list[float | None] = []
     for k in range(n_questions):
-        ok = scored(rollouts[k * g:(k + 1) * g])
+        ok = scored(rollouts[k * g : (k + 1) * g])
         out.append(sum(r.reward for r in ok) / len(ok) if ok else None)
     return out
 

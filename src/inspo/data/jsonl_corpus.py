@@ -35,12 +35,16 @@ class JsonlCorpus(Sequence[Passage]):
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise FileNotFoundError(f"corpus file {self.path} does not exist (expected a JSONL file with one "
-                                    '{"id", "contents"} passage per line, e.g. Search-R1\'s wiki-18.jsonl)')
+            raise FileNotFoundError(
+                f"corpus file {self.path} does not exist (expected a JSONL file with one "
+                '{"id", "contents"} passage per line, e.g. Search-R1\'s wiki-18.jsonl)'
+            )
         if self.path.suffix.lower() != ".jsonl":
-            raise ValueError(f"corpus file {self.path} is not .jsonl: a prebuilt index needs its corpus as "
-                             "JSONL, one passage per line in index order (convert it with inspo.data.loaders."
-                             "load_corpus + write_corpus_jsonl)")
+            raise ValueError(
+                f"corpus file {self.path} is not .jsonl: a prebuilt index needs its corpus as "
+                "JSONL, one passage per line in index order (convert it with inspo.data.loaders."
+                "load_corpus + write_corpus_jsonl)"
+            )
         self._file = self.path.open("rb")
         size = self.path.stat().st_size
         self._map: Any = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
@@ -65,7 +69,7 @@ class JsonlCorpus(Sequence[Passage]):
             raise IndexError(f"row {i} is outside {self.path.name}'s {n} rows")
         i %= n
         start = int(self._starts[i])
-        raw = self._map[start:start + int(self._lengths[i])]
+        raw = self._map[start : start + int(self._lengths[i])]
         return _parse(f"{self.path.name} row {i + 1} (byte {start})", i, raw)
 
     def __iter__(self) -> Iterator[Passage]:
@@ -104,7 +108,10 @@ def _row_spans(buffer: Any) -> tuple[Any, Any]:
         size = len(view)
         if size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32)
-        ends = [np.flatnonzero(view[a:a + SCAN_BLOCK] == ord("\n")) + a for a in range(0, size, SCAN_BLOCK)]
+        ends = [
+            np.flatnonzero(view[a : a + SCAN_BLOCK] == ord("\n")) + a
+            for a in range(0, size, SCAN_BLOCK)
+        ]
         ends.append(np.array([size], dtype=np.int64))
         ends_all = np.concatenate(ends).astype(np.int64)
         del ends
@@ -115,9 +122,11 @@ def _row_spans(buffer: Any) -> tuple[Any, Any]:
         del ends_all
         keep = lengths > 0
         # A line that starts with whitespace may be blank: only those few are looked at in Python.
-        maybe_blank = np.flatnonzero(keep & np.isin(view[np.minimum(starts, size - 1)], _WHITESPACE))
+        maybe_blank = np.flatnonzero(
+            keep & np.isin(view[np.minimum(starts, size - 1)], _WHITESPACE)
+        )
         for i in maybe_blank.tolist():
-            if not bytes(view[starts[i]:starts[i] + lengths[i]]).strip():
+            if not bytes(view[starts[i] : starts[i] + lengths[i]]).strip():
                 keep[i] = False
         return starts[keep], lengths[keep].astype(np.uint32)
     finally:

@@ -82,9 +82,13 @@ def iter_rows(path: str | Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
         try:
             data = json.loads(path.read_bytes().decode("utf-8"))
         except UnicodeDecodeError as e:
-            raise DataFormatError(f"{name}: not UTF-8 at byte offset {e.start} ({e.reason}); save the file as UTF-8") from e
+            raise DataFormatError(
+                f"{name}: not UTF-8 at byte offset {e.start} ({e.reason}); save the file as UTF-8"
+            ) from e
         except json.JSONDecodeError as e:
-            raise DataFormatError(f"{name}: not valid JSON ({e}); expected a list of objects") from e
+            raise DataFormatError(
+                f"{name}: not valid JSON ({e}); expected a list of objects"
+            ) from e
         if isinstance(data, dict) and isinstance(data.get("data"), list):
             data = data["data"]
         if not isinstance(data, list):
@@ -96,14 +100,18 @@ def iter_rows(path: str | Path) -> Iterator[tuple[str, int, dict[str, Any]]]:
             yield label, i, row
     elif suffix == ".jsonl":
         index = 0
-        with path.open("rb") as f:  # bytes, so that a line that is not UTF-8 is reported with its number
+        with path.open(
+            "rb"
+        ) as f:  # bytes, so that a line that is not UTF-8 is reported with its number
             for lineno, raw in enumerate(f, start=1):
                 label = f"{name} line {lineno}"
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as e:
-                    raise DataFormatError(f"{label}: not UTF-8 at byte offset {e.start} of the line ({e.reason}); "
-                                          "save the file as UTF-8") from e
+                    raise DataFormatError(
+                        f"{label}: not UTF-8 at byte offset {e.start} of the line ({e.reason}); "
+                        "save the file as UTF-8"
+                    ) from e
                 if not line.strip():
                     continue
                 try:
@@ -124,8 +132,11 @@ def _hf_dataset(name: str, *, split: str, config: str | None, data_files: Any, *
     import datasets
 
     local = Path(name)
-    if local.is_dir() and ((local / "dataset_info.json").exists() or (local / "state.json").exists()
-                           or (local / "dataset_dict.json").exists()):
+    if local.is_dir() and (
+        (local / "dataset_info.json").exists()
+        or (local / "state.json").exists()
+        or (local / "dataset_dict.json").exists()
+    ):
         ds = datasets.load_from_disk(str(local))
         if isinstance(ds, datasets.DatasetDict):
             if split not in ds:
@@ -170,9 +181,7 @@ def _answers(label: str, field: str, value: Any) -> tuple[str, ...]:
     out = []
     for j, item in enumerate(value):
         if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-            raise DataFormatError(
-                f"{label}: field {field!r} item {j} is {_a(item)}; {expected}"
-            )
+            raise DataFormatError(f"{label}: field {field!r} item {j} is {_a(item)}; {expected}")
         text = str(item).strip()
         if text:
             out.append(text)
@@ -186,7 +195,9 @@ def _question_text(label: str, row: dict[str, Any]) -> str:
     if q is None:
         q = _question_from_prompt(row.get("prompt"))
         if q is None:
-            raise DataFormatError(f"{label}: field 'question' is missing; expected a non-empty string")
+            raise DataFormatError(
+                f"{label}: field 'question' is missing; expected a non-empty string"
+            )
     if not isinstance(q, str):
         raise DataFormatError(f"{label}: field 'question' is {_a(q)}; expected a string")
     q = q.strip()
@@ -252,15 +263,14 @@ def parse_corpus_row(label: str, index: int, row: dict[str, Any]) -> Passage:
     if contents is not None:
         if not isinstance(contents, str):
             raise DataFormatError(
-                f"{label}: field 'contents' is {_a(contents)}; "
-                "expected a string '\"Title\"\\ntext'"
+                f"{label}: field 'contents' is {_a(contents)}; expected a string '\"Title\"\\ntext'"
             )
         return Passage.from_contents(pid, contents)
     text = row.get("text")
     if text is None:
         raise DataFormatError(
             f"{label}: field 'contents' is missing; expected Search-R1's "
-            "{\"id\", \"contents\": \"\\\"Title\\\"\\ntext\"} or {\"title\", \"text\"}"
+            '{"id", "contents": "\\"Title\\"\\ntext"} or {"title", "text"}'
         )
     title = row.get("title", "")
     for field, value in (("text", text), ("title", title)):
@@ -309,9 +319,10 @@ def _passages(rows, limit: int | None) -> list[Passage]:
         first = first_seen.setdefault(passage.id, label)
         if first is not label:
             raise DataFormatError(
-                f"{label}: passage id {passage.id!r} is already the id of {first}; corpus ids must be unique "
-                "(a search result names its passage by id): give each passage its own id, or drop the id "
-                "field to number the rows")
+                f"{label}: passage id {passage.id!r} is already the id of {first}; corpus ids must "
+                "be unique (a search result names its passage by id): give each passage its own "
+                "id, or drop the id field to number the rows"
+            )
         passages.append(passage)
     return passages
 
@@ -340,7 +351,8 @@ def load_hf_qa(
     limit: int | None = None,
     **load_kwargs: Any,
 ) -> list[Question]:
-    """Load a QA split from a Hugging Face dataset (``datasets.load_dataset(name, config, split=...)``).
+    """Load a QA split from a Hugging Face dataset
+    (``datasets.load_dataset(name, config, split=...)``).
 
     ``name`` may also be a directory written by ``Dataset.save_to_disk``. Examples:
     ``load_hf_qa("RUC-NLPIR/FlashRAG_datasets", config="nq", split="test")`` (needs the hub or a
@@ -381,7 +393,11 @@ def write_qa_jsonl(path: str | Path, questions: Iterable[Question]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
         for q in questions:
-            row = {"id": q.id, "question": q.question, "golden_answers": list(q.answers),
-                   "metadata": q.meta}
+            row = {
+                "id": q.id,
+                "question": q.question,
+                "golden_answers": list(q.answers),
+                "metadata": q.meta,
+            }
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path

@@ -21,8 +21,10 @@ from inspo.data.loaders import QA_SUFFIXES, load_corpus, load_hf_corpus, load_hf
 from inspo.records import Passage, Question
 
 CORPUS_NAMES = ("corpus", "passages")
-HELP = ("expected a file (.jsonl/.json/.parquet), a directory of such files, 'world[:SEED]', 'world-multihop[:SEED]', "
-        "'world-chain[:SEED]', 'wiki-lite' (corpus) or 'hf:NAME[:CONFIG]'")
+HELP = (
+    "expected a file (.jsonl/.json/.parquet), a directory of such files, 'world[:SEED]', "
+    "'world-multihop[:SEED]', 'world-chain[:SEED]', 'wiki-lite' (corpus) or 'hf:NAME[:CONFIG]'"
+)
 
 
 def _world(source: str):
@@ -38,7 +40,9 @@ def _world(source: str):
     try:
         return int(seed), WORLDS[name]
     except ValueError as e:
-        raise ValueError(f"data source {source!r}: the seed after '{name}:' must be an integer") from e
+        raise ValueError(
+            f"data source {source!r}: the seed after '{name}:' must be an integer"
+        ) from e
 
 
 def is_world(source: str) -> bool:
@@ -61,7 +65,9 @@ def _hf(source: str) -> tuple[str, str | None]:
     return name, (config or None)
 
 
-def load_qa_source(source: str, *, split: str = "train", limit: int | None = None) -> list[Question]:
+def load_qa_source(
+    source: str, *, split: str = "train", limit: int | None = None
+) -> list[Question]:
     """Questions of ``split`` from the source named by ``source`` (see module docstring)."""
     world = _world(source)
     if world is not None:
@@ -81,7 +87,9 @@ def load_qa_source(source: str, *, split: str = "train", limit: int | None = Non
         for suffix in QA_SUFFIXES:
             if (path / f"{split}{suffix}").exists():
                 return load_qa(path / f"{split}{suffix}", limit=limit)
-        raise FileNotFoundError(f"{path}: no {split}.jsonl, {split}.parquet or {split}.json in this directory")
+        raise FileNotFoundError(
+            f"{path}: no {split}.jsonl, {split}.parquet or {split}.json in this directory"
+        )
     if path.suffix.lower() in QA_SUFFIXES:
         return load_qa(path, limit=limit)
     raise ValueError(f"unknown QA source {source!r}: {HELP}")
@@ -115,7 +123,9 @@ def load_corpus_source(source: str, *, limit: int | None = None) -> list[Passage
             for suffix in QA_SUFFIXES:
                 if (path / f"{name}{suffix}").exists():
                     return load_corpus(path / f"{name}{suffix}", limit=limit)
-        raise FileNotFoundError(f"{path}: no corpus.jsonl / corpus.parquet / passages.jsonl in this directory")
+        raise FileNotFoundError(
+            f"{path}: no corpus.jsonl / corpus.parquet / passages.jsonl in this directory"
+        )
     if path.suffix.lower() in QA_SUFFIXES:
         return load_corpus(path, limit=limit)
     raise ValueError(f"unknown corpus source {source!r}: {HELP}")

@@ -54,7 +54,9 @@ def load_wiki_lite(*, limit: int | None = None, lang: str = "en-us") -> list[Pas
         if limit is not None and len(passages) >= limit:
             break
         if not isinstance(entry, dict):
-            raise ValueError(f"{path.name} entry {key!r}: expected an object with 'title' and 'extract'")
+            raise ValueError(
+                f"{path.name} entry {key!r}: expected an object with 'title' and 'extract'"
+            )
         text = str(entry.get("extract") or "").strip()
         if not text:
             continue
@@ -63,7 +65,9 @@ def load_wiki_lite(*, limit: int | None = None, lang: str = "en-us") -> list[Pas
     return passages
 
 
-def write_wiki_lite(out_dir: str | Path, *, bm25_index: bool = True, lang: str = "en-us") -> dict[str, Path]:
+def write_wiki_lite(
+    out_dir: str | Path, *, bm25_index: bool = True, lang: str = "en-us"
+) -> dict[str, Path]:
     """Write wiki-lite as ``corpus.jsonl`` (Search-R1 format), ``LICENSE.txt`` (CC BY-SA 4.0
     attribution, which must travel with the text) and optionally a BM25 index in ``bm25/``."""
     from inspo.data.loaders import write_corpus_jsonl

@@ -51,8 +51,18 @@ from typing import Any, Protocol, runtime_checkable
 from inspo.records import Question, Rollout, ToolCall
 from inspo.tool_protocol import ToolProtocol
 
-__all__ = ["OPTIONAL_PARTS", "PARTS", "Action", "EnvError", "Environment", "FinalAnswer",
-           "ToolCall", "ToolProtocol", "check_environment", "settings_from"]
+__all__ = [
+    "OPTIONAL_PARTS",
+    "PARTS",
+    "Action",
+    "EnvError",
+    "Environment",
+    "FinalAnswer",
+    "ToolCall",
+    "ToolProtocol",
+    "check_environment",
+    "settings_from",
+]
 
 
 @dataclass(frozen=True)
@@ -84,7 +94,8 @@ class Environment(Protocol):
     stop: tuple[str, ...]
     """A turn ends at the first of these (so real tool output, not an invented one, follows)."""
     required_tags: tuple[str, ...]
-    """Tags an evolved instruction must keep, opening and closing, when its parent has them (the guard)."""
+    """Tags an evolved instruction must keep, opening and closing, when its parent has them (the
+    guard)."""
     tools: Mapping[str, Any]
     metric: str
     """What the reward measures, for tables and the final choice (``em``, ``f1``, ``correct``)."""
@@ -94,7 +105,8 @@ class Environment(Protocol):
         ...
 
     def parse(self, turn: str) -> Action:
-        """One policy turn's text (with any forced prefix) as a tool call, a final answer or None."""
+        """One policy turn's text (with any forced prefix) as a tool call, a final answer or
+        None."""
         ...
 
     def observe(self, call: ToolCall, result: str) -> str:
@@ -175,12 +187,14 @@ PARTS: dict[str, str] = {
 #: Parts an environment may have; :func:`check_environment` checks them when they are there.
 OPTIONAL_PARTS: dict[str, str] = {
     "protocol": "its tags and how to use them (inspo.envs.ToolProtocol or None), needed by "
-                "coevolution.protocol_block",
-    "names_problem": "names_problem(text, question) -> bool: whether an instruction spells the problem out "
-                     "(coevolution.leak_scope held-out; default: its text and its answer, inspo.core.leak_scope)",
-    "open_episode": "open_episode(question) -> inspo.envs.state.EpisodeState or None, with close_episode(state) "
-                    "and score_episode(response, question, instance) -> (reward, {name: value}): an instance per "
-                    "episode whose tools serve that episode alone, scored before it closes (TaggedToolEnv(state=...))",
+    "coevolution.protocol_block",
+    "names_problem": "names_problem(text, question) -> bool: whether an instruction spells the "
+    "problem out (coevolution.leak_scope held-out; default: its text and its answer, "
+    "inspo.core.leak_scope)",
+    "open_episode": "open_episode(question) -> inspo.envs.state.EpisodeState or None, with "
+    "close_episode(state) and score_episode(response, question, instance) -> (reward, {name: "
+    "value}): an instance per episode whose tools serve that episode alone, scored before it "
+    "closes (TaggedToolEnv(state=...))",
 }
 
 
@@ -192,8 +206,10 @@ def settings_from(cls: type, settings: Mapping[str, Any], env_name: str) -> Any:
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(settings) - known)
     if unknown:
-        raise ValueError(f"unknown setting(s) {', '.join('env.' + k for k in unknown)} for env.name={env_name}; "
-                         f"it takes: {', '.join(sorted(known))}")
+        raise ValueError(
+            f"unknown setting(s) {', '.join('env.' + k for k in unknown)} for env.name={env_name}; "
+            f"it takes: {', '.join(sorted(known))}"
+        )
     return cls(**settings)
 
 
@@ -209,37 +225,66 @@ def check_environment(env: Any, *, where: str = "") -> Any:
     what = where or type(env).__name__
     missing = [f"{name} ({PARTS[name]})" for name in PARTS if not hasattr(env, name)]
     if missing:
-        raise EnvError(f"environment {what} is missing: {'; '.join(missing)}. Subclass "
-                               "inspo.envs.TaggedToolEnv, which has them all, or add them")
+        raise EnvError(
+            f"environment {what} is missing: {'; '.join(missing)}. Subclass "
+            "inspo.envs.TaggedToolEnv, which has them all, or add them"
+        )
     wrong = []
-    for name in ("messages", "parse", "observe", "closing", "invalid", "nudge", "answer", "reward", "questions", "feedback",
-                 "metrics", "leak_terms", "split_turns", "show"):
+    for name in (
+        "messages",
+        "parse",
+        "observe",
+        "closing",
+        "invalid",
+        "nudge",
+        "answer",
+        "reward",
+        "questions",
+        "feedback",
+        "metrics",
+        "leak_terms",
+        "split_turns",
+        "show",
+    ):
         if not callable(getattr(env, name)):
             wrong.append(f"{name} must be a method ({PARTS[name]})")
     if not isinstance(env.name, str) or not env.name:
         wrong.append("name must be a non-empty str")
     if not isinstance(env.seed_instruction, str) or not env.seed_instruction.strip():
         wrong.append("seed_instruction must be a non-empty str")
-    if not isinstance(env.stop, (tuple, list)) or not env.stop or not all(isinstance(s, str) and s for s in env.stop):
+    if (
+        not isinstance(env.stop, (tuple, list))
+        or not env.stop
+        or not all(isinstance(s, str) and s for s in env.stop)
+    ):
         wrong.append("stop must be a non-empty tuple of non-empty str")
-    if not isinstance(env.required_tags, (tuple, list)) or not all(isinstance(t, str) for t in env.required_tags):
+    if not isinstance(env.required_tags, (tuple, list)) or not all(
+        isinstance(t, str) for t in env.required_tags
+    ):
         wrong.append("required_tags must be a tuple of str")
     protocol = getattr(env, "protocol", None)
     if protocol is not None and not isinstance(protocol, ToolProtocol):
-        wrong.append(f"protocol must be {OPTIONAL_PARTS['protocol']}; "
-                     f"got {type(protocol).__name__}")
+        wrong.append(
+            f"protocol must be {OPTIONAL_PARTS['protocol']}; got {type(protocol).__name__}"
+        )
     if hasattr(env, "names_problem") and not callable(env.names_problem):
         wrong.append(f"names_problem must be a method ({OPTIONAL_PARTS['names_problem']})")
-    if hasattr(env, "open_episode") and not all(callable(getattr(env, part, None))
-                                                for part in ("open_episode", "close_episode", "score_episode")):
-        wrong.append(f"open_episode, close_episode and score_episode must all be methods "
-                     f"({OPTIONAL_PARTS['open_episode']})")
+    if hasattr(env, "open_episode") and not all(
+        callable(getattr(env, part, None))
+        for part in ("open_episode", "close_episode", "score_episode")
+    ):
+        wrong.append(
+            f"open_episode, close_episode and score_episode must all be methods "
+            f"({OPTIONAL_PARTS['open_episode']})"
+        )
     if not isinstance(env.tools, Mapping):
         wrong.append("tools must be a mapping {name: Tool}")
     else:
         bad = [n for n, t in env.tools.items() if not isinstance(t, Tool)]
         if bad:
-            wrong.append(f"tools {bad} are not inspo.envs.Tool (wrap a function with inspo.envs.tool(fn))")
+            wrong.append(
+                f"tools {bad} are not inspo.envs.Tool (wrap a function with inspo.envs.tool(fn))"
+            )
     if wrong:
         raise EnvError(f"environment {what}: " + "; ".join(wrong))
     return env

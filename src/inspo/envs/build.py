@@ -5,7 +5,8 @@ into another's).
 - :func:`build_env`: the environment the config's ``env:`` section names (or the object given in
   Python), checked; a failure is a :class:`~inspo.records.SetupError` naming the setting;
 - :func:`load_questions`: questions of a split from ``data.*`` (``env``: the environment's own;
-  else a file, a directory, a built-in world or ``hf:NAME``: :func:`inspo.data.sources.load_qa_source`);
+  else a file, a directory, a built-in world or ``hf:NAME``:
+  :func:`inspo.data.sources.load_qa_source`);
 - :func:`agent_config`: how an episode is played (turns, tokens, decoding, prefill, nudge) from the
   ``rl`` section; :func:`check_prefill` refuses a prefill that opens a tag the environment lacks;
 - :func:`seed_of`: the seed instruction a config names ('' the environment's, ``@NAME``, or text);
@@ -54,15 +55,18 @@ def check_prefill(env: Any, prefill: str, *, setting: str = "rl.prefill") -> Non
     known = {s[2:-1] for s in env.stop if s.startswith("</") and s.endswith(">")} | {"think"}
     opened = [t for t in re.findall(r"<([A-Za-z_][\w-]*)>", prefill) if t not in known]
     if opened:
-        raise SetupError(f"{setting}={prefill!r} opens <{opened[0]}>, which the {env.name} environment does not know "
-                         f"(its tags: {', '.join('<' + t + '>' for t in sorted(known))}); set {setting}= (none) or "
-                         "one of those")
+        raise SetupError(
+            f"{setting}={prefill!r} opens <{opened[0]}>, which the {env.name} environment does not "
+            f"know (its tags: {', '.join('<' + t + '>' for t in sorted(known))}); set {setting}= "
+            "(none) or one of those"
+        )
 
 
 def build_env(config: Any, env: Any = None) -> Any:
     """The environment of ``config.env`` (``env``: an environment object given in Python instead,
     checked). Raises SetupError with the setting and the cause: an unknown name, a module that does
-    not import, a factory that fails (a corpus that cannot be read, a server down), a missing part."""
+    not import, a factory that fails (a corpus that cannot be read, a server down), a missing
+    part."""
     from inspo.envs.base import check_environment
 
     if env is not None:
@@ -72,16 +76,24 @@ def build_env(config: Any, env: Any = None) -> Any:
             raise SetupError(str(exc)) from exc
     spec = config.env
     if getattr(spec, "python", False):
-        raise SetupError(f"this run's environment ({spec.name!r}) was an object passed in Python, not a name inspo can "
-                         "build: pass it again (env=...), or give it a name that imports (env.name=module:attr)")
+        raise SetupError(
+            f"this run's environment ({spec.name!r}) was an object passed in Python, not a name "
+            "inspo can build: pass it again (env=...), or give it a name that imports "
+            "(env.name=module:attr)"
+        )
     try:
         return make_env(spec.name, spec.options)
     except (EnvNameError, EnvError) as exc:
         raise SetupError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - a factory's own failure (a corpus, a server): said with its setting
-        where = ", ".join(f"env.{k}={v!r}" for k, v in spec.options.items() if v not in ("", 0, None, [], {}))
-        raise SetupError(f"environment {spec.name!r}" + (f" ({where})" if where else "")
-                         + f" cannot be built: {type(exc).__name__}: {exc}") from exc
+        where = ", ".join(
+            f"env.{k}={v!r}" for k, v in spec.options.items() if v not in ("", 0, None, [], {})
+        )
+        raise SetupError(
+            f"environment {spec.name!r}"
+            + (f" ({where})" if where else "")
+            + f" cannot be built: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def seed_of(env: Any, text: str) -> str:
@@ -91,12 +103,16 @@ def seed_of(env: Any, text: str) -> str:
     except ValueError as exc:
         raise SetupError(f"seed_instruction: {exc}") from exc
     if not seed.strip():
-        raise SetupError("seed_instruction is blank; leave it '' for the environment's own, name one (@NAME) or write one")
+        raise SetupError(
+            "seed_instruction is blank; leave it '' for the environment's own, name one (@NAME) or "
+            "write one"
+        )
     return seed
 
 
-def load_questions(env: Any, source: str, split: str, limit: int, *, field_name: str,
-                   max_hops: int = 0) -> list[Question]:
+def load_questions(
+    env: Any, source: str, split: str, limit: int, *, field_name: str, max_hops: int = 0
+) -> list[Question]:
     """Questions of ``split`` from ``source`` with errors that name ``field_name``.
 
     ``source`` ``env`` is the environment's own questions; anything else goes through
@@ -110,10 +126,14 @@ def load_questions(env: Any, source: str, split: str, limit: int, *, field_name:
         if source == ENV_DATA:
             questions = env.questions(split)
         else:
-            questions = load_qa_source(source, split=split, limit=None if max_hops else (limit or None))
+            questions = load_qa_source(
+                source, split=split, limit=None if max_hops else (limit or None)
+            )
     except (FileNotFoundError, ValueError, OSError, KeyError) as exc:
         what = f"the {env.name} environment's own questions" if source == ENV_DATA else repr(source)
-        raise SetupError(f"{field_name}={source!r}: {what} (split {split!r}) cannot be read: {exc}") from exc
+        raise SetupError(
+            f"{field_name}={source!r}: {what} (split {split!r}) cannot be read: {exc}"
+        ) from exc
     questions = within_hops(list(questions), max_hops)[: limit or None]
     if not questions:
         extra = f" with at most {max_hops} hop(s)" if max_hops else ""
@@ -121,8 +141,10 @@ def load_questions(env: Any, source: str, split: str, limit: int, *, field_name:
     seen: set[str] = set()
     for q in questions:
         if q.id in seen:
-            raise SetupError(f"{field_name}={source!r}: question id {q.id!r} appears twice; ids must be unique "
-                             "(they key each group's instruction choice)")
+            raise SetupError(
+                f"{field_name}={source!r}: question id {q.id!r} appears twice; ids must be unique "
+                "(they key each group's instruction choice)"
+            )
         seen.add(q.id)
     return questions
 

@@ -9,8 +9,8 @@
   time, and an example that still fails becomes an *error rollout*: reward 0,
   ``finish_reason="error"`` and ``error`` set to the exception's type and message;
 - a batch that fails on an :class:`~inspo.records.EndpointDown` (a server a tool needs, or the
-  policy server, did not answer after its retries) is not replayed: every example of it becomes an error
-  rollout with that error at once (replaying it would multiply the outage by the batch size);
+  policy server, did not answer after its retries) is not replayed: every example of it becomes an
+  error rollout with that error at once (replaying it would multiply the outage by the batch size);
 - an error rollout is not the policy's failure and is never scored (this changes DESIGN.md's
   earlier rule that it "feeds the replay buffer"): :func:`inspo.records.scored` leaves it out of
   EM/F1 means, instruction weights, verification scores on D_B and the replay buffer, and every
@@ -101,7 +101,9 @@ class Evaluate:
 
     def mapped(self, fn: Callable[[list[Rollout]], list[Rollout]]) -> Evaluate:
         """The same evaluation with ``fn`` applied to each instruction's rollouts (rescoring)."""
-        return Evaluate(lambda instructions, questions: [fn(rs) for rs in self.many(instructions, questions)])
+        return Evaluate(
+            lambda instructions, questions: [fn(rs) for rs in self.many(instructions, questions)]
+        )
 
 
 def make_evaluate(
@@ -126,18 +128,32 @@ def make_evaluate(
         seed = None if paired_seed is None else seed_of(paired_seed, question.id, j)
         return Episode(question, instruction, seed=seed)
 
-    def play_many(instructions: Sequence[Instruction], questions: Sequence[Question]) -> list[list[Rollout]]:
-        if paired_seed is not None and len(instructions) > 1 and not getattr(engine, "row_seeds", False):
+    def play_many(
+        instructions: Sequence[Instruction], questions: Sequence[Question]
+    ) -> list[list[Rollout]]:
+        if (
+            paired_seed is not None
+            and len(instructions) > 1
+            and not getattr(engine, "row_seeds", False)
+        ):
             # an engine that ignores row seeds is paired only by separate calls from the same stream
             return [play_many([instruction], questions)[0] for instruction in instructions]
-        episodes = [episode(q, ins, j) for ins in instructions for q in questions for j in range(group_size)]
-        if paired_seed is not None and hasattr(engine, "rng"):  # what an engine without row seeds samples from
+        episodes = [
+            episode(q, ins, j) for ins in instructions for q in questions for j in range(group_size)
+        ]
+        if paired_seed is not None and hasattr(
+            engine, "rng"
+        ):  # what an engine without row seeds samples from
             engine.rng = derived_rng(paired_seed, *(q.id for q in questions))
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
-            what = instructions[0].id if len(instructions) == 1 else f"{len(instructions)} instructions"
+            what = (
+                instructions[0].id
+                if len(instructions) == 1
+                else f"{len(instructions)} instructions"
+            )
             bar = tqdm(total=len(episodes), desc=f"eval {what}", unit="ex")
         results: list[Rollout] = []
         try:
@@ -146,7 +162,12 @@ def make_evaluate(
                 results.extend(play_isolated(engine, env, config, batch))
                 if bar is not None:
                     bar.update(len(batch))
-                check_error_rate(results, max_error_rate=max_error_rate, planned=len(episodes), setting=error_setting)
+                check_error_rate(
+                    results,
+                    max_error_rate=max_error_rate,
+                    planned=len(episodes),
+                    setting=error_setting,
+                )
         finally:
             if bar is not None:
                 bar.close()

@@ -64,7 +64,8 @@ log = logging.getLogger("inspo.envs")
 
 #: Characters per token assumed when an engine has no tokenizer to count observation tokens.
 CHARS_PER_TOKEN = 4
-#: Fewer tokens than this left for a tool's result (after the closing tag and the nudge) is warned about.
+#: Fewer tokens than this left for a tool's result (after the closing tag and the nudge) is warned
+#: about.
 MIN_RESULT_TOKENS = 16
 
 #: Every ``Rollout.finish_reason`` the agent writes (meanings in the module docstring).
@@ -132,7 +133,9 @@ class _Trajectory:
     def generation_input(self) -> GenerationInput:
         seed = self.episode.seed
         return GenerationInput(
-            self.prompt_ids, list(self.completion_ids), self.prompt_text + "".join(self.texts),
+            self.prompt_ids,
+            list(self.completion_ids),
+            self.prompt_text + "".join(self.texts),
             seed=None if seed is None else turn_seed(seed, self.turns + 1),
         )
 
@@ -151,8 +154,8 @@ def run_rollouts(
     """Play every episode to the end (see the module docstring); one Rollout per episode, in order.
 
     Raises what the engine raises, and an :class:`~inspo.records.EndpointDown` of a tool (callers
-    that must not fail, like :func:`inspo.envs.evaluate.make_evaluate`, isolate examples themselves);
-    a tool that fails otherwise makes its episode an error rollout.
+    that must not fail, like :func:`inspo.envs.evaluate.make_evaluate`, isolate examples
+    themselves); a tool that fails otherwise makes its episode an error rollout.
     """
     tokens = _Tokens(engine, config)
     trajectories: list[_Trajectory] = []
@@ -161,8 +164,14 @@ def run_rollouts(
     try:
         for ep in episodes:
             messages = env.messages(ep.instruction.text, ep.question)
-            text = engine.prompt_text(messages, tools=schemas) if schemas else engine.prompt_text(messages)
-            traj = _Trajectory(ep, text, tokens.ids(text), state=opener(ep.question) if opener else None)
+            text = (
+                engine.prompt_text(messages, tools=schemas)
+                if schemas
+                else engine.prompt_text(messages)
+            )
+            traj = _Trajectory(
+                ep, text, tokens.ids(text), state=opener(ep.question) if opener else None
+            )
             if config.prefill:
                 traj.add(config.prefill, tokens.ids(config.prefill), 0)
                 traj.turn_text = config.prefill
@@ -184,8 +193,13 @@ def _bind(env: Environment, engine: PolicyEngine) -> list[dict] | None:
     return list(env.tool_schemas)
 
 
-def _play(engine: PolicyEngine, env: Environment, config: AgentConfig, tokens: _Tokens,
-          trajectories: list[_Trajectory]) -> list[Rollout]:
+def _play(
+    engine: PolicyEngine,
+    env: Environment,
+    config: AgentConfig,
+    tokens: _Tokens,
+    trajectories: list[_Trajectory],
+) -> list[Rollout]:
     """The turns of :func:`run_rollouts`, then each trajectory's Rollout."""
     final_turn = config.max_turns + 1
     for turn in range(1, final_turn + 1):
@@ -204,7 +218,9 @@ def _play(engine: PolicyEngine, env: Environment, config: AgentConfig, tokens: _
                 f"engine returned {len(generations)} generations for {len(active)} inputs"
             )
         nudge = config.last_turn_nudge and turn == config.max_turns
-        calling = _apply_turn(env, tokens, active, generations, final=turn == final_turn, nudge=nudge)
+        calling = _apply_turn(
+            env, tokens, active, generations, final=turn == final_turn, nudge=nudge
+        )
         if calling:
             _call_tools(env, tokens, calling, nudge=nudge)
     return [_finish(env, tokens, t) for t in trajectories]
@@ -249,8 +265,9 @@ def _apply_turn(
     return calling
 
 
-def _call_tools(env: Environment, tokens: _Tokens, calling: list[tuple[_Trajectory, ToolCall]], *,
-                nudge: bool) -> None:
+def _call_tools(
+    env: Environment, tokens: _Tokens, calling: list[tuple[_Trajectory, ToolCall]], *, nudge: bool
+) -> None:
     """The turn's calls, one :func:`~inspo.envs.tools.run_calls` per tool (a batched tool gets them
     all at once); each trajectory gets its (capped) observation, or fails on its tool's error."""
     by_tool: dict[tuple[str, int], list[tuple[_Trajectory, ToolCall]]] = {}
@@ -262,15 +279,18 @@ def _call_tools(env: Environment, tokens: _Tokens, calling: list[tuple[_Trajecto
         tool = calls[0][0].state.tools[name] if own else env.tools[name]
         results = run_calls(tool, [call.args for _, call in calls])
         if len(results) != len(calls):
-            raise RuntimeError(f"tool {name!r} returned {len(results)} results for {len(calls)} calls")
+            raise RuntimeError(
+                f"tool {name!r} returned {len(results)} results for {len(calls)} calls"
+            )
         for (traj, call), result in zip(calls, results, strict=True):
             traj.calls.append(call)
             if isinstance(result, ToolFailed):
                 traj.finish, traj.error = "error", str(result)
                 continue
             traj.n_tool_errors += isinstance(result, Refusal)
-            text, ids, truncated = tokens.observation(env.observe(call, result), env.closing(call),
-                                                      reserve=tokens.count(suffix))
+            text, ids, truncated = tokens.observation(
+                env.observe(call, result), env.closing(call), reserve=tokens.count(suffix)
+            )
             traj.n_obs_truncated += truncated
             traj.add(text, ids, 0)
             if suffix:
@@ -306,13 +326,19 @@ class _Tokens:
         room = budget - self.count(tail)
         if room < MIN_RESULT_TOKENS and not self.warned:
             self.warned = True
-            log.warning("rl.max_obs_tokens=%d leaves %d token(s) for a tool's result once its closing text and the "
-                        "last-turn nudge (%d tokens) are counted: results will be cut to almost nothing; raise "
-                        "rl.max_obs_tokens or turn rl.last_turn_nudge off", self.config.max_obs_tokens, max(room, 0),
-                        reserve)
+            log.warning(
+                "rl.max_obs_tokens=%d leaves %d token(s) for a tool's result once its closing text "
+                "and the last-turn nudge (%d tokens) are counted: results will be cut to almost "
+                "nothing; raise rl.max_obs_tokens or turn rl.last_turn_nudge off",
+                self.config.max_obs_tokens,
+                max(room, 0),
+                reserve,
+            )
         if not text.endswith(tail):
-            raise ValueError(f"an observation must end with the environment's closing text {tail!r}; got "
-                             f"...{text[-40:]!r} (env.observe and env.closing disagree)")
+            raise ValueError(
+                f"an observation must end with the environment's closing text {tail!r}; got "
+                f"...{text[-40:]!r} (env.observe and env.closing disagree)"
+            )
         body = text[: len(text) - len(tail)]
         limit = budget * CHARS_PER_TOKEN
         ids = self.engine.encode(text)

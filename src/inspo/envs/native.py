@@ -72,11 +72,15 @@ class ToolCallFormat:
 
     def block_pattern(self) -> str:
         """A regex of one framed result (its text the one group), raw or as decoded."""
+
         def either(raw: str, shown: str) -> str:
             return f"(?:{re.escape(raw)}|{re.escape(shown)})" if shown != raw else re.escape(raw)
 
-        return (either(self.after_call, self.shown_after_call) + "(.*?)"
-                + either(self.after_result, self.shown_after_result))
+        return (
+            either(self.after_call, self.shown_after_call)
+            + "(.*?)"
+            + either(self.after_result, self.shown_after_result)
+        )
 
 
 #: Qwen2.5's ChatML framing, the default until the environment is bound to an engine.
@@ -89,14 +93,21 @@ QWEN_FORMAT = ToolCallFormat(
 )
 
 
-def probe_format(render: Callable[[list[dict[str, Any]], bool], str], shown: Callable[[str], str], *,
-                 source: str = "") -> ToolCallFormat:
+def probe_format(
+    render: Callable[[list[dict[str, Any]], bool], str],
+    shown: Callable[[str], str],
+    *,
+    source: str = "",
+) -> ToolCallFormat:
     """The framing a chat template writes around a tool's result. ``render(messages,
     add_generation_prompt)`` is the template, ``shown(text)`` the text as a decoded response shows
     it; ValueError (saying why) when the template does not write ``<tool_call>`` or renders a tool
     message other than after the call."""
-    call = {"role": "assistant", "content": "",
-            "tool_calls": [{"type": "function", "function": {"name": _PROBE_TOOL, "arguments": {}}}]}
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": _PROBE_TOOL, "arguments": {}}}],
+    }
     asked = [{"role": "user", "content": "probe"}, call]
     result = {"role": "tool", "name": _PROBE_TOOL, "content": _SENTINEL}
     why = ""
@@ -109,26 +120,39 @@ def probe_format(render: Callable[[list[dict[str, Any]], bool], str], shown: Cal
     elif not why and (not after.startswith(before) or after.count(_SENTINEL) != 1):
         why = "its tool message is not rendered after the assistant's call"
     if why:
-        raise ValueError(f"native tool calls: the policy's chat template ({source or 'unnamed'}) cannot frame tool "
-                         f"results: {why}. Use a model whose template takes tools (Qwen2.5, Qwen3, Hermes) or "
-                         "inspo.envs.TaggedToolEnv, which needs no template")
-    head, tail = after[len(before):].split(_SENTINEL)
-    after_call = before[before.rindex(CALL_CLOSE) + len(CALL_CLOSE):] + head
-    return ToolCallFormat(after_call=after_call, after_result=tail, shown_after_call=shown(after_call),
-                          shown_after_result=shown(tail), source=source)
+        raise ValueError(
+            f"native tool calls: the policy's chat template ({source or 'unnamed'}) cannot frame "
+            f"tool results: {why}. Use a model whose template takes tools (Qwen2.5, Qwen3, Hermes) "
+            "or inspo.envs.TaggedToolEnv, which needs no template"
+        )
+    head, tail = after[len(before) :].split(_SENTINEL)
+    after_call = before[before.rindex(CALL_CLOSE) + len(CALL_CLOSE) :] + head
+    return ToolCallFormat(
+        after_call=after_call,
+        after_result=tail,
+        shown_after_call=shown(after_call),
+        shown_after_result=shown(tail),
+        source=source,
+    )
 
 
 def default_native_invalid(answer_tag: str) -> str:
-    return (f"\nMy previous action is invalid. To use a tool I should write {CALL_OPEN} with a JSON object "
-            f'{{"name": ..., "arguments": {{...}}}} and {CALL_CLOSE}. If I want to give the final answer, I should '
-            f"put the answer between <{answer_tag}> and </{answer_tag}>. Let me try again.\n")
+    return (
+        f"\nMy previous action is invalid. To use a tool I should write {CALL_OPEN} with a JSON "
+        f'object {{"name": ..., "arguments": {{...}}}} and {CALL_CLOSE}. If I want to give the '
+        f"final answer, I should put the answer between <{answer_tag}> and </{answer_tag}>. Let me "
+        "try again.\n"
+    )
 
 
 def native_protocol(answer_tag: str = "answer") -> ToolProtocol:
     """The protocol block of a native environment: the tools are in the system prompt already, so
     it says how to call them and where the answer goes."""
-    block = (f"Call a tool by writing {CALL_OPEN} with its name and arguments as the tools list shows; its result "
-             f"comes back to you. Give the final answer between <{answer_tag}> and </{answer_tag}>.")
+    block = (
+        f"Call a tool by writing {CALL_OPEN} with its name and arguments as the tools list shows; "
+        f"its result comes back to you. Give the final answer between <{answer_tag}> and "
+        f"</{answer_tag}>."
+    )
     return ToolProtocol(tags=(answer_tag,), block=block)
 
 
@@ -137,19 +161,38 @@ class NativeToolEnv(TaggedToolEnv):
     module docstring). Arguments as :class:`~inspo.envs.tagged.TaggedToolEnv`'s, without
     ``result_tag`` (the template frames results); ``required_tags`` default to the answer's."""
 
-    def __init__(self, *, name: str, tools: Sequence[Any] | Mapping[str, Any], seed_instruction: str,
-                 answer_tag: str = "answer", invalid_message: str | None = None,
-                 required_tags: Sequence[str] | None = None, protocol: ToolProtocol | None = None,
-                 **rest: Any) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        tools: Sequence[Any] | Mapping[str, Any],
+        seed_instruction: str,
+        answer_tag: str = "answer",
+        invalid_message: str | None = None,
+        required_tags: Sequence[str] | None = None,
+        protocol: ToolProtocol | None = None,
+        **rest: Any,
+    ) -> None:
         if "result_tag" in rest:
-            raise ValueError(f"environment {name!r}: NativeToolEnv takes no result_tag (the chat template frames "
-                             "results); use TaggedToolEnv for tag results")
-        super().__init__(name=name, tools=tools, seed_instruction=seed_instruction, result_tag="tool_response",
-                         answer_tag=answer_tag, required_tags=required_tags if required_tags is not None else
-                         (answer_tag,), invalid_message=invalid_message if invalid_message is not None else
-                         default_native_invalid(answer_tag), protocol=protocol or native_protocol(answer_tag),
-                         reflector_rules=rest.pop("reflector_rules", None) or tagged_rules(["tool_call"], answer_tag),
-                         **rest)
+            raise ValueError(
+                f"environment {name!r}: NativeToolEnv takes no result_tag (the chat template "
+                "frames results); use TaggedToolEnv for tag results"
+            )
+        super().__init__(
+            name=name,
+            tools=tools,
+            seed_instruction=seed_instruction,
+            result_tag="tool_response",
+            answer_tag=answer_tag,
+            required_tags=required_tags if required_tags is not None else (answer_tag,),
+            invalid_message=invalid_message
+            if invalid_message is not None
+            else default_native_invalid(answer_tag),
+            protocol=protocol or native_protocol(answer_tag),
+            reflector_rules=rest.pop("reflector_rules", None)
+            or tagged_rules(["tool_call"], answer_tag),
+            **rest,
+        )
         self.stop = (CALL_CLOSE, f"</{answer_tag}>")
         a = re.escape(answer_tag)
         self._action = re.compile(rf"<(tool_call|{a})>(.*?)</\1>", re.DOTALL)
@@ -157,7 +200,8 @@ class NativeToolEnv(TaggedToolEnv):
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:
-        """The tools' JSON schemas for the chat template's ``tools=`` (named as the policy calls them)."""
+        """The tools' JSON schemas for the chat template's ``tools=`` (named as the policy calls
+        them)."""
         out = []
         for name, made in self.tools.items():
             schema = tool_schema(made)
@@ -165,25 +209,32 @@ class NativeToolEnv(TaggedToolEnv):
             out.append(schema)
         return out
 
-    # ------------------------------------------------------------------------ the template's framing
+    # ----------------------------------------------------------------------- the template's framing
     def bind_engine(self, engine: Any) -> None:
         """Read the framing from ``engine``'s chat template (the loop calls this before a play)."""
         tokenizer = getattr(engine, "tokenizer", None)
         if tokenizer is not None and tokenizer is getattr(self, "_bound_tokenizer", None):
             return  # read from this template already (the loop binds before every play)
         if tokenizer is None or not getattr(tokenizer, "chat_template", None):
-            raise ValueError(f"environment {self.name!r} uses native tool calls, which need a policy engine whose "
-                             f"tokenizer has a chat template that takes tools (transformers, vLLM, or an "
-                             f"OpenAIEngine given the served model's tokenizer); "
-                             f"{type(engine).__name__} has none. Use TaggedToolEnv for this engine")
+            raise ValueError(
+                f"environment {self.name!r} uses native tool calls, which need a policy engine "
+                "whose tokenizer has a chat template that takes tools (transformers, vLLM, or an "
+                f"OpenAIEngine given the served model's tokenizer); {type(engine).__name__} has "
+                "none. Use TaggedToolEnv for this engine"
+            )
         schemas = self.tool_schemas
 
         def render(messages: list[dict[str, Any]], generation: bool) -> str:
-            return tokenizer.apply_chat_template(messages, tools=schemas, tokenize=False,
-                                                 add_generation_prompt=generation)
+            return tokenizer.apply_chat_template(
+                messages, tools=schemas, tokenize=False, add_generation_prompt=generation
+            )
 
         source = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
-        self.bound_format(probe_format(render, lambda text: engine.decode(engine.encode(text)), source=str(source)))
+        self.bound_format(
+            probe_format(
+                render, lambda text: engine.decode(engine.encode(text)), source=str(source)
+            )
+        )
         self._bound_tokenizer = tokenizer
 
     def bound_format(self, fmt: ToolCallFormat) -> None:
@@ -192,7 +243,7 @@ class NativeToolEnv(TaggedToolEnv):
         self._bound_tokenizer = None
         self.read_results(fmt.block_pattern())
 
-    # ------------------------------------------------------------------------ turns
+    # ----------------------------------------------------------------------- turns
     def call_of(self, tag: str, content: str) -> Action:
         """A ``<tool_call>``'s JSON as the call it names (None: not such a JSON object)."""
         try:
@@ -236,4 +287,11 @@ def call_text(made: Tool | None, arguments: Any) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-__all__ = ["QWEN_FORMAT", "NativeToolEnv", "ToolCallFormat", "call_text", "native_protocol", "probe_format"]
+__all__ = [
+    "QWEN_FORMAT",
+    "NativeToolEnv",
+    "ToolCallFormat",
+    "call_text",
+    "native_protocol",
+    "probe_format",
+]

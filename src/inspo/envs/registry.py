@@ -40,19 +40,26 @@ class Builtin:
     factory: str
     """``load_environment(**settings)``."""
     options: str
-    """``options_from(settings) -> the settings dataclass``: checks them without building anything."""
+    """``options_from(settings) -> the settings dataclass``: checks them without building
+    anything."""
     instructions: str
     """The named seed instructions (``@NAME``)."""
     about: str
 
 
 BUILTINS: dict[str, Builtin] = {
-    "search-r1": Builtin("inspo.envs.search_r1.env:load_environment", "inspo.envs.search_r1.env:options_from",
-                         "inspo.envs.search_r1.protocol:NAMED_INSTRUCTIONS",
-                         "Search-R1's search agent (the paper's): <search>, <information>, <answer>"),
-    "calculator": Builtin("inspo.envs.calculator.env:load_environment", "inspo.envs.calculator.env:options_from",
-                          "inspo.envs.calculator.env:NAMED_INSTRUCTIONS",
-                          "arithmetic word problems with a calculator: <calc>, <result>, <answer>"),
+    "search-r1": Builtin(
+        "inspo.envs.search_r1.env:load_environment",
+        "inspo.envs.search_r1.env:options_from",
+        "inspo.envs.search_r1.protocol:NAMED_INSTRUCTIONS",
+        "Search-R1's search agent (the paper's): <search>, <information>, <answer>",
+    ),
+    "calculator": Builtin(
+        "inspo.envs.calculator.env:load_environment",
+        "inspo.envs.calculator.env:options_from",
+        "inspo.envs.calculator.env:NAMED_INSTRUCTIONS",
+        "arithmetic word problems with a calculator: <calc>, <result>, <answer>",
+    ),
 }
 
 
@@ -76,7 +83,11 @@ def _import_module(module: str) -> Any:
     except ModuleNotFoundError as exc:
         top = module.split(".")[0]
         here = os.getcwd()
-        if exc.name != top or here in sys.path or not (Path(here, f"{top}.py").is_file() or Path(here, top).is_dir()):
+        if (
+            exc.name != top
+            or here in sys.path
+            or not (Path(here, f"{top}.py").is_file() or Path(here, top).is_dir())
+        ):
             raise
         sys.path.append(here)
         return importlib.import_module(module)
@@ -88,9 +99,11 @@ def load_factory(name: str) -> Any:
     if name in BUILTINS:
         return _attr(BUILTINS[name].factory)
     if ":" not in name:
-        raise EnvNameError(f"unknown env.name {name!r}; the built-in environments are: {', '.join(BUILTINS)}; or "
-                           "name your own as module:attr (a factory such as my_env:load_environment)"
-                           + _did_you_mean(name))
+        raise EnvNameError(
+            f"unknown env.name {name!r}; the built-in environments are: {', '.join(BUILTINS)}; or "
+            "name your own as module:attr (a factory such as my_env:load_environment)"
+            + _did_you_mean(name)
+        )
     where, _, attr = name.rpartition(":")
     if not where or not attr:
         raise EnvNameError(f"env.name {name!r}: write module:attr (e.g. my_env:load_environment)")
@@ -100,10 +113,16 @@ def load_factory(name: str) -> Any:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's module: its own error, shown whole
         hint = ""
-        if isinstance(exc, ModuleNotFoundError) and exc.name == where.split(".")[0]:  # the module itself, not an import in it
-            hint = (f"; the module {where!r} must be importable here: run from the folder that holds "
-                    f"{where.replace('.', '/')}.py, or add that folder to PYTHONPATH")
-        raise EnvNameError(f"env.name {name!r}: importing {where!r} failed: {type(exc).__name__}: {exc}{hint}") from exc
+        if (
+            isinstance(exc, ModuleNotFoundError) and exc.name == where.split(".")[0]
+        ):  # the module itself, not an import in it
+            hint = (
+                f"; the module {where!r} must be importable here: run from the folder that holds "
+                f"{where.replace('.', '/')}.py, or add that folder to PYTHONPATH"
+            )
+        raise EnvNameError(
+            f"env.name {name!r}: importing {where!r} failed: {type(exc).__name__}: {exc}{hint}"
+        ) from exc
     if not hasattr(module, attr):
         raise EnvNameError(f"env.name {name!r}: module {where!r} has no attribute {attr!r}")
     return getattr(module, attr)
@@ -123,21 +142,29 @@ def _load_module(where: str) -> Any:
 
 
 def _did_you_mean(name: str) -> str:
-    """'; did you mean ...?' when ``name`` (no ``:attr``) is a module or ``.py`` file that imports and
-    defines ``load_environment`` (else its public functions, at most three); '' otherwise."""
+    """'; did you mean ...?' when ``name`` (no ``:attr``) is a module or ``.py`` file that imports
+    and defines ``load_environment`` (else its public functions, at most three); '' otherwise."""
     try:
         module = _load_module(name)
     except Exception:  # noqa: BLE001 - only a hint: the error above is the answer
         return ""
-    found = ["load_environment"] if callable(getattr(module, "load_environment", None)) else [
-        a for a, v in vars(module).items()
-        if not a.startswith("_") and callable(v) and getattr(v, "__module__", None) == module.__name__][:3]
+    found = (
+        ["load_environment"]
+        if callable(getattr(module, "load_environment", None))
+        else [
+            a
+            for a, v in vars(module).items()
+            if not a.startswith("_")
+            and callable(v)
+            and getattr(v, "__module__", None) == module.__name__
+        ][:3]
+    )
     return "; did you mean " + " or ".join(f"{name}:{a}" for a in found) + "?" if found else ""
 
 
 def resolve_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``env:`` settings of ``name``, checked: a built-in's with its defaults filled in (ValueError
-    naming an unknown or wrong setting); a user's as given (its factory checks them)."""
+    """The ``env:`` settings of ``name``, checked: a built-in's with its defaults filled in
+    (ValueError naming an unknown or wrong setting); a user's as given (its factory checks them)."""
     if name in BUILTINS:
         return _attr(BUILTINS[name].options)(dict(options)).to_dict()
     load_factory(name)  # an unknown name or a module that does not import fails now, not mid-run
@@ -158,13 +185,20 @@ def make_env(name: str = DEFAULT, options: Mapping[str, Any] | None = None) -> A
         try:
             env = target(**options)
         except TypeError as exc:
-            raise EnvNameError(f"env.name {name!r}: calling it with the env settings {sorted(options)} failed: "
-                               f"{exc}") from exc
+            raise EnvNameError(
+                f"env.name {name!r}: calling it with the env settings {sorted(options)} failed: "
+                f"{exc}"
+            ) from exc
         if env is None:
-            raise EnvNameError(f"env.name {name!r}: the factory returned None; it must return the environment "
-                               "(a missing `return`?)")
+            raise EnvNameError(
+                f"env.name {name!r}: the factory returned None; it must return the environment "
+                "(a missing `return`?)"
+            )
     elif options:
-        raise EnvNameError(f"env.name {name!r} is an environment object: it takes no settings, got {sorted(options)}")
+        raise EnvNameError(
+            f"env.name {name!r} is an environment object: it takes no settings, got "
+            f"{sorted(options)}"
+        )
     else:
         env = target
     return check_environment(env, where=repr(name))
@@ -182,15 +216,20 @@ def resolve_seed(env: Any, text: str) -> str:
     if text.startswith("@"):
         named: Mapping[str, str] = env.instructions
         if text[1:] not in named:
-            raise ValueError(f"unknown named instruction {text!r} for environment {env.name!r}; its named ones are: "
-                             + ", ".join("@" + k for k in named))
+            raise ValueError(
+                f"unknown named instruction {text!r} for environment {env.name!r}; its named ones "
+                "are: " + ", ".join("@" + k for k in named)
+            )
         return named[text[1:]]
     return text
 
 
 def check_seed_name(name: str, text: str) -> None:
-    """ValueError when ``text`` names (``@NAME``) a seed that built-in environment ``name`` lacks."""
+    """ValueError when ``text`` names (``@NAME``) a seed that built-in environment ``name``
+    lacks."""
     named = named_instructions(name)
     if named is not None and text.startswith("@") and text[1:] not in named:
-        raise ValueError(f"unknown named instruction {text!r} for env.name={name}; its named ones are: "
-                         + ", ".join("@" + k for k in named))
+        raise ValueError(
+            f"unknown named instruction {text!r} for env.name={name}; its named ones are: "
+            + ", ".join("@" + k for k in named)
+        )

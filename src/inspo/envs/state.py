@@ -44,14 +44,21 @@ class StateFactory:
     def __init__(self, factory: Callable[[], Any], *, timeout_s: float | None = DEFAULT_TIMEOUT_S):
         cls = factory if isinstance(factory, type) else None
         if cls is None or not callable(factory):
-            raise TypeError(f"state={factory!r}: give a class whose public methods are the tools "
-                            "(an instance lives for one episode)")
+            raise TypeError(
+                f"state={factory!r}: give a class whose public methods are the tools "
+                "(an instance lives for one episode)"
+            )
         self.factory = factory
-        names = [n for n, f in inspect.getmembers(cls, inspect.isfunction)
-                 if not n.startswith("_") and n not in LIFECYCLE]
+        names = [
+            n
+            for n, f in inspect.getmembers(cls, inspect.isfunction)
+            if not n.startswith("_") and n not in LIFECYCLE
+        ]
         if not names:
             raise ValueError(f"state={cls.__name__}: it has no public method to call as a tool")
-        self.templates: dict[str, Tool] = {n: method_tool(getattr(cls, n), n, timeout_s=timeout_s) for n in names}
+        self.templates: dict[str, Tool] = {
+            n: method_tool(getattr(cls, n), n, timeout_s=timeout_s) for n in names
+        }
 
     def open(self, question: Question) -> EpisodeState:
         """A fresh instance, reset for ``question``, with its tools."""
@@ -60,7 +67,9 @@ class StateFactory:
         if callable(reset):
             takes_question = "question" in inspect.signature(reset).parameters
             reset(question=question) if takes_question else reset()
-        return EpisodeState(instance, {n: replace(t, fn=getattr(instance, n)) for n, t in self.templates.items()})
+        return EpisodeState(
+            instance, {n: replace(t, fn=getattr(instance, n)) for n, t in self.templates.items()}
+        )
 
     @staticmethod
     def close(state: EpisodeState) -> None:

@@ -77,17 +77,22 @@ def build_prompt(instruction: str, question: str) -> str:
 
 def default_invalid_message(tools: Sequence[str], answer_tag: str) -> str:
     calls = " ".join(f"If I want to use {t}, I should write <{t}> ... </{t}>." for t in tools)
-    return (f"\nMy previous action is invalid. {calls} If I want to give the final answer, I should put the "
-            f"answer between <{answer_tag}> and </{answer_tag}>. Let me try again.\n")
+    return (
+        f"\nMy previous action is invalid. {calls} If I want to give the final answer, I should "
+        f"put the answer between <{answer_tag}> and </{answer_tag}>. Let me try again.\n"
+    )
 
 
 def default_nudge_message(answer_tag: str) -> str:
-    return (f"\nI have used all my tool calls. I must now give my final answer between <{answer_tag}> and "
-            f"</{answer_tag}>.\n")
+    return (
+        f"\nI have used all my tool calls. I must now give my final answer between <{answer_tag}> "
+        f"and </{answer_tag}>.\n"
+    )
 
 
-def default_protocol(tools: Mapping[str, Tool], result_tags: Mapping[str, str],
-                     answer_tag: str = "answer") -> ToolProtocol:
+def default_protocol(
+    tools: Mapping[str, Tool], result_tags: Mapping[str, str], answer_tag: str = "answer"
+) -> ToolProtocol:
     """The protocol block of a tagged environment that writes none: each tool's tag with the first
     line of its description and its result tag, then the answer tag. Its tags: the tools', their
     result tags, the answer's."""
@@ -95,8 +100,10 @@ def default_protocol(tools: Mapping[str, Tool], result_tags: Mapping[str, str],
     for tag, t in tools.items():
         about = t.description.strip().splitlines()[0] + " " if t.description.strip() else ""
         result = result_tags[tag]
-        lines.append(f"- <{tag}> ... </{tag}>: {about}Its result comes back between <{result}> and "
-                     f"</{result}>.")
+        lines.append(
+            f"- <{tag}> ... </{tag}>: {about}Its result comes back between <{result}> and "
+            f"</{result}>."
+        )
     lines.append(f"Give the final answer between <{answer_tag}> and </{answer_tag}>.")
     tags = (*tools, *dict.fromkeys(result_tags[t] for t in tools), answer_tag)
     return ToolProtocol(tags=tuple(dict.fromkeys(tags)), block="\n".join(lines))
@@ -113,10 +120,20 @@ def tagged_rules(tools: Sequence[str], answer_tag: str = "answer") -> ReflectorR
             modes.append(FailureMode(NEVER_USED_TOOL, "no tool call in the response"))
         return modes + answer_failures(example, sorted(tags_of(parent)), answer_tag=answer_tag)
 
-    use = tuple(f"Use <{t}> ... </{t}> for every step it can do, before you answer; never guess what it would "
-                f"return." for t in calls)
-    show = tuple(f"Call <{t}> ... </{t}> and read its result before giving the <{answer_tag}>." for t in calls)
-    guidance = {NEVER_USED_TOOL: use + show, **ANSWER_RULES.guidance} if calls else dict(ANSWER_RULES.guidance)
+    use = tuple(
+        f"Use <{t}> ... </{t}> for every step it can do, before you answer; never guess what it "
+        "would return."
+        for t in calls
+    )
+    show = tuple(
+        f"Call <{t}> ... </{t}> and read its result before giving the <{answer_tag}>."
+        for t in calls
+    )
+    guidance = (
+        {NEVER_USED_TOOL: use + show, **ANSWER_RULES.guidance}
+        if calls
+        else dict(ANSWER_RULES.guidance)
+    )
     return ReflectorRules(detect=detect, guidance=guidance, generic=ANSWER_RULES.generic)
 
 
@@ -125,8 +142,15 @@ class TagProtocol:
     observations and messages, reading the answer. ``calls`` are the tags the policy calls tools
     with; ``result_tags`` map each to the tag its results come back in."""
 
-    def __init__(self, *, calls: Sequence[str], result_tags: Mapping[str, str], answer_tag: str = "answer",
-                 invalid_message: str | None = None, nudge_message: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        calls: Sequence[str],
+        result_tags: Mapping[str, str],
+        answer_tag: str = "answer",
+        invalid_message: str | None = None,
+        nudge_message: str | None = None,
+    ) -> None:
         if answer_tag in calls:
             raise ValueError(f"a tool may not be named like the answer tag {answer_tag!r}")
         missing = [t for t in calls if t not in result_tags]
@@ -135,9 +159,14 @@ class TagProtocol:
         self.answer_tag = answer_tag
         self.result_tags: dict[str, str] = {t: result_tags[t] for t in calls}
         self.stop: tuple[str, ...] = (*(f"</{t}>" for t in calls), f"</{answer_tag}>")
-        self.invalid_message = invalid_message if invalid_message is not None else \
-            default_invalid_message(list(calls), answer_tag)
-        self.nudge_message = nudge_message if nudge_message is not None else default_nudge_message(answer_tag)
+        self.invalid_message = (
+            invalid_message
+            if invalid_message is not None
+            else default_invalid_message(list(calls), answer_tag)
+        )
+        self.nudge_message = (
+            nudge_message if nudge_message is not None else default_nudge_message(answer_tag)
+        )
         alternatives = "|".join(re.escape(t) for t in (*calls, answer_tag))
         self._action = re.compile(rf"<({alternatives})>(.*?)</\1>", re.DOTALL)
         a = re.escape(answer_tag)
@@ -149,7 +178,9 @@ class TagProtocol:
         """Read results back from responses by ``pattern`` (a regex of one result block, its
         text the first group where it has one), and with them the environment's text."""
         self._results = re.compile(pattern, re.DOTALL)
-        messages = "|".join(re.escape(m.strip()) for m in (self.invalid_message, self.nudge_message) if m.strip())
+        messages = "|".join(
+            re.escape(m.strip()) for m in (self.invalid_message, self.nudge_message) if m.strip()
+        )
         pieces = "|".join(p for p in (pattern, messages) if p)
         self._env_text = re.compile(rf"(?:\s*(?:{pieces})\s*)+", re.DOTALL)
 
@@ -194,7 +225,7 @@ class TagProtocol:
         for match in self._env_text.finditer(response):
             if match.start() == match.end():
                 continue
-            out.append((response[pos:match.start()], match.group(0)))
+            out.append((response[pos : match.start()], match.group(0)))
             pos = match.end()
         if pos < len(response) or not out:
             out.append((response[pos:], ""))
@@ -235,7 +266,8 @@ class TaggedToolEnv(TagProtocol):
         protocol: the tags and the block that says how to use them, appended to evolved
             strategies under ``coevolution.protocol_block`` (default: :func:`default_protocol`).
         state: a class whose instance lives for one episode, its public methods the episode's
-            tools (:mod:`inspo.envs.state`; TRL's ``environment_factory``); ``tools`` may then be empty.
+            tools (:mod:`inspo.envs.state`; TRL's ``environment_factory``); ``tools`` may then be
+            empty.
     """
 
     def __init__(
@@ -268,14 +300,22 @@ class TaggedToolEnv(TagProtocol):
         if self.state is not None:
             clash = sorted(set(built) & set(self.state.templates))
             if clash:
-                raise ValueError(f"environment {name!r}: {clash} is both a tool and a method of state={state.__name__}")
+                raise ValueError(
+                    f"environment {name!r}: {clash} is both a tool and a method of "
+                    f"state={state.__name__}"
+                )
             built.update(self.state.templates)
         if not built:
             raise ValueError(f"environment {name!r}: give at least one tool")
         tags = result_tag if isinstance(result_tag, Mapping) else dict.fromkeys(built, result_tag)
         try:
-            super().__init__(calls=list(built), result_tags=tags, answer_tag=answer_tag,
-                             invalid_message=invalid_message, nudge_message=nudge_message)
+            super().__init__(
+                calls=list(built),
+                result_tags=tags,
+                answer_tag=answer_tag,
+                invalid_message=invalid_message,
+                nudge_message=nudge_message,
+            )
         except ValueError as exc:
             raise ValueError(f"environment {name!r}: {exc}") from None
         self.name = name
@@ -283,14 +323,23 @@ class TaggedToolEnv(TagProtocol):
         self.seed_instruction = seed_instruction
         self.instructions = {name: seed_instruction, **(instructions or {})}
         self.metric = metric
-        self.required_tags = tuple(required_tags) if required_tags is not None else (*built, answer_tag)
-        self.reflector_rules = reflector_rules if reflector_rules is not None else tagged_rules(list(built), answer_tag)
-        self.protocol = protocol if protocol is not None else \
-            default_protocol(built, self.result_tags, answer_tag)
+        self.required_tags = (
+            tuple(required_tags) if required_tags is not None else (*built, answer_tag)
+        )
+        self.reflector_rules = (
+            reflector_rules
+            if reflector_rules is not None
+            else tagged_rules(list(built), answer_tag)
+        )
+        self.protocol = (
+            protocol
+            if protocol is not None
+            else default_protocol(built, self.result_tags, answer_tag)
+        )
         self._questions = questions
         self._reward = reward
 
-    # ------------------------------------------------------------------------ prompt, reward and data
+    # -------------------------------------------------------------------- prompt, reward and data
     def messages(self, instruction: str, question: Question) -> list[dict[str, str]]:
         return [{"role": "user", "content": build_prompt(instruction, question.question)}]
 
@@ -314,29 +363,49 @@ class TaggedToolEnv(TagProtocol):
     def questions(self, split: str) -> list[Question]:
         source = self._questions
         if source is None:
-            raise ValueError(f"environment {self.name!r} has no built-in questions; name a file with data.train "
-                             "(JSONL rows with id, question, answers)")
+            raise ValueError(
+                f"environment {self.name!r} has no built-in questions; name a file with data.train "
+                "(JSONL rows with id, question, answers)"
+            )
         if callable(source):
             return list(source(split))
         if split not in source:
-            raise ValueError(f"environment {self.name!r} has no {split!r} questions (it has: {', '.join(source)})")
-        return [q if isinstance(q, Question) else Question.from_dict(dict(q)) for q in source[split]]
+            raise ValueError(
+                f"environment {self.name!r} has no {split!r} questions (it has: "
+                f"{', '.join(source)})"
+            )
+        return [
+            q if isinstance(q, Question) else Question.from_dict(dict(q)) for q in source[split]
+        ]
 
-    # ------------------------------------------------------------------------ for people and optimizers
+    # -------------------------------------------------------------------- for people and optimizers
     def feedback(self, rollout: Rollout) -> str:
         gold = " | ".join(rollout.question.answers)
         if rollout.error:
-            return f"The episode failed with an error ({rollout.error}). The correct answer is {gold}."
+            return (
+                f"The episode failed with an error ({rollout.error}). The correct answer is {gold}."
+            )
         tools = self.calls_said(rollout)
         if rollout.answer is None:
-            return (f"No <{self.answer_tag}>...</{self.answer_tag}> was given ({tools}, stopped: "
-                    f"{rollout.finish_reason}). The correct answer is {gold}.")
-        verdict = "Correct." if rollout.reward >= 1.0 else f"Wrong or partly wrong (reward {rollout.reward:.2f})."
-        return f"{verdict} The agent {tools} and answered {rollout.answer!r}; the correct answer is {gold}."
+            return (
+                f"No <{self.answer_tag}>...</{self.answer_tag}> was given ({tools}, stopped: "
+                f"{rollout.finish_reason}). The correct answer is {gold}."
+            )
+        verdict = (
+            "Correct."
+            if rollout.reward >= 1.0
+            else f"Wrong or partly wrong (reward {rollout.reward:.2f})."
+        )
+        return (
+            f"{verdict} The agent {tools} and answered {rollout.answer!r}; the correct answer is "
+            f"{gold}."
+        )
 
     def calls_said(self, rollout: Rollout) -> str:
         """The episode's tool use in a few words, for :meth:`feedback` ("called calc 2 time(s)")."""
-        used = ", ".join(f"{t} {len(rollout.calls_of(t))} time(s)" for t in self.tools if rollout.calls_of(t))
+        used = ", ".join(
+            f"{t} {len(rollout.calls_of(t))} time(s)" for t in self.tools if rollout.calls_of(t)
+        )
         return f"called {used}" if used else "called no tool"
 
     def metrics(self, rollout: Rollout) -> dict[str, float]:
@@ -345,10 +414,16 @@ class TaggedToolEnv(TagProtocol):
         metrics: its instance is closed now), else scored from the response."""
         if not isinstance(self._reward, Rubric) or rollout.error is not None:
             return {}
-        kept = {k.removeprefix("rubric/"): v for k, v in rollout.metrics.items() if k.startswith("rubric/")}
+        kept = {
+            k.removeprefix("rubric/"): v
+            for k, v in rollout.metrics.items()
+            if k.startswith("rubric/")
+        }
         return kept or self._reward.scores(episode_of(self, rollout.response, rollout.question))
 
-    def score_episode(self, response: str, question: Question, state: Any) -> tuple[float, dict[str, float]]:
+    def score_episode(
+        self, response: str, question: Question, state: Any
+    ) -> tuple[float, dict[str, float]]:
         """The reward of an episode that still holds its ``state``, and a rubric's values (each
         function run once; ``{}`` for a single reward): the loop keeps them, the instance closes."""
         if not isinstance(self._reward, Rubric):

@@ -13,9 +13,9 @@ Rules (pure, no heavy imports):
   comes from the docstring's Google-style ``Args:`` section (``name: text`` or ``name (type):
   text``, continuation lines indented deeper), and is left out when the docstring has none;
 - annotations map as :mod:`inspo.envs.tools` reads them: ``str`` string, ``int`` integer,
-  ``float`` number, ``bool`` boolean, ``list``/``list[X]`` array (of X's schema), ``dict``/``dict[str,
-  X]`` object (values X), ``Literal[...]`` an ``enum`` of its values (typed when they share a
-  type), ``Optional[X]`` X's schema with ``"nullable": true``;
+  ``float`` number, ``bool`` boolean, ``list``/``list[X]`` array (of X's schema),
+  ``dict``/``dict[str, X]`` object (values X), ``Literal[...]`` an ``enum`` of its values (typed
+  when they share a type), ``Optional[X]`` X's schema with ``"nullable": true``;
 - a parameter with a default is left out of ``required`` (its default is given as ``default`` when
   JSON can write it); a batched tool's one parameter is a string (one call's text).
 """
@@ -49,7 +49,10 @@ def kind_schema(kind: Any) -> dict[str, Any]:
     if kind is list or origin is list:
         return {"type": "array", **({"items": kind_schema(args[0])} if args else {})}
     if kind is dict or origin is dict:
-        return {"type": "object", **({"additionalProperties": kind_schema(args[1])} if args else {})}
+        return {
+            "type": "object",
+            **({"additionalProperties": kind_schema(args[1])} if args else {}),
+        }
     return {"type": "string"}
 
 
@@ -97,8 +100,10 @@ def tool_schema(tool: Tool) -> dict[str, Any]:
     parameters: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         parameters["required"] = required
-    return {"type": "function",
-            "function": {"name": tool.name, "description": tool.description, "parameters": parameters}}
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": parameters},
+    }
 
 
 def _json_writable(value: Any) -> bool:

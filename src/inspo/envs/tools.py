@@ -109,7 +109,11 @@ def describe(kind: Any) -> str:
 def _optional(kind: Any) -> Any:
     """X for ``Optional[X]`` (``X | None``), else None."""
     args = typing.get_args(kind)
-    if typing.get_origin(kind) in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
+    if (
+        typing.get_origin(kind) in (typing.Union, types.UnionType)
+        and len(args) == 2
+        and type(None) in args
+    ):
         return next(a for a in args if a is not type(None))
     return None
 
@@ -146,24 +150,37 @@ class Tool:
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
-            raise ValueError(f"tool name {self.name!r} must be letters, digits, '_' or '-' (it becomes a tag)")
+            raise ValueError(
+                f"tool name {self.name!r} must be letters, digits, '_' or '-' (it becomes a tag)"
+            )
         if self.timeout_s is not None and not self.timeout_s > 0:
-            raise ValueError(f"tool {self.name!r}: timeout_s must be > 0 seconds or None, got {self.timeout_s!r}")
+            raise ValueError(
+                f"tool {self.name!r}: timeout_s must be > 0 seconds or None, got {self.timeout_s!r}"
+            )
         if self.max_result_chars < 1:
-            raise ValueError(f"tool {self.name!r}: max_result_chars must be >= 1, got {self.max_result_chars!r}")
+            raise ValueError(
+                f"tool {self.name!r}: max_result_chars must be >= 1, got {self.max_result_chars!r}"
+            )
 
     def usage(self) -> str:
         """What the tool takes, in words (for the messages of :class:`ToolInputError`)."""
         if self.batched or len(self.params) <= 1:
             kind = describe(self.params[0].kind) if self.params else "nothing"
-            optional = " (or nothing)" if self.params and not self.params[0].required and not self.batched else ""
+            optional = (
+                " (or nothing)"
+                if self.params and not self.params[0].required and not self.batched
+                else ""
+            )
             return f"{self.name} takes {kind}{optional}"
-        fields_ = ", ".join(f'"{p.name}": {describe(p.kind)}{"" if p.required else " (optional)"}'
-                            for p in self.params)
+        fields_ = ", ".join(
+            f'"{p.name}": {describe(p.kind)}{"" if p.required else " (optional)"}'
+            for p in self.params
+        )
         return f"{self.name} takes a JSON object {{{fields_}}}"
 
     def arguments(self, text: str) -> tuple[list[Any], dict[str, Any]]:
-        """The call's arguments from the policy's text (module docstring); ToolInputError if they do not fit."""
+        """The call's arguments from the policy's text (module docstring); ToolInputError if they do
+        not fit."""
         text = text.strip()
         if not self.params:
             return [], {}
@@ -255,51 +272,81 @@ def _params(fn: Callable[..., Any], name: str, batched: bool) -> tuple[Param, ..
     try:
         hints = typing.get_type_hints(fn)
     except Exception as exc:  # noqa: BLE001 - named in the message: a hint read as text in silence misleads
-        raise ValueError(f"tool {name!r}: its annotations do not resolve ({type(exc).__name__}: {exc}); import the "
-                         "names they use at the top of the tool's module") from exc
+        raise ValueError(
+            f"tool {name!r}: its annotations do not resolve ({type(exc).__name__}: {exc}); import "
+            "the names they use at the top of the tool's module"
+        ) from exc
     params = []
     for p in signature.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise ValueError(f"tool {name!r}: *args and **kwargs cannot be called by text; name each parameter")
+            raise ValueError(
+                f"tool {name!r}: *args and **kwargs cannot be called by text; name each parameter"
+            )
         kind = hints.get(p.name, str)
         if not batched and not _supported(kind):
-            raise ValueError(f"tool {name!r}: parameter {p.name!r} is annotated {kind!r}, which a text call cannot "
-                             "give; use str, int, float, bool, list, dict, Literal[...] or Optional[...] of these")
+            raise ValueError(
+                f"tool {name!r}: parameter {p.name!r} is annotated {kind!r}, which a text call "
+                "cannot give; use str, int, float, bool, list, dict, Literal[...] or Optional[...] "
+                "of these"
+            )
         params.append(Param(p.name, kind if _supported(kind) else str, p.default))
     if batched and len(params) != 1:
-        raise ValueError(f"batched tool {name!r} must take one parameter (the list of the turn's call texts)")
+        raise ValueError(
+            f"batched tool {name!r} must take one parameter (the list of the turn's call texts)"
+        )
     return tuple(params)
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None, batched: bool = False,
-         timeout_s: float | None = DEFAULT_TIMEOUT_S, max_result_chars: int = DEFAULT_MAX_RESULT_CHARS) -> Any:
-    """A :class:`Tool` from a typed function with a docstring; usable as ``@tool`` or ``@tool(...)``.
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    batched: bool = False,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
+) -> Any:
+    """A :class:`Tool` from a typed function with a docstring; usable as ``@tool`` or
+    ``@tool(...)``.
 
     ``name`` defaults to the function's name (the policy writes ``<name> ... </name>``). Raises
     ValueError for a function without a docstring (it says what the tool does: TRL's convention)
     or with ``*args``/``**kwargs``.
     """
+
     def wrap(f: Callable[..., Any]) -> Tool:
         tool_name = name or getattr(f, "__name__", "")
-        return Tool(tool_name, f, description=_description(f, tool_name), batched=batched, timeout_s=timeout_s,
-                    max_result_chars=max_result_chars, params=_params(f, tool_name, batched))
+        return Tool(
+            tool_name,
+            f,
+            description=_description(f, tool_name),
+            batched=batched,
+            timeout_s=timeout_s,
+            max_result_chars=max_result_chars,
+            params=_params(f, tool_name, batched),
+        )
 
     return wrap(fn) if fn is not None else wrap
 
 
-def method_tool(fn: Callable[..., Any], name: str, *, timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Tool:
+def method_tool(
+    fn: Callable[..., Any], name: str, *, timeout_s: float | None = DEFAULT_TIMEOUT_S
+) -> Tool:
     """A :class:`Tool` for method ``fn`` of a state class (:mod:`inspo.envs.state`): its parameters
     without ``self``; ``fn`` is replaced by the bound method of each episode's instance."""
     description = _description(fn, name)
-    return Tool(name, fn, description=description, timeout_s=timeout_s, params=_params(fn, name, False)[1:])
+    return Tool(
+        name, fn, description=description, timeout_s=timeout_s, params=_params(fn, name, False)[1:]
+    )
 
 
 def _description(fn: Callable[..., Any], name: str) -> str:
     """The first paragraph of ``fn``'s docstring; ValueError when it has none."""
     doc = inspect.getdoc(fn) or ""
     if not doc.strip():
-        raise ValueError(f"tool {name!r} has no docstring: write what it does and what it takes "
-                         "(TRL's convention for tools; inspo shows it to people)")
+        raise ValueError(
+            f"tool {name!r} has no docstring: write what it does and what it takes "
+            "(TRL's convention for tools; inspo shows it to people)"
+        )
     return doc.split("\n\n")[0].strip()
 
 
@@ -309,7 +356,9 @@ def as_tool(obj: Any) -> Tool:
         return obj
     if callable(obj):
         return tool(obj)
-    raise TypeError(f"{obj!r} is not a tool: pass a typed function with a docstring or an inspo.envs.Tool")
+    raise TypeError(
+        f"{obj!r} is not a tool: pass a typed function with a docstring or an inspo.envs.Tool"
+    )
 
 
 def awaited(value: Any) -> Any:
@@ -395,11 +444,15 @@ def run_calls(tool: Tool, texts: Sequence[str]) -> list[str | ToolFailed]:
                 return [r for t in texts for r in run_calls(tool, [t])]
             return [Refusal(str(exc))]
         except Exception as exc:  # noqa: BLE001 - a failing tool fails its episodes, counted apart
-            if len(texts) > 1:  # isolate the call(s) that fail, as the evaluate seam isolates examples
+            if (
+                len(texts) > 1
+            ):  # isolate the call(s) that fail, as the evaluate seam isolates examples
                 return [r for t in texts for r in run_calls(tool, [t])]
             return [_failed(what, exc, set())]
         if len(values) != len(texts):
-            failed = ToolFailed(f"batched {what} returned {len(values)} results for {len(texts)} calls")
+            failed = ToolFailed(
+                f"batched {what} returned {len(values)} results for {len(texts)} calls"
+            )
             return [failed] * len(texts)
         return [tool.result_text(v) for v in values]
 

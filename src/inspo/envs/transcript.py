@@ -1,5 +1,5 @@
-"""A played episode, turn by turn, for people to read (``inspo ask``, :meth:`inspo.trained.Agent.ask`,
-the report).
+"""A played episode, turn by turn, for people to read (``inspo ask``,
+:meth:`inspo.trained.Agent.ask`, the report).
 
 :func:`turns_of` splits a :class:`~inspo.records.Rollout`'s response at what the environment wrote
 into it (``env.split_turns``: observations, the corrective message, the last-turn nudge), so each
@@ -50,9 +50,17 @@ class Turn:
     def reasoning(self) -> str:
         """The turn's text without its action tag and ``<think>`` tags, stripped."""
         text = self.text
-        tag = self.tool if self.action == "call" else self.answer_tag if self.action == "answer" else ""
+        tag = (
+            self.tool
+            if self.action == "call"
+            else self.answer_tag
+            if self.action == "answer"
+            else ""
+        )
         if tag:
-            text = re.sub(rf"<{re.escape(tag)}>.*?</{re.escape(tag)}>", "", text, count=1, flags=re.DOTALL)
+            text = re.sub(
+                rf"<{re.escape(tag)}>.*?</{re.escape(tag)}>", "", text, count=1, flags=re.DOTALL
+            )
         return _THINK.sub("", text).strip()
 
 
@@ -100,8 +108,11 @@ def transcript_lines(turns: Sequence[Turn], rollout: Rollout) -> list[str]:
     if rollout.answer is not None:
         out.append(f"final answer: {rollout.answer}")
     else:
-        out.append(f"final answer: (none; the episode ended by {rollout.finish_reason or 'turn_limit'}"
-                   + (f": {rollout.error}" if rollout.error else "") + ")")
+        out.append(
+            f"final answer: (none; the episode ended by {rollout.finish_reason or 'turn_limit'}"
+            + (f": {rollout.error}" if rollout.error else "")
+            + ")"
+        )
     return out
 
 

@@ -3,7 +3,8 @@ calls, turns (Search-R1: EM, F1, searches, format failures).
 
 - :func:`summarize` turns the rollouts of one (policy, instruction, dataset) cell into an
   :class:`EvalCell` (pure), and :func:`question_scores` into its per-question rows, which
-  ``eval.json`` keeps under ``questions`` so that two evaluations can be paired question by question;
+  ``eval.json`` keeps under ``questions`` so that two evaluations can be paired question by
+  question;
 - error rollouts (an episode that raised: the retriever or the policy endpoint down, a tool that
   raised or hung, an engine crash) are not the policy's answers: a cell counts them in ``errors``
   and every mean (reward, metrics, tool calls, turns, no answer) is over the other
@@ -97,7 +98,8 @@ class EvalCell:
 
 @dataclass(frozen=True)
 class QuestionScore:
-    """One question's scores in one cell: what pairs two cells (or two evaluations) question by question."""
+    """One question's scores in one cell: what pairs two cells (or two evaluations) question by
+    question."""
 
     policy: str
     instruction: str
@@ -129,7 +131,8 @@ class EvalReport:
     question_id and the error."""
 
     def averages(self) -> list[EvalCell]:
-        """One row per (policy, instruction): the unweighted mean over datasets (the paper's Avg.)."""
+        """One row per (policy, instruction): the unweighted mean over datasets (the paper's
+        Avg.)."""
         out = []
         keys = list(dict.fromkeys((c.policy, c.instruction) for c in self.cells))
         for policy, instruction in keys:
@@ -142,13 +145,21 @@ class EvalReport:
 
             metric_names = list(dict.fromkeys(m for c in group for m in c.metrics))
             tools = list(dict.fromkeys(t for c in group for t in c.tool_calls))
-            out.append(EvalCell(
-                policy, instruction, "average", sum(c.n for c in cells), mean(lambda c: c.reward),
-                mean(lambda c: c.turns), mean(lambda c: c.no_answer), sum(c.errors for c in cells),
-                metrics={m: mean(lambda c, m=m: c.metrics.get(m, 0.0)) for m in metric_names},
-                tool_calls={t: mean(lambda c, t=t: c.tool_calls.get(t, 0.0)) for t in tools},
-                stopped=any(c.stopped for c in cells),
-            ))
+            out.append(
+                EvalCell(
+                    policy,
+                    instruction,
+                    "average",
+                    sum(c.n for c in cells),
+                    mean(lambda c: c.reward),
+                    mean(lambda c: c.turns),
+                    mean(lambda c: c.no_answer),
+                    sum(c.errors for c in cells),
+                    metrics={m: mean(lambda c, m=m: c.metrics.get(m, 0.0)) for m in metric_names},
+                    tool_calls={t: mean(lambda c, t=t: c.tool_calls.get(t, 0.0)) for t in tools},
+                    stopped=any(c.stopped for c in cells),
+                )
+            )
         return out
 
     @property
@@ -156,16 +167,27 @@ class EvalReport:
         return sum(c.errors for c in self.cells)
 
     def to_dict(self) -> dict:
-        return {"cells": [c.to_dict() for c in self.cells], "average": [c.to_dict() for c in self.averages()],
-                "settings": self.settings, "questions": [asdict(q) for q in self.questions],
-                "errors": self.errors, "errored": self.errored, "stopped": self.stopped,
-                "provenance": self.provenance}
+        return {
+            "cells": [c.to_dict() for c in self.cells],
+            "average": [c.to_dict() for c in self.averages()],
+            "settings": self.settings,
+            "questions": [asdict(q) for q in self.questions],
+            "errors": self.errors,
+            "errored": self.errored,
+            "stopped": self.stopped,
+            "provenance": self.provenance,
+        }
 
-    def scores(self, policy: str, instruction: str, dataset: str, metric: str = "reward") -> list[float]:
+    def scores(
+        self, policy: str, instruction: str, dataset: str, metric: str = "reward"
+    ) -> list[float]:
         """One cell's per-question ``metric`` (``reward`` or one of the environment's metrics, e.g.
         ``em``), in the dataset's question order."""
-        return [q.value(metric) for q in self.questions
-                if (q.policy, q.instruction, q.dataset) == (policy, instruction, dataset)]
+        return [
+            q.value(metric)
+            for q in self.questions
+            if (q.policy, q.instruction, q.dataset) == (policy, instruction, dataset)
+        ]
 
     def markdown(self) -> str:
         shown = self.cells + (self.averages() if len({c.dataset for c in self.cells}) > 1 else [])
@@ -176,21 +198,46 @@ class EvalReport:
         rule = "|---|---|---|---:|---:|" + "---:|" * len(names)
 
         def row(c: EvalCell) -> str:
-            values = ["no data"] * len(names) if c.reward is None else [
-                f"{c.reward:.3f}", *(_number(m, c.metrics.get(m)) for m in metric_names),
-                *(f"{c.tool_calls.get(t, 0.0):.2f}" for t in tools), f"{c.turns:.2f}", f"{c.no_answer:.1%}"]
-            return (f"| {c.policy} | {c.instruction} | {c.dataset}{' (stopped)' if c.stopped else ''} | {c.n} | "
-                    f"{c.errors} | " + " | ".join(values) + " |")
+            values = (
+                ["no data"] * len(names)
+                if c.reward is None
+                else [
+                    f"{c.reward:.3f}",
+                    *(_number(m, c.metrics.get(m)) for m in metric_names),
+                    *(f"{c.tool_calls.get(t, 0.0):.2f}" for t in tools),
+                    f"{c.turns:.2f}",
+                    f"{c.no_answer:.1%}",
+                ]
+            )
+            return (
+                f"| {c.policy} | {c.instruction} | {c.dataset}{' (stopped)' if c.stopped else ''} "
+                f"| {c.n} | {c.errors} | " + " | ".join(values) + " |"
+            )
 
         notes = []
         if self.errors:
-            notes = ["", f"{self.errors} rollout(s) failed on an error (an endpoint down, a tool that raised, an "
-                     "engine crash) and are not scored: each row's means are over its n - errors other rollouts "
-                     "('no data' where none is left); eval.json's `errored` lists them."]
+            notes = [
+                "",
+                f"{self.errors} rollout(s) failed on an error (an endpoint down, a tool that "
+                "raised, an engine crash) and are not scored: each row's means are over its n - "
+                "errors other rollouts ('no data' where none is left); eval.json's `errored` lists "
+                "them.",
+            ]
         if self.stopped:
             notes += ["", f"Stopped before the end: {self.stopped}"]
-        return "\n".join([head, rule, *map(row, shown), *notes, *settings_lines(self.settings),
-                          *provenance_lines(self.provenance)]) + "\n"
+        return (
+            "\n".join(
+                [
+                    head,
+                    rule,
+                    *map(row, shown),
+                    *notes,
+                    *settings_lines(self.settings),
+                    *provenance_lines(self.provenance),
+                ]
+            )
+            + "\n"
+        )
 
     def write(self, out_dir: str | Path) -> tuple[Path, Path]:
         out = Path(out_dir)
@@ -212,7 +259,9 @@ def settings_lines(settings: dict[str, Any]) -> list[str]:
     if "config" in settings:
         out.append(f"- config: {settings['config']}")
     if "overrides" in settings:
-        listed = "; ".join(f"`{o['key']}`: {o['old']!r} -> {o['new']!r}" for o in settings["overrides"])
+        listed = "; ".join(
+            f"`{o['key']}`: {o['old']!r} -> {o['new']!r}" for o in settings["overrides"]
+        )
         out.append(f"- overrides on top of it: {listed or 'none'}")
     for key, value in settings.items():
         if key not in ("config", "overrides"):
@@ -224,35 +273,56 @@ def provenance_lines(record: dict[str, Any]) -> list[str]:
     """The command and commit as a Markdown line ([] when there is no record)."""
     if not record:
         return []
-    commit = str(record.get("commit") or "unknown")[:12] + (" with uncommitted changes" if record.get("dirty") else "")
+    commit = str(record.get("commit") or "unknown")[:12] + (
+        " with uncommitted changes" if record.get("dirty") else ""
+    )
     return [f"- run: `{record.get('command')}` (commit {commit}, {record.get('utc')})"]
 
 
 def _number(name: str, value: float | None) -> str:
-    """A metric for the table: a share (``*_failures``, ``*_rate``) as a percentage, else 3 decimals."""
+    """A metric for the table: a share (``*_failures``, ``*_rate``) as a percentage, else 3
+    decimals."""
     if value is None:
         return "-"
     return f"{value:.1%}" if name.endswith(("failures", "_rate")) else f"{value:.3f}"
 
 
-def question_scores(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout],
-                    env: Any = None) -> list[QuestionScore]:
+def question_scores(
+    policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout], env: Any = None
+) -> list[QuestionScore]:
     """Each rollout's reward, ``env.metrics`` and tool calls (one rollout per question; error
     rollouts get no row)."""
-    return [QuestionScore(policy, instruction, dataset, r.question.id, float(r.reward),
-                          dict(env.metrics(r)) if env is not None else {}, len(r.tool_calls))
-            for r in scored(rollouts)]
+    return [
+        QuestionScore(
+            policy,
+            instruction,
+            dataset,
+            r.question.id,
+            float(r.reward),
+            dict(env.metrics(r)) if env is not None else {},
+            len(r.tool_calls),
+        )
+        for r in scored(rollouts)
+    ]
 
 
-def summarize(policy: str, instruction: str, dataset: str, rollouts: Sequence[Rollout],
-              rows: Sequence[QuestionScore] | None = None, env: Any = None) -> EvalCell:
+def summarize(
+    policy: str,
+    instruction: str,
+    dataset: str,
+    rollouts: Sequence[Rollout],
+    rows: Sequence[QuestionScore] | None = None,
+    env: Any = None,
+) -> EvalCell:
     """Means over the rollouts (one per question) that did not fail on an error: the reward, each
     of ``env``'s metrics, each tool's calls, turns and the share with no answer; ``errors`` counts
     the others. The reward and metrics are the means of :func:`question_scores` (``rows``, when
     already computed)."""
     ok = scored(rollouts)
     errors = len(rollouts) - len(ok)
-    tools = list(getattr(env, "tools", None) or dict.fromkeys(c.tool for r in ok for c in r.tool_calls))
+    tools = list(
+        getattr(env, "tools", None) or dict.fromkeys(c.tool for r in ok for c in r.tool_calls)
+    )
     if not ok:  # no data: every rollout failed on an error, none is the policy's answer
         return EvalCell(policy, instruction, dataset, len(rollouts), None, None, None, errors)
     if rows is None:
@@ -299,9 +369,17 @@ def run_eval(
                 rows = question_scores(label, named.label, data.label, rollouts, env)
                 report.cells.append(summarize(label, named.label, data.label, rollouts, rows, env))
                 report.questions += rows
-                report.errored += [{"policy": label, "instruction": named.label, "dataset": data.label,
-                                    "question_id": r.question.id, "error": str(r.error)}
-                                   for r in rollouts if r.error is not None]
+                report.errored += [
+                    {
+                        "policy": label,
+                        "instruction": named.label,
+                        "dataset": data.label,
+                        "question_id": r.question.id,
+                        "error": str(r.error),
+                    }
+                    for r in rollouts
+                    if r.error is not None
+                ]
                 if stopped:
                     report.cells[-1].stopped = True
                     report.stopped = f"{label} x {named.label} x {data.label}: {stopped}"
@@ -311,18 +389,25 @@ def run_eval(
 
 
 # ------------------------------------------------------------------------------ spec parsing
-def parse_dataset(spec: str, *, limit: int | None = None, max_hops: int = 0, env: Any = None) -> Dataset:
+def parse_dataset(
+    spec: str, *, limit: int | None = None, max_hops: int = 0, env: Any = None
+) -> Dataset:
     """``SOURCE[@SPLIT]`` (split defaults to test) -> a labelled question set; ``max_hops > 0``
     keeps the questions of at most that many hops (those without hop metadata too), then ``limit``.
     SOURCE ``env`` (or the environment's own name, ``calculator@test``) is ``env``'s own questions;
-    anything else a file, a built-in world or ``hf:NAME`` (:func:`inspo.data.sources.load_qa_source`)."""
+    anything else a file, a built-in world or ``hf:NAME``
+    (:func:`inspo.data.sources.load_qa_source`)."""
     from inspo.data.sources import load_qa_source, within_hops
 
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0 (0 or None: every question), got {limit}")
     source, _, split = spec.partition("@")
     split = split or "test"
-    own = env is not None and source in ("env", getattr(env, "name", None)) and not Path(source).exists()
+    own = (
+        env is not None
+        and source in ("env", getattr(env, "name", None))
+        and not Path(source).exists()
+    )
     if own:
         questions = list(env.questions(split))
         source = env.name
@@ -330,7 +415,10 @@ def parse_dataset(spec: str, *, limit: int | None = None, max_hops: int = 0, env
         questions = load_qa_source(source, split=split, limit=None if max_hops else (limit or None))
     questions = within_hops(questions, max_hops)[: limit or None]
     if not questions:
-        raise ValueError(f"dataset {spec!r} has no questions" + (f" with at most {max_hops} hop(s)" if max_hops else ""))
+        raise ValueError(
+            f"dataset {spec!r} has no questions"
+            + (f" with at most {max_hops} hop(s)" if max_hops else "")
+        )
     return Dataset(label=f"{source}@{split}", questions=tuple(questions))
 
 
@@ -347,25 +435,41 @@ def parse_instruction(spec: str, *, seed_text: str = "", env: Any = None) -> Nam
         if env is not None:
             text = resolve_seed(env, seed_text)
         else:
-            text = named["search-r1"] if not seed_text else named[seed_text[1:]] if seed_text.startswith("@") else seed_text
+            text = (
+                named["search-r1"]
+                if not seed_text
+                else named[seed_text[1:]]
+                if seed_text.startswith("@")
+                else seed_text
+            )
         return NamedInstruction("seed", Instruction(id="seed", text=text))
     if spec.startswith("@") and spec[1:] in named:
         return NamedInstruction(spec[1:], Instruction(id=spec[1:], text=named[spec[1:]]))
     path = Path(spec)
     if path.is_dir():
         best = path / BEST_INSTRUCTION_FILE
-        if not best.is_file() and (path / "instruction.txt").is_file():  # an exported agent (inspo export)
+        if (
+            not best.is_file() and (path / "instruction.txt").is_file()
+        ):  # an exported agent (inspo export)
             best = path / "instruction.txt"
         if not best.is_file():
-            raise FileNotFoundError(f"{path} is neither a run directory with a best_instruction.txt nor an exported "
-                                    "agent with an instruction.txt")
-        return NamedInstruction(f"best({path.name})", Instruction(id=f"best-{path.name}", text=best.read_text().strip()))
+            raise FileNotFoundError(
+                f"{path} is neither a run directory with a best_instruction.txt nor an exported "
+                "agent with an instruction.txt"
+            )
+        return NamedInstruction(
+            f"best({path.name})", Instruction(id=f"best-{path.name}", text=best.read_text().strip())
+        )
     if path.is_file():
         return NamedInstruction(path.stem, Instruction(id=path.stem, text=path.read_text().strip()))
     if spec.startswith("@"):
-        raise FileNotFoundError(f"instruction {spec!r}: no such named instruction; the environment's are "
-                                + ", ".join("@" + k for k in named))
-    raise FileNotFoundError(f"instruction {spec!r}: expected 'seed', '@NAME', a run directory or a text file")
+        raise FileNotFoundError(
+            f"instruction {spec!r}: no such named instruction; the environment's are "
+            + ", ".join("@" + k for k in named)
+        )
+    raise FileNotFoundError(
+        f"instruction {spec!r}: expected 'seed', '@NAME', a run directory or a text file"
+    )
 
 
 def parse_policy(spec: str) -> tuple[str, str]:

@@ -46,9 +46,15 @@ def load_script(path: str | Path, name: str) -> Any:
     return sys.modules[name]
 
 
-def add_common(parser: argparse.ArgumentParser, *, threads: int | None = 0, seed: bool = True,
-               json_help: str | None = None, threads_help: str | None = None,
-               seed_help: str | None = None) -> argparse.ArgumentParser:
+def add_common(
+    parser: argparse.ArgumentParser,
+    *,
+    threads: int | None = 0,
+    seed: bool = True,
+    json_help: str | None = None,
+    threads_help: str | None = None,
+    seed_help: str | None = None,
+) -> argparse.ArgumentParser:
     """Add ``--threads`` (default ``threads``; 0: torch's default; None: no such option, for a
     script that runs no torch), ``--seed`` (default 0; unless ``seed`` is False) and ``--json``
     (where the result goes) to ``parser``; returns it. The
@@ -60,16 +66,31 @@ def add_common(parser: argparse.ArgumentParser, *, threads: int | None = 0, seed
         return text if shown else f"{text} (default {default})"
 
     if threads is not None:
-        parser.add_argument("--threads", type=int, default=threads,
-                            help=threads_help or generic("torch threads (0: torch's default)", threads))
+        parser.add_argument(
+            "--threads",
+            type=int,
+            default=threads,
+            help=threads_help or generic("torch threads (0: torch's default)", threads),
+        )
     if seed:
-        parser.add_argument("--seed", type=int, default=0, help=seed_help or generic("the run's seed", 0))
-    parser.add_argument("--json", default=None, help=json_help or "write the result as JSON to this path")
+        parser.add_argument(
+            "--seed", type=int, default=0, help=seed_help or generic("the run's seed", 0)
+        )
+    parser.add_argument(
+        "--json", default=None, help=json_help or "write the result as JSON to this path"
+    )
     return parser
 
 
-def start(script: str, argv: Sequence[str] | None = None, *, threads: int = 0, device: str | None = None,
-          dtype: str | None = None, quiet: bool = False) -> dict[str, Any]:
+def start(
+    script: str,
+    argv: Sequence[str] | None = None,
+    *,
+    threads: int = 0,
+    device: str | None = None,
+    dtype: str | None = None,
+    quiet: bool = False,
+) -> dict[str, Any]:
     """Begin a benchmark run: set torch's threads (when ``threads`` > 0), and return the run's
     provenance with ``device``, ``dtype`` and the torch threads in use added (``device`` None:
     CUDA where present, else CPU; ``dtype`` ``"auto"``: the dtype inspo picks for that device, as a
@@ -96,9 +117,12 @@ def start(script: str, argv: Sequence[str] | None = None, *, threads: int = 0, d
     return info
 
 
-def run_benchmark(argv: Sequence[str] | None, parse_args: Callable[[Sequence[str] | None], argparse.Namespace],
-                  measure: Callable[[argparse.Namespace], dict[str, Any]],
-                  report: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+def run_benchmark(
+    argv: Sequence[str] | None,
+    parse_args: Callable[[Sequence[str] | None], argparse.Namespace],
+    measure: Callable[[argparse.Namespace], dict[str, Any]],
+    report: Callable[[dict[str, Any]], str],
+) -> dict[str, Any]:
     """The ``main`` of a script made of three parts: parse ``argv``, ``measure`` (which calls
     :func:`start`), print ``report(result)``, write the result to ``--json``; returns the result."""
     args = parse_args(argv)
@@ -110,10 +134,14 @@ def run_benchmark(argv: Sequence[str] | None, parse_args: Callable[[Sequence[str
 
 def describe(info: dict[str, Any]) -> str:
     """The one line :func:`start` prints: command, commit, threads, device, dtype."""
-    commit = (info.get("commit") or "unknown")[:12] + (" (uncommitted changes)" if info.get("dirty") else "")
-    parts = [f"torch threads {info['torch_threads']}" if info.get("torch_threads") else None,
-             f"device {info['device']}" if info.get("device") else None,
-             f"dtype {info['dtype']}" if info.get("dtype") else None]
+    commit = (info.get("commit") or "unknown")[:12] + (
+        " (uncommitted changes)" if info.get("dirty") else ""
+    )
+    parts = [
+        f"torch threads {info['torch_threads']}" if info.get("torch_threads") else None,
+        f"device {info['device']}" if info.get("device") else None,
+        f"dtype {info['dtype']}" if info.get("dtype") else None,
+    ]
     return f"command: {info['command']} (commit {commit}; " + ", ".join(p for p in parts if p) + ")"
 
 
@@ -123,7 +151,10 @@ def write_result(path: str | Path | None, result: dict[str, Any]) -> Path | None
     if path is None:
         return None
     if "provenance" not in result:
-        raise ValueError("a benchmark result needs its 'provenance' (from inspo.eval.harness.start) before it is written")
+        raise ValueError(
+            "a benchmark result needs its 'provenance' (from inspo.eval.harness.start) before it "
+            "is written"
+        )
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -25,7 +25,9 @@ def detectable_effect(sd: float, seeds: int, *, alpha: float = 0.05, power: floa
     return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * sd / math.sqrt(seeds)
 
 
-def seeds_needed(sd: float, effect: float, *, alpha: float = 0.05, power: float = 0.8, most: int = 10_000) -> int | None:
+def seeds_needed(
+    sd: float, effect: float, *, alpha: float = 0.05, power: float = 0.8, most: int = 10_000
+) -> int | None:
     """The fewest seeds (>= 2) whose :func:`detectable_effect` is at most ``effect``; None when
     more than ``most`` would be needed."""
     if effect <= 0:

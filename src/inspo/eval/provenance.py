@@ -1,4 +1,5 @@
-"""Where a result came from: the commit, the command, the library versions and the machine behind it.
+"""Where a result came from: the commit, the command, the library versions and the machine behind
+it.
 
 Every benchmark's result JSON carries :func:`provenance` under ``"provenance"``, so a figure
 quoted in BENCHMARKS.md can be traced to the code and the invocation that produced it. Nothing
@@ -22,13 +23,27 @@ from typing import Any
 COMMIT_ENV = "INSPO_COMMIT"  # the commit, for a copy of the checkout that has no .git
 
 # The libraries whose versions can change a result (what is absent is recorded as None).
-LIBRARIES = ("inspo", "torch", "transformers", "trl", "peft", "accelerate", "vllm", "bm25s",
-             "sentence-transformers", "faiss-cpu", "gepa", "openai")
+LIBRARIES = (
+    "inspo",
+    "torch",
+    "transformers",
+    "trl",
+    "peft",
+    "accelerate",
+    "vllm",
+    "bm25s",
+    "sentence-transformers",
+    "faiss-cpu",
+    "gepa",
+    "openai",
+)
 
 
 def _git(args: Sequence[str], cwd: Path) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True)
+        out = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip()
@@ -46,7 +61,17 @@ def library_versions(names: Sequence[str] = LIBRARIES) -> dict[str, str | None]:
 
 
 #: The CPU flags that decide which kernels torch and vLLM's CPU build use (bf16, int8, AMX).
-CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
+CPU_FLAGS = (
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
 
 
 def machine(cpuinfo: str | Path = "/proc/cpuinfo") -> dict[str, Any]:
@@ -77,7 +102,9 @@ def machine(cpuinfo: str | Path = "/proc/cpuinfo") -> dict[str, Any]:
     return {"cpu": model, "cores": cores, "cpu_flags": flags, "torch_cpu_capability": capability}
 
 
-def provenance(argv: Sequence[str] | None = None, *, repo: str | Path | None = None) -> dict[str, Any]:
+def provenance(
+    argv: Sequence[str] | None = None, *, repo: str | Path | None = None
+) -> dict[str, Any]:
     """The commit (and whether the work tree had uncommitted changes), the command line, the
     library versions, Python, the platform, the machine (:func:`machine`) and the UTC time, as a
     JSON-ready dict.

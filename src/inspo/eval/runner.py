@@ -27,11 +27,14 @@ class EvalGrid:
     :mod:`inspo.eval`), at most ``limit`` questions per dataset (0: all)."""
 
     policies: Sequence[str] = ()
-    """Model names or folders, or run directories (their trained ``model/``); empty: the config's model."""
+    """Model names or folders, or run directories (their trained ``model/``); empty: the config's
+    model."""
     instructions: Sequence[str] = ()
-    """``seed``, ``@NAME``, a run directory (its ``best_instruction.txt``) or a text file; empty: ``["seed"]``."""
+    """``seed``, ``@NAME``, a run directory (its ``best_instruction.txt``) or a text file; empty:
+    ``["seed"]``."""
     datasets: Sequence[str] = ()
-    """``SOURCE[@SPLIT]`` (``env@test``: the environment's own); empty: ``data.eval`` at ``data.test_split``."""
+    """``SOURCE[@SPLIT]`` (``env@test``: the environment's own); empty: ``data.eval`` at
+    ``data.test_split``."""
     limit: int = 0
 
 
@@ -42,11 +45,13 @@ class EvalPlay:
     temperature: float = 0.0
     """0: greedy, as a run's own end-of-run evaluation."""
     dtype: str = "auto"
-    """The policies' weights dtype; ``auto``: bfloat16 where the device multiplies it fast, else float32
-    (:mod:`inspo.models.precision`; resolved once, logged, and recorded in the report's settings)."""
+    """The policies' weights dtype; ``auto``: bfloat16 where the device multiplies it fast, else
+    float32 (:mod:`inspo.models.precision`; resolved once, logged, and recorded in the report's
+    settings)."""
     batch_size: int = 16
     engine: str = "hf"
-    """``hf`` (transformers) or ``vllm`` with ``vllm``'s :class:`~inspo.agent.vllm_engine.VLLMOptions`."""
+    """``hf`` (transformers) or ``vllm`` with ``vllm``'s
+    :class:`~inspo.agent.vllm_engine.VLLMOptions`."""
     vllm: Any = None
     progress: bool = True
 
@@ -63,8 +68,14 @@ class EvalOrigin:
     dtype_setting: str = "dtype"
 
 
-def evaluate_config(config: Any, grid: EvalGrid = EvalGrid(), play: EvalPlay = EvalPlay(),
-                    origin: EvalOrigin = EvalOrigin(), *, env: Any = None) -> EvalReport:
+def evaluate_config(
+    config: Any,
+    grid: EvalGrid = EvalGrid(),
+    play: EvalPlay = EvalPlay(),
+    origin: EvalOrigin = EvalOrigin(),
+    *,
+    env: Any = None,
+) -> EvalReport:
     """Play every policy x instruction x dataset of ``grid`` with ``config``'s agent (a resolved
     :class:`~inspo.config.train.TrainConfig`), as ``play`` says; the report's ``settings``
     record what the cells were measured under. ``env``: an environment object instead of the one
@@ -77,17 +88,27 @@ def evaluate_config(config: Any, grid: EvalGrid = EvalGrid(), play: EvalPlay = E
         SetupError: a policy that is no model, an environment that cannot be built (a retriever).
         ImportError: ``engine="vllm"`` without the ``vllm`` module (with the install command).
     """
-    policies, instructions, datasets, limit = grid.policies, grid.instructions, grid.datasets, grid.limit
+    policies, instructions, datasets, limit = (
+        grid.policies,
+        grid.instructions,
+        grid.datasets,
+        grid.limit,
+    )
     from inspo.envs.build import agent_config, build_env, check_prefill, resolve_model_dir
     from inspo.models.precision import default_device, resolve_precision
 
     if limit < 0:
-        raise ValueError(f"limit must be >= 0 (at most this many questions per dataset; 0: all), got {limit}")
+        raise ValueError(
+            f"limit must be >= 0 (at most this many questions per dataset; 0: all), got {limit}"
+        )
     data = config.data
     if not datasets and not data.eval:
-        raise ValueError("name the questions with a dataset SOURCE[@SPLIT] (the config's data.eval is empty)")
+        raise ValueError(
+            "name the questions with a dataset SOURCE[@SPLIT] (the config's data.eval is empty)"
+        )
     specs = list(datasets) or [f"{data.eval}@{data.test_split or 'test'}"]
-    models = []  # (label, model folder): every policy is found before the environment or a model loads
+    # (label, model folder): every policy is found before the environment or a model loads
+    models = []
     for spec in list(policies) or [config.model.name_or_path]:
         label, model = parse_policy(spec)
         models.append((label, str(resolve_model_dir(model))))
@@ -95,8 +116,10 @@ def evaluate_config(config: Any, grid: EvalGrid = EvalGrid(), play: EvalPlay = E
     env = build_env(config, env)
     check_prefill(env, config.rl.prefill)
     sets = [parse_dataset(spec, limit=limit, max_hops=data.max_hops, env=env) for spec in specs]
-    named = [parse_instruction(spec, seed_text=config.seed_instruction, env=env)
-             for spec in list(instructions) or ["seed"]]
+    named = [
+        parse_instruction(spec, seed_text=config.seed_instruction, env=env)
+        for spec in list(instructions) or ["seed"]
+    ]
     device = default_device()
     precision = resolve_precision(play.dtype, device=device, dtype_key=origin.dtype_setting)
     log.info("%s", precision.line())
@@ -109,7 +132,7 @@ def evaluate_config(config: Any, grid: EvalGrid = EvalGrid(), play: EvalPlay = E
         "overrides": [{"key": c.key, "old": c.old, "new": c.new} for c in origin.overrides],
         "agent": asdict(agent),
         "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
-                    + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
+        + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
         "env": {"name": str(env.name), "python": True} if given else config.env.to_dict(),
         "questions": {"max_hops": data.max_hops, "limit": limit},
         "precision": precision.describe(),
@@ -120,9 +143,19 @@ def evaluate_config(config: Any, grid: EvalGrid = EvalGrid(), play: EvalPlay = E
             from inspo.agent.load import load_engine
             from inspo.envs.evaluate import make_evaluate
 
-            policy = load_engine(model, kind=play.engine, dtype=precision.dtype, device=device, vllm=play.vllm)
-            return make_evaluate(policy, env, agent, batch_size=play.batch_size, progress=play.progress,
-                                 max_error_rate=config.rl.max_error_rate, error_setting=origin.error_setting)
+            policy = load_engine(
+                model, kind=play.engine, dtype=precision.dtype, device=device, vllm=play.vllm
+            )
+            return make_evaluate(
+                policy,
+                env,
+                agent,
+                batch_size=play.batch_size,
+                progress=play.progress,
+                max_error_rate=config.rl.max_error_rate,
+                error_setting=origin.error_setting,
+            )
+
         return make
 
     report = run_eval([(label, factory(model)) for label, model in models], named, sets, env=env)

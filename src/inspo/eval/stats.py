@@ -95,7 +95,9 @@ def _betainc(a: float, b: float, x: float, y: float) -> float:
         return 0.0
     if y <= 0.0:
         return 1.0
-    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y))
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y)
+    )
     if x < (a + 1.0) / (a + b + 2.0):
         return math.exp(log_front) * _betacf(a, b, x) / a
     return 1.0 - math.exp(log_front) * _betacf(b, a, y) / b
@@ -111,7 +113,10 @@ def _betacf(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 100_000):
         m2 = 2 * m
-        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        for num in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
             d = 1.0 + num * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + num / c
@@ -119,7 +124,9 @@ def _betacf(a: float, b: float, x: float) -> float:
             h *= d * c
         if abs(d * c - 1.0) < 1e-15:
             return h
-    raise ArithmeticError(f"incomplete beta continued fraction did not converge (a={a}, b={b}, x={x})")
+    raise ArithmeticError(
+        f"incomplete beta continued fraction did not converge (a={a}, b={b}, x={x})"
+    )
 
 
 @dataclass(frozen=True)
@@ -139,13 +146,17 @@ class PairedDifference:
     def text(self) -> str:
         if self.n < 2:
             return f"{self.mean:+.3f} (n={self.n}, no interval)"
-        return f"{self.mean:+.3f} [95% CI {self.low:+.3f}, {self.high:+.3f}] over {self.n} questions"
+        return (
+            f"{self.mean:+.3f} [95% CI {self.low:+.3f}, {self.high:+.3f}] over {self.n} questions"
+        )
 
 
 def paired_difference(a: Sequence[float], b: Sequence[float]) -> PairedDifference:
     """Compare ``a`` with ``b`` question by question (same length, same order)."""
     if len(a) != len(b):
-        raise ValueError(f"paired_difference needs scores on the same questions: {len(a)} vs {len(b)}")
+        raise ValueError(
+            f"paired_difference needs scores on the same questions: {len(a)} vs {len(b)}"
+        )
     diffs = [x - y for x, y in zip(a, b, strict=True)]
     n = len(diffs)
     if n == 0:
@@ -168,7 +179,10 @@ def over_seeds(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> di
     with a 95% interval over questions.
     """
     if len(a) != len(b) or len(a) < 2:
-        raise ValueError(f"over_seeds needs the same number (at least 2) of seeds on each side: {len(a)} vs {len(b)}")
+        raise ValueError(
+            f"over_seeds needs the same number (at least 2) of seeds on each side: {len(a)} vs "
+            f"{len(b)}"
+        )
     if len({len(scores) for scores in (*a, *b)}) != 1:
         raise ValueError("over_seeds needs every seed scored on the same questions")
     per_seed = [paired_difference(x, y) for x, y in zip(a, b, strict=True)]
@@ -177,5 +191,10 @@ def over_seeds(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> di
     half = t95(len(means) - 1) * statistics.stdev(means) / math.sqrt(len(means))
     pooled_a = [statistics.fmean(col) for col in zip(*a, strict=True)]
     pooled_b = [statistics.fmean(col) for col in zip(*b, strict=True)]
-    return {"per_seed": [d.to_dict() for d in per_seed], "seed_mean": centre, "seed_low": centre - half,
-            "seed_high": centre + half, "pooled": paired_difference(pooled_a, pooled_b).to_dict()}
+    return {
+        "per_seed": [d.to_dict() for d in per_seed],
+        "seed_mean": centre,
+        "seed_low": centre - half,
+        "seed_high": centre + half,
+        "pooled": paired_difference(pooled_a, pooled_b).to_dict(),
+    }

@@ -43,7 +43,8 @@ class OptimizerLLMConfig:
     model: str | None = None
     """Model name at the endpoint; falls back to ``INSPO_OPTIMIZER_MODEL``."""
     api_key_env: str | None = None
-    """NAME of the environment variable holding the key (default: INSPO_OPTIMIZER_API_KEY, then OPENAI_API_KEY)."""
+    """NAME of the environment variable holding the key (default: INSPO_OPTIMIZER_API_KEY, then
+    OPENAI_API_KEY)."""
     timeout_s: float = 120.0
     """Seconds per request before it counts as timed out."""
     max_retries: int = 4
@@ -68,12 +69,27 @@ class OptimizerLLMConfig:
                 "optimizer api_key_env must be the NAME of an environment variable (e.g. "
                 "OPENAI_API_KEY), not the key itself; put the key in that variable"
             )
-        if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) or self.timeout_s <= 0:
-            raise ValueError(f"optimizer timeout_s must be a number of seconds > 0, got {self.timeout_s!r}")
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int) or self.max_retries < 0:
-            raise ValueError(f"optimizer max_retries must be an integer >= 0, got {self.max_retries!r}")
+        if (
+            isinstance(self.timeout_s, bool)
+            or not isinstance(self.timeout_s, (int, float))
+            or self.timeout_s <= 0
+        ):
+            raise ValueError(
+                f"optimizer timeout_s must be a number of seconds > 0, got {self.timeout_s!r}"
+            )
+        if (
+            isinstance(self.max_retries, bool)
+            or not isinstance(self.max_retries, int)
+            or self.max_retries < 0
+        ):
+            raise ValueError(
+                f"optimizer max_retries must be an integer >= 0, got {self.max_retries!r}"
+            )
         if self.kind == "local" and not self.local_model_path:
-            raise ValueError("optimizer kind 'local' needs local_model_path (a checkpoint folder, a .gguf file, or 'smollm2')")
+            raise ValueError(
+                "optimizer kind 'local' needs local_model_path (a checkpoint folder, a .gguf file, "
+                "or 'smollm2')"
+            )
 
 
 def choose_kind(spec: OptimizerLLMConfig, env: Mapping[str, str]) -> tuple[str, str]:
@@ -144,7 +160,9 @@ def make_optimizer_llm(
         )
         logger.info(
             "optimizer LLM: OpenAI-compatible endpoint %s, model %s (because %s)",
-            client.base_url, client.model, why,
+            client.base_url,
+            client.model,
+            why,
         )
         return client
     if kind == "local":
@@ -153,10 +171,19 @@ def make_optimizer_llm(
         from inspo.llm.local import LocalTransformersClient
         from inspo.models.precision import default_device
 
-        device = default_device()  # a GPU when one is visible, as for the policy: decoding 400 tokens on CPU takes minutes
-        if device == "cuda" and env.get("LOCAL_RANK", "").isdigit():  # under torchrun: this process's GPU, not GPU 0
+        device = (
+            default_device()
+        )  # a GPU when one is visible, as for the policy: decoding 400 tokens on CPU takes minutes
+        if (
+            device == "cuda" and env.get("LOCAL_RANK", "").isdigit()
+        ):  # under torchrun: this process's GPU, not GPU 0
             device = f"cuda:{env['LOCAL_RANK']}"
-        logger.info("optimizer LLM: local transformers model %s on %s (because %s)", spec.local_model_path, device, why)
+        logger.info(
+            "optimizer LLM: local transformers model %s on %s (because %s)",
+            spec.local_model_path,
+            device,
+            why,
+        )
         return LocalTransformersClient(spec.local_model_path, rng=child, device=device)
     from inspo.core.reflector import RuleBasedReflector
 

@@ -34,7 +34,9 @@ logger = logging.getLogger("inspo.llm")
 SMOLLM2 = "smollm2"
 
 
-def load_chat_model(path: str | Path, *, dtype: str = "auto", device: str = "cpu") -> tuple[Any, Any]:
+def load_chat_model(
+    path: str | Path, *, dtype: str = "auto", device: str = "cpu"
+) -> tuple[Any, Any]:
     """Load (model, tokenizer) through :func:`inspo.models.load_model`: a registered name
     (``"smollm2"`` is short for ``smollm2-135m``), a checkpoint folder or a ``.gguf`` file
     (converted once into the model cache). ``dtype``'s ``auto`` is resolved and logged here.
@@ -86,7 +88,9 @@ class LocalTransformersClient:
             raise ValueError("pass both model= and tokenizer=, or neither (and a model_path)")
         if model is None:
             if model_path is None:
-                raise ValueError("LocalTransformersClient needs model_path= or model= and tokenizer=")
+                raise ValueError(
+                    "LocalTransformersClient needs model_path= or model= and tokenizer="
+                )
             model, tokenizer = load_chat_model(model_path, dtype=dtype, device=device)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -102,10 +106,14 @@ class LocalTransformersClient:
         self.sampling_rng = rng if rng is not None else random.Random(seed)
         self.usage = LLMUsage()
         self.last_finish_reasons: list[str | None] = []
-        logger.info("optimizer: local transformers model %s", self.model_path or type(model).__name__)
+        logger.info(
+            "optimizer: local transformers model %s", self.model_path or type(model).__name__
+        )
 
     def __repr__(self) -> str:
-        return f"LocalTransformersClient(model_path={self.model_path!r}, batch_size={self.batch_size})"
+        return (
+            f"LocalTransformersClient(model_path={self.model_path!r}, batch_size={self.batch_size})"
+        )
 
     def check(self) -> None:
         """The model is loaded in-process: nothing to reach."""
@@ -121,7 +129,9 @@ class LocalTransformersClient:
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         try:
-            outputs, prompt_len, completion_tokens, reasons = self._sample(messages, n, temperature, max_tokens)
+            outputs, prompt_len, completion_tokens, reasons = self._sample(
+                messages, n, temperature, max_tokens
+            )
         except LLMError:
             self.usage.failures += 1
             raise
@@ -139,12 +149,17 @@ class LocalTransformersClient:
 
         from inspo.models.head import contiguous_head_input
 
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
         prompt_ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         prompt_len = len(prompt_ids)
         limit = getattr(self.model.config, "max_position_embeddings", None)
         if limit and prompt_len >= limit:
-            raise LLMError(f"the optimizer prompt has {prompt_len} tokens; the local model's context is {limit}")
+            raise LLMError(
+                f"the optimizer prompt has {prompt_len} tokens; the local model's context is "
+                f"{limit}"
+            )
         max_new = min(max_tokens, limit - prompt_len) if limit else max_tokens
         eos = self._eos_ids()
         pad = self.tokenizer.pad_token_id
@@ -163,7 +178,11 @@ class LocalTransformersClient:
             b = min(self.batch_size, n - len(outputs))
             input_ids = torch.tensor([prompt_ids] * b, dtype=torch.long, device=device)
             cuda = [device] if device.type == "cuda" else []
-            with torch.random.fork_rng(devices=cuda), torch.inference_mode(), contiguous_head_input(self.model):
+            with (
+                torch.random.fork_rng(devices=cuda),
+                torch.inference_mode(),
+                contiguous_head_input(self.model),
+            ):
                 torch.manual_seed(self.sampling_rng.getrandbits(63))
                 out = self.model.generate(
                     input_ids=input_ids,

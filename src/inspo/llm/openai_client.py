@@ -152,7 +152,8 @@ class OpenAICompatibleClient:
     def __repr__(self) -> str:
         return (
             f"OpenAICompatibleClient(base_url={self.base_url!r}, model={self.model!r}, "
-            f"api_key={self._api_key!r}, timeout_s={self.timeout_s}, max_retries={self.max_retries})"
+            f"api_key={self._api_key!r}, timeout_s={self.timeout_s}, "
+            f"max_retries={self.max_retries})"
         )
 
     # ------------------------------------------------------------------ public API
@@ -213,12 +214,16 @@ class OpenAICompatibleClient:
                     f"HTTP {exc.status_code}: {_body_snippet(exc)}"
                 ) from exc
             logger.info("%s has no /models; checking with a one-token completion", self.base_url)
-            self.generate([{"role": "user", "content": "Say OK."}], n=1, temperature=0.0, max_tokens=1)
+            self.generate(
+                [{"role": "user", "content": "Say OK."}], n=1, temperature=0.0, max_tokens=1
+            )
             return []
         if ids and self.model not in ids:
             logger.warning(
                 "optimizer endpoint %s does not list model %r (it lists %s); requests may fail",
-                self.base_url, self.model, ", ".join(ids[:10]),
+                self.base_url,
+                self.model,
+                ", ".join(ids[:10]),
             )
         logger.info("optimizer endpoint %s is reachable (model %s)", self.base_url, self.model)
         return ids
@@ -255,19 +260,26 @@ class OpenAICompatibleClient:
             )
         return self._sdk
 
-    def _generate(self, messages: list[Message], *, n: int, temperature: float, max_tokens: int) -> list[str]:
+    def _generate(
+        self, messages: list[Message], *, n: int, temperature: float, max_tokens: int
+    ) -> list[str]:
         outputs: list[str] = []
         reasons: list[str | None] = []
         requests = 0
         while len(outputs) < n:
             if requests >= n:  # every request yields >= 1 choice, so this never loops forever
-                raise LLMError(f"{self.base_url} returned only {len(outputs)} of {n} completions after {requests} requests")
+                raise LLMError(
+                    f"{self.base_url} returned only {len(outputs)} of {n} completions after "
+                    f"{requests} requests"
+                )
             want = n - len(outputs)
             body = self._request_with_retries(messages, want, temperature, max_tokens)
             texts = self._texts_from(body)
             self._record_usage(body, messages, texts)
             if len(texts) < want:
-                logger.debug("%s returned %d of %d choices; asking again", self.base_url, len(texts), want)
+                logger.debug(
+                    "%s returned %d of %d choices; asking again", self.base_url, len(texts), want
+                )
             outputs.extend(texts[:want])
             reasons.extend(_finish_reasons(body)[:want])
             requests += 1
@@ -284,14 +296,24 @@ class OpenAICompatibleClient:
                 return self._request_once(messages, n, temperature, max_tokens)
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                if status == 400 and self._max_tokens_field == "max_tokens" and "max_completion_tokens" in _body_snippet(exc):
-                    logger.warning("%s wants max_completion_tokens instead of max_tokens; switching", self.base_url)
+                if (
+                    status == 400
+                    and self._max_tokens_field == "max_tokens"
+                    and "max_completion_tokens" in _body_snippet(exc)
+                ):
+                    logger.warning(
+                        "%s wants max_completion_tokens instead of max_tokens; switching",
+                        self.base_url,
+                    )
                     self._max_tokens_field = "max_completion_tokens"
                     continue
                 if status == 400 and n > 1 and self._n_supported:
                     logger.warning(
-                        "%s answered 400 to n=%d; asking one completion per request from now on (%s)",
-                        self.base_url, n, _body_snippet(exc),
+                        "%s answered 400 to n=%d; asking one completion per request from now on "
+                        "(%s)",
+                        self.base_url,
+                        n,
+                        _body_snippet(exc),
                     )
                     self._n_supported = False
                     n = 1
@@ -316,7 +338,11 @@ class OpenAICompatibleClient:
             attempt += 1
             logger.warning(
                 "optimizer request to %s %s; retry %d/%d in %.2f s",
-                self.base_url, reason, attempt, self.max_retries, delay,
+                self.base_url,
+                reason,
+                attempt,
+                self.max_retries,
+                delay,
             )
             self._sleep(delay)
 
@@ -324,7 +350,9 @@ class OpenAICompatibleClient:
         base = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
         return base * (0.5 + self._rng.random())
 
-    def _request_once(self, messages: list[Message], n: int, temperature: float, max_tokens: int) -> dict[str, Any]:
+    def _request_once(
+        self, messages: list[Message], n: int, temperature: float, max_tokens: int
+    ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -345,12 +373,17 @@ class OpenAICompatibleClient:
                 f"({exc.msg} at char {exc.pos}); it starts with {text[:120]!r}"
             ) from exc
         if not isinstance(body, dict):
-            raise LLMError(f"malformed answer from {self.base_url}: expected a JSON object, got {type(body).__name__}")
+            raise LLMError(
+                f"malformed answer from {self.base_url}: expected a JSON object, got "
+                f"{type(body).__name__}"
+            )
         return body
 
     def _texts_from(self, body: dict[str, Any]) -> list[str]:
         if "error" in body and "choices" not in body:
-            raise LLMError(f"optimizer endpoint {self.base_url} returned an error: {str(body['error'])[:300]}")
+            raise LLMError(
+                f"optimizer endpoint {self.base_url} returned an error: {str(body['error'])[:300]}"
+            )
         choices = body.get("choices")
         if not isinstance(choices, list) or not choices:
             raise LLMError(
@@ -369,7 +402,9 @@ class OpenAICompatibleClient:
             texts.append(content)
         return texts
 
-    def _record_usage(self, body: dict[str, Any], messages: list[Message], texts: list[str]) -> None:
+    def _record_usage(
+        self, body: dict[str, Any], messages: list[Message], texts: list[str]
+    ) -> None:
         usage = body.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
             self.usage.add(usage["prompt_tokens"], int(usage.get("completion_tokens") or 0))

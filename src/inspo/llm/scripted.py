@@ -46,7 +46,9 @@ class ScriptedLLM:
             self._fn = None
             self._responses = list(responses)
             if cycle and not self._responses:
-                raise ValueError("ScriptedLLM(cycle=True) needs at least one response to cycle over")
+                raise ValueError(
+                    "ScriptedLLM(cycle=True) needs at least one response to cycle over"
+                )
         self._cycle = cycle
         self._next = 0
         self.name = name
@@ -90,7 +92,9 @@ class ScriptedLLM:
         if self.finish_reason is None or isinstance(self.finish_reason, str):
             return [self.finish_reason] * n
         if len(self.finish_reason) != n:
-            raise LLMError(f"scripted LLM has {len(self.finish_reason)} finish reasons for {n} completions")
+            raise LLMError(
+                f"scripted LLM has {len(self.finish_reason)} finish reasons for {n} completions"
+            )
         return list(self.finish_reason)
 
     def _from_fn(self, messages: list[Message], n: int) -> list[str]:
@@ -100,7 +104,10 @@ class ScriptedLLM:
             return [out] * n
         out = list(out)
         if len(out) != n or not all(isinstance(o, str) for o in out):
-            raise LLMError(f"scripted function returned {len(out)} items for n={n}; it must return one str or a list of n str")
+            raise LLMError(
+                f"scripted function returned {len(out)} items for n={n}; it must return one str or "
+                "a list of n str"
+            )
         return out
 
     def _from_list(self, n: int) -> list[str]:

@@ -67,8 +67,12 @@ def build_once(dest: Path, build: Callable[[Path], dict[str, Any]], *, version: 
         return dest
     stale = is_complete(dest)
     if stale:
-        log.warning("%s was built by an older inspo (build %s, now %d); building it again",
-                    dest, read_marker(dest).get("build_version", 0), version)
+        log.warning(
+            "%s was built by an older inspo (build %s, now %d); building it again",
+            dest,
+            read_marker(dest).get("build_version", 0),
+            version,
+        )
     elif dest.exists():
         raise FileExistsError(
             f"{dest} exists but is not a finished inspo model (no {MARKER} inside); it was not "
@@ -90,7 +94,9 @@ def build_once(dest: Path, build: Callable[[Path], dict[str, Any]], *, version: 
         try:
             os.rename(tmp, dest)
         except OSError:
-            if not is_complete(dest, version):  # not a lost race with another process: a real failure
+            if not is_complete(
+                dest, version
+            ):  # not a lost race with another process: a real failure
                 raise
             log.info("another process finished %s first; using its copy", dest)
             shutil.rmtree(tmp, ignore_errors=True)

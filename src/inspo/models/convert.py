@@ -21,15 +21,17 @@ DTYPES = ("bfloat16", "float16", "float32")
 
 def resolve_dtype(dtype: Any) -> Any:
     """``"bfloat16" | "float16" | "float32"`` or a ``torch.dtype`` -> the ``torch.dtype``
-    (``"auto"`` is resolved before, for the device: :func:`inspo.models.precision.concrete_dtype`)."""
+    (``"auto"`` is resolved before, for the device:
+    :func:`inspo.models.precision.concrete_dtype`)."""
     import torch
 
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype in DTYPES:
         return getattr(torch, dtype)
-    raise ValueError(f"dtype={dtype!r} is not supported; use one of auto, {', '.join(DTYPES)} "
-                     "or a torch.dtype")
+    raise ValueError(
+        f"dtype={dtype!r} is not supported; use one of auto, {', '.join(DTYPES)} or a torch.dtype"
+    )
 
 
 def gguf_tokenizer(gguf: Path, tokenizer_class: str | None = None) -> Any:
@@ -43,22 +45,35 @@ def gguf_tokenizer(gguf: Path, tokenizer_class: str | None = None) -> Any:
     import transformers
 
     started = time.monotonic()
-    loader = getattr(transformers, tokenizer_class) if tokenizer_class else transformers.AutoTokenizer
+    loader = (
+        getattr(transformers, tokenizer_class) if tokenizer_class else transformers.AutoTokenizer
+    )
     tokenizer = loader.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    log.info("read tokenizer from %s (%d tokens) in %.1f s",
-             gguf.name, len(tokenizer), time.monotonic() - started)
+    log.info(
+        "read tokenizer from %s (%d tokens) in %.1f s",
+        gguf.name,
+        len(tokenizer),
+        time.monotonic() - started,
+    )
     return tokenizer
 
 
-def save_tokenizer_from_gguf(gguf: Path, dest: Path,
-                             tokenizer_class: str | None = None) -> dict[str, Any]:
+def save_tokenizer_from_gguf(
+    gguf: Path, dest: Path, tokenizer_class: str | None = None
+) -> dict[str, Any]:
     """Builder: a tokenizer-only directory read from ``gguf``."""
     gguf_tokenizer(gguf, tokenizer_class).save_pretrained(dest)
     return {"kind": "tokenizer", "source": gguf.name}
 
 
-def convert_gguf(gguf: Path, dest: Path, *, tokenizer: Any | None = None,
-                 source: dict[str, Any] | None = None, tie_head: bool = False) -> dict[str, Any]:
+def convert_gguf(
+    gguf: Path,
+    dest: Path,
+    *,
+    tokenizer: Any | None = None,
+    source: dict[str, Any] | None = None,
+    tie_head: bool = False,
+) -> dict[str, Any]:
     """Builder: dequantise a GGUF causal LM and save it in bfloat16 with its tokenizer.
 
     The quantizer transformers attaches on GGUF load is dropped (``model.hf_quantizer = None``
@@ -75,8 +90,11 @@ def convert_gguf(gguf: Path, dest: Path, *, tokenizer: Any | None = None,
     from transformers import AutoModelForCausalLM
 
     started = time.monotonic()
-    log.info("dequantising %s (%.0f MB) to bfloat16; this runs once per cache",
-             gguf.name, gguf.stat().st_size / 1e6)
+    log.info(
+        "dequantising %s (%.0f MB) to bfloat16; this runs once per cache",
+        gguf.name,
+        gguf.stat().st_size / 1e6,
+    )
     model = AutoModelForCausalLM.from_pretrained(
         str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16
     )
@@ -98,8 +116,12 @@ def convert_gguf(gguf: Path, dest: Path, *, tokenizer: Any | None = None,
     }
     if tied is not None:
         meta["tied_head"] = tied
-    log.info("converted %s: %d parameters in %.1f s",
-             gguf.name, meta["parameters"], time.monotonic() - started)
+    log.info(
+        "converted %s: %d parameters in %.1f s",
+        gguf.name,
+        meta["parameters"],
+        time.monotonic() - started,
+    )
     return meta
 
 
@@ -111,7 +133,10 @@ def tie_to_head(model: Any) -> dict[str, Any]:
 
     embedding, head = model.get_input_embeddings(), model.get_output_embeddings()
     if embedding.weight.shape != head.weight.shape:
-        raise ValueError(f"cannot tie an embedding {tuple(embedding.weight.shape)} to a head {tuple(head.weight.shape)}")
+        raise ValueError(
+            f"cannot tie an embedding {tuple(embedding.weight.shape)} to a head "
+            f"{tuple(head.weight.shape)}"
+        )
     with torch.no_grad():
         a, b = embedding.weight.float(), head.weight.float()
         gap = float((a - b).norm() / b.norm())
@@ -140,8 +165,13 @@ class TinyQwen2Config:
             raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
 
 
-def build_tiny_qwen2(dest: Path, tokenizer: Any, config: TinyQwen2Config = TinyQwen2Config(),
-                     *, tokenizer_source: str = "given") -> dict[str, Any]:
+def build_tiny_qwen2(
+    dest: Path,
+    tokenizer: Any,
+    config: TinyQwen2Config = TinyQwen2Config(),
+    *,
+    tokenizer_source: str = "given",
+) -> dict[str, Any]:
     """Builder: a randomly initialised Qwen2 causal LM sized to ``tokenizer``'s vocabulary.
 
     Weights come from ``torch.manual_seed(config.seed)`` inside ``torch.random.fork_rng`` (the

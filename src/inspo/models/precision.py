@@ -80,7 +80,8 @@ def fast_bf16(device: str, *, probe: Probe | None = None) -> bool:
 
 
 def resolve_dtype_setting(dtype: str, fast: bool) -> str:
-    """``"auto"`` -> ``"bfloat16"`` where bf16 is ``fast``, else ``"float32"``; any other name as it is."""
+    """``"auto"`` -> ``"bfloat16"`` where bf16 is ``fast``, else ``"float32"``; any other name as it
+    is."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r} is not supported; use one of {', '.join(DTYPES)}")
     if dtype == "auto":
@@ -121,13 +122,16 @@ class Precision:
         return "bfloat16" if self.bf16 else self.dtype
 
     def describe(self) -> str:
-        """e.g. ``weights float32, compute float32 (model.dtype=auto, rl.bf16=auto; CPU AVX2: no fast
-        bf16 matmul)``."""
+        """e.g. ``weights float32, compute float32 (model.dtype=auto, rl.bf16=auto; CPU AVX2: no
+        fast bf16 matmul)``."""
         asked = [f"{self.dtype_key}={self.asked_dtype}"]
         if self.asked_bf16 is not None:
             asked.append(f"{self.bf16_key}={_show(self.asked_bf16)}")
         note = f"; {self.note}" if self.note else ""
-        return f"weights {self.dtype}, compute {self.compute} ({', '.join(asked)}; {self.support.why}{note})"
+        return (
+            f"weights {self.dtype}, compute {self.compute} ({', '.join(asked)}; "
+            f"{self.support.why}{note})"
+        )
 
     def line(self) -> str:
         """One line for the log: ``precision: `` and :meth:`describe`."""
@@ -140,13 +144,27 @@ class Precision:
             return []
         slow = []  # (setting, how to change it)
         if self.dtype == "bfloat16":
-            slow.append((f"{self.dtype_key}=bfloat16",
-                         f"{self.note}: a new run with {self.dtype_key}=auto would use float32 here" if self.note
-                         else f"set {self.dtype_key}=auto (here: float32) unless bf16 is what you want"))
+            slow.append(
+                (
+                    f"{self.dtype_key}=bfloat16",
+                    f"{self.note}: a new run with {self.dtype_key}=auto would use float32 here"
+                    if self.note
+                    else f"set {self.dtype_key}=auto (here: float32) unless bf16 is what you want",
+                )
+            )
         if self.bf16:
-            slow.append((f"{self.bf16_key}=true", f"set {self.bf16_key}=auto (here: false) unless bf16 is what you want"))
-        return [f"{setting} on a device without fast bf16 ({self.support.why}): its matmuls may run tens of times "
-                f"slower than in float32 (benchmarks/speed/precision.py measures it); {how}" for setting, how in slow]
+            slow.append(
+                (
+                    f"{self.bf16_key}=true",
+                    f"set {self.bf16_key}=auto (here: false) unless bf16 is what you want",
+                )
+            )
+        return [
+            f"{setting} on a device without fast bf16 ({self.support.why}): its matmuls may run "
+            "tens of times slower than in float32 (benchmarks/speed/precision.py measures it); "
+            f"{how}"
+            for setting, how in slow
+        ]
 
 
 def resolve_precision(
@@ -165,12 +183,25 @@ def resolve_precision(
     support = bf16_support(device, probe=probe)
     weights = resolve_dtype_setting(dtype, support.fast)
     autocast = False if bf16 is None else resolve_bf16_setting(bf16, support.fast)
-    return Precision(dtype=weights, bf16=autocast, support=support, asked_dtype=dtype, asked_bf16=bf16,
-                     dtype_key=dtype_key, bf16_key=bf16_key)
+    return Precision(
+        dtype=weights,
+        bf16=autocast,
+        support=support,
+        asked_dtype=dtype,
+        asked_bf16=bf16,
+        dtype_key=dtype_key,
+        bf16_key=bf16_key,
+    )
 
 
-def play_precision(recorded: str, asked: str | None, *, device: str, probe: Probe | None = None,
-                   asked_key: str = "--dtype") -> Precision:
+def play_precision(
+    recorded: str,
+    asked: str | None,
+    *,
+    device: str,
+    probe: Probe | None = None,
+    asked_key: str = "--dtype",
+) -> Precision:
     """The precision a trained agent plays in (``inspo ask``): ``asked`` when given (``asked_key``
     names it); else the dtype it ``recorded`` (``agent.json``), except bf16 weights on a device
     without fast bf16, which play in float32 (an exact upcast of the weights; the compute is
@@ -179,8 +210,14 @@ def play_precision(recorded: str, asked: str | None, *, device: str, probe: Prob
         return resolve_precision(asked, device=device, probe=probe, dtype_key=asked_key)
     support = bf16_support(device, probe=probe)
     if recorded == "bfloat16" and not support.fast:
-        return Precision("float32", False, support, asked_dtype=recorded, dtype_key="agent's dtype",
-                         note=f"its bf16 weights upcast to float32 here ({asked_key} bfloat16 keeps bf16)")
+        return Precision(
+            "float32",
+            False,
+            support,
+            asked_dtype=recorded,
+            dtype_key="agent's dtype",
+            note=f"its bf16 weights upcast to float32 here ({asked_key} bfloat16 keeps bf16)",
+        )
     return resolve_precision(recorded, device=device, probe=probe, dtype_key="agent's dtype")
 
 

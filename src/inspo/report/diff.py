@@ -59,7 +59,7 @@ def _equal(words: list[str], context: int) -> str:
     for i in range(len(words) - 1, -1, -1):
         seen += not words[i].isspace()
         if seen > context:
-            tail = words[i + 1:]
+            tail = words[i + 1 :]
             break
     skipped = n_words - sum(1 for t in head + tail if not t.isspace())
     return (

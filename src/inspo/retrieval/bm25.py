@@ -68,8 +68,9 @@ class BM25Retriever:
             return
         if not self.passages:
             raise ValueError("BM25Retriever needs at least one passage; the corpus is empty")
-        tokens = bm25s.tokenize([indexed_text(p) for p in self.passages], stopwords=stopwords,
-                                show_progress=False)
+        tokens = bm25s.tokenize(
+            [indexed_text(p) for p in self.passages], stopwords=stopwords, show_progress=False
+        )
         self._bm25 = bm25s.BM25(k1=k1, b=b, method=method)
         self._bm25.index(tokens, show_progress=False)
 
@@ -79,8 +80,9 @@ class BM25Retriever:
     def _query_tokens(self, queries: list[str]) -> list[list[str]]:
         bm25s = import_bm25s()
 
-        words = bm25s.tokenize(queries, stopwords=self.params["stopwords"], return_ids=False,
-                               show_progress=False)
+        words = bm25s.tokenize(
+            queries, stopwords=self.params["stopwords"], return_ids=False, show_progress=False
+        )
         vocab = self._bm25.vocab_dict
         return [[w for w in ws if w in vocab] for ws in words]
 
@@ -94,7 +96,9 @@ class BM25Retriever:
         if not live:
             return results
         tokens = self._query_tokens([texts[i] for i in live])
-        searchable = [(i, t) for i, t in zip(live, tokens, strict=True) if t]  # drop all-stopword queries
+        searchable = [
+            (i, t) for i, t in zip(live, tokens, strict=True) if t
+        ]  # drop all-stopword queries
         if not searchable:
             return results
         k_eff = min(k, len(self.passages))
@@ -135,7 +139,9 @@ class BM25Retriever:
             )
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("format") != FORMAT:
-            raise ValueError(f"{meta_path}: unsupported format {meta.get('format')!r}; expected {FORMAT!r}")
+            raise ValueError(
+                f"{meta_path}: unsupported format {meta.get('format')!r}; expected {FORMAT!r}"
+            )
         passages = load_corpus(src / PASSAGES_FILE)
         if len(passages) != meta["passages"]:
             raise ValueError(
@@ -143,8 +149,14 @@ class BM25Retriever:
                 f"{meta['passages']}; rebuild the index"
             )
         index = bm25s.BM25.load(str(src / INDEX_DIR), show_progress=False)
-        return cls(passages, k1=meta["k1"], b=meta["b"], method=meta["method"],
-                   stopwords=meta["stopwords"], _index=index)
+        return cls(
+            passages,
+            k1=meta["k1"],
+            b=meta["b"],
+            method=meta["method"],
+            stopwords=meta["stopwords"],
+            _index=index,
+        )
 
     @staticmethod
     def is_index_dir(directory: str | Path) -> bool:

@@ -99,7 +99,9 @@ class DenseRetriever:
     ) -> None:
         from inspo.data.jsonl_corpus import JsonlCorpus
 
-        self.passages: Sequence[Passage] = passages if isinstance(passages, JsonlCorpus) else list(passages)
+        self.passages: Sequence[Passage] = (
+            passages if isinstance(passages, JsonlCorpus) else list(passages)
+        )
         self.model_name = model or DEFAULT_MODEL
         self.device = device
         self.batch_size = batch_size
@@ -137,11 +139,16 @@ class DenseRetriever:
 
     def _check_dimension(self, index: Any, *, source: str, fix: str) -> None:
         encoder = self._encoder
-        probe = (encoder.get_embedding_dimension() if hasattr(encoder, "get_embedding_dimension")
-                 else encoder.get_sentence_embedding_dimension())
+        probe = (
+            encoder.get_embedding_dimension()
+            if hasattr(encoder, "get_embedding_dimension")
+            else encoder.get_sentence_embedding_dimension()
+        )
         if probe is not None and probe != index.d:
-            raise ValueError(f"{source}: index dimension {index.d} does not match model {self.model_name!r} "
-                             f"(dimension {probe}); {fix}")
+            raise ValueError(
+                f"{source}: index dimension {index.d} does not match model {self.model_name!r} "
+                f"(dimension {probe}); {fix}"
+            )
 
     def _adopt(self, index: Any) -> None:
         """Set ``index``'s search parameters and move it to its device: it becomes the index."""
@@ -210,20 +217,35 @@ class DenseRetriever:
         index = on_cpu(self._index)
         faiss.write_index(index, str(out / INDEX_FILE))
         corpus_file = out / PASSAGES_FILE
-        same = isinstance(self.passages, JsonlCorpus) and corpus_file.exists() and \
-            self.passages.path.resolve() == corpus_file.resolve()
+        same = (
+            isinstance(self.passages, JsonlCorpus)
+            and corpus_file.exists()
+            and self.passages.path.resolve() == corpus_file.resolve()
+        )
         if not same:  # (re-saving where it was loaded from: the file already holds these rows)
             write_corpus_jsonl(corpus_file, self.passages)
-        meta = {"format": FORMAT, "model": self.model_name, "dimension": self.dimension,
-                "passages": len(self.passages), "query_prefix": self.query_prefix,
-                "passage_prefix": self.passage_prefix,
-                "index": {"kind": self.index_kind, "faiss": describe(index)}}
+        meta = {
+            "format": FORMAT,
+            "model": self.model_name,
+            "dimension": self.dimension,
+            "passages": len(self.passages),
+            "query_prefix": self.query_prefix,
+            "passage_prefix": self.passage_prefix,
+            "index": {"kind": self.index_kind, "faiss": describe(index)},
+        }
         (out / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         return out
 
     @classmethod
-    def load(cls, directory: str | Path, *, model: str | None = None, device: str = "cpu",
-             batch_size: int = 64, index: IndexOptions | None = None) -> DenseRetriever:
+    def load(
+        cls,
+        directory: str | Path,
+        *,
+        model: str | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        index: IndexOptions | None = None,
+    ) -> DenseRetriever:
         """Load what :meth:`save` wrote. ``model`` overrides the stored model name/path; ``index``
         may set nprobe / ef_search / device, and its kind, if set, must be the saved one."""
         import faiss
@@ -239,38 +261,65 @@ class DenseRetriever:
             )
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("format") != FORMAT:
-            raise ValueError(f"{meta_path}: unsupported format {meta.get('format')!r}; expected {FORMAT!r}")
+            raise ValueError(
+                f"{meta_path}: unsupported format {meta.get('format')!r}; expected {FORMAT!r}"
+            )
         options = index or IndexOptions()
-        saved_kind = (meta.get("index") or {}).get("kind", "flat")  # written before kinds existed: flat
+        saved_kind = (meta.get("index") or {}).get(
+            "kind", "flat"
+        )  # written before kinds existed: flat
         if options.kind and IndexKind.parse(options.kind).spec != saved_kind:
-            raise ValueError(f"{src} holds a {saved_kind!r} index but index kind {options.kind!r} was asked: "
-                             f"leave the kind unset to load it as it is, or build {options.kind!r} in another "
-                             "directory (or delete this one)")
+            raise ValueError(
+                f"{src} holds a {saved_kind!r} index but index kind {options.kind!r} was asked: "
+                f"leave the kind unset to load it as it is, or build {options.kind!r} in another "
+                "directory (or delete this one)"
+            )
         passages = JsonlCorpus(src / PASSAGES_FILE)
         raw = faiss.read_index(str(src / INDEX_FILE))
         if raw.ntotal != len(passages):
-            raise ValueError(f"{src}: index has {raw.ntotal} vectors but {len(passages)} passages; rebuild it")
-        retriever = cls(passages, model=model or meta["model"], device=device,
-                        batch_size=batch_size, query_prefix=meta.get("query_prefix"),
-                        passage_prefix=meta.get("passage_prefix"), index=options, _index=raw)
+            raise ValueError(
+                f"{src}: index has {raw.ntotal} vectors but {len(passages)} passages; rebuild it"
+            )
+        retriever = cls(
+            passages,
+            model=model or meta["model"],
+            device=device,
+            batch_size=batch_size,
+            query_prefix=meta.get("query_prefix"),
+            passage_prefix=meta.get("passage_prefix"),
+            index=options,
+            _index=raw,
+        )
         retriever.index_kind = saved_kind
-        retriever._check_dimension(raw, source=str(src),
-                                   fix=f"load with the model the index was built with ({meta['model']!r})")
+        retriever._check_dimension(
+            raw,
+            source=str(src),
+            fix=f"load with the model the index was built with ({meta['model']!r})",
+        )
         retriever._adopt(raw)
         return retriever
 
     @classmethod
-    def from_prebuilt(cls, index_path: str | Path, corpus_path: str | Path, *, model: str | None = None,
-                      device: str = "cpu", batch_size: int = 64, query_prefix: str | None = None,
-                      passage_prefix: str | None = None, index: IndexOptions | None = None) -> DenseRetriever:
+    def from_prebuilt(
+        cls,
+        index_path: str | Path,
+        corpus_path: str | Path,
+        *,
+        model: str | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        query_prefix: str | None = None,
+        passage_prefix: str | None = None,
+        index: IndexOptions | None = None,
+    ) -> DenseRetriever:
         """Open a faiss index built elsewhere and the JSONL corpus whose non-blank lines are its
         rows, in order (Search-R1: ``e5_Flat.index`` + ``wiki-18.jsonl`` with
         ``model="intfloat/e5-base-v2"``, whose name gives the E5 prefixes). Nothing is re-encoded.
 
         The index must use inner product. ``index.kind`` unset (or ``flat`` on a flat index)
         searches it as it is; another kind rebuilds it from its stored vectors (no re-encoding;
-        e.g. ``ivf4096,pq64`` shrinks wiki-18's ~60 GiB flat index to ~1.4 GiB): save the result with
-        :meth:`save` to skip that next time.
+        e.g. ``ivf4096,pq64`` shrinks wiki-18's ~60 GiB flat index to ~1.4 GiB): save the result
+        with :meth:`save` to skip that next time.
         """
         import faiss
 
@@ -280,27 +329,46 @@ class DenseRetriever:
         options = index or IndexOptions()
         index_file = Path(index_path)
         if not index_file.is_file():
-            raise FileNotFoundError(f"prebuilt faiss index {index_file} does not exist (Search-R1's is "
-                                    "e5_Flat.index, from its scripts/download.py)")
+            raise FileNotFoundError(
+                f"prebuilt faiss index {index_file} does not exist (Search-R1's is "
+                "e5_Flat.index, from its scripts/download.py)"
+            )
         corpus = JsonlCorpus(corpus_path)
         log.info("reading faiss index %s (%d passages in %s)", index_file, len(corpus), corpus.path)
         raw = faiss.read_index(str(index_file))
         if raw.metric_type != faiss.METRIC_INNER_PRODUCT:
-            raise ValueError(f"{index_file}: the index uses faiss metric {raw.metric_type}, not inner product "
-                             "(METRIC_INNER_PRODUCT = 0): scores would not be similarities; rebuild it with "
-                             "inner product over normalised embeddings")
+            raise ValueError(
+                f"{index_file}: the index uses faiss metric {raw.metric_type}, not inner product "
+                "(METRIC_INNER_PRODUCT = 0): scores would not be similarities; rebuild it with "
+                "inner product over normalised embeddings"
+            )
         if len(corpus) == 0:
-            raise ValueError(f"{corpus.path} has no passages: pass the corpus the index was built from")
+            raise ValueError(
+                f"{corpus.path} has no passages: pass the corpus the index was built from"
+            )
         if raw.ntotal != len(corpus):
             raise ValueError(
-                f"{index_file} has {raw.ntotal} vectors but {corpus.path} has {len(corpus)} passages (non-blank "
-                "lines): row i of the index must be line i of the corpus; pass the corpus the index was built "
-                "from (Search-R1: e5_Flat.index with wiki-18.jsonl, both unmodified)")
-        retriever = cls(corpus, model=model, device=device, batch_size=batch_size, query_prefix=query_prefix,
-                        passage_prefix=passage_prefix, index=options, _index=raw)
-        retriever._check_dimension(raw, source=str(index_file),
-                                   fix="pass model= the encoder that built the index (Search-R1's e5_Flat.index: "
-                                       "intfloat/e5-base-v2)")
+                f"{index_file} has {raw.ntotal} vectors but {corpus.path} has {len(corpus)} "
+                "passages (non-blank lines): row i of the index must be line i of the corpus; pass "
+                "the corpus the index was built from (Search-R1: e5_Flat.index with wiki-18.jsonl, "
+                "both unmodified)"
+            )
+        retriever = cls(
+            corpus,
+            model=model,
+            device=device,
+            batch_size=batch_size,
+            query_prefix=query_prefix,
+            passage_prefix=passage_prefix,
+            index=options,
+            _index=raw,
+        )
+        retriever._check_dimension(
+            raw,
+            source=str(index_file),
+            fix="pass model= the encoder that built the index (Search-R1's e5_Flat.index: "
+            "intfloat/e5-base-v2)",
+        )
         found = describe(raw)
         flat = found in ("IndexFlat", "IndexFlatIP")
         wanted = IndexKind.parse(options.kind).spec if options.kind else ""

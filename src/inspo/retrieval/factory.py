@@ -62,14 +62,18 @@ def load_retriever(
     else:
         from inspo.retrieval.dense import DenseRetriever as cls
     if index_path is not None and kind != "dense":
-        raise ValueError(f"index_path={str(index_path)!r} is a prebuilt faiss index: it needs retriever kind "
-                         f"'dense', not {kind!r}")
+        raise ValueError(
+            f"index_path={str(index_path)!r} is a prebuilt faiss index: it needs retriever kind "
+            f"'dense', not {kind!r}"
+        )
     if index_dir is not None and cls.is_index_dir(index_dir):
         if kind == "dense":
             return cls.load(index_dir, model=model, device=device, index=index)
         return cls.load(index_dir)
     if index_path is not None:
-        return _prebuilt(index_path, corpus, index_dir=index_dir, model=model, device=device, index=index)
+        return _prebuilt(
+            index_path, corpus, index_dir=index_dir, model=model, device=device, index=index
+        )
     if corpus is None:
         where = f"{index_dir} holds no {kind} index, and " if index_dir is not None else ""
         raise ValueError(f"{where}retriever kind {kind!r} needs corpus=... to build an index")
@@ -80,21 +84,36 @@ def load_retriever(
     else:
         passages = list(corpus)
     if not passages:
-        raise ValueError(f"corpus {corpus if isinstance(corpus, str) else '(list)'} has no passages")
-    retriever = cls(passages) if kind == "bm25" else cls(passages, model=model, device=device, index=index)
+        raise ValueError(
+            f"corpus {corpus if isinstance(corpus, str) else '(list)'} has no passages"
+        )
+    retriever = (
+        cls(passages) if kind == "bm25" else cls(passages, model=model, device=device, index=index)
+    )
     if index_dir is not None:
         retriever.save(index_dir)
     return retriever
 
 
-def _prebuilt(index_path: str | Path, corpus: str | Sequence[Passage] | None, *, index_dir: str | Path | None,
-              model: str | None, device: str, index: IndexOptions | None) -> Retriever:
+def _prebuilt(
+    index_path: str | Path,
+    corpus: str | Sequence[Passage] | None,
+    *,
+    index_dir: str | Path | None,
+    model: str | None,
+    device: str,
+    index: IndexOptions | None,
+) -> Retriever:
     from inspo.retrieval.dense import DenseRetriever
 
     if not isinstance(corpus, (str, Path)) or not str(corpus):
-        raise ValueError(f"the prebuilt index {index_path} needs corpus=PATH, the JSONL file whose lines are its "
-                         "rows in order (Search-R1: wiki-18.jsonl beside e5_Flat.index)")
-    retriever = DenseRetriever.from_prebuilt(index_path, corpus, model=model, device=device, index=index)
+        raise ValueError(
+            f"the prebuilt index {index_path} needs corpus=PATH, the JSONL file whose lines are "
+            "its rows in order (Search-R1: wiki-18.jsonl beside e5_Flat.index)"
+        )
+    retriever = DenseRetriever.from_prebuilt(
+        index_path, corpus, model=model, device=device, index=index
+    )
     if index_dir is not None and index is not None and index.kind:
         retriever.save(index_dir)
     return retriever

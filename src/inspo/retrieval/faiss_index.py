@@ -45,7 +45,9 @@ PQ_CENTROIDS = 256  # 8-bit codes
 ADD_CHUNK = 65536  # rows added (or reconstructed from another index) per faiss call
 
 KIND_FORMS = "flat, sq8, pq<m>, ivf<nlist>, ivf<nlist>,sq8, ivf<nlist>,pq<m>, hnsw<M>, hnsw<M>,sq8"
-_KIND = re.compile(r"(?:(?P<coarse>ivf|hnsw)(?P<size>\d+))?,?(?:(?P<codec>flat|sq8|pq)(?P<m>\d+)?)?")
+_KIND = re.compile(
+    r"(?:(?P<coarse>ivf|hnsw)(?P<size>\d+))?,?(?:(?P<codec>flat|sq8|pq)(?P<m>\d+)?)?"
+)
 _DEVICE = re.compile(r"cpu|cuda(?::(\d+))?")
 
 
@@ -64,17 +66,23 @@ class IndexKind:
         spec = text.strip().lower().replace(" ", "")
         match = _KIND.fullmatch(spec)
         if not spec or match is None or not (match["coarse"] or match["codec"]):
-            raise ValueError(f"faiss index kind {text!r} is not one of: {KIND_FORMS} (e.g. 'ivf1024,pq64')")
+            raise ValueError(
+                f"faiss index kind {text!r} is not one of: {KIND_FORMS} (e.g. 'ivf1024,pq64')"
+            )
         codec, m = match["codec"] or "flat", int(match["m"] or 0)
         if (codec == "pq") != bool(match["m"]):
-            raise ValueError(f"faiss index kind {text!r}: pq needs its byte count (pq<m>, e.g. pq64), "
-                             "and flat / sq8 take none")
+            raise ValueError(
+                f"faiss index kind {text!r}: pq needs its byte count (pq<m>, e.g. pq64), "
+                "and flat / sq8 take none"
+            )
         coarse, size = match["coarse"] or "", int(match["size"] or 0)
         if coarse and size < 1 or codec == "pq" and m < 1:
             raise ValueError(f"faiss index kind {text!r}: nlist, M and m must be >= 1")
         if coarse == "hnsw" and codec == "pq":
-            raise ValueError(f"faiss index kind {text!r}: faiss builds HNSW over PQ with L2 distance only; "
-                             "use ivf<nlist>,pq<m> (or hnsw<M>,sq8)")
+            raise ValueError(
+                f"faiss index kind {text!r}: faiss builds HNSW over PQ with L2 distance only; "
+                "use ivf<nlist>,pq<m> (or hnsw<M>,sq8)"
+            )
         return cls(coarse=coarse, size=size, codec=codec, pq_m=m)
 
     @property
@@ -87,7 +95,8 @@ class IndexKind:
 
     @property
     def factory_string(self) -> str:
-        # "np": no polysemous training (a Hamming pre-filter inspo does not use; ~13 s even on 600 rows)
+        # "np": no polysemous training (a Hamming pre-filter inspo does not use; ~13 s even on 600
+        # rows)
         codec = {"flat": "Flat", "sq8": "SQ8", "pq": f"PQ{self.pq_m}np"}[self.codec]
         return f"{self.coarse.upper()}{self.size},{codec}" if self.coarse else codec
 
@@ -100,21 +109,33 @@ class IndexKind:
 
     def train_rows_wanted(self) -> int:
         """Rows used for training when that many exist."""
-        centroids = max(self.size if self.coarse == "ivf" else 0, PQ_CENTROIDS if self.codec == "pq" else 0)
+        centroids = max(
+            self.size if self.coarse == "ivf" else 0, PQ_CENTROIDS if self.codec == "pq" else 0
+        )
         return max(TRAIN_POINTS_PER_CENTROID * centroids, 10_000 if self.codec == "sq8" else 0)
 
     def check(self, dimension: int, rows: int) -> None:
-        """Raise :class:`ValueError` when this kind cannot index ``rows`` vectors of ``dimension``."""
+        """Raise :class:`ValueError` when this kind cannot index ``rows`` vectors of
+        ``dimension``."""
         if self.codec == "pq" and dimension % self.pq_m:
-            raise ValueError(f"faiss index kind {self.spec!r}: pq{self.pq_m} must divide the dimension "
-                             f"{dimension}; use one of its divisors, e.g. pq{_divisor_near(dimension, self.pq_m)}")
+            raise ValueError(
+                f"faiss index kind {self.spec!r}: pq{self.pq_m} must divide the dimension "
+                f"{dimension}; use one of its divisors, e.g. "
+                f"pq{_divisor_near(dimension, self.pq_m)}"
+            )
         need = self.train_rows_needed()
         if rows < need:
             ivf_bound = self.coarse == "ivf" and self.size == need
-            why = f"ivf{self.size} trains {self.size} lists" if ivf_bound else \
-                f"pq{self.pq_m} trains {PQ_CENTROIDS} centroids per sub-vector"
-            raise ValueError(f"faiss index kind {self.spec!r} needs at least {need} vectors to train ({why}) but "
-                             f"there are {rows}: use a smaller nlist (about sqrt(rows)), or flat / sq8 / hnsw<M>")
+            why = (
+                f"ivf{self.size} trains {self.size} lists"
+                if ivf_bound
+                else f"pq{self.pq_m} trains {PQ_CENTROIDS} centroids per sub-vector"
+            )
+            raise ValueError(
+                f"faiss index kind {self.spec!r} needs at least {need} vectors to train ({why}) "
+                f"but there are {rows}: use a smaller nlist (about sqrt(rows)), or flat / sq8 / "
+                "hnsw<M>"
+            )
 
 
 def _divisor_near(n: int, m: int) -> int:
@@ -126,7 +147,8 @@ class IndexOptions:
     """How a dense retriever indexes and searches its vectors (rules in the module docstring)."""
 
     kind: str = ""
-    """An index kind (module docstring); '': flat when building, a saved or prebuilt index as it is."""
+    """An index kind (module docstring); '': flat when building, a saved or prebuilt index as it
+    is."""
     nprobe: int = 0
     """IVF lists searched per query (0: the index's own; DEFAULT_NPROBE when built here)."""
     ef_search: int = 0
@@ -140,7 +162,9 @@ class IndexOptions:
         for name in ("nprobe", "ef_search"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0 (0: the index's own); got {value!r}")
+                raise ValueError(
+                    f"{name} must be an integer >= 0 (0: the index's own); got {value!r}"
+                )
         if not isinstance(self.device, str) or not _DEVICE.fullmatch(self.device):
             raise ValueError(f"faiss device must be cpu, cuda or cuda:N; got {self.device!r}")
 
@@ -157,13 +181,19 @@ def build_index(vectors: Any, options: IndexOptions | None = None) -> Any:
     import numpy as np
 
     vectors = np.ascontiguousarray(vectors, dtype="float32")
-    return build_from_rows(lambda a, b: vectors[a:b], len(vectors), vectors.shape[1],
-                           options or IndexOptions(), take=lambda ids: vectors[ids])
+    return build_from_rows(
+        lambda a, b: vectors[a:b],
+        len(vectors),
+        vectors.shape[1],
+        options or IndexOptions(),
+        take=lambda ids: vectors[ids],
+    )
 
 
 def rebuild_index(index: Any, options: IndexOptions) -> Any:
     """``index``'s vectors (reconstructed, ``ADD_CHUNK`` rows at a time) in a new index of
-    ``options.kind``: e.g. Search-R1's exact ``e5_Flat.index`` as ``ivf4096,pq64``, nothing re-encoded."""
+    ``options.kind``: e.g. Search-R1's exact ``e5_Flat.index`` as ``ivf4096,pq64``, nothing
+    re-encoded."""
     import numpy as np
 
     def take(ids):
@@ -172,15 +202,28 @@ def rebuild_index(index: Any, options: IndexOptions) -> Any:
     try:
         index.reconstruct(0)
     except RuntimeError as e:
-        raise ValueError(f"cannot read the vectors back from a {type(index).__name__} to rebuild it as "
-                         f"{options.kind!r}: only indexes that store vectors (flat, hnsw) can be rebuilt; "
-                         "leave the kind unset to search it as it is") from e
-    return build_from_rows(lambda a, b: index.reconstruct_n(a, b - a), int(index.ntotal), int(index.d),
-                           options, take=take)
+        raise ValueError(
+            f"cannot read the vectors back from a {type(index).__name__} to rebuild it as "
+            f"{options.kind!r}: only indexes that store vectors (flat, hnsw) can be rebuilt; "
+            "leave the kind unset to search it as it is"
+        ) from e
+    return build_from_rows(
+        lambda a, b: index.reconstruct_n(a, b - a),
+        int(index.ntotal),
+        int(index.d),
+        options,
+        take=take,
+    )
 
 
-def build_from_rows(rows: Callable[[int, int], Any], n: int, dimension: int, options: IndexOptions,
-                    *, take: Callable[[Any], Any]) -> Any:
+def build_from_rows(
+    rows: Callable[[int, int], Any],
+    n: int,
+    dimension: int,
+    options: IndexOptions,
+    *,
+    take: Callable[[Any], Any],
+) -> Any:
     """Build from ``rows(start, stop)`` (contiguous float32 blocks) and ``take(ids)`` (a training
     sample): the shared part of :func:`build_index` and :func:`rebuild_index`."""
     import faiss
@@ -189,16 +232,25 @@ def build_from_rows(rows: Callable[[int, int], Any], n: int, dimension: int, opt
     kind = options.parsed_kind
     kind.check(dimension, n)
     index = faiss.index_factory(dimension, kind.factory_string, faiss.METRIC_INNER_PRODUCT)
-    if index.metric_type != faiss.METRIC_INNER_PRODUCT:  # a faiss change must not silently switch metric
-        raise RuntimeError(f"faiss built {kind.factory_string} with metric {index.metric_type}, not inner product")
+    if (
+        index.metric_type != faiss.METRIC_INNER_PRODUCT
+    ):  # a faiss change must not silently switch metric
+        raise RuntimeError(
+            f"faiss built {kind.factory_string} with metric {index.metric_type}, not inner product"
+        )
     if not index.is_trained:
         size = min(n, max(kind.train_rows_wanted(), kind.train_rows_needed()))
         ids = np.linspace(0, n - 1, num=size).round().astype("int64") if size < n else np.arange(n)
         index.train(np.ascontiguousarray(take(ids), dtype="float32"))
     for start in range(0, n, ADD_CHUNK):
         index.add(np.ascontiguousarray(rows(start, min(n, start + ADD_CHUNK)), dtype="float32"))
-    set_search_params(index, IndexOptions(nprobe=options.nprobe or DEFAULT_NPROBE,
-                                          ef_search=options.ef_search or DEFAULT_EF_SEARCH))
+    set_search_params(
+        index,
+        IndexOptions(
+            nprobe=options.nprobe or DEFAULT_NPROBE,
+            ef_search=options.ef_search or DEFAULT_EF_SEARCH,
+        ),
+    )
     return index
 
 
@@ -243,14 +295,18 @@ def gpu_problem(device: str = "cuda") -> str | None:
     import faiss
 
     if not hasattr(faiss, "StandardGpuResources"):
-        return (f"faiss device {device!r} asked, but this faiss has no GPU support (faiss-cpu is installed): "
-                "install a GPU build (conda install -c pytorch faiss-gpu, or pip install faiss-gpu-cu12), "
-                "or use device 'cpu'")
+        return (
+            f"faiss device {device!r} asked, but this faiss has no GPU support (faiss-cpu is "
+            "installed): install a GPU build (conda install -c pytorch faiss-gpu, or pip install "
+            "faiss-gpu-cu12), or use device 'cpu'"
+        )
     gpus = faiss.get_num_gpus()
     wanted = _gpu_id(device)
     if gpus == 0:
-        return (f"faiss device {device!r} asked, but faiss sees no GPU (check nvidia-smi and "
-                "CUDA_VISIBLE_DEVICES), or use device 'cpu'")
+        return (
+            f"faiss device {device!r} asked, but faiss sees no GPU (check nvidia-smi and "
+            "CUDA_VISIBLE_DEVICES), or use device 'cpu'"
+        )
     if wanted >= gpus:
         return f"faiss device {device!r} asked, but faiss sees {gpus} GPU(s) (ids 0..{gpus - 1})"
     return None
@@ -269,8 +325,10 @@ def to_device(index: Any, device: str) -> PlacedIndex:
     try:
         gpu_index = faiss.index_cpu_to_gpu(resources, _gpu_id(device), index)
     except (RuntimeError, AssertionError) as e:
-        raise RuntimeError(f"faiss cannot move a {describe(index)} to {device} ({e}); faiss has no GPU "
-                           "version of HNSW: use flat or ivf kinds on GPU, or device 'cpu'") from e
+        raise RuntimeError(
+            f"faiss cannot move a {describe(index)} to {device} ({e}); faiss has no GPU "
+            "version of HNSW: use flat or ivf kinds on GPU, or device 'cpu'"
+        ) from e
     return PlacedIndex(gpu_index, device, resources)
 
 

@@ -97,8 +97,10 @@ class HttpRetriever:
         import httpx
 
         if timeout <= 0 or retries < 0 or backoff < 0:
-            raise ValueError(f"HttpRetriever: timeout must be > 0, retries and backoff >= 0; got timeout={timeout}, "
-                             f"retries={retries}, backoff={backoff}")
+            raise ValueError(
+                "HttpRetriever: timeout must be > 0, retries and backoff >= 0; got "
+                f"timeout={timeout}, retries={retries}, backoff={backoff}"
+            )
         self.url = _base_url(url)
         self.timeout = timeout
         self.retries = retries
@@ -147,9 +149,16 @@ class HttpRetriever:
     def _warn(self, method: str, path: str, error: str) -> None:
         if not self._warned:
             self._warned = True
-            log.warning("retrieval server at %s did not answer %s %s (%s); retrying up to %d time(s), %g s timeout "
-                        "each (env.retriever_retries, env.retriever_timeout)", self.url, method, path, error,
-                        self.retries, self.timeout)
+            log.warning(
+                "retrieval server at %s did not answer %s %s (%s); retrying up to %d time(s), %g s "
+                "timeout each (env.retriever_retries, env.retriever_timeout)",
+                self.url,
+                method,
+                path,
+                error,
+                self.retries,
+                self.timeout,
+            )
 
     def check(self) -> dict[str, Any]:
         """Make sure the server answers; returns its ``/healthz`` body (or ``{}``)."""

@@ -65,7 +65,9 @@ class ServerLimits:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
         if not 1 <= self.default_topk <= self.max_topk:
-            raise ValueError(f"default_topk must be in 1..max_topk={self.max_topk}, got {self.default_topk}")
+            raise ValueError(
+                f"default_topk must be in 1..max_topk={self.max_topk}, got {self.default_topk}"
+            )
 
 
 def check_port(port: int) -> int:
@@ -101,7 +103,9 @@ class BodyLimit:
             try:
                 length = int(declared)
             except ValueError:
-                await _send_json(send, 400, f"Content-Length {declared[:40].decode('latin-1')!r} is not a number")
+                await _send_json(
+                    send, 400, f"Content-Length {declared[:40].decode('latin-1')!r} is not a number"
+                )
                 return
             if length > self.max_bytes:
                 await _send_json(send, 413, self._message(f"{length} bytes (its Content-Length)"))
@@ -114,8 +118,13 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await _send_json(send, 413, self._message(f"over {self.max_bytes} bytes (refused at {size} "
-                                                          "bytes received)"))
+                await _send_json(
+                    send,
+                    413,
+                    self._message(
+                        f"over {self.max_bytes} bytes (refused at {size} bytes received)"
+                    ),
+                )
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -132,16 +141,26 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     def _message(self, size: str) -> str:
-        return (f"request body too large: {size}; the limit is max_body_bytes={self.max_bytes} "
-                f"({_megabytes(self.max_bytes)}, set by inspo serve-retriever --max-body-mb); "
-                "send fewer queries per request")
+        return (
+            f"request body too large: {size}; the limit is max_body_bytes={self.max_bytes} "
+            f"({_megabytes(self.max_bytes)}, set by inspo serve-retriever --max-body-mb); "
+            "send fewer queries per request"
+        )
 
 
 async def _send_json(send, status: int, detail: str) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -187,8 +206,13 @@ def build_app(
     from fastapi.responses import JSONResponse
     from pydantic import BaseModel, ConfigDict
 
-    checked = ServerLimits(max_queries=max_queries, max_query_chars=max_query_chars, max_topk=max_topk,
-                           default_topk=default_topk, max_body_bytes=max_body_bytes)
+    checked = ServerLimits(
+        max_queries=max_queries,
+        max_query_chars=max_query_chars,
+        max_topk=max_topk,
+        default_topk=default_topk,
+        max_body_bytes=max_body_bytes,
+    )
     size = _corpus_size(retriever)
     if size == 0:
         raise ValueError("refusing to serve an empty corpus: the retriever has 0 passages")
@@ -218,12 +242,18 @@ def build_app(
         queries = request.queries
         topk = default_topk if request.topk is None else request.topk
         if len(queries) > max_queries:
-            raise HTTPException(400, f"too many queries: {len(queries)} in one request, the limit "
-                                     f"is max_queries={max_queries}; split the batch")
+            raise HTTPException(
+                400,
+                f"too many queries: {len(queries)} in one request, the limit "
+                f"is max_queries={max_queries}; split the batch",
+            )
         for i, q in enumerate(queries):
             if len(q) > max_query_chars:
-                raise HTTPException(400, f"query {i} is too long: {len(q)} characters, the limit "
-                                         f"is max_query_chars={max_query_chars}")
+                raise HTTPException(
+                    400,
+                    f"query {i} is too long: {len(q)} characters, the limit "
+                    f"is max_query_chars={max_query_chars}",
+                )
         if not 1 <= topk <= max_topk:
             raise HTTPException(400, f"topk must be between 1 and max_topk={max_topk}, got {topk}")
         if not queries:
@@ -232,7 +262,9 @@ def build_app(
             with lock:
                 results = retriever.search(list(queries), k=topk)
         except Exception as e:  # the retriever failed: a server error, said plainly
-            raise HTTPException(500, f"retriever {backend_name} failed: {type(e).__name__}: {e}") from e
+            raise HTTPException(
+                500, f"retriever {backend_name} failed: {type(e).__name__}: {e}"
+            ) from e
         return {"result": [[_hit(p, request.return_scores) for p in ps[:topk]] for ps in results]}
 
     return app
@@ -272,8 +304,9 @@ def running_server(
     import uvicorn
 
     check_port(port)
-    config = uvicorn.Config(build_app(retriever, **limits), host=host, port=port,
-                            log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        build_app(retriever, **limits), host=host, port=port, log_level="warning", lifespan="off"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="inspo-retrieval-server", daemon=True)
     thread.start()

@@ -13,5 +13,12 @@ from inspo.trained.export import ExportError, export_agent, push_agent
 from inspo.trained.play import Agent, Answer, load_agent
 from inspo.trained.settings import AgentSettings
 
-__all__ = ["Agent", "AgentSettings", "Answer", "ExportError", "export_agent", "load_agent",
-           "push_agent"]
+__all__ = [
+    "Agent",
+    "AgentSettings",
+    "Answer",
+    "ExportError",
+    "export_agent",
+    "load_agent",
+    "push_agent",
+]

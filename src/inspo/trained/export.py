@@ -76,20 +76,32 @@ def read_run(run_dir: str | Path) -> RunFacts:
     if not run.is_dir():
         raise ExportError(f"{run} does not exist: name an 'inspo train' run directory")
     if not (run / artifacts.CONFIG_FILE).is_file():
-        raise ExportError(f"{run} is not an 'inspo train' run directory (no {artifacts.CONFIG_FILE} in it)")
+        raise ExportError(
+            f"{run} is not an 'inspo train' run directory (no {artifacts.CONFIG_FILE} in it)"
+        )
     if not (run / artifacts.MODEL_DIR / "config.json").is_file():
-        raise ExportError(f"{run} has no trained model ({artifacts.MODEL_DIR}/ is missing or empty): an 'inspo evolve' "
-                          "run trains no policy, and a training run writes model/ only when it finishes")
+        raise ExportError(
+            f"{run} has no trained model ({artifacts.MODEL_DIR}/ is missing or empty): an 'inspo "
+            "evolve' run trains no policy, and a training run writes model/ only when it finishes"
+        )
     best = run / artifacts.BEST_INSTRUCTION_FILE
     summary_path = run / artifacts.SUMMARY_FILE
     if not best.is_file() or not summary_path.is_file():
-        raise ExportError(f"{run} has no {best.name if not best.is_file() else summary_path.name}: the run did not "
-                          "finish; resume it with 'inspo train --resume --output-dir " + f"{run}' first")
+        raise ExportError(
+            f"{run} has no {best.name if not best.is_file() else summary_path.name}: the run did "
+            "not finish; resume it with 'inspo train --resume --output-dir " + f"{run}' first"
+        )
     config = from_dict(read_config_file(run / artifacts.CONFIG_FILE))
     summary = artifacts.read_json(summary_path)
     returned_id = str(summary.get("best_instruction_id", ""))
-    return RunFacts(run_dir=run, config=config, summary=summary, instruction=best.read_text(encoding="utf-8").strip(),
-                    returned_id=returned_id, population=_population(run, summary, returned_id))
+    return RunFacts(
+        run_dir=run,
+        config=config,
+        summary=summary,
+        instruction=best.read_text(encoding="utf-8").strip(),
+        returned_id=returned_id,
+        population=_population(run, summary, returned_id),
+    )
 
 
 def _population(run: Path, summary: dict[str, Any], returned_id: str) -> list[dict[str, Any]]:
@@ -99,25 +111,49 @@ def _population(run: Path, summary: dict[str, Any], returned_id: str) -> list[di
     from inspo.core.state import read_state
 
     state_path = run / artifacts.STATE_FILE
-    if "post-policy" in summary.get("stages", {}) and (run / "post-policy" / artifacts.STATE_FILE).is_file():
+    if (
+        "post-policy" in summary.get("stages", {})
+        and (run / "post-policy" / artifacts.STATE_FILE).is_file()
+    ):
         state_path = run / "post-policy" / artifacts.STATE_FILE
     if not state_path.is_file():
         return []
     pop = Population.from_dict(read_state(state_path)["population"])
     ids = [i.id for i in pop.instructions]
-    order = ([returned_id] if returned_id and returned_id not in ids and returned_id in pop.archive else []) + ids
+    order = (
+        [returned_id]
+        if returned_id and returned_id not in ids and returned_id in pop.archive
+        else []
+    ) + ids
     out = []
     for i in order:
         ins = pop.archive[i]
-        out.append({"id": ins.id, "text": ins.text, "origin": ins.origin, "parent_ids": list(ins.parent_ids),
-                    "step_created": ins.step_created, "member": i in ids,
-                    "weight": pop.weight_of(i) if i in ids else None, "returned": i == returned_id})
+        out.append(
+            {
+                "id": ins.id,
+                "text": ins.text,
+                "origin": ins.origin,
+                "parent_ids": list(ins.parent_ids),
+                "step_created": ins.step_created,
+                "member": i in ids,
+                "weight": pop.weight_of(i) if i in ids else None,
+                "returned": i == returned_id,
+            }
+        )
     return out
 
 
-def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = False, link: bool = False,
-                 grid: str | Path | None = None, name: str | None = None) -> Path:
-    """Write the trained agent of ``run_dir`` into ``out_dir`` (module docstring); returns ``out_dir``.
+def export_agent(
+    run_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    overwrite: bool = False,
+    link: bool = False,
+    grid: str | Path | None = None,
+    name: str | None = None,
+) -> Path:
+    """Write the trained agent of ``run_dir`` into ``out_dir`` (module docstring); returns
+    ``out_dir``.
 
     ``grid``: an ``eval.json`` of ``inspo eval --grid RUN`` whose 2x2 the card shows. ``name``:
     the card's title (default: the run directory's name).
@@ -127,19 +163,25 @@ def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
     if out.exists() and not out.is_dir():
         raise ExportError(f"--out {out} is a file; name a new or empty folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise ExportError(f"--out {out} exists and is not empty; name a new or empty folder (nothing was written)")
+        raise ExportError(
+            f"--out {out} exists and is not empty; name a new or empty folder (nothing was written)"
+        )
     grid_data = _read_grid(grid) if grid is not None else None
     settings = AgentSettings.from_config(facts.config)
     source = environment_file(settings.env_name) if not settings.env.get("python") else None
     if source is not None:
-        settings.env["source"] = f"{ENVIRONMENT_DIR}/{source.name}:{settings.env_name.rpartition(':')[2]}"
+        settings.env["source"] = (
+            f"{ENVIRONMENT_DIR}/{source.name}:{settings.env_name.rpartition(':')[2]}"
+        )
     base = base_model_info(facts.config.model.name_or_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         _write_model(facts.run_dir / artifacts.MODEL_DIR, tmp, link=link)
         (tmp / INSTRUCTION_FILE).write_text(facts.instruction + "\n", encoding="utf-8")
-        artifacts.write_json(tmp / POPULATION_FILE, {"returned_id": facts.returned_id, "members": facts.population})
+        artifacts.write_json(
+            tmp / POPULATION_FILE, {"returned_id": facts.returned_id, "members": facts.population}
+        )
         settings.write(tmp)
         if source is not None:
             (tmp / ENVIRONMENT_DIR).mkdir()
@@ -147,9 +189,16 @@ def export_agent(run_dir: str | Path, out_dir: str | Path, *, overwrite: bool = 
         text = licence_text(base)
         if text:
             (tmp / LICENSE_FILE).write_text(text, encoding="utf-8")
-        card = model_card(facts, name=name or facts.run_dir.resolve().name, settings=settings, base=base,
-                          location=out.name, example=example_question(facts.config), grid=grid_data,
-                          has_licence_file=bool(text))
+        card = model_card(
+            facts,
+            name=name or facts.run_dir.resolve().name,
+            settings=settings,
+            base=base,
+            location=out.name,
+            example=example_question(facts.config),
+            grid=grid_data,
+            has_licence_file=bool(text),
+        )
         (tmp / CARD_FILE).write_text(card, encoding="utf-8")
         os.chmod(tmp, 0o755)  # a folder to share: readable by all, as save_pretrained's own files
         for path in tmp.rglob("*"):
@@ -182,8 +231,14 @@ def environment_file(name: str) -> Path | None:
         spec = importlib.util.find_spec(where)
     except (ImportError, ValueError):
         return None
-    origin = Path(spec.origin) if spec is not None and spec.origin and spec.origin.endswith(".py") else None
-    return origin if origin is not None and origin.name != "__init__.py" and origin.is_file() else None
+    origin = (
+        Path(spec.origin)
+        if spec is not None and spec.origin and spec.origin.endswith(".py")
+        else None
+    )
+    return (
+        origin if origin is not None and origin.name != "__init__.py" and origin.is_file() else None
+    )
 
 
 def _write_model(model_dir: Path, dest: Path, *, link: bool) -> None:
@@ -204,7 +259,8 @@ def _write_model(model_dir: Path, dest: Path, *, link: bool) -> None:
 
 
 def _merge_adapter(model_dir: Path, dest: Path) -> None:
-    """A peft adapter folder merged into its base model, saved as full weights with its tokenizer."""
+    """A peft adapter folder merged into its base model, saved as full weights with its
+    tokenizer."""
     from peft import AutoPeftModelForCausalLM
     from transformers import AutoTokenizer
 
@@ -216,7 +272,9 @@ def _merge_adapter(model_dir: Path, dest: Path) -> None:
 def _read_grid(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
-        raise ExportError(f"--grid {path}: no such file (the eval.json 'inspo eval --grid RUN' writes)")
+        raise ExportError(
+            f"--grid {path}: no such file (the eval.json 'inspo eval --grid RUN' writes)"
+        )
     data = artifacts.read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise ExportError(f"--grid {path} is not an 'inspo eval' result (no 'cells' list in it)")
@@ -230,11 +288,17 @@ def example_question(config: Any) -> str:
 
     data = config.data
     env = None
-    for source, split in ((data.eval, data.test_split), (data.eval, data.eval_split), (data.train, data.train_split)):
+    for source, split in (
+        (data.eval, data.test_split),
+        (data.eval, data.eval_split),
+        (data.train, data.train_split),
+    ):
         if not source or not split:
             continue
         try:
-            if source == "env":  # the environment's own questions: build it (the card is written once)
+            if (
+                source == "env"
+            ):  # the environment's own questions: build it (the card is written once)
                 env = env if env is not None else _env_of(config)
                 questions = list(env.questions(split))[:1]
             else:
@@ -255,27 +319,42 @@ def _env_of(config: Any) -> Any:
     return make_env(config.env.name, config.env.options)
 
 
-def push_agent(folder: str | Path, repo_id: str, *, private: bool = False, token: str | None = None,
-               commit_message: str = "Upload an inspo agent") -> str:
+def push_agent(
+    folder: str | Path,
+    repo_id: str,
+    *,
+    private: bool = False,
+    token: str | None = None,
+    commit_message: str = "Upload an inspo agent",
+) -> str:
     """Upload an exported agent ``folder`` to the Hugging Face hub repository ``repo_id``
     (created when missing) with ``huggingface_hub``; returns the commit's URL.
 
     The card's snippet is first pointed at ``repo_id`` (``inspo.load_agent(repo_id)`` downloads
-    it; the local card is restored when the upload fails). ``HF_ENDPOINT`` and ``HF_TOKEN`` are read when the call is made.
+    it; the local card is restored when the upload fails). ``HF_ENDPOINT`` and ``HF_TOKEN`` are read
+    when the call is made.
     """
     from huggingface_hub import HfApi
 
     folder = Path(folder)
     if not (folder / CARD_FILE).is_file() or not (folder / INSTRUCTION_FILE).is_file():
-        raise ExportError(f"{folder} is not an exported inspo agent (no {CARD_FILE} / {INSTRUCTION_FILE})")
+        raise ExportError(
+            f"{folder} is not an exported inspo agent (no {CARD_FILE} / {INSTRUCTION_FILE})"
+        )
     card = (folder / CARD_FILE).read_text(encoding="utf-8")
     (folder / CARD_FILE).write_text(point_card_at(card, repo_id), encoding="utf-8")
     try:
         api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None, token=token)
         api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
-        info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="model",
-                                 commit_message=commit_message)
+        info = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=str(folder),
+            repo_type="model",
+            commit_message=commit_message,
+        )
     except BaseException:
-        (folder / CARD_FILE).write_text(card, encoding="utf-8")  # the local card keeps loading the local folder
+        (folder / CARD_FILE).write_text(
+            card, encoding="utf-8"
+        )  # the local card keeps loading the local folder
         raise
     return str(getattr(info, "commit_url", info))

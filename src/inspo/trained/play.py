@@ -86,8 +86,16 @@ class AgentSource:
 class Agent:
     """A policy, its instruction and its environment, ready to answer questions."""
 
-    def __init__(self, engine: Any, env: Any, instruction: Instruction, settings: AgentSettings, *,
-                 rng: random.Random, notes: list[str] | None = None):
+    def __init__(
+        self,
+        engine: Any,
+        env: Any,
+        instruction: Instruction,
+        settings: AgentSettings,
+        *,
+        rng: random.Random,
+        notes: list[str] | None = None,
+    ):
         self.engine = engine
         self.env = env
         self.instruction = instruction
@@ -108,16 +116,27 @@ class Agent:
             raise ValueError("ask: the question is empty")
         self._asked += 1
         seed = self.rng.randrange(2**31) if self.config.temperature > 0 else None
-        episode = Episode(Question(id=f"ask-{self._asked}", question=question.strip(), answers=tuple(answers)),
-                          self.instruction, seed=seed)
+        episode = Episode(
+            Question(id=f"ask-{self._asked}", question=question.strip(), answers=tuple(answers)),
+            self.instruction,
+            seed=seed,
+        )
         rollout = run_rollouts(self.engine, self.env, self.config, [episode])[0]
-        return Answer(question=question.strip(), answer=rollout.answer,
-                      turns=turns_of(self.env, rollout, detail=detail), rollout=rollout)
+        return Answer(
+            question=question.strip(),
+            answer=rollout.answer,
+            turns=turns_of(self.env, rollout, detail=detail),
+            rollout=rollout,
+        )
 
     def describe(self) -> list[str]:
         """Where the parts came from and how the agent plays (a header for ``inspo ask``)."""
         text = " ".join(self.instruction.text.split())
-        return [*self.notes, f"             {text[:150]}{' ...' if len(text) > 150 else ''}", *self.settings.lines()]
+        return [
+            *self.notes,
+            f"             {text[:150]}{' ...' if len(text) > 150 else ''}",
+            *self.settings.lines(),
+        ]
 
 
 def load_agent(
@@ -142,11 +161,11 @@ def load_agent(
     records; needed when training was given one in Python); ``env_options``: settings of the
     recorded environment to change (Search-R1: ``corpus``, ``retriever``, ``retriever_url``,
     ``index_dir``, ``topk`` ...), or ``{"name": ..., ...}`` to play in another built-in or
-    importable environment with those settings. ``prefill``: text forced at the start of the first turn ('' for none).
-    ``device``: None picks cuda when there is one, else cpu. ``dtype``: None plays in the agent's
-    dtype (``agent.json``), in float32 where that is bfloat16 and the device has no fast bf16
-    (``describe()`` says which: :func:`inspo.models.precision.play_precision`); ``"auto"`` or a
-    dtype name as given. Raises FileNotFoundError / ValueError with what is wrong.
+    importable environment with those settings. ``prefill``: text forced at the start of the first
+    turn ('' for none). ``device``: None picks cuda when there is one, else cpu. ``dtype``: None
+    plays in the agent's dtype (``agent.json``), in float32 where that is bfloat16 and the device
+    has no fast bf16 (``describe()`` says which: :func:`inspo.models.precision.play_precision`);
+    ``"auto"`` or a dtype name as given. Raises FileNotFoundError / ValueError with what is wrong.
     """
     options = dict(env_options or {})
     if options.get("retriever_url") and "retriever" not in options:
@@ -154,15 +173,27 @@ def load_agent(
     found = resolve_source(source)
     settings = found.settings
     agent = settings.agent
-    changes = {k: v for k, v in (("max_turns", max_turns), ("max_response_tokens", max_response_tokens),
-                                 ("temperature", temperature), ("prefill", prefill)) if v is not None}
+    changes = {
+        k: v
+        for k, v in (
+            ("max_turns", max_turns),
+            ("max_response_tokens", max_response_tokens),
+            ("temperature", temperature),
+            ("prefill", prefill),
+        )
+        if v is not None
+    }
     if changes:
         agent = replace(agent, **changes)
     if options:
         if env is not None:
-            raise ValueError("load_agent: give either env (an environment object) or env_options (settings of the "
-                             "agent's recorded environment), not both")
-        if "name" in options and options["name"] != settings.env_name:  # another environment: its own settings
+            raise ValueError(
+                "load_agent: give either env (an environment object) or env_options (settings of "
+                "the agent's recorded environment), not both"
+            )
+        if (
+            "name" in options and options["name"] != settings.env_name
+        ):  # another environment: its own settings
             settings = replace(settings, env=dict(options))
         else:
             settings = replace(settings, env={**settings.env, **options})
@@ -174,7 +205,9 @@ def load_agent(
         log.warning("%s", warning)
     settings = replace(settings, agent=agent, dtype=precision.dtype)
     notes = [*found.notes, f"precision:   {precision.describe()}"]
-    played = _build_env(settings, env)  # before the model loads: a wrong corpus or a server down fails fast
+    played = _build_env(
+        settings, env
+    )  # before the model loads: a wrong corpus or a server down fails fast
     from inspo.envs.build import check_prefill
     from inspo.records import SetupError
 
@@ -188,15 +221,24 @@ def load_agent(
     if found.seed_spec is not None:  # a model without a run: the environment's own seed
         chosen = _seed(played, found.seed_spec)
         which = found.seed_spec or f"{played.name}'s own"
-        notes = [n for n in notes if not n.startswith("instruction:")] + [f"instruction: the seed ({which})"]
+        notes = [n for n in notes if not n.startswith("instruction:")] + [
+            f"instruction: the seed ({which})"
+        ]
     if instruction is not None:
         chosen = parse_instruction(instruction, env=played)
-        notes = [n for n in notes if not n.startswith("instruction:")] + [f"instruction: {instruction_origin(instruction)}"]
+        notes = [n for n in notes if not n.startswith("instruction:")] + [
+            f"instruction: {instruction_origin(instruction)}"
+        ]
     from inspo.agent.load import load_engine
 
     rng = random.Random(seed)
-    engine = load_engine(found.model, kind="hf", dtype=settings.dtype, device=device,
-                         rng=random.Random(rng.randrange(2**31)))
+    engine = load_engine(
+        found.model,
+        kind="hf",
+        dtype=settings.dtype,
+        device=device,
+        rng=random.Random(rng.randrange(2**31)),
+    )
     return Agent(engine, played, chosen, settings, rng=rng, notes=notes)
 
 
@@ -211,8 +253,10 @@ def _build_env(settings: AgentSettings, env: Any) -> Any:
         except EnvError as exc:
             raise ValueError(str(exc)) from exc
     if settings.env.get("python"):
-        raise ValueError(f"this agent was trained in an environment given in Python ({settings.env_name!r}), which "
-                         "inspo cannot build by name: pass it again, load_agent(..., env=your_env)")
+        raise ValueError(
+            f"this agent was trained in an environment given in Python ({settings.env_name!r}), "
+            "which inspo cannot build by name: pass it again, load_agent(..., env=your_env)"
+        )
     try:
         try:
             return make_env(settings.env_name, settings.env_options)
@@ -220,20 +264,33 @@ def _build_env(settings: AgentSettings, env: Any) -> Any:
             copy = settings.env.get("source")
             if not isinstance(copy, str):
                 raise
-            log.warning("environment %r does not import here: playing the copy exported with the agent, %s",
-                        settings.env_name, copy.rpartition(":")[0])
+            log.warning(
+                "environment %r does not import here: playing the copy exported with the agent, %s",
+                settings.env_name,
+                copy.rpartition(":")[0],
+            )
             return make_env(copy, settings.env_options)
     except (EnvNameError, EnvError) as exc:
         raise ValueError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - the environment's own failure (a corpus, a server), with its settings
-        shown = ", ".join(f"{k}={v!r}" for k, v in settings.env_options.items() if k in _NAMED_IN_ERRORS and v)
-        hint = " (search-r1: --corpus, --retriever, --retriever-url)" if settings.env_name == "search-r1" else ""
-        raise ValueError(f"environment {settings.env_name!r}" + (f" ({shown})" if shown else "")
-                         + f" is not usable: {type(exc).__name__}: {exc}. Change its settings with inspo ask "
-                         f"--set env.KEY=VALUE{hint}; in Python load_agent(..., env_options={{...}})") from exc
+        shown = ", ".join(
+            f"{k}={v!r}" for k, v in settings.env_options.items() if k in _NAMED_IN_ERRORS and v
+        )
+        hint = (
+            " (search-r1: --corpus, --retriever, --retriever-url)"
+            if settings.env_name == "search-r1"
+            else ""
+        )
+        raise ValueError(
+            f"environment {settings.env_name!r}"
+            + (f" ({shown})" if shown else "")
+            + f" is not usable: {type(exc).__name__}: {exc}. Change its settings with inspo ask "
+            f"--set env.KEY=VALUE{hint}; in Python load_agent(..., env_options={{...}})"
+        ) from exc
 
 
-#: Settings named in the message of an environment that cannot be built (where its data or server is).
+#: Settings named in the message of an environment that cannot be built (where its data or server
+#: is).
 _NAMED_IN_ERRORS = ("corpus", "retriever", "retriever_url", "index_dir", "index_path")
 
 
@@ -264,7 +321,9 @@ def resolve_source(source: str | Path) -> AgentSource:
 
             from huggingface_hub import snapshot_download
 
-            folder = Path(snapshot_download(str(source), endpoint=os.environ.get("HF_ENDPOINT") or None))
+            folder = Path(
+                snapshot_download(str(source), endpoint=os.environ.get("HF_ENDPOINT") or None)
+            )
             if (folder / AGENT_FILE).is_file():
                 return _exported(folder)
     return _model(str(source))
@@ -273,15 +332,26 @@ def resolve_source(source: str | Path) -> AgentSource:
 def _exported(folder: Path) -> AgentSource:
     text_file = folder / INSTRUCTION_FILE
     if not text_file.is_file():
-        raise FileNotFoundError(f"{folder} has {AGENT_FILE} but no {INSTRUCTION_FILE}: an incomplete export; "
-                                "export the run again with 'inspo export RUN --out DIR'")
+        raise FileNotFoundError(
+            f"{folder} has {AGENT_FILE} but no {INSTRUCTION_FILE}: an incomplete export; "
+            "export the run again with 'inspo export RUN --out DIR'"
+        )
     settings = AgentSettings.read(folder)
     if isinstance(settings.env.get("source"), str):  # the environment module's copy in the folder
         settings.env["source"] = str(folder / settings.env["source"])
-    instruction = Instruction(id=_returned_id(folder) or "exported", text=text_file.read_text(encoding="utf-8").strip())
-    return AgentSource(model=str(folder), instruction=instruction, settings=settings, kind="export",
-                       notes=[f"agent:       {folder} (exported by inspo)",
-                              f"instruction: {instruction.id} from {text_file}"])
+    instruction = Instruction(
+        id=_returned_id(folder) or "exported", text=text_file.read_text(encoding="utf-8").strip()
+    )
+    return AgentSource(
+        model=str(folder),
+        instruction=instruction,
+        settings=settings,
+        kind="export",
+        notes=[
+            f"agent:       {folder} (exported by inspo)",
+            f"instruction: {instruction.id} from {text_file}",
+        ],
+    )
 
 
 def _returned_id(folder: Path) -> str:
@@ -301,28 +371,50 @@ def _run(run: Path) -> AgentSource:
 
     model = run / artifacts.MODEL_DIR
     if not (model / "config.json").is_file():
-        raise FileNotFoundError(f"{run} has no trained model ({artifacts.MODEL_DIR}/ is missing: an 'inspo evolve' run, "
-                                "or a training run that did not finish); name a model to play instead")
+        raise FileNotFoundError(
+            f"{run} has no trained model ({artifacts.MODEL_DIR}/ is missing: an 'inspo evolve' "
+            "run, or a training run that did not finish); name a model to play instead"
+        )
     best = run / artifacts.BEST_INSTRUCTION_FILE
     if not best.is_file():
-        raise FileNotFoundError(f"{run} has no {artifacts.BEST_INSTRUCTION_FILE}: the run did not finish")
+        raise FileNotFoundError(
+            f"{run} has no {artifacts.BEST_INSTRUCTION_FILE}: the run did not finish"
+        )
     config = from_dict(read_config_file(run / artifacts.CONFIG_FILE))
     summary_path = run / artifacts.SUMMARY_FILE
-    returned = artifacts.read_json(summary_path).get("best_instruction_id", "best") if summary_path.is_file() else "best"
+    returned = (
+        artifacts.read_json(summary_path).get("best_instruction_id", "best")
+        if summary_path.is_file()
+        else "best"
+    )
     instruction = Instruction(id=str(returned), text=best.read_text(encoding="utf-8").strip())
-    return AgentSource(model=str(model), instruction=instruction, settings=AgentSettings.from_config(config), kind="run",
-                       notes=[f"policy:      {model} (trained by the run {run})",
-                              f"instruction: {instruction.id} from {best}"])
+    return AgentSource(
+        model=str(model),
+        instruction=instruction,
+        settings=AgentSettings.from_config(config),
+        kind="run",
+        notes=[
+            f"policy:      {model} (trained by the run {run})",
+            f"instruction: {instruction.id} from {best}",
+        ],
+    )
 
 
 def _model(name: str) -> AgentSource:
     from inspo.config.train import resolve
 
     config = resolve("cpu-tiny")
-    settings = replace(AgentSettings.from_config(config), base_model=name, training_temperature=None)
-    return AgentSource(model=name, instruction=Instruction(id="seed", text=""), settings=settings, kind="model",
-                       notes=[f"policy:      {name}", "instruction: the environment's seed instruction"],
-                       seed_spec=config.seed_instruction)
+    settings = replace(
+        AgentSettings.from_config(config), base_model=name, training_temperature=None
+    )
+    return AgentSource(
+        model=name,
+        instruction=Instruction(id="seed", text=""),
+        settings=settings,
+        kind="model",
+        notes=[f"policy:      {name}", "instruction: the environment's seed instruction"],
+        seed_spec=config.seed_instruction,
+    )
 
 
 def parse_instruction(spec: str, *, env: Any = None) -> Instruction:
@@ -335,7 +427,10 @@ def parse_instruction(spec: str, *, env: Any = None) -> Instruction:
             return Instruction(id=spec[1:], text=resolve_seed(env, spec))
         named = named_instructions("search-r1")
         if spec[1:] not in named:
-            raise ValueError(f"unknown named instruction {spec!r}; Search-R1's are: " + ", ".join("@" + k for k in named))
+            raise ValueError(
+                f"unknown named instruction {spec!r}; Search-R1's are: "
+                + ", ".join("@" + k for k in named)
+            )
         return Instruction(id=spec[1:], text=named[spec[1:]])
     path = Path(spec).expanduser()
     if path.is_dir():

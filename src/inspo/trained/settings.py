@@ -38,9 +38,18 @@ SCHEMA_VERSION = 2
 
 #: agent.json schema 1 kept the search agent's retriever and reward in the file; schema 2 keeps the
 #: environment (``env``: its name and settings) instead. Schema 1 files are read as ``search-r1``.
-_V1_RETRIEVER = {"kind": "retriever", "url": "retriever_url", "model": "retriever_model", "corpus": "corpus",
-                 "index_dir": "index_dir", "index_path": "index_path", "faiss_index": "faiss_index",
-                 "faiss_nprobe": "faiss_nprobe", "faiss_ef_search": "faiss_ef_search", "faiss_device": "faiss_device"}
+_V1_RETRIEVER = {
+    "kind": "retriever",
+    "url": "retriever_url",
+    "model": "retriever_model",
+    "corpus": "corpus",
+    "index_dir": "index_dir",
+    "index_path": "index_path",
+    "faiss_index": "faiss_index",
+    "faiss_nprobe": "faiss_nprobe",
+    "faiss_ef_search": "faiss_ef_search",
+    "faiss_device": "faiss_device",
+}
 
 
 @dataclass
@@ -61,16 +70,21 @@ class AgentSettings:
     base_model: str = ""
     """The ``model.name_or_path`` training started from."""
     training_temperature: float | None = None
-    """The temperature the policy sampled at in training (it plays greedily, ``agent.temperature``)."""
+    """The temperature the policy sampled at in training (it plays greedily,
+    ``agent.temperature``)."""
 
     @classmethod
     def from_config(cls, config: Any) -> AgentSettings:
         """The agent of a :class:`~inspo.config.train.TrainConfig`, decoding greedily."""
         from inspo.envs.build import agent_config
 
-        return cls(agent=replace(agent_config(config.rl), temperature=0.0), env=config.env.to_dict(),
-                   dtype=config.model.dtype, base_model=config.model.name_or_path,
-                   training_temperature=config.rl.temperature)
+        return cls(
+            agent=replace(agent_config(config.rl), temperature=0.0),
+            env=config.env.to_dict(),
+            dtype=config.model.dtype,
+            base_model=config.model.name_or_path,
+            training_temperature=config.rl.temperature,
+        )
 
     @property
     def env_name(self) -> str:
@@ -78,22 +92,32 @@ class AgentSettings:
 
     @property
     def env_options(self) -> dict[str, Any]:
-        """The environment's own settings (the section without ``name``, ``python`` and ``source``)."""
+        """The environment's own settings (the section without ``name``, ``python`` and
+        ``source``)."""
         return {k: v for k, v in self.env.items() if k not in ("name", "python", "source")}
 
     def to_dict(self) -> dict[str, Any]:
         from inspo import __version__
 
-        return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "inspo_version": __version__,
-                "agent": asdict(self.agent), "env": dict(self.env), "dtype": self.dtype,
-                "base_model": self.base_model, "training_temperature": self.training_temperature}
+        return {
+            "format": FORMAT,
+            "schema_version": SCHEMA_VERSION,
+            "inspo_version": __version__,
+            "agent": asdict(self.agent),
+            "env": dict(self.env),
+            "dtype": self.dtype,
+            "base_model": self.base_model,
+            "training_temperature": self.training_temperature,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, where: str = AGENT_FILE) -> AgentSettings:
         version = data.get("schema_version")
         if data.get("format") != FORMAT or version not in (1, SCHEMA_VERSION):
-            raise ValueError(f"{where} is not an inspo agent file of schema 1 or {SCHEMA_VERSION} "
-                             f"(format {data.get('format')!r}, schema {version!r})")
+            raise ValueError(
+                f"{where} is not an inspo agent file of schema 1 or {SCHEMA_VERSION} "
+                f"(format {data.get('format')!r}, schema {version!r})"
+            )
         try:
             agent = AgentConfig(**_known(AgentConfig, data["agent"]))
             env = dict(data["env"]) if version == SCHEMA_VERSION else _v1_env(data)
@@ -101,12 +125,19 @@ class AgentSettings:
             raise ValueError(f"{where}: {exc}") from exc
         if not isinstance(env.get("name"), str):
             raise ValueError(f"{where}: env.name is missing")
-        return cls(agent=agent, env=env, dtype=data.get("dtype", "auto"),
-                   base_model=data.get("base_model", ""), training_temperature=data.get("training_temperature"))
+        return cls(
+            agent=agent,
+            env=env,
+            dtype=data.get("dtype", "auto"),
+            base_model=data.get("base_model", ""),
+            training_temperature=data.get("training_temperature"),
+        )
 
     def write(self, folder: Path) -> Path:
         path = Path(folder) / AGENT_FILE
-        path.write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(
+            json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         return path
 
     @classmethod
@@ -118,14 +149,20 @@ class AgentSettings:
 
     def lines(self) -> list[str]:
         a = self.agent
-        decoding = "greedy" if a.temperature == 0 else f"temperature {a.temperature}, top-p {a.top_p}"
-        options = ", ".join(f"{k}={v!r}" for k, v in self.env_options.items() if v not in ("", 0, None, [], {}))
+        decoding = (
+            "greedy" if a.temperature == 0 else f"temperature {a.temperature}, top-p {a.top_p}"
+        )
+        options = ", ".join(
+            f"{k}={v!r}" for k, v in self.env_options.items() if v not in ("", 0, None, [], {})
+        )
         return [
-            f"environment: {self.env_name}" + (f" ({options})" if options else "")
+            f"environment: {self.env_name}"
+            + (f" ({options})" if options else "")
             + (" (an object given in Python)" if self.env.get("python") else ""),
-            f"turns:       up to {a.max_turns} tool turn(s) + 1 answer turn, {a.max_response_tokens} tokens a turn, "
-            f"observations cut at {a.max_obs_tokens} tokens"
-            + (f", prefill {a.prefill!r}" if a.prefill else "") + (", last-turn nudge" if a.last_turn_nudge else ""),
+            f"turns:       up to {a.max_turns} tool turn(s) + 1 answer turn, "
+            f"{a.max_response_tokens} tokens a turn, observations cut at {a.max_obs_tokens} tokens"
+            + (f", prefill {a.prefill!r}" if a.prefill else "")
+            + (", last-turn nudge" if a.last_turn_nudge else ""),
             f"decoding:    {decoding}",
         ]
 

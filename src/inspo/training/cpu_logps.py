@@ -1,4 +1,5 @@
-"""Per-token log-probs of completions on CPU, for the TRL trainer (:mod:`inspo.training.grpo_trainer`).
+"""Per-token log-probs of completions on CPU, for the TRL trainer
+(:mod:`inspo.training.grpo_trainer`).
 
 TRL's own path scores every position of every row in float32 through a fused head meant for
 Triton devices; :func:`cpu_logps_and_entropies` computes the same quantities for the completion
@@ -19,7 +20,9 @@ def attended_end(attention_mask, logits_to_keep: int) -> int:
     return max(last, attention_mask.size(1) - logits_to_keep + 1)
 
 
-def cpu_logps_and_entropies(trainer, model, input_ids, attention_mask, logits_to_keep, *, batch_size, compute_entropy):
+def cpu_logps_and_entropies(
+    trainer, model, input_ids, attention_mask, logits_to_keep, *, batch_size, compute_entropy
+):
     """Per-token log-probs (and entropies) of the completion tokens, for CPU text models.
 
     TRL 1.16's fused LM head scores EVERY position in float32 when no Triton device is present
@@ -53,7 +56,9 @@ def cpu_logps_and_entropies(trainer, model, input_ids, attention_mask, logits_to
         with trainer.accelerator.autocast(), contiguous_head_input(model):
             logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=keep + 1).logits
         logits = logits[:, :-1, :] / trainer.temperature
-        all_logps.append(torch.nn.functional.pad(selective_log_softmax(logits, ids[:, -keep:]), (0, cut)))
+        all_logps.append(
+            torch.nn.functional.pad(selective_log_softmax(logits, ids[:, -keep:]), (0, cut))
+        )
         if compute_entropy:
             with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
                 all_entropies.append(torch.nn.functional.pad(entropy_from_logits(logits), (0, cut)))

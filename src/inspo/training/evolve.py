@@ -17,9 +17,9 @@ The run directory gets the same files as a training run minus ``model/`` and che
 population, so ``resume=True`` continues after the last finished step or round (log lines after
 it are dropped). A file named ``STOP`` in the run directory (``stop_file``) stops the run
 right after its next save with :class:`~inspo.records.RunStopped` (exit status 3 from the CLI),
-so a long run can be cut into pieces without losing a step. The run directory is checked before anything
-loads (:func:`check_run_dir`): a resume needs a saved state, and a new run does not write over
-another run's. A ``policy_url`` is asked for its models once before any work (a dead endpoint
+so a long run can be cut into pieces without losing a step. The run directory is checked before
+anything loads (:func:`check_run_dir`): a resume needs a saved state, and a new run does not write
+over another run's. A ``policy_url`` is asked for its models once before any work (a dead endpoint
 or a model it does not serve is refused with a one-line SetupError).
 
 Outages: a step whose rollouts failed on errors (an endpoint down) more than
@@ -70,12 +70,16 @@ from inspo.training.summary import RunSummary, summarize
 log = logging.getLogger("inspo.training")
 
 
-def step_questions(questions: list[Question], step: int, per_step: int, seed: int) -> list[Question]:
+def step_questions(
+    questions: list[Question], step: int, per_step: int, seed: int
+) -> list[Question]:
     """The ``per_step`` questions of step ``step`` (1-based): consecutive slices of a seeded
     permutation, a new permutation each pass (an incomplete tail of a pass is skipped)."""
     per_pass = len(questions) // per_step
     if per_pass == 0:
-        raise SetupError(f"{len(questions)} training questions are fewer than rl.questions_per_step={per_step}")
+        raise SetupError(
+            f"{len(questions)} training questions are fewer than rl.questions_per_step={per_step}"
+        )
     epoch, index = divmod(step - 1, per_pass)
     order = list(questions)
     derived_rng(seed, "evolve-order", epoch).shuffle(order)
@@ -115,7 +119,8 @@ def run_evolve(
             refused, as :func:`check_run_dir` says.
         progress: a tqdm bar over steps and over long evaluations, one line per phase and per
             step; off, those lines go to the ``inspo.training`` log at INFO.
-        reward_fn: replaces the environment's response-only reward (see :data:`inspo.training.loop.RewardFn`).
+        reward_fn: replaces the environment's response-only reward (see
+            :data:`inspo.training.loop.RewardFn`).
         env: an environment object given in Python instead of the one ``config.env`` names.
         stop_file: when this file is there at a save (after a round of the initial population or a
             step), the run removes it and stops there with :class:`~inspo.records.RunStopped`;
@@ -123,7 +128,8 @@ def run_evolve(
             save (the run finished); a file given here is the caller's to clear then.
 
     Raises:
-        SetupError: as :func:`inspo.training.setup.prepare` and :func:`check_run_dir` (before any rollout).
+        SetupError: as :func:`inspo.training.setup.prepare` and :func:`check_run_dir` (before any
+            rollout).
     """
     started = time.time()
     if env is not None and not config.env.python:  # recorded by name, as an object given in Python
@@ -137,7 +143,9 @@ def run_evolve(
         raise SetupError("run_evolve: policy_url needs policy_model (the served model's name)")
     choose_on_dev = config.final_choice in DEV_CHOICES
     owned = engine is None and not policy_url
-    if owned:  # the frozen policy loads here: its dtype resolved once (given engines and endpoints have theirs)
+    # the frozen policy loads here: its dtype resolved once (given engines and endpoints have
+    # theirs)
+    if owned:
         config, precision = run_precision(config, training=False)
         announce(precision)
     if owned and config.model.engine == "vllm":
@@ -153,8 +161,13 @@ def run_evolve(
     if resume:  # a refused change stops here, before anything loads
         plan, saved_state = plan_evolve_resume(config, run_dir, steps)
     remote = _remote_policy(policy_url, policy_model) if engine is None and policy_url else None
-    inputs = prepare(config, need_optimizer=True, need_model=engine is None and not policy_url,
-                     need_eval=choose_on_dev, env=env)
+    inputs = prepare(
+        config,
+        need_optimizer=True,
+        need_model=engine is None and not policy_url,
+        need_eval=choose_on_dev,
+        env=env,
+    )
     engine, policy = _policy(config, engine, remote, inputs.model_dir)
     try:  # an engine started here is shut down however the run ends (a stop, an outage, an error)
         log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
@@ -163,61 +176,114 @@ def run_evolve(
         if not resume:
             leftovers = [p.name for p in artifacts.jsonl_paths(run_dir) if p.is_file()]
             if leftovers:
-                log.info("starting a new run in %s: removing %s of an earlier run", run_dir, ", ".join(leftovers))
+                log.info(
+                    "starting a new run in %s: removing %s of an earlier run",
+                    run_dir,
+                    ", ".join(leftovers),
+                )
             artifacts.clear_run_files(run_dir)
-        (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config), encoding="utf-8")
+        (run_dir / artifacts.CONFIG_FILE).write_text(
+            plan.config_text(config) if plan else dump(config), encoding="utf-8"
+        )
         events = EventLog(run_dir / artifacts.EVENTS_FILE)
         announcer = announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
-        coevo = build_coevolution(config.coevolution, inputs.seed_instruction, inputs.optimizer, events, static=False,
-                                  fits=inputs.fits, env=inputs.env, questions=inputs.questions,
-                                  held_out=inputs.eval_questions + inputs.test_questions)
+        coevo = build_coevolution(
+            config.coevolution,
+            inputs.seed_instruction,
+            inputs.optimizer,
+            events,
+            static=False,
+            fits=inputs.fits,
+            env=inputs.env,
+            questions=inputs.questions,
+            held_out=inputs.eval_questions + inputs.test_questions,
+        )
         keep_paid_answers(coevo, run_dir)
         batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
 
         def evaluate_at(step: int, tag: str = "verify"):
-            return verification_evaluate(engine, inputs.env, inputs.agent, seed=rl.seed, tag=tag, step=step,
-                                         batch_size=batch_size, reward_fn=reward_fn, progress=progress,
-                                         max_error_rate=rl.max_error_rate, greedy=config.coevolution.verify_greedy)
+            return verification_evaluate(
+                engine,
+                inputs.env,
+                inputs.agent,
+                seed=rl.seed,
+                tag=tag,
+                step=step,
+                batch_size=batch_size,
+                reward_fn=reward_fn,
+                progress=progress,
+                max_error_rate=rl.max_error_rate,
+                greedy=config.coevolution.verify_greedy,
+            )
 
         first = 1
 
         def save() -> None:  # after every step and every round of the initial population
             save_state(coevo, state_path)
-            saved = (f"after round {coevo.init.rounds} of its initial population" if coevo.init is not None else
-                     f"after step {coevo.last_step}" if coevo.last_step else "after its initial population")
+            saved = (
+                f"after round {coevo.init.rounds} of its initial population"
+                if coevo.init is not None
+                else f"after step {coevo.last_step}"
+                if coevo.last_step
+                else "after its initial population"
+            )
             artifacts.honour_stop(stop_file, f"{saved} (saved in {state_path})")
 
         if plan is not None:
-            coevo.load_state_dict(saved_state, emit=False)  # every section's changes go in one event below
+            coevo.load_state_dict(
+                saved_state, emit=False
+            )  # every section's changes go in one event below
             first = coevo.last_step + 1
             dropped = artifacts.truncate_after(run_dir, coevo.last_step)
-            if coevo.init is not None:  # saved inside the initial population: the lost round's events go too
+            if (
+                coevo.init is not None
+            ):  # saved inside the initial population: the lost round's events go too
                 dropped += artifacts.truncate_events(run_dir, coevo.init.events)
             if plan.applied:
                 events.emit(plan.event())
             plan.write(run_dir)
             say(plan.lines(), progress)
             if coevo.init is None:
-                log.info("resuming evolution after step %d (dropped %d log line(s))", coevo.last_step, dropped)
+                log.info(
+                    "resuming evolution after step %d (dropped %d log line(s))",
+                    coevo.last_step,
+                    dropped,
+                )
             else:
-                say(f"initial population: resuming after round {coevo.init.rounds} with {len(coevo.population)} of "
-                    f"{coevo.config.population_size} instruction(s) (dropped {dropped} log line(s))", progress)
+                say(
+                    f"initial population: resuming after round {coevo.init.rounds} with "
+                    f"{len(coevo.population)} of {coevo.config.population_size} instruction(s) "
+                    f"(dropped {dropped} log line(s))",
+                    progress,
+                )
                 announcer.resumed(len(coevo.population), coevo.config.population_size)
                 coevo.continue_initialize(evaluate_at(0, "init"), after_round=save)
                 save()
         else:
-            warm = warmup_questions(inputs.questions, config.data.warmup_questions, coevo.config.seed)
+            warm = warmup_questions(
+                inputs.questions, config.data.warmup_questions, coevo.config.seed
+            )
             if warm:
-                say(f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill the replay buffer)",
-                    progress)
+                say(
+                    f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill "
+                    "the replay buffer)",
+                    progress,
+                )
             coevo.initialize(evaluate_at(0, "init"), warm, after_round=save)
             save()
 
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=steps, initial=first - 1, desc="inspo evolve", unit="step", disable=not progress)
-        metrics = MetricsLog(run_dir / artifacts.METRICS_FILE, steps, progress=progress, read_existing=True,
-                             release_memory=True)
+        bar = tqdm(
+            total=steps, initial=first - 1, desc="inspo evolve", unit="step", disable=not progress
+        )
+        metrics = MetricsLog(
+            run_dir / artifacts.METRICS_FILE,
+            steps,
+            progress=progress,
+            read_existing=True,
+            release_memory=True,
+        )
 
         def play_step(t: int) -> None:
             batch = step_questions(inputs.questions, t, rl.questions_per_step, rl.seed)
@@ -225,13 +291,28 @@ def run_evolve(
             instructions, _ = choose_groups(coevo, t, rows)
             reseed(engine, rl.seed, "rollout", t)
             episodes = [Episode(q, ins) for q, ins in zip(rows, instructions, strict=True)]
-            rollouts = rescore([light(r) for r in play_isolated(engine, inputs.env, inputs.agent, episodes)],
-                               reward_fn)
-            # an outage stops here, before the step is credited: the state saved after step t-1 resumes it
-            check_error_rate(rollouts, max_error_rate=rl.max_error_rate, planned=len(rollouts),
-                             setting="rl.max_error_rate")
-            metrics.write(finish_step(coevo, t, rollouts, evaluate_at(t), tools=list(inputs.env.tools),
-                                      env_metrics=inputs.env.metrics).metrics)
+            rollouts = rescore(
+                [light(r) for r in play_isolated(engine, inputs.env, inputs.agent, episodes)],
+                reward_fn,
+            )
+            # an outage stops here, before the step is credited: the state saved after step t-1
+            # resumes it
+            check_error_rate(
+                rollouts,
+                max_error_rate=rl.max_error_rate,
+                planned=len(rollouts),
+                setting="rl.max_error_rate",
+            )
+            metrics.write(
+                finish_step(
+                    coevo,
+                    t,
+                    rollouts,
+                    evaluate_at(t),
+                    tools=list(inputs.env.tools),
+                    env_metrics=inputs.env.metrics,
+                ).metrics
+            )
             save()
 
         try:
@@ -239,8 +320,11 @@ def run_evolve(
                 try:
                     play_step(t)
                 except TooManyErrors as exc:
-                    raise TooManyErrors(f"step {t}: {exc} (the run up to step {t - 1} is saved in {run_dir}: "
-                                        "continue it with --resume)", exc.rollouts) from None
+                    raise TooManyErrors(
+                        f"step {t}: {exc} (the run up to step {t - 1} is saved in {run_dir}: "
+                        "continue it with --resume)",
+                        exc.rollouts,
+                    ) from None
                 bar.update(1)
         finally:  # a stop or an outage ends the bar too
             bar.close()
@@ -248,23 +332,51 @@ def run_evolve(
         best = coevo.best()
         final, played = None, 0
         if choose_on_dev:
-            evaluate = greedy_evaluate(engine, inputs.env, inputs.agent, batch_size=batch_size, reward_fn=reward_fn,
-                                       progress=progress, max_error_rate=rl.max_error_rate)
-            final = choose_for_run(evaluate, coevo, config, inputs, rule=config.final_choice,
-                                   tell=lambda line: say(line, progress))
+            evaluate = greedy_evaluate(
+                engine,
+                inputs.env,
+                inputs.agent,
+                batch_size=batch_size,
+                reward_fn=reward_fn,
+                progress=progress,
+                max_error_rate=rl.max_error_rate,
+            )
+            final = choose_for_run(
+                evaluate,
+                coevo,
+                config,
+                inputs,
+                rule=config.final_choice,
+                tell=lambda line: say(line, progress),
+            )
             played = final.dev_rollouts
             best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
         artifacts.write_best_instruction(run_dir, best.text)
-        summary = summarize(run_dir=run_dir, mode="evolve", steps=steps, history=metrics.history, coevo=coevo,
-                            returned=best, optimizer=inputs.optimizer_note, started=started, policy=policy,
-                            evaluation=final.to_dict() if final else None, selection_rollouts=played,
-                            resume_changes=[str(c) for c in plan.applied] if plan else [],
-                            resumed_from=f"{plan.checkpoint} (INSPO step {plan.step})" if plan else None,
-                            precision=precision.describe() if owned else "")
+        summary = summarize(
+            run_dir=run_dir,
+            mode="evolve",
+            steps=steps,
+            history=metrics.history,
+            coevo=coevo,
+            returned=best,
+            optimizer=inputs.optimizer_note,
+            started=started,
+            policy=policy,
+            evaluation=final.to_dict() if final else None,
+            selection_rollouts=played,
+            resume_changes=[str(c) for c in plan.applied] if plan else [],
+            resumed_from=f"{plan.checkpoint} (INSPO step {plan.step})" if plan else None,
+            precision=precision.describe() if owned else "",
+        )
         summary.write()
-        if own_stop and stop_file.exists():  # asked during the final choice: nothing was left to stop
+        if (
+            own_stop and stop_file.exists()
+        ):  # asked during the final choice: nothing was left to stop
             stop_file.unlink(missing_ok=True)
-            log.info("%s arrived after the run's last save: the run finished; the file is removed", stop_file)
+            log.info(
+                "%s arrived after the run's last save: the run finished; the file is removed",
+                stop_file,
+            )
     finally:
         if owned and hasattr(engine, "shutdown"):
             engine.shutdown()
@@ -283,17 +395,28 @@ def plan_evolve_resume(config: TrainConfig, run_dir: Path, steps: int):
     try:
         saved_state = read_state(state_path)
     except ValueError as exc:
-        raise SetupError(f"cannot resume: {exc}. Restore that file, or start over: run without --resume in "
-                         f"another --output-dir (or delete {run_dir} first)") from exc
+        raise SetupError(
+            f"cannot resume: {exc}. Restore that file, or start over: run without --resume in "
+            f"another --output-dir (or delete {run_dir} first)"
+        ) from exc
     saved, where = read_old_config(run_dir)
-    plan = plan_resume(config, saved_core=saved_state["config"], saved=saved, checkpoint=str(state_path),
-                       step=int(saved_state["last_step"]), compared_with=where, static=False,
-                       fixed=FIXED_ON_EVOLVE_RESUME)
+    plan = plan_resume(
+        config,
+        saved_core=saved_state["config"],
+        saved=saved,
+        checkpoint=str(state_path),
+        step=int(saved_state["last_step"]),
+        compared_with=where,
+        static=False,
+        fixed=FIXED_ON_EVOLVE_RESUME,
+    )
     plan.check()
     if plan.step > steps:
-        raise SetupError(f"{state_path} holds step {plan.step}, past the {steps} step(s) asked (offline_steps): "
-                         f"resume with --set offline_steps={plan.step} (or more), or start over in another "
-                         "--output-dir")
+        raise SetupError(
+            f"{state_path} holds step {plan.step}, past the {steps} step(s) asked (offline_steps): "
+            f"resume with --set offline_steps={plan.step} (or more), or start over in another "
+            "--output-dir"
+        )
     return plan, saved_state
 
 
@@ -307,32 +430,51 @@ def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool = False) -> No
     checkpoints = artifacts.any_checkpoint_dirs(run_dir)
     if resume:
         if checkpoints:
-            raise SetupError(f"nothing to resume with inspo evolve in {run_dir}: it is an inspo train run (it holds "
-                             f"{checkpoints[-1].name}); continue it with inspo train --resume, or give inspo evolve "
-                             "another --output-dir")
+            raise SetupError(
+                f"nothing to resume with inspo evolve in {run_dir}: it is an inspo train run (it "
+                f"holds {checkpoints[-1].name}); continue it with inspo train --resume, or give "
+                "inspo evolve another --output-dir"
+            )
         if state.is_file():
             return
         if not run_dir.is_dir():
-            raise SetupError(f"nothing to resume: {run_dir} does not exist (check --output-dir / output_dir); "
-                             "run without --resume to start a new run there")
-        logs = {p.name: artifacts.read_jsonl(p) for p in artifacts.jsonl_paths(run_dir) if p.is_file()}
+            raise SetupError(
+                f"nothing to resume: {run_dir} does not exist (check --output-dir / output_dir); "
+                "run without --resume to start a new run there"
+            )
+        logs = {
+            p.name: artifacts.read_jsonl(p) for p in artifacts.jsonl_paths(run_dir) if p.is_file()
+        }
         last = max((int(r.get("step", 0)) for records in logs.values() for r in records), default=0)
         found = ", ".join(f"{name} ({len(records)} lines)" for name, records in logs.items())
         if not logs:
             why = "it holds no inspo evolve run"
         elif last == 0:
-            why = f"found {found}: the run stopped before it saved its first state, during the warm-up"
+            why = (
+                f"found {found}: the run stopped before it saved its first state, during the "
+                "warm-up"
+            )
         else:
-            why = f"found {found} reaching step {last}: the state saved with them is gone (moved or deleted?)"
-        raise SetupError(f"nothing to resume in {run_dir}: {artifacts.STATE_FILE} is missing ({why}); run without "
-                         "--resume to start over" + (", which removes those logs" if logs else ""))
+            why = (
+                f"found {found} reaching step {last}: the state saved with them is gone (moved or "
+                "deleted?)"
+            )
+        raise SetupError(
+            f"nothing to resume in {run_dir}: {artifacts.STATE_FILE} is missing ({why}); run "
+            "without --resume to start over" + (", which removes those logs" if logs else "")
+        )
     if overwrite:
         return
     if state.is_file() or checkpoints:
-        what = (f"an inspo evolve run ({artifacts.STATE_FILE}{_saved_step(state)})" if not checkpoints else
-                f"inspo train checkpoints ({checkpoints[-1].name})")
-        raise SetupError(f"{run_dir} already holds {what}; pass --resume (resume=True) to continue it, or choose "
-                         f"another --output-dir; to start over there, delete {run_dir} first")
+        what = (
+            f"an inspo evolve run ({artifacts.STATE_FILE}{_saved_step(state)})"
+            if not checkpoints
+            else f"inspo train checkpoints ({checkpoints[-1].name})"
+        )
+        raise SetupError(
+            f"{run_dir} already holds {what}; pass --resume (resume=True) to continue it, or "
+            f"choose another --output-dir; to start over there, delete {run_dir} first"
+        )
 
 
 def _saved_step(state: Path) -> str:
@@ -369,7 +511,9 @@ def _policy(config: TrainConfig, engine, remote, model_dir) -> tuple[PolicyEngin
         from inspo.training.vllm_sync import vllm_options
 
         try:
-            engine = load_engine(model_dir, kind="vllm", dtype=model.dtype, vllm=vllm_options(config))
+            engine = load_engine(
+                model_dir, kind="vllm", dtype=model.dtype, vllm=vllm_options(config)
+            )
         except ImportError as exc:
             raise SetupError(f"model.engine=vllm: {exc}") from exc
         return engine, f"{model.name_or_path} (vLLM, {model.dtype})"
@@ -379,5 +523,6 @@ def _policy(config: TrainConfig, engine, remote, model_dir) -> tuple[PolicyEngin
 
     device = default_device()  # the device run_precision resolved model.dtype for
     loaded = load_model(model_dir, dtype=model.dtype, device=device)
-    return HFEngine(loaded.model, loaded.tokenizer), f"{model.name_or_path} ({model.dtype}, {device})"
-
+    return HFEngine(
+        loaded.model, loaded.tokenizer
+    ), f"{model.name_or_path} ({model.dtype}, {device})"

@@ -12,8 +12,8 @@ same way: a prune decided on a handful of rollouts can drop the best instruction
 calculator's arm 5 lost its best admission, +0.197 over its parent on the test, after 2 question
 groups), and the dev choice over all of them is paired where the weights were not.
 
-Whatever the rule, the returned instruction and the seed are then scored on test questions the choice
-never saw, with the paired per-question difference and its 95% interval: that, not the dev
+Whatever the rule, the returned instruction and the seed are then scored on test questions the
+choice never saw, with the paired per-question difference and its 95% interval: that, not the dev
 score the choice was made on, says whether the returned instruction is better than the seed.
 """
 
@@ -31,7 +31,8 @@ from inspo.records import EvaluateFn, Instruction, Question
 
 @dataclass
 class FinalChoice:
-    """What :func:`choose_instruction` decided and measured (``summary.json``'s ``final_choice``)."""
+    """What :func:`choose_instruction` decided and measured (``summary.json``'s
+    ``final_choice``)."""
 
     rule: str
     metric: str
@@ -50,7 +51,8 @@ class FinalChoice:
     test_question_ids: list[str] = field(default_factory=list)
     test_rewards: dict[str, list[float]] = field(default_factory=dict)
     """Per-question test rewards, ``{"returned": [...], "seed": [...]}`` in the order of
-    ``test_question_ids``: what pairs this run's test scores with another run's on the same questions."""
+    ``test_question_ids``: what pairs this run's test scores with another run's on the same
+    questions."""
     note: str = ""
 
     @property
@@ -63,26 +65,37 @@ class FinalChoice:
         return self.dev_questions * len(self.dev_scores)
 
     def lines(self) -> list[str]:
-        how = {"weight": "I* = argmax of the importance weights (Algorithm 1)",
-               "dev": f"best {self.metric} on {self.dev_questions} {self.dev_split} questions among the final "
-                      f"population and the seed (ties: the seed)",
-               "admitted": f"best {self.metric} on {self.dev_questions} {self.dev_split} questions among every "
-                           f"instruction admitted in the run and the seed (ties: the seed)"}[self.rule]
+        how = {
+            "weight": "I* = argmax of the importance weights (Algorithm 1)",
+            "dev": f"best {self.metric} on {self.dev_questions} {self.dev_split} questions among "
+            "the final population and the seed (ties: the seed)",
+            "admitted": f"best {self.metric} on {self.dev_questions} {self.dev_split} questions "
+            "among every instruction admitted in the run and the seed (ties: the seed)",
+        }[self.rule]
         out = [f"choice of I*:         {how}"]
         if self.dev_scores:
             ranked = sorted(self.dev_scores.items(), key=lambda kv: -kv[1])
-            out.append(f"  {self.dev_split} {self.metric}:          " + ", ".join(
-                f"{i}{' (seed)' if i == self.seed_id else ''} {s:.3f}" for i, s in ranked))
+            out.append(
+                f"  {self.dev_split} {self.metric}:          "
+                + ", ".join(
+                    f"{i}{' (seed)' if i == self.seed_id else ''} {s:.3f}" for i, s in ranked
+                )
+            )
         if self.seed_returned and self.by_weight_id != self.seed_id:
-            out.append(f"  returned:           the seed ({self.seed_id}): no evolved instruction beat it "
-                       f"(the weights' choice was {self.by_weight_id})")
+            out.append(
+                f"  returned:           the seed ({self.seed_id}): no evolved instruction beat it "
+                f"(the weights' choice was {self.by_weight_id})"
+            )
         else:
-            out.append(f"  returned:           {self.returned_id}" + (" (the seed)" if self.seed_returned else ""))
+            out.append(
+                f"  returned:           {self.returned_id}"
+                + (" (the seed)" if self.seed_returned else "")
+            )
         if self.test_vs_seed is not None:
             out.append(
-                f"  held-out test:      {self.metric} on {self.test_questions} {self.test_split} questions the choice "
-                f"never saw: returned {self.test_returned:.3f}, seed {self.test_seed:.3f}, "
-                f"difference {self.test_vs_seed.text()}"
+                f"  held-out test:      {self.metric} on {self.test_questions} {self.test_split} "
+                f"questions the choice never saw: returned {self.test_returned:.3f}, seed "
+                f"{self.test_seed:.3f}, difference {self.test_vs_seed.text()}"
             )
         if self.note:
             out.append(f"  note:               {self.note}")
@@ -90,22 +103,35 @@ class FinalChoice:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rule": self.rule, "metric": self.metric, "returned_id": self.returned_id,
-            "returned_text": self.returned_text, "seed_id": self.seed_id, "by_weight_id": self.by_weight_id,
-            "seed_returned": self.seed_returned, "dev_split": self.dev_split, "dev_questions": self.dev_questions,
-            "dev_scores": dict(self.dev_scores), "test_split": self.test_split, "test_questions": self.test_questions,
-            "test_returned": self.test_returned, "test_seed": self.test_seed,
+            "rule": self.rule,
+            "metric": self.metric,
+            "returned_id": self.returned_id,
+            "returned_text": self.returned_text,
+            "seed_id": self.seed_id,
+            "by_weight_id": self.by_weight_id,
+            "seed_returned": self.seed_returned,
+            "dev_split": self.dev_split,
+            "dev_questions": self.dev_questions,
+            "dev_scores": dict(self.dev_scores),
+            "test_split": self.test_split,
+            "test_questions": self.test_questions,
+            "test_returned": self.test_returned,
+            "test_seed": self.test_seed,
             "test_vs_seed": self.test_vs_seed.to_dict() if self.test_vs_seed else None,
             "test_question_ids": list(self.test_question_ids),
-            "test_rewards": {k: list(v) for k, v in self.test_rewards.items()}, "note": self.note,
+            "test_rewards": {k: list(v) for k, v in self.test_rewards.items()},
+            "note": self.note,
         }
 
 
 def final_choice_lines(data: dict[str, Any]) -> list[str]:
     """The printed lines of a :meth:`FinalChoice.to_dict` read back (e.g. from summary.json)."""
     if "rule" not in data:  # written before the final choice existed
-        return [f"evaluation:           {data.get('metric')} on {data.get('questions')} {data.get('split')} questions: "
-                f"seed {data.get('seed', 0):.3f}, best {data.get('best', 0):.3f}"]
+        return [
+            f"evaluation:           {data.get('metric')} on {data.get('questions')} "
+            f"{data.get('split')} questions: seed {data.get('seed', 0):.3f}, best "
+            f"{data.get('best', 0):.3f}"
+        ]
     fields_ = {k: v for k, v in data.items() if k not in ("seed_returned", "test_vs_seed")}
     choice = FinalChoice(**fields_)
     if data.get("test_vs_seed"):
@@ -113,16 +139,19 @@ def final_choice_lines(data: dict[str, Any]) -> list[str]:
     return choice.lines()
 
 
-def _rewards(evaluate: EvaluateFn, instructions: Sequence[Instruction],
-             questions: Sequence[Question]) -> tuple[list[list[float]], list[Question]]:
+def _rewards(
+    evaluate: EvaluateFn, instructions: Sequence[Instruction], questions: Sequence[Question]
+) -> tuple[list[list[float]], list[Question]]:
     """Each instruction's per-question rewards, in shared batches when ``evaluate`` has ``many``,
     and the questions they are for: a question on which any instruction's rollout failed on an
     error (an outage, never scored) is left out for all of them, so the scores stay paired."""
     groups = play_all(evaluate, instructions, questions)
     for rollouts in groups:
         if len(rollouts) != len(questions):
-            raise ValueError(f"evaluate returned {len(rollouts)} rollouts for {len(questions)} questions; "
-                             "the final choice needs one rollout per question (group_size=1)")
+            raise ValueError(
+                f"evaluate returned {len(rollouts)} rollouts for {len(questions)} questions; "
+                "the final choice needs one rollout per question (group_size=1)"
+            )
     keep = [i for i in range(len(questions)) if all(g[i].error is None for g in groups)]
     return [[g[i].reward for i in keep] for g in groups], [questions[i] for i in keep]
 
@@ -148,15 +177,20 @@ def choose_instruction(
 ) -> FinalChoice:
     """Choose the returned instruction by ``rule`` (module docstring), then score it and the seed
     on ``test_questions``. ``admitted``: every instruction the run admitted (the pool of ``rule``
-    admitted, beside the final ``population``). ``evaluate`` must give one rollout per question, in order. ``tell``
-    receives a line before each phase that plays the policy (the choice on dev, the test) and
-    one with each phase's result."""
+    admitted, beside the final ``population``). ``evaluate`` must give one rollout per question, in
+    order. ``tell`` receives a line before each phase that plays the policy (the choice on dev, the
+    test) and one with each phase's result."""
     tell = tell or (lambda line: None)
     if rule not in FINAL_CHOICES:
-        raise ValueError(f"final choice rule must be one of {', '.join(FINAL_CHOICES)}; got {rule!r}")
+        raise ValueError(
+            f"final choice rule must be one of {', '.join(FINAL_CHOICES)}; got {rule!r}"
+        )
     note = ""
     if rule in DEV_CHOICES and not dev_questions:
-        rule, note = "weight", "no dev questions (data.eval is empty): fell back to the importance weights"
+        rule, note = (
+            "weight",
+            "no dev questions (data.eval is empty): fell back to the importance weights",
+        )
     if rule in DEV_CHOICES:
         members = [*population, *admitted] if rule == "admitted" else population
         pool = [seed] + [i for i in dict((i.id, i) for i in members).values() if i.id != seed.id]
@@ -164,23 +198,40 @@ def choose_instruction(
         pool = [by_weight] + ([seed] if seed.id != by_weight.id else [])
     dev: dict[str, float] = {}
     if dev_questions:
-        tell(f"final choice: scoring {len(pool)} instruction(s) on {len(dev_questions)} {dev_split} questions "
-             f"({len(pool) * len(dev_questions)} greedy episodes)")
+        tell(
+            f"final choice: scoring {len(pool)} instruction(s) on {len(dev_questions)} {dev_split} "
+            f"questions ({len(pool) * len(dev_questions)} greedy episodes)"
+        )
         rewards, kept = _rewards(evaluate, pool, dev_questions)
         dev = {ins.id: _mean(r) for ins, r in zip(pool, rewards, strict=True)}
         note = _dropped(note, "dev", len(dev_questions) - len(kept))
     returned = by_weight
     if rule in DEV_CHOICES:
         returned = max(pool, key=lambda ins: dev[ins.id])  # max keeps the first of ties: the seed
-    tell(f"final choice ({rule}): returning {returned.id}" + (" (the seed)" if returned.id == seed.id else "")
-         + (f", {metric} {dev[returned.id]:.3f} on {dev_split}" if returned.id in dev else ""))
-    choice = FinalChoice(rule=rule, metric=metric, returned_id=returned.id, returned_text=returned.text,
-                         seed_id=seed.id, by_weight_id=by_weight.id, dev_split=dev_split,
-                         dev_questions=len(dev_questions), dev_scores=dev, note=note)
+    tell(
+        f"final choice ({rule}): returning {returned.id}"
+        + (" (the seed)" if returned.id == seed.id else "")
+        + (f", {metric} {dev[returned.id]:.3f} on {dev_split}" if returned.id in dev else "")
+    )
+    choice = FinalChoice(
+        rule=rule,
+        metric=metric,
+        returned_id=returned.id,
+        returned_text=returned.text,
+        seed_id=seed.id,
+        by_weight_id=by_weight.id,
+        dev_split=dev_split,
+        dev_questions=len(dev_questions),
+        dev_scores=dev,
+        note=note,
+    )
     if test_questions:
         played = [seed] if returned.id == seed.id else [seed, returned]
-        tell(f"held-out test: scoring {len(played)} instruction(s) on {len(test_questions)} {test_split} "
-             f"questions the choice never saw ({len(played) * len(test_questions)} greedy episodes)")
+        tell(
+            f"held-out test: scoring {len(played)} instruction(s) on {len(test_questions)} "
+            f"{test_split} questions the choice never saw ({len(played) * len(test_questions)} "
+            "greedy episodes)"
+        )
         scores, kept = _rewards(evaluate, played, test_questions)
         seed_test, returned_test = scores[0], scores[-1]
         choice.note = _dropped(choice.note, "test", len(test_questions) - len(kept))
@@ -189,9 +240,14 @@ def choose_instruction(
         choice.test_vs_seed = paired_difference(returned_test, seed_test) if kept else None
         choice.test_question_ids = [q.id for q in kept]
         choice.test_rewards = {"returned": returned_test, "seed": seed_test}
-        tell(f"held-out test: returned {choice.test_returned:.3f}, seed {choice.test_seed:.3f}, "
-             + (f"difference {choice.test_vs_seed.text()}" if choice.test_vs_seed is not None
-                else "no question left to compare (every one had an error rollout)"))
+        tell(
+            f"held-out test: returned {choice.test_returned:.3f}, seed {choice.test_seed:.3f}, "
+            + (
+                f"difference {choice.test_vs_seed.text()}"
+                if choice.test_vs_seed is not None
+                else "no question left to compare (every one had an error rollout)"
+            )
+        )
     return choice
 
 
@@ -199,7 +255,11 @@ def _dropped(note: str, split: str, n: int) -> str:
     """``note`` saying that ``n`` questions of ``split`` were left out for error rollouts."""
     if not n:
         return note
-    return "; ".join(filter(None, [note, f"{n} {split} question(s) left out: a rollout on them failed on an error"]))
+    return "; ".join(
+        filter(
+            None, [note, f"{n} {split} question(s) left out: a rollout on them failed on an error"]
+        )
+    )
 
 
 #: The id of the run's seed where it is not a member of the stage's archive (:func:`run_seed`).
@@ -218,13 +278,21 @@ def run_seed(coevo: Any, seed_text: str) -> Instruction:
     return Instruction(id=RUN_SEED_ID, text=seed_text, origin="seed")
 
 
-def choose_for_run(evaluate: EvaluateFn, coevo: Any, config: Any, inputs: Any, *, rule: str,
-                   tell: Callable[[str], None] | None = None) -> FinalChoice:
+def choose_for_run(
+    evaluate: EvaluateFn,
+    coevo: Any,
+    config: Any,
+    inputs: Any,
+    *,
+    rule: str,
+    tell: Callable[[str], None] | None = None,
+) -> FinalChoice:
     """:func:`choose_instruction` at the end of a run: the final population, the seed and I* of
     ``coevo`` (a :class:`~inspo.core.coevolution.CoEvolution`), the dev and test questions of
     ``inputs`` (:class:`~inspo.training.setup.RunInputs`), the metric and split names of ``config``
     (a :class:`~inspo.config.train.TrainConfig`); ``tell`` as in :func:`choose_instruction`. The
-    seed is the run's (:func:`run_seed`): it competes on dev and is tested beside the returned one."""
+    seed is the run's (:func:`run_seed`): it competes on dev and is tested beside the returned
+    one."""
     return choose_instruction(
         evaluate,
         rule=rule,

@@ -20,7 +20,9 @@ def _largest_divisor_at_most(n: int, cap: int) -> int:
     return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
 
 
-def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress: bool = True) -> dict[str, Any]:
+def grpo_settings(
+    config: TrainConfig, world_size: int, *, cuda: bool, progress: bool = True
+) -> dict[str, Any]:
     """``GRPOConfig`` keyword arguments for ``config`` on ``world_size`` processes.
 
     One INSPO step = one TRL generation batch of ``questions_per_step x group_size`` rows, split
@@ -39,13 +41,15 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
 
     rl = config.rl
     device = "cuda" if cuda else "cpu"
-    bf16 = rl.bf16 if isinstance(rl.bf16, bool) else resolve_bf16_setting(rl.bf16, fast_bf16(device))
+    bf16 = (
+        rl.bf16 if isinstance(rl.bf16, bool) else resolve_bf16_setting(rl.bf16, fast_bf16(device))
+    )
     rows = rl.trajectories_per_step
     if rows % (world_size * rl.mini_batches):
         raise SetupError(
             f"rl.questions_per_step x rl.group_size = {rows} trajectories cannot be split into "
-            f"rl.mini_batches={rl.mini_batches} updates over {world_size} process(es); make it a multiple of "
-            f"{world_size * rl.mini_batches}"
+            f"rl.mini_batches={rl.mini_batches} updates over {world_size} process(es); make it a "
+            f"multiple of {world_size * rl.mini_batches}"
         )
     per_process = rows // (world_size * rl.mini_batches)
     micro = _largest_divisor_at_most(per_process, rl.micro_batch_size)
@@ -66,7 +70,8 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
         "temperature": rl.temperature,
         "top_p": rl.top_p,
         # max_turns tool turns, each followed by an observation, then the final turn
-        "max_completion_length": (rl.max_turns + 1) * rl.max_response_tokens + rl.max_turns * rl.max_obs_tokens,
+        "max_completion_length": (rl.max_turns + 1) * rl.max_response_tokens
+        + rl.max_turns * rl.max_obs_tokens,
         "bf16": bf16,
         "use_cpu": not cuda,
         "report_to": list(rl.report_to) or "none",
@@ -75,13 +80,15 @@ def grpo_settings(config: TrainConfig, world_size: int, *, cuda: bool, progress:
         "save_steps": max(rl.save_steps, 1) * rl.mini_batches,
         "save_only_model": False,
         "seed": rl.seed,
-        "use_vllm": False,  # rl.use_vllm: inspo's own vLLM engine plays the rollouts (inspo.training.vllm_sync)
+        # rl.use_vllm: inspo's own vLLM engine plays the rollouts (inspo.training.vllm_sync)
+        "use_vllm": False,
         "gradient_checkpointing": config.model.gradient_checkpointing,
         "remove_unused_columns": False,
         "shuffle_dataset": True,
         "model_init_kwargs": {"dtype": concrete_dtype(config.model.dtype, device)},
         "disable_tqdm": not progress,
-        "ddp_timeout": 7200,  # verification (and an offline stage) on the main process can take a while
+        # verification (and an offline stage) on the main process can take a while
+        "ddp_timeout": 7200,
         # TRL calls a completion that does not end in EOS "truncated"; an episode that ends at
         # </answer> has no EOS, so masking "truncated" completions would drop the answered ones.
         # Kept off explicitly (TRL's default today); inspo logs its own rollout/finish/* shares.
@@ -96,11 +103,15 @@ def grpo_args(settings: dict[str, Any]) -> Any:
     from trl import GRPOConfig
 
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning)
+        warnings.filterwarnings(
+            "ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning
+        )
         return GRPOConfig(**settings)
 
 
-def build_trainer(config: TrainConfig, args: Any, inputs: Any, ctx: Any, callback: Any, progress: bool) -> Any:
+def build_trainer(
+    config: TrainConfig, args: Any, inputs: Any, ctx: Any, callback: Any, progress: bool
+) -> Any:
     """``InspoGRPOTrainer`` on ``inputs``' questions and model (loaded by TRL from its path, with
     LoRA when ``config.model.lora``), with the rollout function, reward function and ``callback``
     of ``ctx`` (a :class:`~inspo.training.grpo_trainer.RolloutContext`); TRL's log printout
@@ -117,11 +128,18 @@ def build_trainer(config: TrainConfig, args: Any, inputs: Any, ctx: Any, callbac
         from peft import LoraConfig
 
         m = config.model
-        peft_config = LoraConfig(r=m.lora_r, lora_alpha=m.lora_alpha, lora_dropout=m.lora_dropout,
-                                 target_modules=list(m.lora_target_modules), task_type="CAUSAL_LM")
+        peft_config = LoraConfig(
+            r=m.lora_r,
+            lora_alpha=m.lora_alpha,
+            lora_dropout=m.lora_dropout,
+            target_modules=list(m.lora_target_modules),
+            task_type="CAUSAL_LM",
+        )
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
-        warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning)
+        warnings.filterwarnings(
+            "ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning
+        )
         trainer = trainer_class()(
             model=str(inputs.model_dir),
             reward_funcs=[make_reward_func(ctx)],
@@ -145,7 +163,9 @@ def questions_dataset(questions: list[Question]):
     """TRL's train dataset: one row per question (``prompt`` = the question, ``question_id``)."""
     from datasets import Dataset
 
-    return Dataset.from_dict({"prompt": [q.question for q in questions], "question_id": [q.id for q in questions]})
+    return Dataset.from_dict(
+        {"prompt": [q.question for q in questions], "question_id": [q.id for q in questions]}
+    )
 
 
 def final_model(trainer: Any) -> Any:

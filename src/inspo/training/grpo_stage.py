@@ -5,8 +5,8 @@ Reads top to bottom like the stage does:
 1. :func:`preflight` (before any stage of the run works): the checkpoint a resume starts from and
    its :class:`~inspo.training.resume.ResumePlan` (a refused change stops here, before anything
    loads), TRL's settings (:func:`inspo.training.grpo_config.grpo_settings`), the run's inputs
-   (:func:`inspo.training.setup.prepare`: the environment, data, optimizer LLM, model and prompt lengths)
-   and TRL's ``GRPOConfig``, which also sets up the processes;
+   (:func:`inspo.training.setup.prepare`: the environment, data, optimizer LLM, model and prompt
+   lengths) and TRL's ``GRPOConfig``, which also sets up the processes;
 2. :func:`run_grpo`: the run directory; the core (:class:`~inspo.core.coevolution.CoEvolution`)
    from the instruction the stage is handed (else the seed), co-evolving or ``static`` (a
    population of one); the trainer (:mod:`inspo.training.grpo_config`, the model loaded by TRL
@@ -81,7 +81,8 @@ class GrpoStart:
     """TRL's ``GRPOConfig``."""
     started: float
     vllm: bool = False
-    """Whether vLLM plays the rollouts (``rl.use_vllm``, ``auto`` resolved: :func:`~inspo.training.plan.rollout_engine`)."""
+    """Whether vLLM plays the rollouts (``rl.use_vllm``, ``auto`` resolved:
+    :func:`~inspo.training.plan.rollout_engine`)."""
 
     @property
     def is_main(self) -> bool:
@@ -102,7 +103,9 @@ def cuda_available() -> bool:
 # ------------------------------------------------------------------------------ 1. pre-flight
 
 
-def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static: bool, env: Any = None) -> GrpoStart:
+def preflight(
+    config: TrainConfig, *, resume: bool | str, progress: bool, static: bool, env: Any = None
+) -> GrpoStart:
     """Check and build what a GRPO stage needs; raises :class:`SetupError` for a tracker of
     ``rl.report_to`` that is not installed (first: before anything loads), a bad path, an
     unreachable server, a prompt over ``rl.max_prompt_tokens``, a batch that does not divide, a
@@ -120,9 +123,9 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
         _check_vllm_training(config, world_size)
     if config.model.engine != "hf":
         raise SetupError(
-            f"model.engine={config.model.engine}: model.engine picks the frozen policy's engine of inspo evolve; "
-            "inspo train plays its rollouts with vLLM through rl.use_vllm=true. "
-            "Use model.engine=hf"
+            f"model.engine={config.model.engine}: model.engine picks the frozen policy's engine of "
+            "inspo evolve; inspo train plays its rollouts with vLLM through rl.use_vllm=true. Use "
+            "model.engine=hf"
         )
     try:
         checkpoint = artifacts.find_checkpoint(run_dir, resume) if resume else None
@@ -130,8 +133,8 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
         raise SetupError(str(exc)) from exc
     if checkpoint is None and artifacts.any_checkpoint_dirs(run_dir):
         raise SetupError(
-            f"{run_dir} already holds checkpoints of an earlier run; pass resume=True (--resume) to continue "
-            "it, or choose another output_dir"
+            f"{run_dir} already holds checkpoints of an earlier run; pass resume=True (--resume) "
+            "to continue it, or choose another output_dir"
         )
     plan, saved_state = (None, None)
     if checkpoint is not None:  # a refused change stops here, before anything loads
@@ -140,12 +143,24 @@ def preflight(config: TrainConfig, *, resume: bool | str, progress: bool, static
     inputs = prepare(config, need_optimizer=not static, need_eval=True, env=env)
     log.info("optimizer LLM: %s", inputs.optimizer_note)
     if not config.model.lora and config.model.dtype == "bfloat16":
-        log.warning("full fine-tuning of bfloat16 weights: an update smaller than bf16's precision (about "
-                    "1/256 of a weight) is lost; for small learning rates use model.dtype=float32 (float32 master "
-                    "weights, bf16 compute through rl.bf16) or model.lora=true")
-    return GrpoStart(config=config, static=static, rank=rank, world_size=world_size, checkpoint=checkpoint,
-                     plan=plan, saved_state=saved_state, inputs=inputs, args=grpo_args(settings), started=started,
-                     vllm=engine.vllm)
+        log.warning(
+            "full fine-tuning of bfloat16 weights: an update smaller than bf16's precision (about "
+            "1/256 of a weight) is lost; for small learning rates use model.dtype=float32 (float32 "
+            "master weights, bf16 compute through rl.bf16) or model.lora=true"
+        )
+    return GrpoStart(
+        config=config,
+        static=static,
+        rank=rank,
+        world_size=world_size,
+        checkpoint=checkpoint,
+        plan=plan,
+        saved_state=saved_state,
+        inputs=inputs,
+        args=grpo_args(settings),
+        started=started,
+        vllm=engine.vllm,
+    )
 
 
 def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
@@ -159,11 +174,15 @@ def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
     problems = []
     if config.rl.vllm_mode == "server":
         if not config.model.lora:
-            problems.append("rl.vllm_mode=server gets the LoRA adapter each step, so it needs model.lora=true (full "
-                            "weights reach a vLLM server only over NCCL between GPUs, TRL's vllm-serve, which inspo "
-                            "does not build; use rl.vllm_mode=colocate for full fine-tuning)")
+            problems.append(
+                "rl.vllm_mode=server gets the LoRA adapter each step, so it needs model.lora=true "
+                "(full weights reach a vLLM server only over NCCL between GPUs, TRL's vllm-serve, "
+                "which inspo does not build; use rl.vllm_mode=colocate for full fine-tuning)"
+            )
         if not config.rl.vllm_server_url:
-            problems.append("rl.vllm_mode=server needs rl.vllm_server_url (the server's http://host:port)")
+            problems.append(
+                "rl.vllm_mode=server needs rl.vllm_server_url (the server's http://host:port)"
+            )
         if problems:
             raise SetupError("rl.use_vllm=true: " + "; ".join(problems))
         _check_vllm_server(config.rl.vllm_server_url)
@@ -171,8 +190,10 @@ def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
     if not vllm_available():
         problems.append(f"no module named 'vllm'; {INSTALL_HINT}")
     if problems:
-        raise SetupError("rl.use_vllm=true: " + "; ".join(problems) + ". Or set rl.use_vllm=false "
-                         "(rollouts then generate with the training model through transformers)")
+        raise SetupError(
+            "rl.use_vllm=true: " + "; ".join(problems) + ". Or set rl.use_vllm=false "
+            "(rollouts then generate with the training model through transformers)"
+        )
 
 
 def _check_vllm_server(url: str) -> None:
@@ -183,10 +204,14 @@ def _check_vllm_server(url: str) -> None:
     try:
         response = httpx.get(f"{root}/v1/models", timeout=10)
     except httpx.HTTPError as exc:
-        raise SetupError(f"rl.vllm_server_url={url}: cannot reach the vLLM server ({type(exc).__name__}: {exc}); "
-                         "start it with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True") from exc
+        raise SetupError(
+            f"rl.vllm_server_url={url}: cannot reach the vLLM server ({type(exc).__name__}: "
+            f"{exc}); start it with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"
+        ) from exc
     if response.status_code != 200:
-        raise SetupError(f"rl.vllm_server_url={url}: {root}/v1/models answered {response.status_code}")
+        raise SetupError(
+            f"rl.vllm_server_url={url}: {root}/v1/models answered {response.status_code}"
+        )
 
 
 def _load_finished(trainer: Any, checkpoint: Path) -> None:
@@ -197,7 +222,9 @@ def _load_finished(trainer: Any, checkpoint: Path) -> None:
     """
     from transformers import TrainerState
 
-    trainer._load_from_checkpoint(str(checkpoint))  # what train(resume_from_checkpoint=...) loads first
+    trainer._load_from_checkpoint(
+        str(checkpoint)
+    )  # what train(resume_from_checkpoint=...) loads first
     trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
 
 
@@ -207,30 +234,49 @@ def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static
     cannot honour."""
     from inspo.training.resume import check_checkpoint, plan_resume, read_old_config
 
-    step_info = check_checkpoint(checkpoint)  # every file it holds is read once: a damaged one is named here
+    step_info = check_checkpoint(
+        checkpoint
+    )  # every file it holds is read once: a damaged one is named here
     if int(step_info.get("mini_batches", config.rl.mini_batches)) != config.rl.mini_batches:
-        raise SetupError(f"{checkpoint} was written with rl.mini_batches={step_info['mini_batches']}; "
-                         f"resume with the same value (now {config.rl.mini_batches})")
+        raise SetupError(
+            f"{checkpoint} was written with rl.mini_batches={step_info['mini_batches']}; "
+            f"resume with the same value (now {config.rl.mini_batches})"
+        )
     state = read_state(checkpoint / artifacts.STATE_FILE)
     saved, where = read_old_config(run_dir, checkpoint)
-    plan = plan_resume(config, saved_core=state["config"], saved=saved, checkpoint=str(checkpoint),
-                       step=int(step_info["inspo_step"]), compared_with=where, static=static)
+    plan = plan_resume(
+        config,
+        saved_core=state["config"],
+        saved=saved,
+        checkpoint=str(checkpoint),
+        step=int(step_info["inspo_step"]),
+        compared_with=where,
+        static=static,
+    )
     plan.check()
     if plan.step > config.rl.steps:
-        raise SetupError(f"{checkpoint} holds INSPO step {plan.step}, past rl.steps={config.rl.steps}: resume with "
-                         f"--set rl.steps={plan.step} (or more), or resume from an earlier checkpoint-N")
+        raise SetupError(
+            f"{checkpoint} holds INSPO step {plan.step}, past rl.steps={config.rl.steps}: resume "
+            f"with --set rl.steps={plan.step} (or more), or resume from an earlier checkpoint-N"
+        )
     return plan, state
 
 
 # ------------------------------------------------------------------------------ 2-5. the stage
 
 
-def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
-             reward_fn: RewardFn | None) -> tuple[RunSummary, Policy]:
+def run_grpo(
+    start: GrpoStart, *, instruction: str | None, progress: bool, reward_fn: RewardFn | None
+) -> tuple[RunSummary, Policy]:
     """Train from ``start`` with ``instruction`` (None: the config's seed) as the seed of the
     population; returns the stage's summary (not written) and the trained policy."""
     config, inputs, rl = start.config, start.inputs, start.config.rl
-    run_dir, main, checkpoint, plan = Path(config.output_dir), start.is_main, start.checkpoint, start.plan
+    run_dir, main, checkpoint, plan = (
+        Path(config.output_dir),
+        start.is_main,
+        start.checkpoint,
+        start.plan,
+    )
 
     # -- 2. run directory, core, trainer ------------------------------------------------
     choices = run_dir / artifacts.choices_file(start.rank)
@@ -238,16 +284,25 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         run_dir.mkdir(parents=True, exist_ok=True)
         if checkpoint is None:
             artifacts.clear_run_files(run_dir)
-        (run_dir / artifacts.CONFIG_FILE).write_text(plan.config_text(config) if plan else dump(config),
-                                                     encoding="utf-8")
+        (run_dir / artifacts.CONFIG_FILE).write_text(
+            plan.config_text(config) if plan else dump(config), encoding="utf-8"
+        )
     if checkpoint is None:
         choices.unlink(missing_ok=True)
     events = EventLog(run_dir / artifacts.EVENTS_FILE if main else None, keep=main)
     if main:
         announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
-    coevo = build_coevolution(config.coevolution, instruction or inputs.seed_instruction, inputs.optimizer, events,
-                              static=start.static, fits=inputs.fits, env=inputs.env, questions=inputs.questions,
-                              held_out=inputs.eval_questions + inputs.test_questions)
+    coevo = build_coevolution(
+        config.coevolution,
+        instruction or inputs.seed_instruction,
+        inputs.optimizer,
+        events,
+        static=start.static,
+        fits=inputs.fits,
+        env=inputs.env,
+        questions=inputs.questions,
+        held_out=inputs.eval_questions + inputs.test_questions,
+    )
     if main:  # the optimizer is called on the main process alone
         keep_paid_answers(coevo, run_dir)
 
@@ -275,8 +330,13 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         from inspo.training.vllm_sync import start_sync
 
         ctx.vllm_sync = start_sync(config, inputs.model_dir, run_dir, rl.seed, rank=start.rank)
-    callback = make_callback(ctx, run_dir=run_dir, total_steps=rl.steps, progress=progress and main,
-                             run_config=config.to_dict())
+    callback = make_callback(
+        ctx,
+        run_dir=run_dir,
+        total_steps=rl.steps,
+        progress=progress and main,
+        run_config=config.to_dict(),
+    )
     trainer = build_trainer(config, start.args, inputs, ctx, callback, progress)
     callback.trainer = trainer
 
@@ -284,13 +344,20 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     if plan is not None:
         step = plan.step
         if main:
-            coevo.load_state_dict(start.saved_state, emit=False)  # every section's changes go in one event below
+            coevo.load_state_dict(
+                start.saved_state, emit=False
+            )  # every section's changes go in one event below
             dropped = artifacts.truncate_after(run_dir, step)
             if plan.applied:
                 events.emit(plan.event())
             plan.write(run_dir)
             say(plan.lines(), progress)
-            log.info("resuming from %s (INSPO step %d); dropped %d log line(s) written after it", checkpoint, step, dropped)
+            log.info(
+                "resuming from %s (INSPO step %d); dropped %d log line(s) written after it",
+                checkpoint,
+                step,
+                dropped,
+            )
         else:
             artifacts.truncate_jsonl(choices, lambda r: int(r.get("step", 0)) <= step)
     elif main:
@@ -303,11 +370,16 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
     if plan is not None and plan.step >= rl.steps:
         _load_finished(trainer, checkpoint)
         if main:
-            say(f"{checkpoint.name} holds the run's last step (rl.steps={rl.steps}): nothing left to train; the final "
-                "files are written from it", progress)
+            say(
+                f"{checkpoint.name} holds the run's last step (rl.steps={rl.steps}): nothing left "
+                "to train; the final files are written from it",
+                progress,
+            )
     else:
         with attention_kernels(trainer.accelerator.device):  # no per-shape cuDNN plans on a GPU
-            trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None)
+            trainer.train(
+                resume_from_checkpoint=str(checkpoint) if checkpoint is not None else None
+            )
     if ctx.vllm_sync is not None:  # the final choice plays the merged model through transformers
         ctx.vllm_sync.shutdown()
         ctx.vllm_sync = None
@@ -327,22 +399,42 @@ def run_grpo(start: GrpoStart, *, instruction: str | None, progress: bool,
         returned = final.returned_text if final else coevo.best().text
         artifacts.write_best_instruction(run_dir, returned)
     trainer.accelerator.wait_for_everyone()
-    history = artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE) if main else callback.metrics.history
+    history = (
+        artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE) if main else callback.metrics.history
+    )
     returned = coevo.best()
-    if final is not None:  # the run's seed (after a pre-policy stage) is no member of this stage's archive
-        returned = next((i for i in coevo.population.archive.values() if i.id == final.returned_id),
-                        Instruction(id=final.returned_id, text=final.returned_text, origin="seed"))
+    if (
+        final is not None
+    ):  # the run's seed (after a pre-policy stage) is no member of this stage's archive
+        returned = next(
+            (i for i in coevo.population.archive.values() if i.id == final.returned_id),
+            Instruction(id=final.returned_id, text=final.returned_text, origin="seed"),
+        )
     summary = summarize(
-        run_dir=config.output_dir, mode=config.mode, steps=rl.steps, history=history, coevo=coevo, returned=returned,
-        optimizer=inputs.optimizer_note, started=start.started, resumed_from=str(checkpoint) if checkpoint else None,
-        evaluation=evaluation, resume_changes=[str(c) for c in plan.applied] if plan else [],
+        run_dir=config.output_dir,
+        mode=config.mode,
+        steps=rl.steps,
+        history=history,
+        coevo=coevo,
+        returned=returned,
+        optimizer=inputs.optimizer_note,
+        started=start.started,
+        resumed_from=str(checkpoint) if checkpoint else None,
+        evaluation=evaluation,
+        resume_changes=[str(c) for c in plan.applied] if plan else [],
         selection_rollouts=final.dev_rollouts if final is not None else 0,
-        eval_history=[{"step": h["step"], "eval/reward": h["eval/reward"]} for h in history if "eval/reward" in h],
+        eval_history=[
+            {"step": h["step"], "eval/reward": h["eval/reward"]}
+            for h in history
+            if "eval/reward" in h
+        ],
     )
     return summary, Policy(model, inputs.tokenizer)
 
 
-def _initialize(coevo: CoEvolution, ctx, trainer, inputs: RunInputs, config: TrainConfig, progress: bool) -> None:
+def _initialize(
+    coevo: CoEvolution, ctx, trainer, inputs: RunInputs, config: TrainConfig, progress: bool
+) -> None:
     """Algorithm 1 line 2 on the main process: warm-up rollouts of the seed, then P_0."""
     from inspo.training.grpo_trainer import generation_model
 
@@ -354,13 +446,22 @@ def _initialize(coevo: CoEvolution, ctx, trainer, inputs: RunInputs, config: Tra
     warm = warmup_questions(inputs.questions, config.data.warmup_questions, co.seed)
     t0 = time.time()
     if warm:
-        say(f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill the replay buffer)",
-            progress)
+        say(
+            f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill the "
+            "replay buffer)",
+            progress,
+        )
     with generation_model(trainer) as model:
-        coevo.initialize(ctx.make_evaluate(model, 0, tag="init", version=trainer.state.global_step), warm)
-    say(f"initial population: {len(coevo.population)} instruction(s) "
-        f"({coevo.ledger.warmup_rollouts} warm-up + {coevo.ledger.verification_rollouts} verification rollouts, "
-        f"{coevo.ledger.optimizer_calls} optimizer call(s), {time.time() - t0:.0f} s)", progress)
+        coevo.initialize(
+            ctx.make_evaluate(model, 0, tag="init", version=trainer.state.global_step), warm
+        )
+    say(
+        f"initial population: {len(coevo.population)} instruction(s) "
+        f"({coevo.ledger.warmup_rollouts} warm-up + {coevo.ledger.verification_rollouts} "
+        f"verification rollouts, {coevo.ledger.optimizer_calls} optimizer call(s), "
+        f"{time.time() - t0:.0f} s)",
+        progress,
+    )
 
 
 def _sync_population(ctx, coevo: CoEvolution) -> None:
@@ -377,10 +478,18 @@ def _sync_population(ctx, coevo: CoEvolution) -> None:
         set_population(coevo, *payload[0])
 
 
-def _final_choice(ctx, model, inputs: RunInputs, coevo: CoEvolution, config: TrainConfig, progress: bool):
+def _final_choice(
+    ctx, model, inputs: RunInputs, coevo: CoEvolution, config: TrainConfig, progress: bool
+):
     """The returned instruction (``config.final_choice``) and its held-out test against the seed,
     with the trained policy decoding greedily (see :mod:`inspo.training.final`)."""
     from inspo.training.final import choose_for_run
 
-    return choose_for_run(ctx.greedy_evaluate(model, progress=progress), coevo, config, inputs,
-                          rule=config.final_choice, tell=lambda line: say(line, progress))
+    return choose_for_run(
+        ctx.greedy_evaluate(model, progress=progress),
+        coevo,
+        config,
+        inputs,
+        rule=config.final_choice,
+        tell=lambda line: say(line, progress),
+    )

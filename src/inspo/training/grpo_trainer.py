@@ -15,10 +15,10 @@ a step and what happens after its rollouts are in :mod:`inspo.training.loop`):
    results, messages; they are not trained on) and the extra keys ``reward``, ``instruction_id``,
    ``question_id``, ``n_tool_calls``, ``turns``, ``finish_reason``.
    An outage (an :class:`~inspo.records.EndpointDown`: a server a tool needs, e.g. the retriever,
-   did not answer after its retries) raises :class:`~inspo.records.TooManyErrors` here and stops training: a batch
-   that could not be played has no honest reward, and TRL has no way to leave rows out of a
-   step (a ``None`` reward from the only reward function becomes NaN in every advantage), so
-   the step fails rather than train on zeros standing in for the policy's answers. The
+   did not answer after its retries) raises :class:`~inspo.records.TooManyErrors` here and stops
+   training: a batch that could not be played has no honest reward, and TRL has no way to leave rows
+   out of a step (a ``None`` reward from the only reward function becomes NaN in every advantage),
+   so the step fails rather than train on zeros standing in for the policy's answers. The
    checkpoints already saved are kept; ``inspo train --resume`` continues from the last one.
    Any other exception propagates as it is.
 3. ``inspo_reward`` returns the precomputed reward (scored on the response only) and records
@@ -91,7 +91,8 @@ class RolloutContext:
     """Show bars over the episodes of verification and evaluation (the main process of a run
     with progress on); the phases are announced either way (:mod:`inspo.training.progress`)."""
     max_error_rate: float | None = None
-    """``rl.max_error_rate``: a verification or evaluation call with more error rollouts stops the run."""
+    """``rl.max_error_rate``: a verification or evaluation call with more error rollouts stops the
+    run."""
     vllm_sync: Any = None
     """``rl.use_vllm``: the :class:`~inspo.training.vllm_sync.WeightSync` (full weights) or
     :class:`~inspo.training.vllm_sync.AdapterSync` (LoRA) that plays the policy in vLLM."""
@@ -114,37 +115,71 @@ class RolloutContext:
             return self.vllm_sync.engine_for(model, version, rng)
         return HFEngine(model, self.tokenizer, rng=rng)
 
-    def make_evaluate(self, model: Any, step: int, tag: str = "verify", version: int | None = None) -> EvaluateFn:
-        """``evaluate(instruction, questions)`` with ``model`` as the policy (one rollout per question;
-        the same questions get the same sampling seeds whatever the instruction: paired; greedy
-        under ``coevolution.verify_greedy``)."""
-        return verification_evaluate(self.policy(model, version), self.env, self.agent, seed=self.seed,
-                                     tag=tag, step=step, batch_size=self.eval_batch_size, reward_fn=self.reward_fn,
-                                     progress=self.progress, max_error_rate=self.max_error_rate,
-                                     greedy=self.coevo.config.verify_greedy)
+    def make_evaluate(
+        self, model: Any, step: int, tag: str = "verify", version: int | None = None
+    ) -> EvaluateFn:
+        """``evaluate(instruction, questions)`` with ``model`` as the policy (one rollout per
+        question; the same questions get the same sampling seeds whatever the instruction: paired;
+        greedy under ``coevolution.verify_greedy``)."""
+        return verification_evaluate(
+            self.policy(model, version),
+            self.env,
+            self.agent,
+            seed=self.seed,
+            tag=tag,
+            step=step,
+            batch_size=self.eval_batch_size,
+            reward_fn=self.reward_fn,
+            progress=self.progress,
+            max_error_rate=self.max_error_rate,
+            greedy=self.coevo.config.verify_greedy,
+        )
 
-    def greedy_evaluate(self, model: Any, *, progress: bool = False, version: int | None = None) -> EvaluateFn:
-        """``evaluate(instruction, questions)`` with ``model`` decoding greedily (one rollout per question)."""
-        return greedy_evaluate(self.policy(model, version), self.env, self.agent,
-                               batch_size=self.eval_batch_size, reward_fn=self.reward_fn, progress=progress,
-                               max_error_rate=self.max_error_rate)
+    def greedy_evaluate(
+        self, model: Any, *, progress: bool = False, version: int | None = None
+    ) -> EvaluateFn:
+        """``evaluate(instruction, questions)`` with ``model`` decoding greedily (one rollout per
+        question)."""
+        return greedy_evaluate(
+            self.policy(model, version),
+            self.env,
+            self.agent,
+            batch_size=self.eval_batch_size,
+            reward_fn=self.reward_fn,
+            progress=progress,
+            max_error_rate=self.max_error_rate,
+        )
 
     def periodic_eval(self, model: Any, step: int, version: int | None = None) -> dict[str, float]:
-        """``rl.eval_every``: the current policy, greedy, with the current I* on the dev questions."""
+        """``rl.eval_every``: the current policy, greedy, with the current I* on the dev
+        questions."""
         if not (self.eval_every and self.eval_questions and step % self.eval_every == 0):
             return {}
         best = self.coevo.best()
-        say(f"step {step} evaluation: {best.id} on {len(self.eval_questions)} dev question(s), greedy", self.progress)
-        played = self.greedy_evaluate(model, version=version, progress=self.progress)(best, self.eval_questions)
+        say(
+            f"step {step} evaluation: {best.id} on {len(self.eval_questions)} dev question(s), "
+            "greedy",
+            self.progress,
+        )
+        played = self.greedy_evaluate(model, version=version, progress=self.progress)(
+            best, self.eval_questions
+        )
         rollouts = scored(played)
         n = max(len(rollouts), 1)
-        metrics = {"eval/reward": sum(r.reward for r in rollouts) / n,
-                   "eval/tool_calls": sum(len(r.tool_calls) for r in rollouts) / n,
-                   **{f"eval/{tool}_calls": sum(len(r.calls_of(tool)) for r in rollouts) / n for tool in self.env.tools},
-                   "eval/errors": float(len(played) - len(rollouts))}
-        say(f"step {step} evaluation: reward {metrics['eval/reward']:.3f}, "
-            f"tool calls {metrics['eval/tool_calls']:.2f}, errors {len(played) - len(rollouts)} (not scored)",
-            self.progress)
+        metrics = {
+            "eval/reward": sum(r.reward for r in rollouts) / n,
+            "eval/tool_calls": sum(len(r.tool_calls) for r in rollouts) / n,
+            **{
+                f"eval/{tool}_calls": sum(len(r.calls_of(tool)) for r in rollouts) / n
+                for tool in self.env.tools
+            },
+            "eval/errors": float(len(played) - len(rollouts)),
+        }
+        say(
+            f"step {step} evaluation: reward {metrics['eval/reward']:.3f}, tool calls "
+            f"{metrics['eval/tool_calls']:.2f}, errors {len(played) - len(rollouts)} (not scored)",
+            self.progress,
+        )
         return metrics
 
     def trace(self, step: int, groups: list[tuple[str, str]]) -> None:
@@ -154,7 +189,13 @@ class RolloutContext:
         for qid, iid in groups:
             artifacts.append_jsonl(
                 self.choices_path,
-                {"step": step, "rank": self.rank, "question_id": qid, "instruction_id": iid, "population_version": version},
+                {
+                    "step": step,
+                    "rank": self.rank,
+                    "question_id": qid,
+                    "instruction_id": iid,
+                    "population_version": version,
+                },
             )
 
 
@@ -178,19 +219,25 @@ def rollout_batch(rollouts: list[Rollout], fallback_token: int) -> dict[str, Any
     for r in rollouts:
         if not r.prompt_ids:
             raise ValueError(
-                f"rollout of question {r.question.id!r} has no prompt token ids: training needs an engine that "
-                "keeps token ids (HFEngine), not a text-only one"
+                f"rollout of question {r.question.id!r} has no prompt token ids: training needs an "
+                "engine that keeps token ids (HFEngine), not a text-only one"
             )
         ids, mask = list(r.completion_ids), list(r.env_mask)
         if len(ids) != len(mask):
-            raise ValueError(f"rollout of question {r.question.id!r}: {len(ids)} completion ids but {len(mask)} mask entries")
+            raise ValueError(
+                f"rollout of question {r.question.id!r}: {len(ids)} completion ids but {len(mask)} "
+                "mask entries"
+            )
         if not ids:
             ids, mask = [fallback_token], [0]
         prompt_ids.append(list(r.prompt_ids))
         completion_ids.append(ids)
         env_mask.append(mask)
     logprobs = None
-    if rollouts and all(r.logprobs is not None and len(r.logprobs) == len(c) for r, c in zip(rollouts, completion_ids, strict=True)):
+    if rollouts and all(
+        r.logprobs is not None and len(r.logprobs) == len(c)
+        for r, c in zip(rollouts, completion_ids, strict=True)
+    ):
         logprobs = [list(r.logprobs) for r in rollouts]
     return {
         "prompt_ids": prompt_ids,
@@ -215,7 +262,9 @@ def generation_model(trainer: Any) -> Iterator[Any]:
 
     with warnings.catch_warnings():
         # transformers 5 renamed (is_)gradient_checkpointing; TRL 1.16 still reads the old name
-        warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning)
+        warnings.filterwarnings(
+            "ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning
+        )
         with unwrap_model_for_generation(
             trainer.model_wrapped,
             trainer.accelerator,
@@ -228,7 +277,9 @@ def make_rollout_func(ctx: RolloutContext) -> Callable[[list, Any], dict[str, An
     def rollout_func(prompts: list, trainer: Any) -> dict[str, Any]:
         rows = getattr(trainer, "_inspo_inputs", None)
         if rows is None or len(rows) != len(prompts):
-            raise RuntimeError("rollout_func: the trainer did not pass its input rows (use InspoGRPOTrainer)")
+            raise RuntimeError(
+                "rollout_func: the trainer did not pass its input rows (use InspoGRPOTrainer)"
+            )
         step = ctx.inspo_step(trainer.state.global_step)
         questions = [ctx.questions[row["question_id"]] for row in rows]
         instructions, groups = choose_groups(ctx.coevo, step, questions)
@@ -236,25 +287,38 @@ def make_rollout_func(ctx: RolloutContext) -> Callable[[list, Any], dict[str, An
         ctx.trace(step, groups)
         episodes = [Episode(q, ins) for q, ins in zip(questions, instructions, strict=True)]
         with generation_model(trainer) as model:
-            engine = ctx.policy(model, trainer.state.global_step, rng=derived_rng(ctx.seed, "rollout", step, ctx.rank))
+            engine = ctx.policy(
+                model,
+                trainer.state.global_step,
+                rng=derived_rng(ctx.seed, "rollout", step, ctx.rank),
+            )
             try:
                 rollouts = run_rollouts(engine, ctx.env, ctx.agent, episodes)
             except EndpointDown as exc:  # no honest reward for this batch: stop (module docstring)
-                raise TooManyErrors(f"the {len(episodes)} training rollouts of step {step} failed ({exc}): "
-                                    "stopping; fix the endpoint, then continue with --resume") from exc
+                raise TooManyErrors(
+                    f"the {len(episodes)} training rollouts of step {step} failed ({exc}): "
+                    "stopping; fix the endpoint, then continue with --resume"
+                ) from exc
         ctx.in_flight = rescore(rollouts, ctx.reward_fn)
-        fallback = ctx.tokenizer.eos_token_id if ctx.tokenizer.eos_token_id is not None else ctx.tokenizer.pad_token_id
+        fallback = (
+            ctx.tokenizer.eos_token_id
+            if ctx.tokenizer.eos_token_id is not None
+            else ctx.tokenizer.pad_token_id
+        )
         return rollout_batch(ctx.in_flight, int(fallback))
 
     return rollout_func
 
 
 def make_reward_func(ctx: RolloutContext) -> Callable[..., list[float]]:
-    def inspo_reward(prompts, completions, reward, question_id, instruction_id, **kwargs) -> list[float]:
+    def inspo_reward(
+        prompts, completions, reward, question_id, instruction_id, **kwargs
+    ) -> list[float]:
         """The precomputed response-only reward; records the rollouts for attribution."""
         rollouts, ctx.in_flight = ctx.in_flight, []
         if len(rollouts) != len(reward) or any(
-            r.question.id != q or r.instruction_id != i for r, q, i in zip(rollouts, question_id, instruction_id, strict=False)
+            r.question.id != q or r.instruction_id != i
+            for r, q, i in zip(rollouts, question_id, instruction_id, strict=False)
         ):
             raise RuntimeError("inspo_reward: the rows do not match the rollouts of this batch")
         ctx.pending.extend(light(r) for r in rollouts)
@@ -279,7 +343,10 @@ class StepFailed:
     def error(self) -> Exception:
         if self.kind == TooManyErrors.__name__:
             return TooManyErrors(self.message)
-        return RuntimeError(f"the main process stopped at the end of INSPO step {self.step} ({self.kind}): {self.message}")
+        return RuntimeError(
+            f"the main process stopped at the end of INSPO step {self.step} ({self.kind}): "
+            f"{self.message}"
+        )
 
 
 class InspoHooks:
@@ -288,11 +355,22 @@ class InspoHooks:
     ``trainer`` must be set after the trainer is built (TRL does not pass it to callbacks).
     """
 
-    def __init__(self, ctx: RolloutContext, *, run_dir: Path, total_steps: int, progress: bool,
-                 run_config: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        ctx: RolloutContext,
+        *,
+        run_dir: Path,
+        total_steps: int,
+        progress: bool,
+        run_config: dict[str, Any] | None = None,
+    ):
         self.ctx = ctx
-        self.metrics = MetricsLog(Path(run_dir) / artifacts.METRICS_FILE, total_steps, progress=progress,
-                                  release_memory=True)
+        self.metrics = MetricsLog(
+            Path(run_dir) / artifacts.METRICS_FILE,
+            total_steps,
+            progress=progress,
+            release_memory=True,
+        )
         self.run_config = run_config
         """The run's resolved config, recorded in each checkpoint (a resume compares with it)."""
         self.trainer: Any = None
@@ -316,7 +394,9 @@ class InspoHooks:
             if ctx.is_main:
                 try:
                     payload[0] = self._update(step, rollouts, model)
-                except Exception as exc:  # every rank must hear it, or the others wait in the broadcast
+                except (
+                    Exception
+                ) as exc:  # every rank must hear it, or the others wait in the broadcast
                     if ctx.world_size == 1:
                         raise
                     failure, payload[0] = exc, StepFailed(step, type(exc).__name__, str(exc))
@@ -336,9 +416,18 @@ class InspoHooks:
     def _update(self, step: int, rollouts: list[Rollout], model: Any):
         coevo = self.ctx.coevo
         version = self.trainer.state.global_step
-        evaluate = self.ctx.make_evaluate(model, step, version=version) if model is not None else None
-        metrics = finish_step(coevo, step, rollouts, evaluate, sampled=self.ctx.sampled,
-                              tools=list(self.ctx.env.tools), env_metrics=self.ctx.env.metrics).metrics
+        evaluate = (
+            self.ctx.make_evaluate(model, step, version=version) if model is not None else None
+        )
+        metrics = finish_step(
+            coevo,
+            step,
+            rollouts,
+            evaluate,
+            sampled=self.ctx.sampled,
+            tools=list(self.ctx.env.tools),
+            env_metrics=self.ctx.env.metrics,
+        ).metrics
         if model is not None:
             metrics.update(self.ctx.periodic_eval(model, step, version=version))
         metrics["global_step"] = self.trainer.state.global_step
@@ -359,11 +448,17 @@ class InspoHooks:
         self.flush()
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         step = state.global_step // self.ctx.mini_batches
-        info: dict[str, Any] = {"inspo_step": step, "global_step": state.global_step, "mini_batches": self.ctx.mini_batches}
+        info: dict[str, Any] = {
+            "inspo_step": step,
+            "global_step": state.global_step,
+            "mini_batches": self.ctx.mini_batches,
+        }
         if self.run_config is not None:
             info["config"] = self.run_config
         artifacts.write_json(checkpoint / artifacts.STEP_FILE, info)
-        save_state(self.ctx.coevo, checkpoint / artifacts.STATE_FILE)  # last: marks the checkpoint complete
+        save_state(
+            self.ctx.coevo, checkpoint / artifacts.STATE_FILE
+        )  # last: marks the checkpoint complete
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.ctx.is_main:
@@ -438,19 +533,47 @@ def trainer_class():
 
             self._inspo_inputs = inputs
             with warnings.catch_warnings():
-                # transformers 5 renamed is_gradient_checkpointing; TRL 1.16 still reads the old name
-                warnings.filterwarnings("ignore", message=".*gradient_checkpointing.*deprecated",
-                                        category=FutureWarning)
+                # transformers 5 renamed is_gradient_checkpointing; TRL 1.16 still reads the old
+                # name
+                warnings.filterwarnings(
+                    "ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning
+                )
                 return super()._generate_and_score_completions(inputs)
 
-        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
-                                               batch_size=None, compute_entropy=False, compute_aux_loss=False,
-                                               **multimodal):
-            if input_ids.device.type != "cpu" or compute_aux_loss or any(v is not None for v in multimodal.values()):
+        def _get_per_token_logps_and_entropies(
+            self,
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            batch_size=None,
+            compute_entropy=False,
+            compute_aux_loss=False,
+            **multimodal,
+        ):
+            if (
+                input_ids.device.type != "cpu"
+                or compute_aux_loss
+                or any(v is not None for v in multimodal.values())
+            ):
                 return super()._get_per_token_logps_and_entropies(
-                    model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
-                    compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **multimodal)
-            return cpu_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
-                                           batch_size=batch_size, compute_entropy=compute_entropy)
+                    model,
+                    input_ids,
+                    attention_mask,
+                    logits_to_keep,
+                    batch_size=batch_size,
+                    compute_entropy=compute_entropy,
+                    compute_aux_loss=compute_aux_loss,
+                    **multimodal,
+                )
+            return cpu_logps_and_entropies(
+                self,
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+            )
 
     return InspoGRPOTrainer

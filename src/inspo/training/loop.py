@@ -9,7 +9,8 @@ The order of one training step ``t`` of ``inspo train`` (GRPO on TRL, where
    ``coevo.choose(t, question id)`` (Algorithm 1 line 5), the same on every process;
 3. **rollouts**: the agent plays every row with the current policy in its environment
    (:func:`inspo.envs.loop.run_rollouts`, inside TRL's ``rollout_func``); rewards are the
-   environment's, read from the response only, and :func:`rescore` applies a custom :data:`RewardFn`;
+   environment's, read from the response only, and :func:`rescore` applies a custom
+   :data:`RewardFn`;
 4. **policy update**: TRL turns the rewards into group advantages and makes ``mini_batches``
    optimizer updates (lines 6-8);
 5. **the step's end**: after the step's last update the callback gathers every process's
@@ -41,13 +42,13 @@ Metrics (one line per INSPO step; :func:`step_metrics`):
   of the environment's tools (Search-R1: ``rollout/search_calls``, mean searches),
   ``rollout/tool_errors`` (mean calls a tool refused, e.g. calc's ``error: ...``),
   ``rollout/obs_truncated`` (mean observations cut to ``rl.max_obs_tokens``), ``env/<name>`` (the
-  mean of each of the environment's metrics: Search-R1's ``em``, a rubric's functions), ``rollout/turns``,
-  ``rollout/prompt_tokens``, ``rollout/completion_tokens``, ``rollout/answered`` (share that
-  ended with an answer; these means too leave error rollouts out), ``rollout/count`` (all), and ``rollout/finish/<reason>`` for each of
-  :data:`~inspo.envs.loop.FINISH_REASONS` (``answer``, ``eos``, ``length``, ``turn_limit``,
-  ``error``): the share of trajectories that ended that way. Read these, not TRL's
-  ``completions/clipped_ratio``: TRL counts every completion that does not end in EOS as
-  clipped, and an answered episode ends at ``</answer>``, without EOS;
+  mean of each of the environment's metrics: Search-R1's ``em``, a rubric's functions),
+  ``rollout/turns``, ``rollout/prompt_tokens``, ``rollout/completion_tokens``, ``rollout/answered``
+  (share that ended with an answer; these means too leave error rollouts out), ``rollout/count``
+  (all), and ``rollout/finish/<reason>`` for each of :data:`~inspo.envs.loop.FINISH_REASONS`
+  (``answer``, ``eos``, ``length``, ``turn_limit``, ``error``): the share of trajectories that ended
+  that way. Read these, not TRL's ``completions/clipped_ratio``: TRL counts every completion that
+  does not end in EOS as clipped, and an answered episode ends at ``</answer>``, without EOS;
 - :class:`MetricsLog` adds ``system/rss_gib`` (the process's resident memory as the line is
   written, after the step's evolution: the level between steps; absent where the OS has no
   ``/proc``), ``system/peak_rss_gib`` (its peak so far, training's transients included) and, in
@@ -102,14 +103,27 @@ class NoOptimizer:
     def __init__(self) -> None:
         self.usage = LLMUsage()
 
-    def generate(self, messages: list[Message], *, n: int = 1, temperature: float = 1.0,
-                 max_tokens: int = 2048) -> list[str]:
+    def generate(
+        self,
+        messages: list[Message],
+        *,
+        n: int = 1,
+        temperature: float = 1.0,
+        max_tokens: int = 2048,
+    ) -> list[str]:
         raise RuntimeError("a static run has no optimizer LLM: it evolves no instruction")
 
 
 def build_coevolution(
-    co: CoEvolutionConfig, seed_text: str, llm: LLMClient | None, events: EventLog, *, static: bool,
-    fits: LengthCheck | None = None, env: Any = None, questions: Sequence[Question] = (),
+    co: CoEvolutionConfig,
+    seed_text: str,
+    llm: LLMClient | None,
+    events: EventLog,
+    *,
+    static: bool,
+    fits: LengthCheck | None = None,
+    env: Any = None,
+    questions: Sequence[Question] = (),
     held_out: Sequence[Question] = (),
 ) -> CoEvolution:
     """The core for a mode: ``static`` is a population of one (the seed) that never changes.
@@ -122,17 +136,34 @@ def build_coevolution(
     one-line account of a failure shown to the optimizer (``feedback``). ``questions`` (the
     training questions) are what D_B is drawn from under ``coevolution.validation_from: train``;
     ``held_out`` (the dev and test questions) what an instruction must never name under
-    ``coevolution.leak_scope: held-out`` (the environment's ``names_problem`` says what naming is)."""
+    ``coevolution.leak_scope: held-out`` (the environment's ``names_problem`` says what naming
+    is)."""
     co = core_config(co, static=static)
     if llm is None:
         if not static:
-            raise ValueError("build_coevolution: a mode that evolves instructions needs an optimizer LLM (llm=None)")
+            raise ValueError(
+                "build_coevolution: a mode that evolves instructions needs an optimizer LLM "
+                "(llm=None)"
+            )
         llm = NoOptimizer()
-    proposer = Proposer.from_config(llm, co, fits=fits, required_tags=tuple(getattr(env, "required_tags", ())),
-                                    feedback=getattr(env, "feedback", None),
-                                    protocol=getattr(env, "protocol", None))
-    return CoEvolution(co, seed_text, proposer, events=events, leak_terms=getattr(env, "leak_terms", None),
-                       validation_pool=questions, held_out=held_out, names=getattr(env, "names_problem", None))
+    proposer = Proposer.from_config(
+        llm,
+        co,
+        fits=fits,
+        required_tags=tuple(getattr(env, "required_tags", ())),
+        feedback=getattr(env, "feedback", None),
+        protocol=getattr(env, "protocol", None),
+    )
+    return CoEvolution(
+        co,
+        seed_text,
+        proposer,
+        events=events,
+        leak_terms=getattr(env, "leak_terms", None),
+        validation_pool=questions,
+        held_out=held_out,
+        names=getattr(env, "names_problem", None),
+    )
 
 
 def keep_paid_answers(coevo: CoEvolution, run_dir: Path) -> None:
@@ -188,8 +219,17 @@ def reseed(engine: Any, seed: int, tag: str, step: int) -> None:
 
 
 def verification_evaluate(
-    engine: Any, env: Any, agent: AgentConfig, *, seed: int, tag: str, step: int, batch_size: int,
-    reward_fn: RewardFn | None = None, progress: bool = False, max_error_rate: float | None = None,
+    engine: Any,
+    env: Any,
+    agent: AgentConfig,
+    *,
+    seed: int,
+    tag: str,
+    step: int,
+    batch_size: int,
+    reward_fn: RewardFn | None = None,
+    progress: bool = False,
+    max_error_rate: float | None = None,
     greedy: bool = False,
 ) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` as the current policy, one rollout per
@@ -204,19 +244,40 @@ def verification_evaluate(
     instruction alone."""
     reseed(engine, seed, tag, step)
     agent = replace(agent, temperature=0.0) if greedy else agent
-    evaluate = make_evaluate(engine, env, agent, group_size=1, batch_size=batch_size,
-                             paired_seed=(seed, tag, step), progress=progress, max_error_rate=max_error_rate)
+    evaluate = make_evaluate(
+        engine,
+        env,
+        agent,
+        group_size=1,
+        batch_size=batch_size,
+        paired_seed=(seed, tag, step),
+        progress=progress,
+        max_error_rate=max_error_rate,
+    )
     return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))
 
 
 def greedy_evaluate(
-    engine: Any, env: Any, agent: AgentConfig, *, batch_size: int, reward_fn: RewardFn | None = None,
-    progress: bool = False, max_error_rate: float | None = None,
+    engine: Any,
+    env: Any,
+    agent: AgentConfig,
+    *,
+    batch_size: int,
+    reward_fn: RewardFn | None = None,
+    progress: bool = False,
+    max_error_rate: float | None = None,
 ) -> Evaluate:
     """``evaluate(instruction, questions)`` with ``engine`` decoding greedily, one rollout per
     question: the periodic evaluation and the final choice (``max_error_rate`` as above)."""
-    evaluate = make_evaluate(engine, env, replace(agent, temperature=0.0), group_size=1,
-                             batch_size=batch_size, progress=progress, max_error_rate=max_error_rate)
+    evaluate = make_evaluate(
+        engine,
+        env,
+        replace(agent, temperature=0.0),
+        group_size=1,
+        batch_size=batch_size,
+        progress=progress,
+        max_error_rate=max_error_rate,
+    )
     return evaluate if reward_fn is None else evaluate.mapped(lambda rs: rescore(rs, reward_fn))
 
 
@@ -251,8 +312,9 @@ def finish_step(
             that only another process drew gets its ``sampled`` event here (None: all drawn here).
         episodes: the rollouts are agent episodes, so the ``rollout/`` metrics mean something.
         tools: the environment's tool names (each gets ``rollout/<tool>_calls``).
-        env_metrics: the environment's per-episode metrics (``env.metrics``; each gets ``env/<name>``,
-            its mean over the step's scored rollouts: a rubric's functions one by one).
+        env_metrics: the environment's per-episode metrics (``env.metrics``; each gets
+            ``env/<name>``, its mean over the step's scored rollouts: a rubric's functions one by
+            one).
     """
     if sampled is not None:
         for qid, iid in dict.fromkeys((r.question.id, r.instruction_id) for r in rollouts):
@@ -266,7 +328,9 @@ def finish_step(
     return StepEnd(report, line)
 
 
-def env_means(rollouts: Sequence[Rollout], env_metrics: Callable[[Rollout], dict[str, float]]) -> dict[str, float]:
+def env_means(
+    rollouts: Sequence[Rollout], env_metrics: Callable[[Rollout], dict[str, float]]
+) -> dict[str, float]:
     """``env/<name>``: the mean of each of the environment's metrics over the scored rollouts."""
     rows = [env_metrics(r) for r in scored(rollouts)]
     names = list(dict.fromkeys(k for row in rows for k in row))
@@ -301,33 +365,47 @@ def step_metrics(
     ledger = coevo.ledger
     weights = report.weights
     errors = len(rollouts) - len(ok)
-    out: dict[str, float] = {"step": step, "reward/mean": _mean(rewards), "reward/std": _std(rewards),
-                             "rollout/errors": float(errors), "inspo/error_rate": errors / len(rollouts) if rollouts else 0.0}
+    out: dict[str, float] = {
+        "step": step,
+        "reward/mean": _mean(rewards),
+        "reward/std": _std(rewards),
+        "rollout/errors": float(errors),
+        "inspo/error_rate": errors / len(rollouts) if rollouts else 0.0,
+    }
     if episodes:
-        out.update({
-            "rollout/tool_calls": _mean([float(len(r.tool_calls)) for r in ok]),
-            "rollout/tool_errors": _mean([r.metrics.get("n_tool_errors", 0.0) for r in ok]),
-            "rollout/obs_truncated": _mean([r.metrics.get("n_obs_truncated", 0.0) for r in ok]),
-            **{f"rollout/{tool}_calls": _mean([float(len(r.calls_of(tool))) for r in ok]) for tool in tools},
-            "rollout/turns": _mean([float(r.turns) for r in ok]),
-            "rollout/prompt_tokens": _mean([r.metrics.get("n_prompt_tokens", 0.0) for r in ok]),
-            "rollout/completion_tokens": _mean([r.metrics.get("n_tokens", 0.0) for r in ok]),
-            "rollout/answered": _mean([float(r.finish_reason == "answer") for r in ok]),
-            **{
-                f"rollout/finish/{reason}": _mean([float(r.finish_reason == reason) for r in rollouts])
-                for reason in FINISH_REASONS
-            },
-            "rollout/count": float(len(rollouts)),
-        })
-    out.update({
-        "inspo/population_size": float(len(coevo.population)),
-        "inspo/best_weight": max(weights.values()) if weights else 0.0,
-        "inspo/admitted": float(len(report.admitted)),
-        "inspo/rejected": float(ledger.candidates_rejected - before.candidates_rejected),
-        "inspo/pruned": float(len(report.pruned)),
-        "inspo/optimizer_calls": float(ledger.optimizer_calls),
-        "inspo/verification_rollouts": float(ledger.verification_rollouts),
-    })
+        out.update(
+            {
+                "rollout/tool_calls": _mean([float(len(r.tool_calls)) for r in ok]),
+                "rollout/tool_errors": _mean([r.metrics.get("n_tool_errors", 0.0) for r in ok]),
+                "rollout/obs_truncated": _mean([r.metrics.get("n_obs_truncated", 0.0) for r in ok]),
+                **{
+                    f"rollout/{tool}_calls": _mean([float(len(r.calls_of(tool))) for r in ok])
+                    for tool in tools
+                },
+                "rollout/turns": _mean([float(r.turns) for r in ok]),
+                "rollout/prompt_tokens": _mean([r.metrics.get("n_prompt_tokens", 0.0) for r in ok]),
+                "rollout/completion_tokens": _mean([r.metrics.get("n_tokens", 0.0) for r in ok]),
+                "rollout/answered": _mean([float(r.finish_reason == "answer") for r in ok]),
+                **{
+                    f"rollout/finish/{reason}": _mean(
+                        [float(r.finish_reason == reason) for r in rollouts]
+                    )
+                    for reason in FINISH_REASONS
+                },
+                "rollout/count": float(len(rollouts)),
+            }
+        )
+    out.update(
+        {
+            "inspo/population_size": float(len(coevo.population)),
+            "inspo/best_weight": max(weights.values()) if weights else 0.0,
+            "inspo/admitted": float(len(report.admitted)),
+            "inspo/rejected": float(ledger.candidates_rejected - before.candidates_rejected),
+            "inspo/pruned": float(len(report.pruned)),
+            "inspo/optimizer_calls": float(ledger.optimizer_calls),
+            "inspo/verification_rollouts": float(ledger.verification_rollouts),
+        }
+    )
     out.update({f"inspo/weight/{k}": float(v) for k, v in weights.items()})
     return out
 
@@ -349,14 +427,21 @@ def step_line(metrics: dict[str, float], total: int) -> str:
     if metrics.get("inspo/pruned"):
         parts.append(f"pruned {int(metrics['inspo/pruned'])}")
     if metrics.get("inspo/admitted") or metrics.get("inspo/rejected"):
-        parts.append(f"admitted {int(metrics['inspo/admitted'])} rejected {int(metrics['inspo/rejected'])}")
+        parts.append(
+            f"admitted {int(metrics['inspo/admitted'])} rejected {int(metrics['inspo/rejected'])}"
+        )
     if "loss" in metrics:
         parts.append(f"loss {metrics['loss']:.4f}")
     if "system/rss_gib" in metrics:
-        more = [f"{name} {metrics[f'system/{key}']:.1f}" for name, key in (("peak", "peak_rss_gib"),
-                                                                             ("released", "released_gib"))
-                if f"system/{key}" in metrics]
-        parts.append(f"memory {metrics['system/rss_gib']:.1f} GiB" + (f" ({', '.join(more)})" if more else ""))
+        more = [
+            f"{name} {metrics[f'system/{key}']:.1f}"
+            for name, key in (("peak", "peak_rss_gib"), ("released", "released_gib"))
+            if f"system/{key}" in metrics
+        ]
+        parts.append(
+            f"memory {metrics['system/rss_gib']:.1f} GiB"
+            + (f" ({', '.join(more)})" if more else "")
+        )
     return " | ".join(parts)
 
 
@@ -368,13 +453,22 @@ class MetricsLog:
     (:func:`inspo.training.memory.release_memory`; training and ``inspo evolve``, whose steps take
     minutes, not the demo's)."""
 
-    def __init__(self, path: str | Path, total_steps: int, *, progress: bool, read_existing: bool = False,
-                 release_memory: bool = False):
+    def __init__(
+        self,
+        path: str | Path,
+        total_steps: int,
+        *,
+        progress: bool,
+        read_existing: bool = False,
+        release_memory: bool = False,
+    ):
         self.path = Path(path)
         self.total_steps = total_steps
         self.progress = progress
         self.release_memory = release_memory
-        self.history: list[dict[str, Any]] = artifacts.read_jsonl(self.path) if read_existing else []
+        self.history: list[dict[str, Any]] = (
+            artifacts.read_jsonl(self.path) if read_existing else []
+        )
 
     def write(self, line: dict[str, Any]) -> None:
         line = {**line, **memory_metrics(release=self.release_memory)}

@@ -9,7 +9,8 @@ glibc to hand its free pages back (``malloc_trim(0)``); what that gives back is 
 allocator's retention, and what the level still gains step over step is memory the run really keeps.
 
 The resident set now is read on Linux only (``/proc``); elsewhere that reading is absent. The
-release trims only with glibc (musl and macOS have no ``malloc_trim``: there it only collects garbage).
+release trims only with glibc (musl and macOS have no ``malloc_trim``: there it only collects
+garbage).
 """
 
 from __future__ import annotations

@@ -39,9 +39,11 @@ class RunPlan:
             f"training rollouts:      {self.training_rollouts}",
             *([f"offline rollouts:       {self.offline_rollouts}"] if self.offline_title else []),
             f"warm-up rollouts:       {self.warmup_rollouts}",
-            f"verification rollouts: {self.verification_rollouts_min} to {self.verification_rollouts_max}",
+            f"verification rollouts: {self.verification_rollouts_min} to "
+            f"{self.verification_rollouts_max}",
             f"optimizer calls:        {self.optimizer_calls_min} to {self.optimizer_calls_max}",
-            f"extra inference:        at most {100 * self.extra_share_max:.1f}% of training rollouts",
+            f"extra inference:        at most {100 * self.extra_share_max:.1f}% of training "
+            "rollouts",
         ]
         return out
 
@@ -73,8 +75,12 @@ def _cuda_visible() -> bool:
     return torch.cuda.is_available()
 
 
-def rollout_engine(config: TrainConfig, *, vllm: Callable[[], bool] = _vllm_importable,
-                   cuda: Callable[[], bool] = _cuda_visible) -> RolloutEngine:
+def rollout_engine(
+    config: TrainConfig,
+    *,
+    vllm: Callable[[], bool] = _vllm_importable,
+    cuda: Callable[[], bool] = _cuda_visible,
+) -> RolloutEngine:
     """The engine of ``config``'s training rollouts: ``rl.use_vllm`` true or false as set; ``auto``
     (the paper presets) picks vLLM when the vllm module is installed (``vllm``) and a CUDA GPU is
     visible (``cuda``), else transformers. On CPU vLLM can run too (``rl.use_vllm=true``), but
@@ -82,21 +88,32 @@ def rollout_engine(config: TrainConfig, *, vllm: Callable[[], bool] = _vllm_impo
     rl = config.rl
     sync = "the LoRA adapter" if config.model.lora else "all weights"
     if rl.use_vllm is True:
-        return RolloutEngine(True, f"rl.use_vllm=true; {sync} synced into vLLM in each training process every step")
+        return RolloutEngine(
+            True, f"rl.use_vllm=true; {sync} synced into vLLM in each training process every step"
+        )
     if rl.use_vllm is False:
-        return RolloutEngine(False, "rl.use_vllm=false: the training model generates through transformers")
+        return RolloutEngine(
+            False, "rl.use_vllm=false: the training model generates through transformers"
+        )
     if not vllm():
         return RolloutEngine(False, "rl.use_vllm=auto and no 'vllm' module is installed")
     if not cuda():
-        return RolloutEngine(False, "rl.use_vllm=auto and no CUDA GPU is visible (vLLM's CPU build is not picked "
-                                    "by auto; set rl.use_vllm=true to use it)")
-    return RolloutEngine(True, f"rl.use_vllm=auto, the vllm module and a CUDA GPU are here; {sync} synced into "
-                               "vLLM in each training process every step")
+        return RolloutEngine(
+            False,
+            "rl.use_vllm=auto and no CUDA GPU is visible (vLLM's CPU build is not picked "
+            "by auto; set rl.use_vllm=true to use it)",
+        )
+    return RolloutEngine(
+        True,
+        f"rl.use_vllm=auto, the vllm module and a CUDA GPU are here; {sync} synced into "
+        "vLLM in each training process every step",
+    )
 
 
 def _steps(schedule: list[PlannedStep]) -> list[str]:
     return [
-        f"  step {p.step:>4}: {'prune ' if p.prune else ''}{'evolve ' if p.evolve else ''}-> {p.size_after}"
+        f"  step {p.step:>4}: {'prune ' if p.prune else ''}{'evolve ' if p.evolve else ''}-> "
+        f"{p.size_after}"
         for p in schedule
     ] or ["  (none)"]
 
@@ -120,9 +137,11 @@ def plan_run(config: TrainConfig) -> RunPlan:
     if config.mode in ("pre-policy", "post-policy"):
         off = offline_coevolution(config)
         offline = planned_schedule(config.offline_steps, off)
-        offline_title = (f"{config.mode} stage, frozen policy ({config.offline_steps} steps, offline_schedule "
-                         f"{config.offline_schedule}: K_p {off.prune_every}, K_e {off.evolve_every}, "
-                         f"T_e {off.evolve_until}):")
+        offline_title = (
+            f"{config.mode} stage, frozen policy ({config.offline_steps} steps, offline_schedule "
+            f"{config.offline_schedule}: K_p {off.prune_every}, K_e {off.evolve_every}, "
+            f"T_e {off.evolve_until}):"
+        )
     refills = [co.population_size - 1] if co.init_population else []
     refills += [co.population_size - co.n_parent for p in schedule + offline if p.evolve]
     per_call = max(1, co.admit_n(co.candidates_per_call))

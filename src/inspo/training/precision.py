@@ -24,8 +24,14 @@ from inspo.models.precision import (
 log = logging.getLogger("inspo.training")
 
 
-def run_precision(config: TrainConfig, *, device: str | None = None, probe: Probe | None = None,
-                  saved: dict[str, Any] | None = None, training: bool = True) -> tuple[TrainConfig, Precision]:
+def run_precision(
+    config: TrainConfig,
+    *,
+    device: str | None = None,
+    probe: Probe | None = None,
+    saved: dict[str, Any] | None = None,
+    training: bool = True,
+) -> tuple[TrainConfig, Precision]:
     """``config`` with ``model.dtype`` and ``rl.bf16`` concrete, and how they were resolved.
 
     ``device``: where the policy runs (None: cuda when visible, else cpu). ``saved``: the config
@@ -39,10 +45,14 @@ def run_precision(config: TrainConfig, *, device: str | None = None, probe: Prob
     old = ((saved or {}).get("model") or {}).get("dtype")
     if asked == "auto" and old not in (None, "auto"):
         asked, note = old, f"model.dtype=auto on resume: the checkpoint's weights are {old}"
-    precision = resolve_precision(asked, config.rl.bf16 if training else None, device=device, probe=probe)
+    precision = resolve_precision(
+        asked, config.rl.bf16 if training else None, device=device, probe=probe
+    )
     precision = replace(precision, asked_dtype=config.model.dtype, note=note)
     model = replace(config.model, dtype=precision.dtype)
-    bf16 = precision.bf16 if training else resolve_bf16_setting(config.rl.bf16, precision.support.fast)
+    bf16 = (
+        precision.bf16 if training else resolve_bf16_setting(config.rl.bf16, precision.support.fast)
+    )
     return replace(config, model=model, rl=replace(config.rl, bf16=bf16)), precision
 
 

@@ -83,15 +83,20 @@ class PhaseAnnouncer:
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, WarmedUp):
-            self.tell(f"warm-up: the seed scored {event.mean_reward:.3f} on {event.n_rollouts} rollout(s)")
+            self.tell(
+                f"warm-up: the seed scored {event.mean_reward:.3f} on {event.n_rollouts} rollout(s)"
+            )
         elif isinstance(event, EvolutionStarted):
             self._started(event)
         elif isinstance(event, Proposed):
             self._end_round()
             self.round = _Round(event.round, proposed=len(event.candidate_ids))
             if event.candidate_ids:  # a failed call is told at the round's end
-                self.tell(f"{self.prefix} round {event.round}{self._of_rounds()}: {len(event.candidate_ids)} "
-                          "candidate(s) proposed; verifying with the current policy")
+                self.tell(
+                    f"{self.prefix} round {event.round}{self._of_rounds()}: "
+                    f"{len(event.candidate_ids)} candidate(s) proposed; verifying with the current "
+                    "policy"
+                )
         elif self.round is not None:
             self._count(event)
         if isinstance(event, EvolutionFinished):
@@ -110,11 +115,16 @@ class PhaseAnnouncer:
         self.size, self.target = len(event.parents), event.target_size
         if event.step == 0:
             self.prefix = "initial population:"
-            self.tell(f"{self.prefix} growing the seed into {event.target_size} instructions "
-                      f"(optimizer rounds, each candidate verified with the current policy)")
+            self.tell(
+                f"{self.prefix} growing the seed into {event.target_size} instructions "
+                f"(optimizer rounds, each candidate verified with the current policy)"
+            )
         else:
             self.prefix = f"step {event.step} evolution:"
-            self.tell(f"{self.prefix} {len(event.parents)} parent(s) kept, refilling to {event.target_size}")
+            self.tell(
+                f"{self.prefix} {len(event.parents)} parent(s) kept, refilling to "
+                f"{event.target_size}"
+            )
 
     def _count(self, event: Event) -> None:
         assert self.round is not None
@@ -140,15 +150,22 @@ class PhaseAnnouncer:
         if r is None:
             return
         if r.failed:
-            self.tell(f"{self.prefix} round {r.number}{self._of_rounds()}: nothing usable ({r.failed})")
+            self.tell(
+                f"{self.prefix} round {r.number}{self._of_rounds()}: nothing usable ({r.failed})"
+            )
             return
         refused = f", {r.refused} refused before verification" if r.refused else ""
-        self.tell(f"{self.prefix} round {r.number}{self._of_rounds()}: {r.proposed} proposed{refused}, "
-                  f"{r.verified} verified, {r.admitted} admitted (population {self.size}/{self.target})")
+        self.tell(
+            f"{self.prefix} round {r.number}{self._of_rounds()}: {r.proposed} proposed{refused}, "
+            f"{r.verified} verified, {r.admitted} admitted (population {self.size}/{self.target})"
+        )
 
     def _finished(self, event: EvolutionFinished) -> None:
         short = f", {event.short_by} short: {event.reason}" if event.short_by else ""
-        self.tell(f"{self.prefix} done: {len(event.population)} instruction(s) after {event.rounds} round(s){short}")
+        self.tell(
+            f"{self.prefix} done: {len(event.population)} instruction(s) after {event.rounds} "
+            f"round(s){short}"
+        )
 
 
 def announce_events(events: EventLog, progress: bool, *, max_rounds: int = 0) -> PhaseAnnouncer:

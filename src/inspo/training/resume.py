@@ -33,14 +33,23 @@ from inspo.core.events import SettingsChanged
 from inspo.training.setup import SetupError
 
 _WEIGHTS = "the checkpoint holds this model's weights (or LoRA adapters)"
-_OPTIMIZER = ("TRL restores the optimizer and the learning-rate scheduler from the checkpoint, with the old base "
-              "learning rate: the new value would be ignored")
-_SHAPE = ("TRL finds its place in the question order by counting the batches already consumed in this shape: "
-          "another shape would repeat or skip questions")
-_QUESTIONS = "TRL's place in the question order indexes this question set: another set would be read from the old place"
+_OPTIMIZER = (
+    "TRL restores the optimizer and the learning-rate scheduler from the checkpoint, with the old "
+    "base learning rate: the new value would be ignored"
+)
+_SHAPE = (
+    "TRL finds its place in the question order by counting the batches already consumed in this "
+    "shape: another shape would repeat or skip questions"
+)
+_QUESTIONS = (
+    "TRL's place in the question order indexes this question set: another set would be read from "
+    "the old place"
+)
 
-_ENV = ("the saved population, replay buffer and policy were made in this environment (its tools, protocol and "
-        "reward); another one is another run")
+_ENV = (
+    "the saved population, replay buffer and policy were made in this environment (its tools, "
+    "protocol and reward); another one is another run"
+)
 
 #: Settings outside ``coevolution`` that ``inspo train --resume`` refuses to change, and why.
 FIXED_ON_TRAIN_RESUME: dict[str, str] = {
@@ -56,7 +65,7 @@ FIXED_ON_TRAIN_RESUME: dict[str, str] = {
     "rl.learning_rate": _OPTIMIZER,
     "rl.lr_scheduler": _OPTIMIZER,
     "rl.seed": "the question order and the checkpoint's random streams were drawn from it "
-               "(coevolution.seed follows it when it is not set)",
+    "(coevolution.seed follows it when it is not set)",
     "rl.questions_per_step": _SHAPE,
     "rl.group_size": _SHAPE,
     "rl.mini_batches": _SHAPE,
@@ -68,12 +77,19 @@ FIXED_ON_TRAIN_RESUME: dict[str, str] = {
 }
 
 #: ``inspo evolve --resume`` has no TRL checkpoint: only the seed instruction is fixed there.
-FIXED_ON_EVOLVE_RESUME: dict[str, str] = {"seed_instruction": "the saved population grew from it", "env.name": _ENV}
+FIXED_ON_EVOLVE_RESUME: dict[str, str] = {
+    "seed_instruction": "the saved population grew from it",
+    "env.name": _ENV,
+}
 
 _CORE_FIXED = "the saved co-evolution state was built with it"
-_SCHEDULE = "TRL recomputes the learning-rate schedule over the new total: the rate from the next step follows the new curve"
+_SCHEDULE = (
+    "TRL recomputes the learning-rate schedule over the new total: the rate from the next step "
+    "follows the new curve"
+)
 
-#: How some applied changes take effect (every other one: read when next used, from the next step on).
+#: How some applied changes take effect (every other one: read when next used, from the next step
+#: on).
 NOTES: dict[str, str] = {
     "rl.steps": _SCHEDULE,
     "rl.warmup_ratio": _SCHEDULE,
@@ -115,7 +131,8 @@ class ResumeRefused(SetupError):
 
 @dataclass
 class ResumePlan:
-    """How a resume from ``checkpoint`` (saved after INSPO step ``step``) treats each changed setting."""
+    """How a resume from ``checkpoint`` (saved after INSPO step ``step``) treats each changed
+    setting."""
 
     checkpoint: str
     step: int
@@ -135,19 +152,29 @@ class ResumePlan:
         head = f"resuming from {self.checkpoint} (INSPO step {self.step})"
         if not self.applied:
             return [f"{head}; settings unchanged"]
-        return [f"{head} with {len(self.applied)} changed setting(s), applied from step {self.step + 1} on:",
-                *(f"  {c}" + (f" ({c.note})" if c.note else "") for c in self.applied)]
+        return [
+            f"{head} with {len(self.applied)} changed setting(s), applied from step "
+            f"{self.step + 1} on:",
+            *(f"  {c}" + (f" ({c.note})" if c.note else "") for c in self.applied),
+        ]
 
     def event(self) -> SettingsChanged:
-        return SettingsChanged(self.step, changes={c.key: {"old": c.old, "new": c.new} for c in self.applied})
+        return SettingsChanged(
+            self.step, changes={c.key: {"old": c.old, "new": c.new} for c in self.applied}
+        )
 
     def record(self) -> dict[str, Any]:
         """The entry of this resume in ``resume.json``."""
-        return {"checkpoint": self.checkpoint, "step": self.step, "compared_with": self.compared_with,
-                "changes": [asdict(c) for c in self.applied]}
+        return {
+            "checkpoint": self.checkpoint,
+            "step": self.step,
+            "compared_with": self.compared_with,
+            "changes": [asdict(c) for c in self.applied],
+        }
 
     def write(self, run_dir: Path) -> Path:
-        """Append :meth:`record` to ``run_dir/resume.json`` (``{"resumes": [...]}``, oldest first)."""
+        """Append :meth:`record` to ``run_dir/resume.json`` (``{"resumes": [...]}``, oldest
+        first)."""
         path = Path(run_dir) / artifacts.RESUME_FILE
         data = artifacts.read_json(path) if path.is_file() else {"resumes": []}
         data["resumes"].append(self.record())
@@ -155,9 +182,16 @@ class ResumePlan:
         return path
 
     def config_text(self, config: TrainConfig) -> str:
-        """``config.yaml`` of the resumed run: the resolved config under a comment saying what changed."""
-        header = [f"# resumed from {self.checkpoint} (INSPO step {self.step}); "
-                  + ("settings unchanged" if not self.applied else f"changed from step {self.step + 1} on:")]
+        """``config.yaml`` of the resumed run: the resolved config under a comment saying what
+        changed."""
+        header = [
+            f"# resumed from {self.checkpoint} (INSPO step {self.step}); "
+            + (
+                "settings unchanged"
+                if not self.applied
+                else f"changed from step {self.step + 1} on:"
+            )
+        ]
         header += [f"#   {c}" for c in self.applied]
         return "\n".join(header) + "\n" + dump(config)
 
@@ -180,7 +214,8 @@ def plan_resume(
         saved_core: the saved state's ``config`` (the core's settings as the core ran them).
         saved: the resolved config that wrote the checkpoint, as a dict (``None``: unknown, only
             the co-evolution settings are compared).
-        checkpoint / step / compared_with: where the old settings come from (see :class:`ResumePlan`).
+        checkpoint / step / compared_with: where the old settings come from (see
+        :class:`ResumePlan`).
         static: the core runs as a population of one (``core_config``), as when it was saved.
         fixed: the run-level keys refused, with why (default :data:`FIXED_ON_TRAIN_RESUME`).
     """
@@ -224,19 +259,25 @@ def check_checkpoint(checkpoint: Path) -> dict[str, Any]:
     checkpoint = Path(checkpoint)
 
     def damaged(path: Path, problem: str) -> SetupError:
-        return SetupError(f"cannot resume from {checkpoint}: {path.name} is damaged ({problem}). "
-                          + _instead(checkpoint))
+        return SetupError(
+            f"cannot resume from {checkpoint}: {path.name} is damaged ({problem}). "
+            + _instead(checkpoint)
+        )
 
     for path in sorted(checkpoint.glob("*.json")):
         try:
             artifacts.read_json(path)
         except ValueError as exc:
-            raise SetupError(f"cannot resume from {checkpoint}: {exc}. " + _instead(checkpoint)) from exc
+            raise SetupError(
+                f"cannot resume from {checkpoint}: {exc}. " + _instead(checkpoint)
+            ) from exc
     try:
         step = artifacts.read_step(checkpoint)
         read_state(checkpoint / artifacts.STATE_FILE)
     except (ValueError, FileNotFoundError) as exc:
-        raise SetupError(f"cannot resume from {checkpoint}: {exc}. " + _instead(checkpoint)) from exc
+        raise SetupError(
+            f"cannot resume from {checkpoint}: {exc}. " + _instead(checkpoint)
+        ) from exc
     for path in sorted(p for pattern in TORCH_FILES for p in checkpoint.glob(pattern)):
         try:
             with zipfile.ZipFile(path) as archive:
@@ -260,16 +301,26 @@ def check_checkpoint(checkpoint: Path) -> dict[str, Any]:
 
 def _instead(checkpoint: Path) -> str:
     """What to resume from when ``checkpoint`` cannot be read."""
-    earlier = [path for _, path in artifacts.checkpoints(checkpoint.parent) if path != checkpoint
-               and int(path.name.rsplit("-", 1)[1]) < int(checkpoint.name.rsplit("-", 1)[1])]
+    earlier = [
+        path
+        for _, path in artifacts.checkpoints(checkpoint.parent)
+        if path != checkpoint
+        and int(path.name.rsplit("-", 1)[1]) < int(checkpoint.name.rsplit("-", 1)[1])
+    ]
     if earlier:
-        return (f"Resume from the checkpoint before it with --resume {earlier[-1]} (or move {checkpoint.name} "
-                "away and --resume takes the last one left)")
-    return (f"There is no earlier checkpoint in {checkpoint.parent}: start a new run in another --output-dir "
-            f"(or move {checkpoint.parent} away)")
+        return (
+            f"Resume from the checkpoint before it with --resume {earlier[-1]} (or move "
+            f"{checkpoint.name} away and --resume takes the last one left)"
+        )
+    return (
+        f"There is no earlier checkpoint in {checkpoint.parent}: start a new run in another "
+        f"--output-dir (or move {checkpoint.parent} away)"
+    )
 
 
-def read_old_config(run_dir: Path, checkpoint: Path | None = None) -> tuple[dict[str, Any] | None, str | None]:
+def read_old_config(
+    run_dir: Path, checkpoint: Path | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
     """The config that wrote a checkpoint, and where it came from: the one the checkpoint's
     ``inspo_step.json`` records (``inspo train``), else the run directory's ``config.yaml`` as the
     last start left it (call this before the resume rewrites it)."""

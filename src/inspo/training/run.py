@@ -76,7 +76,8 @@ class Run:
     precision: Precision | None = None
     """How ``config``'s ``model.dtype`` and ``rl.bf16`` were resolved (:func:`run_precision`)."""
     env: Any = None
-    """An environment object given in Python (None: the one ``config.env`` names, built by each stage)."""
+    """An environment object given in Python (None: the one ``config.env`` names, built by each
+    stage)."""
 
     @property
     def is_main(self) -> bool:
@@ -96,7 +97,8 @@ class Handoff:
     policy: Policy | None = None
     """The trained policy (a GRPO stage's, for the offline stage after it)."""
     summary: RunSummary | None = None
-    """The run's summary so far (a GRPO stage's; an offline stage after it changes what is returned)."""
+    """The run's summary so far (a GRPO stage's; an offline stage after it changes what is
+    returned)."""
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
     """The offline stages' summaries by stage name (the run summary's ``stages``)."""
 
@@ -120,14 +122,26 @@ def mode_stages(mode: str) -> list[Stage]:
     stages = {
         "inspo": [GrpoStage(static=False)],
         "static": [GrpoStage(static=True)],
-        "pre-policy": [OfflineStage("pre-policy", base_policy, "base policy"), GrpoStage(static=True)],
-        "post-policy": [GrpoStage(static=True), OfflineStage("post-policy", trained_policy, "trained policy")],
+        "pre-policy": [
+            OfflineStage("pre-policy", base_policy, "base policy"),
+            GrpoStage(static=True),
+        ],
+        "post-policy": [
+            GrpoStage(static=True),
+            OfflineStage("post-policy", trained_policy, "trained policy"),
+        ],
     }
     return stages[mode]
 
 
-def run_training(config: TrainConfig, *, resume: bool | str = False, progress: bool = True,
-                 reward_fn: RewardFn | None = None, env: Any = None) -> RunSummary:
+def run_training(
+    config: TrainConfig,
+    *,
+    resume: bool | str = False,
+    progress: bool = True,
+    reward_fn: RewardFn | None = None,
+    env: Any = None,
+) -> RunSummary:
     """Train ``config``'s policy with GRPO in ``config.mode`` (see the module docstring).
 
     Args:
@@ -155,8 +169,16 @@ def run_training(config: TrainConfig, *, resume: bool | str = False, progress: b
     config, precision = run_precision(config, saved=_resumed_config(config, resume))
     if rank == 0:
         announce(precision)
-    run = Run(config, resume=resume, progress=progress, reward_fn=reward_fn, rank=rank, world_size=world_size,
-              precision=precision, env=env)
+    run = Run(
+        config,
+        resume=resume,
+        progress=progress,
+        reward_fn=reward_fn,
+        rank=rank,
+        world_size=world_size,
+        precision=precision,
+        env=env,
+    )
     return run_stages(run, mode_stages(config.mode))
 
 
@@ -184,7 +206,9 @@ def run_stages(run: Run, stages: Sequence[Stage]) -> RunSummary:
         if i < len(stages) - 1:
             handoff = _shared(run, handoff)
     if handoff.summary is None:
-        raise RuntimeError(f"the stages {[s.name for s in stages]} made no summary: a mode needs a GRPO stage")
+        raise RuntimeError(
+            f"the stages {[s.name for s in stages]} made no summary: a mode needs a GRPO stage"
+        )
     summary = replace(handoff.summary, stages={**handoff.summary.stages, **handoff.stages})
     if run.is_main:
         summary.write()
@@ -204,11 +228,19 @@ def export_run_agent(run_dir: Path, *, progress: bool) -> Path | None:
     try:
         export_agent(run_dir, out, overwrite=True, link=True)
     except Exception as exc:  # noqa: BLE001 - the run finished; the export alone can be retried
-        log.error("could not export the trained agent into %s: %s: %s (retry: inspo export %s --out DIR)",
-                  out, type(exc).__name__, exc, run_dir)
+        log.error(
+            "could not export the trained agent into %s: %s: %s (retry: inspo export %s --out DIR)",
+            out,
+            type(exc).__name__,
+            exc,
+            run_dir,
+        )
         return None
-    say(f"agent: {out} (one folder: weights, instruction, settings, model card; try it: inspo ask {out} "
-        '"your question")', progress)
+    say(
+        f"agent: {out} (one folder: weights, instruction, settings, model card; try it: inspo ask "
+        f'{out} "your question")',
+        progress,
+    )
     return out
 
 
@@ -244,21 +276,39 @@ class GrpoStage:
     def check(self, run: Run, *, first: bool, last: bool) -> None:
         self.last = last
         kept = run.run_dir / artifacts.TRAINING_SUMMARY_FILE
-        if run.resume and not last and kept.is_file() and (run.run_dir / artifacts.MODEL_DIR / "config.json").is_file():
+        if (
+            run.resume
+            and not last
+            and kept.is_file()
+            and (run.run_dir / artifacts.MODEL_DIR / "config.json").is_file()
+        ):
             self.finished = RunSummary.read(kept)
             return
         resume = run.resume
-        if resume and not artifacts.names_checkpoint(resume) and not first \
-                and not artifacts.any_checkpoint_dirs(run.run_dir):
-            resume = False  # killed in an earlier stage or before this one's first checkpoint: it starts here
-        self.start = preflight(run.config, resume=resume, progress=run.progress, static=self.static, env=run.env)
+        if (
+            resume
+            and not artifacts.names_checkpoint(resume)
+            and not first
+            and not artifacts.any_checkpoint_dirs(run.run_dir)
+        ):
+            # killed in an earlier stage or before this one's first checkpoint: it starts here
+            resume = False
+        self.start = preflight(
+            run.config, resume=resume, progress=run.progress, static=self.static, env=run.env
+        )
 
     def run(self, run: Run, handoff: Handoff) -> Handoff:
         if self.finished is not None:
             log.info("GRPO stage already done: reusing %s", run.run_dir / artifacts.MODEL_DIR)
-            return replace(handoff, summary=self.finished, policy=_trained_model(run) if run.is_main else None)
-        summary, policy = run_grpo(self.start, instruction=handoff.instruction, progress=run.progress,
-                                   reward_fn=run.reward_fn)
+            return replace(
+                handoff, summary=self.finished, policy=_trained_model(run) if run.is_main else None
+            )
+        summary, policy = run_grpo(
+            self.start,
+            instruction=handoff.instruction,
+            progress=run.progress,
+            reward_fn=run.reward_fn,
+        )
         if run.precision is not None:
             summary = replace(summary, precision=run.precision.describe())
         if run.is_main and not self.last:
@@ -295,7 +345,9 @@ class OfflineStage:
             return
         # its steps are saved one by one: a resume does not play them again
         self.continues = bool(run.resume) and (stage_dir / artifacts.STATE_FILE).is_file()
-        if self.continues and run.is_main:  # a refused change stops here, before any stage loads a model
+        if (
+            self.continues and run.is_main
+        ):  # a refused change stops here, before any stage loads a model
             from inspo.training.evolve import plan_evolve_resume
 
             plan_evolve_resume(offline_config(run.config), stage_dir, run.config.offline_steps)
@@ -305,30 +357,55 @@ class OfflineStage:
             return handoff  # the main process's result reaches the next stage through the driver
         if self.finished is not None:
             evo = self.finished
-            log.info("%s stage already done: reusing %s from %s", self.name, evo.best_instruction_id,
-                     run.run_dir / self.name)
+            log.info(
+                "%s stage already done: reusing %s from %s",
+                self.name,
+                evo.best_instruction_id,
+                run.run_dir / self.name,
+            )
         else:
             evo = self._evolve(run, handoff)
         summary = handoff.summary
         if summary is not None:  # after training: the evolved instruction is what the run returns
-            summary = replace(summary, best_instruction_id=evo.best_instruction_id,
-                              best_instruction=evo.best_instruction, best_weight=evo.best_weight,
-                              population=evo.population)
+            summary = replace(
+                summary,
+                best_instruction_id=evo.best_instruction_id,
+                best_instruction=evo.best_instruction,
+                best_weight=evo.best_weight,
+                population=evo.population,
+            )
             artifacts.write_best_instruction(run.run_dir, evo.best_instruction)
-        return replace(handoff, instruction=evo.best_instruction, summary=summary,
-                       stages={**handoff.stages, self.name: evo.to_dict()})
+        return replace(
+            handoff,
+            instruction=evo.best_instruction,
+            summary=summary,
+            stages={**handoff.stages, self.name: evo.to_dict()},
+        )
 
     def _evolve(self, run: Run, handoff: Handoff) -> RunSummary:
         from inspo.training.evolve import run_evolve
 
         config = run.config
         engine = self.policy(run, handoff, derived_rng(config.rl.seed, self.name))
-        say(f"{self.name} stage: instruction evolution with the frozen {self.about} for {config.offline_steps} steps"
-            + (" (continuing after the last step it saved)" if self.continues else ""), run.progress)
-        # overwrite: the run's own checks decided that this stage starts over (no saved state to continue)
-        return run_evolve(offline_config(config), steps=config.offline_steps, engine=engine,
-                          out_dir=run.run_dir / self.name, resume=self.continues, overwrite=not self.continues,
-                          progress=run.progress, reward_fn=run.reward_fn, env=run.env)
+        say(
+            f"{self.name} stage: instruction evolution with the frozen {self.about} for "
+            f"{config.offline_steps} steps"
+            + (" (continuing after the last step it saved)" if self.continues else ""),
+            run.progress,
+        )
+        # overwrite: the run's own checks decided that this stage starts over (no saved state to
+        # continue)
+        return run_evolve(
+            offline_config(config),
+            steps=config.offline_steps,
+            engine=engine,
+            out_dir=run.run_dir / self.name,
+            resume=self.continues,
+            overwrite=not self.continues,
+            progress=run.progress,
+            reward_fn=run.reward_fn,
+            env=run.env,
+        )
 
 
 def base_policy(run: Run, handoff: Handoff, rng: random.Random) -> PolicyEngine:
@@ -338,8 +415,11 @@ def base_policy(run: Run, handoff: Handoff, rng: random.Random) -> PolicyEngine:
     from inspo.training.setup import resolve_model_dir
 
     model = run.config.model
-    loaded = load_model(resolve_model_dir(model.name_or_path), dtype=model.dtype,
-                        device="cuda" if cuda_available() else "cpu")
+    loaded = load_model(
+        resolve_model_dir(model.name_or_path),
+        dtype=model.dtype,
+        device="cuda" if cuda_available() else "cpu",
+    )
     return HFEngine(loaded.model, loaded.tokenizer, rng=rng)
 
 
@@ -356,7 +436,9 @@ def _trained_model(run: Run) -> Policy:
     """The model a finished GRPO stage saved in ``<run>/model``."""
     from inspo.models import load_model
 
-    loaded = load_model(run.run_dir / artifacts.MODEL_DIR, dtype=run.config.model.dtype,
-                        device="cuda" if cuda_available() else "cpu")
+    loaded = load_model(
+        run.run_dir / artifacts.MODEL_DIR,
+        dtype=run.config.model.dtype,
+        device="cuda" if cuda_available() else "cpu",
+    )
     return Policy(loaded.model, loaded.tokenizer)
-

@@ -6,8 +6,8 @@ wrong and how to fix it — for:
 - a config with ``require_paper_parts`` (the paper presets) that lacks one of the paper's parts
   (:mod:`inspo.config.paper`): checked first, one message for all of them, before anything loads;
 - an environment that cannot be built (``env.name`` unknown or not importable, a part missing; for
-  ``search-r1`` a retriever that cannot be built or reached, ``env.retriever=http``: ``GET /healthz``):
-  :func:`inspo.envs.build.build_env`;
+  ``search-r1`` a retriever that cannot be built or reached, ``env.retriever=http``:
+  ``GET /healthz``): :func:`inspo.envs.build.build_env`;
 - training questions that cannot be read (missing file, unknown source, duplicate ids, fewer
   questions than ``rl.questions_per_step``);
 - an optimizer LLM that cannot be built or reached (``client.check()``), when the mode evolves
@@ -52,7 +52,14 @@ from inspo.records import Question, SetupError
 log = logging.getLogger("inspo.training")
 
 
-__all__ = ["RunInputs", "SetupError", "agent_config", "load_questions", "prepare", "resolve_model_dir"]
+__all__ = [
+    "RunInputs",
+    "SetupError",
+    "agent_config",
+    "load_questions",
+    "prepare",
+    "resolve_model_dir",
+]
 
 
 @dataclass
@@ -101,8 +108,11 @@ def build_optimizer(config: TrainConfig, env: Any = None) -> tuple[LLMClient, st
 
     kind, why = choose_kind(config.optimizer, os.environ)
     try:
-        client = make_optimizer_llm(config.optimizer, random.Random(config.coevolution.seed),
-                                    rules=getattr(env, "reflector_rules", None))
+        client = make_optimizer_llm(
+            config.optimizer,
+            random.Random(config.coevolution.seed),
+            rules=getattr(env, "reflector_rules", None),
+        )
         check = getattr(client, "check", None)
         if check is not None:
             check()
@@ -125,12 +135,17 @@ def load_tokenizer(model_dir: Path) -> Any:
 
 
 def prompt_tokens(tokenizer: Any, env: Any, instruction: str, question: Question) -> int:
-    """Tokens of the prompt ``env`` builds for ``instruction`` and ``question`` (chat template applied)."""
-    text = render_messages(tokenizer, env.messages(instruction, question), getattr(env, "tool_schemas", None))
+    """Tokens of the prompt ``env`` builds for ``instruction`` and ``question`` (chat template
+    applied)."""
+    text = render_messages(
+        tokenizer, env.messages(instruction, question), getattr(env, "tool_schemas", None)
+    )
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def instruction_fits(tokenizer: Any, env: Any, question: Question, limit: int) -> Callable[[str], str | None]:
+def instruction_fits(
+    tokenizer: Any, env: Any, question: Question, limit: int
+) -> Callable[[str], str | None]:
     """The proposer's length check (:data:`inspo.core.proposer.LengthCheck`): an evolved
     instruction is refused when its prompt with ``question`` (the longest training question)
     exceeds ``limit`` tokens, as the seed's would be before training."""
@@ -138,14 +153,22 @@ def instruction_fits(tokenizer: Any, env: Any, question: Question, limit: int) -
     def check(text: str) -> str | None:
         n = prompt_tokens(tokenizer, env, text, question)
         if n > limit:
-            return f"prompt too long: {n} tokens with question {question.id!r} > rl.max_prompt_tokens={limit}"
+            return (
+                f"prompt too long: {n} tokens with question {question.id!r} > "
+                f"rl.max_prompt_tokens={limit}"
+            )
         return None
 
     return check
 
 
 def check_prompt_lengths(
-    tokenizer: Any, env: Any, instruction: str, questions: Sequence[Question], limit: int, *,
+    tokenizer: Any,
+    env: Any,
+    instruction: str,
+    questions: Sequence[Question],
+    limit: int,
+    *,
     what: str = "seed instruction",
 ) -> int:
     """The longest prompt in tokens; :class:`SetupError` when one exceeds ``limit``."""
@@ -157,18 +180,26 @@ def check_prompt_lengths(
     if longest > limit:
         raise SetupError(
             f"the prompt of question {worst.id!r} with the {what} is {longest} tokens, longer than "
-            f"rl.max_prompt_tokens={limit}; raise rl.max_prompt_tokens or shorten the instruction/question"
+            f"rl.max_prompt_tokens={limit}; raise rl.max_prompt_tokens or shorten the "
+            "instruction/question"
         )
     return longest
 
 
-def check_paper_parts(config: TrainConfig, *, need_model: bool = True, need_optimizer: bool | None = None,
-                      env: Mapping[str, str] | None = None) -> None:
+def check_paper_parts(
+    config: TrainConfig,
+    *,
+    need_model: bool = True,
+    need_optimizer: bool | None = None,
+    env: Mapping[str, str] | None = None,
+) -> None:
     """Raise :class:`SetupError` listing every missing part of the paper's setup (no-op when
     ``config.require_paper_parts`` is off; see :mod:`inspo.config.paper`)."""
     if not config.require_paper_parts:
         return
-    message = missing_message(paper_parts(config, need_model=need_model, need_optimizer=need_optimizer, env=env))
+    message = missing_message(
+        paper_parts(config, need_model=need_model, need_optimizer=need_optimizer, env=env)
+    )
     if message:
         raise SetupError(message)
 
@@ -197,25 +228,47 @@ def prepare(
     data, rl = config.data, config.rl
     env = build_env(config, env)
     check_prefill(env, rl.prefill)
-    questions = load_questions(env, data.train, data.train_split, data.max_train_questions, field_name="data.train",
-                               max_hops=data.max_hops)
+    questions = load_questions(
+        env,
+        data.train,
+        data.train_split,
+        data.max_train_questions,
+        field_name="data.train",
+        max_hops=data.max_hops,
+    )
     if len(questions) < rl.questions_per_step:
         raise SetupError(
             f"data.train={data.train!r} has {len(questions)} questions, fewer than "
-            f"rl.questions_per_step={rl.questions_per_step}; lower rl.questions_per_step or add questions"
+            f"rl.questions_per_step={rl.questions_per_step}; lower rl.questions_per_step or add "
+            "questions"
         )
     eval_questions: list[Question] = []
     test_questions: list[Question] = []
     if need_eval and data.eval:
-        eval_questions = load_questions(env, data.eval, data.eval_split, data.max_eval_questions,
-                                        field_name="data.eval", max_hops=data.max_hops)
+        eval_questions = load_questions(
+            env,
+            data.eval,
+            data.eval_split,
+            data.max_eval_questions,
+            field_name="data.eval",
+            max_hops=data.max_hops,
+        )
         if data.test_split and data.max_test_questions:
             try:
-                test_questions = load_questions(env, data.eval, data.test_split, data.max_test_questions,
-                                                field_name="data.eval", max_hops=data.max_hops)
+                test_questions = load_questions(
+                    env,
+                    data.eval,
+                    data.test_split,
+                    data.max_test_questions,
+                    field_name="data.eval",
+                    max_hops=data.max_hops,
+                )
             except SetupError as exc:
-                raise SetupError(f"{exc}. The end-of-run held-out test reads data.test_split={data.test_split!r}; "
-                                 "name another split or set data.max_test_questions=0 to skip it") from exc
+                raise SetupError(
+                    f"{exc}. The end-of-run held-out test reads "
+                    f"data.test_split={data.test_split!r}; name another split or set "
+                    "data.max_test_questions=0 to skip it"
+                ) from exc
     instruction = seed_of(env, config.seed_instruction)
     optimizer, note = (None, "none (no instruction evolution in this mode)")
     if need_optimizer:
@@ -233,9 +286,14 @@ def prepare(
     if need_model:
         inputs.model_dir = resolve_model_dir(config.model.name_or_path)
         inputs.tokenizer = load_tokenizer(inputs.model_dir)
-        longest = check_prompt_lengths(inputs.tokenizer, env, instruction, questions, rl.max_prompt_tokens)
+        longest = check_prompt_lengths(
+            inputs.tokenizer, env, instruction, questions, rl.max_prompt_tokens
+        )
         log.info("longest training prompt: %d tokens (limit %d)", longest, rl.max_prompt_tokens)
-        worst = max(questions, key=lambda q: len(inputs.tokenizer(q.question, add_special_tokens=False)["input_ids"]))
+        worst = max(
+            questions,
+            key=lambda q: len(inputs.tokenizer(q.question, add_special_tokens=False)["input_ids"]),
+        )
         inputs.fits = instruction_fits(inputs.tokenizer, env, worst, rl.max_prompt_tokens)
     return inputs
 
@@ -248,8 +306,17 @@ def dry_checks(config: TrainConfig) -> list[str]:
     with the first thing a run would stop on."""
     inputs = prepare(config, need_optimizer=False, need_model=False, need_eval=True)
     data = config.data
-    held = [f"{len(qs)} {split}" for split, qs in ((data.eval_split, inputs.eval_questions),
-                                                   (data.test_split, inputs.test_questions)) if qs]
+    held = [
+        f"{len(qs)} {split}"
+        for split, qs in (
+            (data.eval_split, inputs.eval_questions),
+            (data.test_split, inputs.test_questions),
+        )
+        if qs
+    ]
     tools = ", ".join(getattr(inputs.env, "tools", {}) or ()) or "none"
-    return [f"{'checked:':<24}environment {inputs.env.name!r} built (tools: {tools}); prefill and seed instruction "
-            f"fit it; {len(inputs.questions)} training questions read" + (f"; held-out: {', '.join(held)}" if held else "")]
+    return [
+        f"{'checked:':<24}environment {inputs.env.name!r} built (tools: {tools}); prefill and seed "
+        f"instruction fit it; {len(inputs.questions)} training questions read"
+        + (f"; held-out: {', '.join(held)}" if held else "")
+    ]

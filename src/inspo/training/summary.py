@@ -54,7 +54,8 @@ class RunSummary:
     (:meth:`inspo.models.precision.Precision.describe`); '' in summaries written before it."""
     resumed_from: str | None = None
     evaluation: dict[str, Any] | None = None
-    """The final choice (``final_choice``) and held-out test, as :class:`inspo.training.final.FinalChoice`."""
+    """The final choice (``final_choice``) and held-out test, as
+    :class:`inspo.training.final.FinalChoice`."""
     stages: dict[str, Any] = field(default_factory=dict)
     """pre-/post-policy modes: the offline stage's summary."""
     eval_history: list[dict[str, float]] = field(default_factory=list)
@@ -79,8 +80,13 @@ class RunSummary:
         led = self.ledger
         out = [
             f"run directory:        {self.run_dir}",
-            f"mode:                 {self.mode}" + (f" (resumed from {self.resumed_from})" if self.resumed_from else ""),
-            *([f"changed on resume:    {'; '.join(self.resume_changes)}"] if self.resume_changes else []),
+            f"mode:                 {self.mode}"
+            + (f" (resumed from {self.resumed_from})" if self.resumed_from else ""),
+            *(
+                [f"changed on resume:    {'; '.join(self.resume_changes)}"]
+                if self.resume_changes
+                else []
+            ),
         ]
         if self.policy:
             out.append(f"policy (frozen):      {self.policy}")
@@ -92,42 +98,62 @@ class RunSummary:
             f"(mean of the first/last {self.window} step(s))",
         ]
         if self.tool_calls_start is not None and self.tool_calls_end is not None:
-            out.append(f"tool calls / episode: {self.tool_calls_start:.2f} -> {self.tool_calls_end:.2f}")
+            out.append(
+                f"tool calls / episode: {self.tool_calls_start:.2f} -> {self.tool_calls_end:.2f}"
+            )
         out += [
             f"optimizer:            {self.optimizer}",
             f"optimizer cost:       {led.get('optimizer_calls', 0)} calls, "
-            f"{led.get('optimizer_prompt_tokens', 0)} prompt + {led.get('optimizer_completion_tokens', 0)} "
-            "completion tokens",
+            f"{led.get('optimizer_prompt_tokens', 0)} prompt + "
+            f"{led.get('optimizer_completion_tokens', 0)} completion tokens",
             f"verification:         {led.get('verification_rollouts', 0)} rollouts = "
-            f"{100 * self.verification_share:.1f}% of {led.get('training_rollouts', 0)} step rollouts "
-            f"(+ {led.get('warmup_rollouts', 0)} warm-up)",
+            f"{100 * self.verification_share:.1f}% of {led.get('training_rollouts', 0)} step "
+            f"rollouts (+ {led.get('warmup_rollouts', 0)} warm-up)",
             f"population:           {', '.join(self.population)}",
         ]
         if self.fates.get("proposed"):
-            refused = ", ".join(f"{stage} {self.fates[stage]}" for stage in REFUSAL_STAGES if self.fates.get(stage))
-            out.append(f"candidates:           {self.fates['proposed']} proposed; refused: {refused or 'none'}; "
-                       f"admitted {self.fates.get('admitted', 0)}")
-        out += [f"{key.replace('_', ' ') + ':':<22}{value:.3f}" for key, value in self.extra.items()
-                if isinstance(value, (int, float))]
+            refused = ", ".join(
+                f"{stage} {self.fates[stage]}" for stage in REFUSAL_STAGES if self.fates.get(stage)
+            )
+            out.append(
+                f"candidates:           {self.fates['proposed']} proposed; refused: "
+                f"{refused or 'none'}; admitted {self.fates.get('admitted', 0)}"
+            )
+        out += [
+            f"{key.replace('_', ' ') + ':':<22}{value:.3f}"
+            for key, value in self.extra.items()
+            if isinstance(value, (int, float))
+        ]
         if self.eval_history:
             best = max(self.eval_history, key=lambda h: h["eval/reward"])
-            out.append("periodic eval:        I* of the step, greedy on dev: " + ", ".join(
-                f"step {h['step']:.0f} {h['eval/reward']:.3f}" for h in self.eval_history)
-                + f" (best at step {best['step']:.0f})")
+            out.append(
+                "periodic eval:        I* of the step, greedy on dev: "
+                + ", ".join(
+                    f"step {h['step']:.0f} {h['eval/reward']:.3f}" for h in self.eval_history
+                )
+                + f" (best at step {best['step']:.0f})"
+            )
         if self.evaluation:
             from inspo.training.final import final_choice_lines
 
             out += final_choice_lines(self.evaluation)
         for name, stage in self.stages.items():
             out.append(
-                f"{name} stage:      {stage.get('steps')} steps, reward {stage.get('reward_start', 0):.3f} -> "
-                f"{stage.get('reward_end', 0):.3f}, best {stage.get('best_instruction_id')}"
+                f"{name} stage:      {stage.get('steps')} steps, reward "
+                f"{stage.get('reward_start', 0):.3f} -> {stage.get('reward_end', 0):.3f}, best "
+                f"{stage.get('best_instruction_id')}"
             )
-        weight = f"weight {self.best_weight:.3f}" if self.best_weight is not None else "not in the final population"
+        weight = (
+            f"weight {self.best_weight:.3f}"
+            if self.best_weight is not None
+            else "not in the final population"
+        )
         chosen = self.evaluation is not None or bool(self.stages)  # else I* = argmax w of this run
         out += [
-            f"wall time:            {self.wall_seconds:.0f} s; peak memory (RSS) {self.peak_memory_gb:.1f} GiB",
-            f"returned instruction: {self.best_instruction_id} ({weight})" if chosen
+            f"wall time:            {self.wall_seconds:.0f} s; peak memory (RSS) "
+            f"{self.peak_memory_gb:.1f} GiB",
+            f"returned instruction: {self.best_instruction_id} ({weight})"
+            if chosen
             else f"best instruction:     {self.best_instruction_id} (I* = argmax w, {weight})",
             self.best_instruction,
         ]
@@ -151,7 +177,9 @@ class RunSummary:
         extra = {**data.get("extra", {}), **{k: v for k, v in data.items() if k not in known}}
         extra.pop("verification_share", None)
         values = {k: v for k, v in data.items() if k in known and k != "extra"}
-        values.setdefault("mode", "evolve")  # the one summary written without a mode: inspo evolve's
+        values.setdefault(
+            "mode", "evolve"
+        )  # the one summary written without a mode: inspo evolve's
         return cls(**values, extra=extra)
 
     @classmethod
@@ -165,7 +193,11 @@ class RunSummary:
 
 def start_end(history: list[dict[str, Any]], key: str) -> tuple[float, float, int]:
     """Mean of ``key`` over the first and the last ``k`` steps, ``k = clamp(n // 4, 1, 5)``."""
-    values = [float(h[key]) for h in sorted(history, key=lambda h: h["step"]) if key in h and h.get("step", 0) > 0]
+    values = [
+        float(h[key])
+        for h in sorted(history, key=lambda h: h["step"])
+        if key in h and h.get("step", 0) > 0
+    ]
     if not values:
         return 0.0, 0.0, 0
     k = max(1, min(5, len(values) // 4))
@@ -180,9 +212,13 @@ def candidate_fates(events: list[dict[str, Any]]) -> dict[str, int]:
     """How many candidates the ``events`` (``events.jsonl`` lines) proposed, refused at each stage
     and admitted."""
     refused = Counter(e.get("stage") for e in events if e.get("kind") == "rejected")
-    return {"proposed": sum(len(e.get("candidate_ids", ())) for e in events if e.get("kind") == "proposed"),
-            **{stage: refused[stage] for stage in REFUSAL_STAGES},
-            "admitted": sum(1 for e in events if e.get("kind") == "admitted")}
+    return {
+        "proposed": sum(
+            len(e.get("candidate_ids", ())) for e in events if e.get("kind") == "proposed"
+        ),
+        **{stage: refused[stage] for stage in REFUSAL_STAGES},
+        "admitted": sum(1 for e in events if e.get("kind") == "admitted"),
+    }
 
 
 def summarize(
@@ -216,7 +252,9 @@ def summarize(
         window=window,
         best_instruction_id=returned.id,
         best_instruction=returned.text,
-        best_weight=coevo.population.weight_of(returned.id) if returned.id in coevo.population else None,
+        best_weight=coevo.population.weight_of(returned.id)
+        if returned.id in coevo.population
+        else None,
         population=[i.id for i in coevo.population.instructions],
         optimizer=optimizer,
         ledger=coevo.ledger.to_dict(),

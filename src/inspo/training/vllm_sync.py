@@ -20,9 +20,9 @@ picked by ``model.lora``:
 - **a running vLLM server** (``rl.vllm_mode=server``, LoRA only;
   :class:`~inspo.agent.vllm_server.AdapterPusher`): the adapter is loaded into the server at
   ``rl.vllm_server_url`` through its ``/v1/load_lora_adapter`` under a new name each step, and
-  the rollouts are played over HTTP with token ids (:class:`~inspo.agent.vllm_server.VLLMServerEngine`).
-  Full weights reach a server only over NCCL (TRL's ``vllm-serve``), which needs GPUs and is
-  not built.
+  the rollouts are played over HTTP with token ids
+  (:class:`~inspo.agent.vllm_server.VLLMServerEngine`). Full weights reach a server only over NCCL
+  (TRL's ``vllm-serve``), which needs GPUs and is not built.
 
 Either way the synced engine is the training policy: greedy ids from vLLM equal transformers'
 on the trained model (``tests/test_train_vllm.py``), up to the two engines' numerics.
@@ -55,7 +55,9 @@ def max_lora_rank(rank: int) -> int:
     for allowed in VLLM_LORA_RANKS:
         if allowed >= rank:
             return allowed
-    raise ValueError(f"model.lora_r={rank} is larger than vLLM's largest LoRA rank {VLLM_LORA_RANKS[-1]}")
+    raise ValueError(
+        f"model.lora_r={rank} is larger than vLLM's largest LoRA rank {VLLM_LORA_RANKS[-1]}"
+    )
 
 
 class _SyncedEngine:
@@ -75,7 +77,8 @@ class _SyncedEngine:
 
 @dataclass
 class WeightSync(_SyncedEngine):
-    """A vLLM engine in this process kept on the training model's current weights (full fine-tuning).
+    """A vLLM engine in this process kept on the training model's current weights (full
+    fine-tuning).
 
     ``version`` is what the weights were last synced at (the trainer's global step).
     """
@@ -89,8 +92,10 @@ class WeightSync(_SyncedEngine):
         from inspo.agent.vllm_engine import checkpoint_weights
 
         if hasattr(model, "peft_config"):
-            raise TypeError("rl.use_vllm with model.lora=false syncs full weights; the trained model is a peft model "
-                            "(its adapter is synced by AdapterSync)")
+            raise TypeError(
+                "rl.use_vllm with model.lora=false syncs full weights; the trained model is a peft "
+                "model (its adapter is synced by AdapterSync)"
+            )
         self.engine.load_weights(checkpoint_weights(model))
         self.syncs += 1
         self.version = version
@@ -116,7 +121,10 @@ class AdapterSync(_SyncedEngine):
     def sync(self, model: Any, version: int) -> Path:
         """Save ``model``'s LoRA adapter and make the engine generate with it."""
         if not hasattr(model, "peft_config"):
-            raise TypeError("rl.use_vllm syncs LoRA adapters into vLLM: the trained model has none (set model.lora=true)")
+            raise TypeError(
+                "rl.use_vllm syncs LoRA adapters into vLLM: the trained model has none (set "
+                "model.lora=true)"
+            )
         self.syncs += 1
         path = Path(self.directory) / f"adapter-{self.syncs}"
         model.save_pretrained(str(path))
@@ -150,8 +158,12 @@ def start_server_sync(config: Any, model_dir: str | Path, run_dir: Path, rank: i
     from inspo.agent.vllm_server import AdapterPusher, VLLMServerEngine
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    engine = VLLMServerEngine(config.rl.vllm_server_url, str(model_dir), tokenizer,
-                              eos_ids=eos_ids_of(model_dir, tokenizer))
+    engine = VLLMServerEngine(
+        config.rl.vllm_server_url,
+        str(model_dir),
+        tokenizer,
+        eos_ids=eos_ids_of(model_dir, tokenizer),
+    )
     directory = Path(run_dir) / ADAPTER_DIR / f"rank{rank}"
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
@@ -159,32 +171,51 @@ def start_server_sync(config: Any, model_dir: str | Path, run_dir: Path, rank: i
 
 
 def vllm_options(config: Any) -> Any:
-    """The run's ``model.vllm_*`` as :class:`~inspo.agent.vllm_engine.VLLMOptions`, sized to its agent."""
+    """The run's ``model.vllm_*`` as :class:`~inspo.agent.vllm_engine.VLLMOptions`, sized to its
+    agent."""
     from inspo.agent.vllm_engine import VLLMOptions
 
     model = config.model
-    return VLLMOptions(kv_cache_gib=model.vllm_kv_cache_gib, max_model_len=model.vllm_max_model_len,
-                       enforce_eager=model.vllm_enforce_eager).sized(agent_budget(config.rl))
+    return VLLMOptions(
+        kv_cache_gib=model.vllm_kv_cache_gib,
+        max_model_len=model.vllm_max_model_len,
+        enforce_eager=model.vllm_enforce_eager,
+    ).sized(agent_budget(config.rl))
 
 
 def agent_budget(rl: Any) -> int:
     """The longest episode of the agent ``rl`` (an ``RLConfig``) sets, in tokens
     (:func:`~inspo.agent.vllm_engine.context_budget`)."""
-    return context_budget(rl.max_prompt_tokens, rl.max_turns, rl.max_response_tokens, rl.max_obs_tokens)
+    return context_budget(
+        rl.max_prompt_tokens, rl.max_turns, rl.max_response_tokens, rl.max_obs_tokens
+    )
 
 
 def start_weight_sync(config: Any, model_dir: str | Path, seed: int) -> WeightSync:
     """Start vLLM in this process on ``model_dir`` (its weights are replaced at the first sync)."""
-    engine = VLLMEngine.from_pretrained(model_dir, dtype=config.model.dtype, options=vllm_options(config), seed=seed,
-                                        in_process=True)
+    engine = VLLMEngine.from_pretrained(
+        model_dir,
+        dtype=config.model.dtype,
+        options=vllm_options(config),
+        seed=seed,
+        in_process=True,
+    )
     return WeightSync(engine)
 
 
 def start_adapter_sync(config: Any, model_dir: str | Path, run_dir: Path, seed: int) -> AdapterSync:
-    """Start vLLM on the base model ``model_dir`` with LoRA enabled for ``config`` (a TrainConfig)."""
+    """Start vLLM on the base model ``model_dir`` with LoRA enabled for ``config`` (a
+    TrainConfig)."""
     model = config.model
-    engine = VLLMEngine.from_pretrained(model_dir, dtype=model.dtype, options=vllm_options(config), seed=seed,
-                                        enable_lora=True, max_loras=1, max_lora_rank=max_lora_rank(model.lora_r))
+    engine = VLLMEngine.from_pretrained(
+        model_dir,
+        dtype=model.dtype,
+        options=vllm_options(config),
+        seed=seed,
+        enable_lora=True,
+        max_loras=1,
+        max_lora_rank=max_lora_rank(model.lora_r),
+    )
     directory = Path(run_dir) / ADAPTER_DIR
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)

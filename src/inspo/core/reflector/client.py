@@ -65,7 +65,8 @@ class RuleBasedReflector:
         temperature: float = 1.0,
         max_tokens: int = 2048,
     ) -> list[str]:
-        """``n`` responses, each a critique plus N candidates; temperature and max_tokens are ignored."""
+        """``n`` responses, each a critique plus N candidates; temperature and max_tokens are
+        ignored."""
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         users = [m.get("content", "") for m in messages if m.get("role") == "user"]
@@ -94,9 +95,15 @@ class RuleBasedReflector:
                 "instruction(s), borrowing sentences from the other good ones and adding generic "
                 "strengthenings."
             )
-            candidates = write_candidates(parsed.parent, [], parsed.n, rng, rules=rules, extra_sentences=extra)
+            candidates = write_candidates(
+                parsed.parent, [], parsed.n, rng, rules=rules, extra_sentences=extra
+            )
         else:
-            critique = "Rule-based offline paraphrase (no LLM): rewordings plus generic strengthenings."
-            candidates = write_candidates(parsed.parent, [], parsed.n, rng, rules=rules, reword=True)
+            critique = (
+                "Rule-based offline paraphrase (no LLM): rewordings plus generic strengthenings."
+            )
+            candidates = write_candidates(
+                parsed.parent, [], parsed.n, rng, rules=rules, reword=True
+            )
         body = "\n".join(f"<ins_{i}>\n{c}\n</ins_{i}>" for i, c in enumerate(candidates, start=1))
         return f"{critique}\n\n{body}"

@@ -44,8 +44,9 @@ def tags_of(text: str) -> set[str]:
     return set(re.findall(r"</?([A-Za-z_][A-Za-z0-9_]*)>", text))
 
 
-def tag_problems(text: str, tags: Sequence[str], *, ignore_unclosed: bool = False,
-                 answer_tag: str = "answer") -> list[str]:
+def tag_problems(
+    text: str, tags: Sequence[str], *, ignore_unclosed: bool = False, answer_tag: str = "answer"
+) -> list[str]:
     """Human-readable problems with the protocol ``tags`` in ``text`` (empty when well formed).
 
     Finds closing tags without an opening one, tags opened again before being closed, tags
@@ -77,10 +78,16 @@ def tag_problems(text: str, tags: Sequence[str], *, ignore_unclosed: bool = Fals
     return problems
 
 
-def answer_failures(example: FailureExample, tags: Sequence[str], *, answer_tag: str = "answer",
-                    max_answer_words: int = 8) -> list[FailureMode]:
+def answer_failures(
+    example: FailureExample,
+    tags: Sequence[str],
+    *,
+    answer_tag: str = "answer",
+    max_answer_words: int = 8,
+) -> list[FailureMode]:
     """The answer-level modes of one trajectory: malformed ``tags``, no answer, an answer too long
-    (more than ``max_answer_words`` words, or more than twice the gold's + 3), else a wrong answer."""
+    (more than ``max_answer_words`` words, or more than twice the gold's + 3), else a wrong
+    answer."""
     resp = example.response
     modes: list[FailureMode] = []
     problems = tag_problems(resp, tags, ignore_unclosed=example.truncated, answer_tag=answer_tag)
@@ -90,14 +97,27 @@ def answer_failures(example: FailureExample, tags: Sequence[str], *, answer_tag:
     answer = answers[-1].strip() if answers else None
     if answer is None:
         if not example.truncated:
-            modes.append(FailureMode(NO_ANSWER, f"no complete <{answer_tag}>...</{answer_tag}> block"))
+            modes.append(
+                FailureMode(NO_ANSWER, f"no complete <{answer_tag}>...</{answer_tag}> block")
+            )
         return modes
     golds = [g for g in example.answers if g.strip()]
     words, gold_words = len(answer.split()), min((len(g.split()) for g in golds), default=0)
     if words > max_answer_words or (gold_words and words > 2 * gold_words + 3):
-        modes.append(FailureMode(ANSWER_TOO_LONG, f"answer has {words} words (gold has {gold_words}): {answer[:80]!r}"))
+        modes.append(
+            FailureMode(
+                ANSWER_TOO_LONG,
+                f"answer has {words} words (gold has {gold_words}): {answer[:80]!r}",
+            )
+        )
     norm = normalize_answer(answer)
-    right = any(g and (g == norm or f" {g} " in f" {norm} ") for g in (normalize_answer(x) for x in golds))
+    right = any(
+        g and (g == norm or f" {g} " in f" {norm} ") for g in (normalize_answer(x) for x in golds)
+    )
     if not right and not modes:
-        modes.append(FailureMode(WRONG_ANSWER, f"answered {answer[:60]!r}, gold is {' | '.join(golds)[:60]!r}"))
+        modes.append(
+            FailureMode(
+                WRONG_ANSWER, f"answered {answer[:60]!r}, gold is {' | '.join(golds)[:60]!r}"
+            )
+        )
     return modes

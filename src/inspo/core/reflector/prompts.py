@@ -45,7 +45,9 @@ _HISTORY_RE = re.compile(
 
 def _parse_example(block: str) -> FailureExample:
     feedback_at = block.rfind("\nFeedback: ")
-    if feedback_at > block.rfind("\nCorrect answer: ") >= 0:  # the optional feedback line: not the gold
+    if (
+        feedback_at > block.rfind("\nCorrect answer: ") >= 0
+    ):  # the optional feedback line: not the gold
         block = block[:feedback_at]
     question, _, rest = block.partition("\nResponse: ")
     question = question.removeprefix("Question: ").strip()
@@ -56,7 +58,9 @@ def _parse_example(block: str) -> FailureExample:
     if truncated:
         response = response[: -len(TRUNCATION_MARK)]
     answers = tuple(a.strip() for a in gold.split(" | ") if a.strip())
-    return FailureExample(question=question, response=response, answers=answers, truncated=truncated)
+    return FailureExample(
+        question=question, response=response, answers=answers, truncated=truncated
+    )
 
 
 def parse_prompt(text: str) -> ParsedPrompt:
@@ -70,7 +74,9 @@ def parse_prompt(text: str) -> ParsedPrompt:
     if "<history>" in text:
         entries = tuple((t.strip(), float(s)) for _, t, s in _HISTORY_RE.findall(text))
         if not entries:
-            raise LLMError("rule-based reflector: the <history> block has no <ins_i>/<score_i> pairs")
+            raise LLMError(
+                "rule-based reflector: the <history> block has no <ins_i>/<score_i> pairs"
+            )
         best = max(entries, key=lambda e: e[1])
         return ParsedPrompt(kind="history", parent=best[0], n=n, history=entries)
     m = re.search(r"<ins_0>\n?(.*?)\n?</ins_0>", text, re.DOTALL)

@@ -96,12 +96,18 @@ def write_candidates(
     parent_tags = tags_of(parent)
     pools: list[list[str]] = []
     for name, _count in modes:
-        if covered(name, parent, rules):  # already addressed: adding more wordings would only bloat it
+        if covered(
+            name, parent, rules
+        ):  # already addressed: adding more wordings would only bloat it
             continue
         usable = [s for s in rules.guidance.get(name, ()) if _allowed(s, parent_tags)]
         if usable:
             pools.append(usable)
-    generic = [s for s in (*extra_sentences, *rules.generic) if _allowed(s, parent_tags) and s not in parent]
+    generic = [
+        s
+        for s in (*extra_sentences, *rules.generic)
+        if _allowed(s, parent_tags) and s not in parent
+    ]
     most = len(pools)
     learned = bool(pools)
     if not pools:  # generic strengthening: a few sentences per candidate
@@ -134,14 +140,17 @@ def write_candidates(
             if text.strip() not in seen:
                 break
         else:
-            text = _layout(parent, [f"(Revision {i + 1}.) Follow the instruction above exactly."], "inline")
+            text = _layout(
+                parent, [f"(Revision {i + 1}.) Follow the instruction above exactly."], "inline"
+            )
         seen.add(text.strip())
         candidates.append(text)
     return candidates
 
 
-def write_critique(parsed: ParsedPrompt, per_example: list[list[FailureMode]],
-                   rules: ReflectorRules) -> tuple[str, list[tuple[str, int]]]:
+def write_critique(
+    parsed: ParsedPrompt, per_example: list[list[FailureMode]], rules: ReflectorRules
+) -> tuple[str, list[tuple[str, int]]]:
     """The critique text and the (mode, count) ranking, most frequent first."""
     counts: Counter[str] = Counter()
     first_evidence: dict[str, str] = {}
@@ -150,15 +159,29 @@ def write_critique(parsed: ParsedPrompt, per_example: list[list[FailureMode]],
             counts[mode.name] += 1
             first_evidence.setdefault(mode.name, f"{ex.question[:70]!r}: {mode.evidence}")
     order = list(rules.guidance)
-    ranked = sorted(counts.items(), key=lambda p: (-p[1], order.index(p[0]) if p[0] in order else 99))
+    ranked = sorted(
+        counts.items(), key=lambda p: (-p[1], order.index(p[0]) if p[0] in order else 99)
+    )
     total = len(parsed.examples)
-    lines = [f"Rule-based offline reflection (no LLM) over {total} failed example(s). Detected failure modes:"]
+    lines = [
+        f"Rule-based offline reflection (no LLM) over {total} failed example(s). Detected failure "
+        "modes:"
+    ]
     for name, count in ranked:
-        note = " [the instruction already addresses this]" if covered(name, parsed.parent, rules) else ""
-        lines.append(f"- {name.replace('_', ' ')}: {count}/{total}{note} (e.g. {first_evidence[name]})")
+        note = (
+            " [the instruction already addresses this]"
+            if covered(name, parsed.parent, rules)
+            else ""
+        )
+        lines.append(
+            f"- {name.replace('_', ' ')}: {count}/{total}{note} (e.g. {first_evidence[name]})"
+        )
     if not ranked:
         lines.append("- none recognised; the candidates strengthen the instruction generically")
-    lines.append("Each candidate keeps the original instruction and its tags and adds guidance against these modes.")
+    lines.append(
+        "Each candidate keeps the original instruction and its tags and adds guidance against "
+        "these modes."
+    )
     return "\n".join(lines), ranked
 
 

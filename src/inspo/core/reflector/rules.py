@@ -31,7 +31,8 @@ Detector = Callable[[FailureExample, str], list[FailureMode]]
 
 @dataclass(frozen=True)
 class ReflectorRules:
-    """An environment's failure modes and the advice against each (rules in the module docstring)."""
+    """An environment's failure modes and the advice against each (rules in the module
+    docstring)."""
 
     detect: Detector
     guidance: Mapping[str, tuple[str, ...]]
@@ -48,17 +49,22 @@ ANSWER_RULES = ReflectorRules(
     detect=_answer_detect,
     guidance={
         failures.MALFORMED_TAGS: (
-            "Close every tag you open, use each tag exactly as the instruction shows it, and write nothing after </answer>.",
-            "Check your format before finishing: every opening tag must be followed by its closing tag, and tags must not overlap.",
+            "Close every tag you open, use each tag exactly as the instruction shows it, and write "
+            "nothing after </answer>.",
+            "Check your format before finishing: every opening tag must be followed by its closing "
+            "tag, and tags must not overlap.",
         ),
         failures.NO_ANSWER: (
-            "Always finish with a final answer inside <answer> and </answer>, even when you are unsure: a best guess is better than no answer.",
+            "Always finish with a final answer inside <answer> and </answer>, even when you are "
+            "unsure: a best guess is better than no answer.",
             "Never stop without writing <answer> your answer </answer>.",
             "Your response must end with exactly one <answer> ... </answer> block.",
         ),
         failures.ANSWER_TOO_LONG: (
-            "Inside <answer> and </answer> write only the answer itself, no sentence and no explanation.",
-            "Keep the final answer minimal: no full sentences and no reasoning inside the answer tags.",
+            "Inside <answer> and </answer> write only the answer itself, no sentence and no "
+            "explanation.",
+            "Keep the final answer minimal: no full sentences and no reasoning inside the answer "
+            "tags.",
         ),
         failures.WRONG_ANSWER: (
             "Check each step of your work before you give the final answer.",

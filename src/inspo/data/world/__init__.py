@@ -57,8 +57,9 @@ WORLDS: dict[str, WorldConfig] = {
     # what points at them, so each hop needs its own search: one BM25 search on the question
     # text returns a two-hop question's second passage for 74 of 400 training questions here
     # against 147 of 400 in world-multihop (top 3; BENCHMARKS.md §4).
-    "world-chain": WorldConfig(questions=4000, hop_mix=(0.3, 0.5, 0.2), name="world-chain",
-                               reverse_mentions=False),
+    "world-chain": WorldConfig(
+        questions=4000, hop_mix=(0.3, 0.5, 0.2), name="world-chain", reverse_mentions=False
+    ),
 }
 
 
@@ -102,8 +103,12 @@ def write_world(world: World, out_dir: str | Path, *, bm25_index: bool = True) -
         for e in world.entities.values():
             f.write(json.dumps(e.to_dict(), ensure_ascii=False) + "\n")
     paths["entities"] = out / "entities.jsonl"
-    info = {"seed": world.seed, "config": asdict(world.config), "passages": len(world.corpus),
-            "questions": {k: len(v) for k, v in world.splits.items()}}
+    info = {
+        "seed": world.seed,
+        "config": asdict(world.config),
+        "passages": len(world.corpus),
+        "questions": {k: len(v) for k, v in world.splits.items()},
+    }
     (out / "world.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     paths["info"] = out / "world.json"
     if bm25_index:

@@ -8,20 +8,82 @@ from collections.abc import Callable
 from inspo.data.world.model import KINDS, Entity, WorldConfig
 
 SYLLABLES = (
-    "ka", "lor", "ven", "mi", "tas", "dor", "el", "ri", "an", "bru", "sel", "thi", "mar", "ost",
-    "qui", "ne", "vo", "ral", "isk", "um", "zan", "fe", "gol", "pri", "ash", "te", "yl", "dra",
-    "moc", "hul", "sar", "bel", "ty", "nor", "wen", "cas", "lin", "gar", "po", "jus",
+    "ka",
+    "lor",
+    "ven",
+    "mi",
+    "tas",
+    "dor",
+    "el",
+    "ri",
+    "an",
+    "bru",
+    "sel",
+    "thi",
+    "mar",
+    "ost",
+    "qui",
+    "ne",
+    "vo",
+    "ral",
+    "isk",
+    "um",
+    "zan",
+    "fe",
+    "gol",
+    "pri",
+    "ash",
+    "te",
+    "yl",
+    "dra",
+    "moc",
+    "hul",
+    "sar",
+    "bel",
+    "ty",
+    "nor",
+    "wen",
+    "cas",
+    "lin",
+    "gar",
+    "po",
+    "jus",
 )
 CITY_SUFFIXES = ("ford", "heim", "grad", "mouth", "vale", "stad", "ton", "burg", "wick", "polis")
 COUNTRY_SUFFIXES = ("ia", "land", "ar", "esh", "onia", "ustan")
 ORG_KINDS = (
-    "Institute", "Trading Company", "Conservatory", "Shipping Guild", "Observatory", "Press",
-    "Bank", "Academy", "Foundry", "Museum",
+    "Institute",
+    "Trading Company",
+    "Conservatory",
+    "Shipping Guild",
+    "Observatory",
+    "Press",
+    "Bank",
+    "Academy",
+    "Foundry",
+    "Museum",
 )
 OCCUPATIONS = (
-    "cartographer", "violinist", "shipwright", "botanist", "astronomer", "glassblower",
-    "archivist", "engineer", "poet", "physician", "architect", "sculptor", "chemist", "diplomat",
-    "novelist", "mathematician", "painter", "judge", "geologist", "composer",
+    "cartographer",
+    "violinist",
+    "shipwright",
+    "botanist",
+    "astronomer",
+    "glassblower",
+    "archivist",
+    "engineer",
+    "poet",
+    "physician",
+    "architect",
+    "sculptor",
+    "chemist",
+    "diplomat",
+    "novelist",
+    "mathematician",
+    "painter",
+    "judge",
+    "geologist",
+    "composer",
 )
 
 
@@ -84,7 +146,14 @@ def renderers() -> dict[str, Callable[[tuple[str, ...]], str]]:
     }
 
 
-_SYLLABLE_COUNT = {"country": 2, "city": 2, "river": 2, "mountain": 2, "organisation": 2, "person": 5}
+_SYLLABLE_COUNT = {
+    "country": 2,
+    "city": 2,
+    "river": 2,
+    "mountain": 2,
+    "organisation": 2,
+    "person": 5,
+}
 
 
 def make_entities(rng: random.Random, cfg: WorldConfig) -> tuple[dict[str, Entity], Names, dict]:
@@ -94,15 +163,30 @@ def make_entities(rng: random.Random, cfg: WorldConfig) -> tuple[dict[str, Entit
     by_kind: dict[str, list[Entity]] = {k: [] for k in KINDS}
 
     def new(kind: str, prefix: str, i: int) -> Entity:
-        e = Entity(id=f"{prefix}{i}", kind=kind, name=names.make(render[kind], _SYLLABLE_COUNT[kind]))
+        e = Entity(
+            id=f"{prefix}{i}", kind=kind, name=names.make(render[kind], _SYLLABLE_COUNT[kind])
+        )
         e.passage_id = f"p-{e.id}"
         ents[e.id] = e
         by_kind[kind].append(e)
         return e
 
-    counts = {"country": cfg.countries, "city": cfg.cities, "river": cfg.rivers,
-              "mountain": cfg.mountains, "organisation": cfg.organisations, "person": cfg.people}
-    prefixes = {"country": "k", "city": "c", "river": "r", "mountain": "m", "organisation": "o", "person": "h"}
+    counts = {
+        "country": cfg.countries,
+        "city": cfg.cities,
+        "river": cfg.rivers,
+        "mountain": cfg.mountains,
+        "organisation": cfg.organisations,
+        "person": cfg.people,
+    }
+    prefixes = {
+        "country": "k",
+        "city": "c",
+        "river": "r",
+        "mountain": "m",
+        "organisation": "o",
+        "person": "h",
+    }
     for kind in KINDS:
         for i in range(counts[kind]):
             new(kind, prefixes[kind], i)
@@ -132,7 +216,9 @@ def make_entities(rng: random.Random, cfg: WorldConfig) -> tuple[dict[str, Entit
         p.relations["born_in"] = rng.choice(cities).id
     singles = people[:]
     rng.shuffle(singles)
-    for a, b in zip(singles[0 : len(singles) // 2 : 2], singles[1 : len(singles) // 2 : 2], strict=False):
+    for a, b in zip(
+        singles[0 : len(singles) // 2 : 2], singles[1 : len(singles) // 2 : 2], strict=False
+    ):
         a.relations["spouse"] = b.id
         b.relations["spouse"] = a.id
     for o in by_kind["organisation"]:

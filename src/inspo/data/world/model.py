@@ -1,4 +1,5 @@
-"""The world's records: its size (:class:`WorldConfig`), its entities and the generated :class:`World`."""
+"""The world's records: its size (:class:`WorldConfig`), its entities and the generated
+:class:`World`."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ class WorldConfig:
     questions: int = 1500  # total questions over all splits (fewer if the world has fewer)
     hop_mix: tuple[float, float, float] = (0.4, 0.4, 0.2)  # share of 1-, 2- and 3-hop questions
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)  # train / dev / test
-    name: str = "world"  # the questions' source and id prefix (ids NAME{seed}-{split}-{j}): worlds differ
+    name: str = (
+        "world"  # the questions' source and id prefix (ids NAME{seed}-{split}-{j}): worlds differ
+    )
     # A passage also names what points at it ("Rot founded the Kel Museum", "It is the capital of
     # Vela"), as Wikipedia does. Then one search on a two-hop question often returns both of its
     # passages; False leaves those sentences out, so each hop needs its own search.
@@ -42,7 +45,9 @@ class WorldConfig:
         for name in ("hop_mix", "split_fractions"):
             values = getattr(self, name)
             if len(values) != 3 or min(values) < 0 or abs(sum(values) - 1.0) > 1e-6:
-                raise ValueError(f"WorldConfig.{name} must be 3 non-negative numbers summing to 1, got {values}")
+                raise ValueError(
+                    f"WorldConfig.{name} must be 3 non-negative numbers summing to 1, got {values}"
+                )
 
 
 @dataclass
@@ -58,9 +63,15 @@ class Entity:
     distractor: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "name": self.name, "attrs": self.attrs,
-                "relations": self.relations, "passage_id": self.passage_id,
-                "distractor": self.distractor}
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "name": self.name,
+            "attrs": self.attrs,
+            "relations": self.relations,
+            "passage_id": self.passage_id,
+            "distractor": self.distractor,
+        }
 
 
 @dataclass

@@ -69,7 +69,9 @@ class _Path:
     final: tuple[str, str, str]  # (kind, key, template)
 
 
-def _walks(ents: dict[str, Entity], e: Entity, depth: int) -> list[tuple[tuple[str, ...], list[str]]]:
+def _walks(
+    ents: dict[str, Entity], e: Entity, depth: int
+) -> list[tuple[tuple[str, ...], list[str]]]:
     """All relation walks of length ``depth`` from ``e`` that never revisit an entity."""
     out: list[tuple[tuple[str, ...], list[str]]] = []
 
@@ -92,8 +94,11 @@ def _phrase(start: Entity, relations: tuple[str, ...]) -> str:
     return np
 
 
-def _all_questions(ents: dict[str, Entity], hops: int) -> list[tuple[str, tuple[str, ...], list[str], tuple]]:
-    """Every (start, relations, chain, final) with ``hops`` passages to read, deterministic order."""
+def _all_questions(
+    ents: dict[str, Entity], hops: int
+) -> list[tuple[str, tuple[str, ...], list[str], tuple]]:
+    """Every (start, relations, chain, final) with ``hops`` passages to read, deterministic
+    order."""
     out = []
     for e in ents.values():
         if e.distractor:
@@ -110,7 +115,9 @@ def _all_questions(ents: dict[str, Entity], hops: int) -> list[tuple[str, tuple[
     return out
 
 
-def make_questions(rng: random.Random, cfg: WorldConfig, ents: dict[str, Entity], seed: int) -> list[Question]:
+def make_questions(
+    rng: random.Random, cfg: WorldConfig, ents: dict[str, Entity], seed: int
+) -> list[Question]:
     questions: list[Question] = []
     seen_text: set[str] = set()
     targets = [round(cfg.questions * share) for share in cfg.hop_mix]
@@ -144,19 +151,29 @@ def make_questions(rng: random.Random, cfg: WorldConfig, ents: dict[str, Entity]
     return questions
 
 
-def split_questions(rng: random.Random, cfg: WorldConfig, questions: list[Question], seed: int) -> dict[str, list[Question]]:
+def split_questions(
+    rng: random.Random, cfg: WorldConfig, questions: list[Question], seed: int
+) -> dict[str, list[Question]]:
     order = list(range(len(questions)))
     rng.shuffle(order)
     n = len(order)
     n_train = round(n * cfg.split_fractions[0])
     n_dev = round(n * cfg.split_fractions[1])
-    bounds = {"train": (0, n_train), "dev": (n_train, n_train + n_dev), "test": (n_train + n_dev, n)}
+    bounds = {
+        "train": (0, n_train),
+        "dev": (n_train, n_train + n_dev),
+        "test": (n_train + n_dev, n),
+    }
     splits: dict[str, list[Question]] = {}
     for name, (lo, hi) in bounds.items():
         picked = sorted(order[lo:hi])  # keep generation order (1-hop first) inside a split
         splits[name] = [
-            Question(id=f"{cfg.name}{seed}-{name}-{j}", question=questions[i].question,
-                     answers=questions[i].answers, meta=dict(questions[i].meta, split=name))
+            Question(
+                id=f"{cfg.name}{seed}-{name}-{j}",
+                question=questions[i].question,
+                answers=questions[i].answers,
+                meta=dict(questions[i].meta, split=name),
+            )
             for j, i in enumerate(picked)
         ]
     return splits

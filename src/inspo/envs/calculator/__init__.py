@@ -11,23 +11,37 @@ instruction decides tool use).
 """
 
 from inspo.envs.calculator.arith import (
-           CalcError,
-           calculate,
-           evaluate_expression,
-           format_number,
-           parse_number,
-           same_number,
+    CalcError,
+    calculate,
+    evaluate_expression,
+    format_number,
+    parse_number,
+    same_number,
 )
 from inspo.envs.calculator.data import ProblemSpec, generate_problems, write_splits
 from inspo.envs.calculator.env import (
-           NAME,
-           NAMED_INSTRUCTIONS,
-           CalculatorEnv,
-           CalculatorOptions,
-           load_environment,
-           options_from,
+    NAME,
+    NAMED_INSTRUCTIONS,
+    CalculatorEnv,
+    CalculatorOptions,
+    load_environment,
+    options_from,
 )
 
-__all__ = ["NAME", "NAMED_INSTRUCTIONS", "CalcError", "CalculatorEnv", "CalculatorOptions", "ProblemSpec", "calculate",
-           "evaluate_expression", "format_number", "generate_problems", "load_environment", "options_from",
-           "parse_number", "same_number", "write_splits"]
+__all__ = [
+    "NAME",
+    "NAMED_INSTRUCTIONS",
+    "CalcError",
+    "CalculatorEnv",
+    "CalculatorOptions",
+    "ProblemSpec",
+    "calculate",
+    "evaluate_expression",
+    "format_number",
+    "generate_problems",
+    "load_environment",
+    "options_from",
+    "parse_number",
+    "same_number",
+    "write_splits",
+]

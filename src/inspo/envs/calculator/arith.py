@@ -20,9 +20,9 @@ Refused, each with a short observation that starts with :data:`ERROR_PREFIX` and
 takes (:class:`CalcError`, a :class:`~inspo.envs.tools.ToolInputError`, so the loop shows it to
 the policy as the tool's result):
 
-- any character outside ``0-9 + - * / ( ) . , e E`` and whitespace (so ``=`` too, unless accepted): names, attributes, calls,
-  subscripts, strings, lambdas, comprehensions, ``%``, ``_`` in numbers, non-ASCII digits
-  (``١٢٣``, fullwidth ``１２``);
+- any character outside ``0-9 + - * / ( ) . , e E`` and whitespace (so ``=`` too, unless accepted):
+  names, attributes, calls, subscripts, strings, lambdas, comprehensions, ``%``, ``_`` in numbers,
+  non-ASCII digits (``١٢٣``, fullwidth ``１２``);
 - well-formed Python that is not in the grammar: ``**`` (no powers: ``9**9**9`` never runs),
   ``//``, comparisons, tuples, ``e`` alone, booleans, complex numbers;
 - more than :data:`MAX_CHARS` characters (checked first: a 1 MB text never reaches the parser);
@@ -67,12 +67,20 @@ USAGE = "calc takes one expression of numbers and + - * / ( ), e.g. 6 * 23"
 
 _ALLOWED = frozenset("0123456789+-*/().,eE ")
 _THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d,])")
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-_ANSWER_NUMBER = re.compile(r"([-+]?)\s*\$?\s*(?<![.0-9])([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(\.[0-9]+)?(?![0-9])")
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+_ANSWER_NUMBER = re.compile(
+    r"([-+]?)\s*\$?\s*(?<![.0-9])([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(\.[0-9]+)?(?![0-9])"
+)
 
 
 class CalcError(ToolInputError):
-    """calc refused its input; the message (starting with :data:`ERROR_PREFIX`) is the observation."""
+    """calc refused its input; the message (starting with :data:`ERROR_PREFIX`) is the
+    observation."""
 
 
 def _short(text: str, n: int = 40) -> str:
@@ -110,8 +118,10 @@ def evaluate_expression(text: str, *, accept_equals: bool = False) -> Fraction:
     if not isinstance(text, str):
         raise CalcError(f"{ERROR_PREFIX}{USAGE}; got {type(text).__name__}")
     if len(text) > MAX_CHARS:
-        raise CalcError(f"{ERROR_PREFIX}the expression is too long ({len(text)} characters; calc takes at most "
-                        f"{MAX_CHARS})")
+        raise CalcError(
+            f"{ERROR_PREFIX}the expression is too long ({len(text)} characters; calc takes at most "
+            f"{MAX_CHARS})"
+        )
     given = text
     if accept_equals:
         text = text.split("=", 1)[0]
@@ -119,7 +129,9 @@ def evaluate_expression(text: str, *, accept_equals: bool = False) -> Fraction:
     if not text or not set(text) <= _ALLOWED:
         raise _refuse(given.strip())
     if _depth(text) > MAX_DEPTH:
-        raise CalcError(f"{ERROR_PREFIX}too many nested parentheses (calc takes at most {MAX_DEPTH} levels)")
+        raise CalcError(
+            f"{ERROR_PREFIX}too many nested parentheses (calc takes at most {MAX_DEPTH} levels)"
+        )
     text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
     try:
         tree = ast.parse(text, mode="eval")
@@ -147,7 +159,8 @@ def _value(node: ast.AST, given: str) -> Fraction:
 
 
 def format_number(value: Fraction) -> str:
-    """``value`` as calc prints it: an integer when integral, else :data:`DECIMALS` places at most."""
+    """``value`` as calc prints it: an integer when integral, else :data:`DECIMALS` places at
+    most."""
     if value.denominator == 1:
         return str(value.numerator)
     context = Context(prec=60, rounding=ROUND_HALF_EVEN)
@@ -179,8 +192,8 @@ def parse_number(text: str) -> Fraction | None:
     if match is None:
         return None
     sign, whole, fraction = match.groups()
-    # through Decimal: Fraction(str) of more than 4,300 digits raises (Python's int-from-text limit),
-    # and a reward must never raise on what a policy writes
+    # through Decimal: Fraction(str) of more than 4,300 digits raises (Python's int-from-text
+    # limit), and a reward must never raise on what a policy writes
     value = Fraction(Decimal(whole.replace(",", "") + (fraction or "")))
     return -value if sign == "-" else value
 
@@ -191,5 +204,18 @@ def same_number(answer: str, gold: str) -> bool:
     return a is not None and g is not None and a == g
 
 
-__all__ = ["DECIMALS", "ERROR_PREFIX", "MAX_ABS", "MAX_CHARS", "MAX_DEPTH", "USAGE", "CalcError", "calculate",
-           "evaluate_expression", "format_number", "is_refusal", "parse_number", "same_number"]
+__all__ = [
+    "DECIMALS",
+    "ERROR_PREFIX",
+    "MAX_ABS",
+    "MAX_CHARS",
+    "MAX_DEPTH",
+    "USAGE",
+    "CalcError",
+    "calculate",
+    "evaluate_expression",
+    "format_number",
+    "is_refusal",
+    "parse_number",
+    "same_number",
+]

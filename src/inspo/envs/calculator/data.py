@@ -21,8 +21,9 @@ So the answer is always a positive integer: ``Question.answers == (str(answer),)
 Splits (:func:`generate_problems`): ``test``, then ``dev``, then ``train``, each drawn from its own
 ``random.Random`` seeded with ``"SEED:SPLIT"``, skipping any text an earlier split has: the splits
 are disjoint by problem text, the same for a seed (and settings), and a larger ``train_size``
-only extends ``train``, never changing ``test`` or ``dev``. Ids are ``calc-SPLIT-I``. :func:`write_splits` writes them as JSONL rows
-``{"id", "question", "answers", "meta"}``, which :func:`inspo.data.sources.load_qa_source` reads.
+only extends ``train``, never changing ``test`` or ``dev``. Ids are ``calc-SPLIT-I``.
+:func:`write_splits` writes them as JSONL rows ``{"id", "question", "answers", "meta"}``, which
+:func:`inspo.data.sources.load_qa_source` reads.
 """
 
 from __future__ import annotations
@@ -42,37 +43,74 @@ MAX_STEPS = 6
 #: Draws in a row that give only problems already made before the generator gives up.
 MAX_MISSES = 2000
 
-NAMES = ("Ava", "Ben", "Chloe", "Dev", "Elena", "Farid", "Grace", "Hugo", "Iris", "Jamal", "Keiko", "Liam")
+NAMES = (
+    "Ava",
+    "Ben",
+    "Chloe",
+    "Dev",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hugo",
+    "Iris",
+    "Jamal",
+    "Keiko",
+    "Liam",
+)
 #: (the things, what they come packed in)
-THINGS = (("pencils", "boxes"), ("stickers", "sheets"), ("eggs", "cartons"), ("marbles", "bags"),
-          ("cards", "packs"), ("cookies", "tins"), ("apples", "crates"), ("batteries", "packets"),
-          ("beads", "jars"), ("stamps", "albums"), ("candles", "cases"), ("buttons", "pouches"))
+THINGS = (
+    ("pencils", "boxes"),
+    ("stickers", "sheets"),
+    ("eggs", "cartons"),
+    ("marbles", "bags"),
+    ("cards", "packs"),
+    ("cookies", "tins"),
+    ("apples", "crates"),
+    ("batteries", "packets"),
+    ("beads", "jars"),
+    ("stamps", "albums"),
+    ("candles", "cases"),
+    ("buttons", "pouches"),
+)
 
 #: Several wordings of each step and of the question. ``packs`` is the first step; fields:
 #: ``{name}``, ``{things}``, ``{box}``, ``{packs}`` and ``{n}`` (the step's number).
 PHRASINGS: dict[str, tuple[str, ...]] = {
-    "packs": ("{name} buys {packs} {box} of {n} {things}.",
-              "{name} has {packs} {box}, each holding {n} {things}.",
-              "{name} picks up {packs} {box} with {n} {things} in each.",
-              "There are {n} {things} in each of the {packs} {box} that {name} bought."),
-    "+": ("Then {name} buys {n} more {things}.",
-          "A friend gives {name} {n} more {things}.",
-          "After that, {name} finds {n} extra {things}.",
-          "Later {name} is given another {n} {things}."),
-    "-": ("Then {name} gives away {n} {things}.",
-          "After that, {name} sells {n} of the {things}.",
-          "Later {name} uses up {n} {things}.",
-          "{name} then loses {n} {things}."),
-    "*": ("Then {name} ends up with {n} times as many {things}.",
-          "After that, the number of {things} grows to {n} times what it was.",
-          "{name} then multiplies the pile of {things} by {n}."),
-    "/": ("Then {name} splits the {things} into {n} equal groups and keeps one group.",
-          "After that, {name} shares the {things} equally among {n} people, {name} included, and keeps one share.",
-          "{name} then divides the {things} into {n} equal piles and keeps only one pile."),
-    "question": ("How many {things} does {name} have now?",
-                 "How many {things} does {name} have in the end?",
-                 "How many {things} are left with {name}?",
-                 "What is the number of {things} {name} has at the end?"),
+    "packs": (
+        "{name} buys {packs} {box} of {n} {things}.",
+        "{name} has {packs} {box}, each holding {n} {things}.",
+        "{name} picks up {packs} {box} with {n} {things} in each.",
+        "There are {n} {things} in each of the {packs} {box} that {name} bought.",
+    ),
+    "+": (
+        "Then {name} buys {n} more {things}.",
+        "A friend gives {name} {n} more {things}.",
+        "After that, {name} finds {n} extra {things}.",
+        "Later {name} is given another {n} {things}.",
+    ),
+    "-": (
+        "Then {name} gives away {n} {things}.",
+        "After that, {name} sells {n} of the {things}.",
+        "Later {name} uses up {n} {things}.",
+        "{name} then loses {n} {things}.",
+    ),
+    "*": (
+        "Then {name} ends up with {n} times as many {things}.",
+        "After that, the number of {things} grows to {n} times what it was.",
+        "{name} then multiplies the pile of {things} by {n}.",
+    ),
+    "/": (
+        "Then {name} splits the {things} into {n} equal groups and keeps one group.",
+        "After that, {name} shares the {things} equally among {n} people, {name} included, and "
+        "keeps one share.",
+        "{name} then divides the {things} into {n} equal piles and keeps only one pile.",
+    ),
+    "question": (
+        "How many {things} does {name} have now?",
+        "How many {things} does {name} have in the end?",
+        "How many {things} are left with {name}?",
+        "What is the number of {things} {name} has at the end?",
+    ),
 }
 
 
@@ -82,9 +120,11 @@ class ProblemSpec:
     (the generator's part of the calculator's ``env:`` section)."""
 
     steps: int = 2
-    """Operations per problem (1 to 6): a multiplication, then ``steps - 1`` operations from ``ops``."""
+    """Operations per problem (1 to 6): a multiplication, then ``steps - 1`` operations from
+    ``ops``."""
     ops: str = "+-"
-    """Operations the steps after the first draw from: any of + - * / written together (e.g. '+-*/')."""
+    """Operations the steps after the first draw from: any of + - * / written together (e.g.
+    '+-*/')."""
     min_packs: int = 3
     """Fewest packs bought in the first step."""
     max_packs: int = 9
@@ -114,13 +154,29 @@ class ProblemSpec:
             if f.name != "ops" and (not isinstance(value, int) or isinstance(value, bool)):
                 raise ValueError(f"env.{f.name} must be an integer; got {value!r}")
         if not isinstance(self.ops, str) or not self.ops or not set(self.ops) <= set(OPS):
-            raise ValueError(f"env.ops must be one or more of + - * / written together (e.g. '+-'); got {self.ops!r}")
-        checks = [(1 <= self.steps <= MAX_STEPS, f"env.steps must be from 1 to {MAX_STEPS}; got {self.steps}"),
-                  (self.max_factor >= 2, f"env.max_factor must be >= 2; got {self.max_factor}")]
-        for low, high in (("min_packs", "max_packs"), ("min_pack_size", "max_pack_size"),
-                          ("min_change", "max_change")):
+            raise ValueError(
+                "env.ops must be one or more of + - * / written together (e.g. '+-'); got "
+                f"{self.ops!r}"
+            )
+        checks = [
+            (
+                1 <= self.steps <= MAX_STEPS,
+                f"env.steps must be from 1 to {MAX_STEPS}; got {self.steps}",
+            ),
+            (self.max_factor >= 2, f"env.max_factor must be >= 2; got {self.max_factor}"),
+        ]
+        for low, high in (
+            ("min_packs", "max_packs"),
+            ("min_pack_size", "max_pack_size"),
+            ("min_change", "max_change"),
+        ):
             a, b = getattr(self, low), getattr(self, high)
-            checks.append((1 <= a <= b, f"env.{low} and env.{high} must satisfy 1 <= {low} <= {high}; got {a}, {b}"))
+            checks.append(
+                (
+                    1 <= a <= b,
+                    f"env.{low} and env.{high} must satisfy 1 <= {low} <= {high}; got {a}, {b}",
+                )
+            )
         for split, size in self.sizes().items():
             checks.append((size >= 0, f"env.{split}_size must be >= 0; got {size}"))
         for ok, message in checks:
@@ -137,8 +193,8 @@ class ProblemSpec:
 
 @dataclass(frozen=True)
 class Step:
-    """One operation on the pile: ``op`` with number ``value``, worded by ``PHRASINGS[key][phrasing]``
-    (``key`` is ``packs`` for the first step, else ``op``)."""
+    """One operation on the pile: ``op`` with number ``value``, worded by
+    ``PHRASINGS[key][phrasing]`` (``key`` is ``packs`` for the first step, else ``op``)."""
 
     op: str
     value: int
@@ -147,7 +203,8 @@ class Step:
 
 @dataclass(frozen=True)
 class Problem:
-    """One word problem: who, what, the packs of the first step, the steps, the question's wording."""
+    """One word problem: who, what, the packs of the first step, the steps, the question's
+    wording."""
 
     name: str
     things: str
@@ -176,14 +233,27 @@ class Problem:
     @property
     def text(self) -> str:
         fill = {"name": self.name, "things": self.things, "box": self.box, "packs": self.packs}
-        words = [PHRASINGS["packs" if i == 0 else s.op][s.phrasing].format(n=s.value, **fill)
-                 for i, s in enumerate(self.steps)]
+        words = [
+            PHRASINGS["packs" if i == 0 else s.op][s.phrasing].format(n=s.value, **fill)
+            for i, s in enumerate(self.steps)
+        ]
         return " ".join([*words, PHRASINGS["question"][self.question].format(**fill)])
 
     def to_question(self, qid: str) -> Question:
-        steps = [{"op": s.op, "value": s.value, "phrasing": f"{'packs' if i == 0 else s.op}.{s.phrasing}"}
-                 for i, s in enumerate(self.steps)]
-        meta = {"expression": self.expression, "packs": self.packs, "steps": steps, "answer": self.answer}
+        steps = [
+            {
+                "op": s.op,
+                "value": s.value,
+                "phrasing": f"{'packs' if i == 0 else s.op}.{s.phrasing}",
+            }
+            for i, s in enumerate(self.steps)
+        ]
+        meta = {
+            "expression": self.expression,
+            "packs": self.packs,
+            "steps": steps,
+            "answer": self.answer,
+        }
         return Question(id=qid, question=self.text, answers=(str(self.answer),), meta=meta)
 
 
@@ -219,14 +289,20 @@ def draw_problem(spec: ProblemSpec, rng: random.Random) -> Problem:
     name = rng.choice(NAMES)
     things, box = rng.choice(THINGS)
     packs = rng.randint(spec.min_packs, spec.max_packs)
-    first = Step("*", rng.randint(spec.min_pack_size, spec.max_pack_size), rng.randrange(len(PHRASINGS["packs"])))
+    first = Step(
+        "*",
+        rng.randint(spec.min_pack_size, spec.max_pack_size),
+        rng.randrange(len(PHRASINGS["packs"])),
+    )
     steps, pile = [first], packs * first.value
     for _ in range(spec.steps - 1):
         op, value = _later_step(rng.choice(spec.ops), pile, spec, rng)
         step = Step(op, value, rng.randrange(len(PHRASINGS[op])))
         steps.append(step)
         pile = _apply(pile, step)
-    return Problem(name, things, box, packs, tuple(steps), rng.randrange(len(PHRASINGS["question"])))
+    return Problem(
+        name, things, box, packs, tuple(steps), rng.randrange(len(PHRASINGS["question"]))
+    )
 
 
 def generate_problems(spec: ProblemSpec) -> dict[str, list[Question]]:
@@ -249,9 +325,11 @@ def generate_problems(spec: ProblemSpec) -> dict[str, list[Question]]:
             seen.add(problem.text)
             questions.append(problem.to_question(f"calc-{split}-{len(questions)}"))
         if len(questions) < size:
-            raise ValueError(f"the calculator's problem settings gave only {len(questions)} distinct {split} problems "
-                             f"of env.{split}_size={size}; widen the number ranges (env.min_*/env.max_*), add steps "
-                             "or ops, or lower the sizes")
+            raise ValueError(
+                f"the calculator's problem settings gave only {len(questions)} distinct {split} "
+                f"problems of env.{split}_size={size}; widen the number ranges "
+                "(env.min_*/env.max_*), add steps or ops, or lower the sizes"
+            )
         out[split] = questions
     return {split: out[split] for split in ("train", "dev", "test")}
 
@@ -259,7 +337,8 @@ def generate_problems(spec: ProblemSpec) -> dict[str, list[Question]]:
 def write_splits(out_dir: str | Path, spec: ProblemSpec) -> dict[str, Path]:
     """Write ``train.jsonl``, ``dev.jsonl`` and ``test.jsonl`` of :func:`generate_problems` into
     ``out_dir`` (created), one ``{"id", "question", "answers", "meta"}`` row per line; returns
-    ``{split: path}``. ``spec`` may be the calculator's options (they are a :class:`ProblemSpec`)."""
+    ``{split: path}``. ``spec`` may be the calculator's options (they are a
+    :class:`ProblemSpec`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -272,5 +351,17 @@ def write_splits(out_dir: str | Path, spec: ProblemSpec) -> dict[str, Path]:
     return paths
 
 
-__all__ = ["MAX_STEPS", "NAMES", "OPS", "PHRASINGS", "SPLITS", "THINGS", "Problem", "ProblemSpec", "Step",
-           "draw_problem", "generate_problems", "write_splits"]
+__all__ = [
+    "MAX_STEPS",
+    "NAMES",
+    "OPS",
+    "PHRASINGS",
+    "SPLITS",
+    "THINGS",
+    "Problem",
+    "ProblemSpec",
+    "Step",
+    "draw_problem",
+    "generate_problems",
+    "write_splits",
+]

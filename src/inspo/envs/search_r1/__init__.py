@@ -9,17 +9,25 @@
 """
 
 from inspo.envs.search_r1.env import (
-           NAME,
-           SearchR1Env,
-           SearchR1Options,
-           load_environment,
-           search_tool,
+    NAME,
+    SearchR1Env,
+    SearchR1Options,
+    load_environment,
+    search_tool,
 )
 from inspo.envs.search_r1.protocol import (
-           NAMED_INSTRUCTIONS,
-           SEARCH_R1_INSTRUCTION,
-           WEAK_INSTRUCTION,
+    NAMED_INSTRUCTIONS,
+    SEARCH_R1_INSTRUCTION,
+    WEAK_INSTRUCTION,
 )
 
-__all__ = ["NAME", "NAMED_INSTRUCTIONS", "SEARCH_R1_INSTRUCTION", "WEAK_INSTRUCTION", "SearchR1Env", "SearchR1Options",
-           "load_environment", "search_tool"]
+__all__ = [
+    "NAME",
+    "NAMED_INSTRUCTIONS",
+    "SEARCH_R1_INSTRUCTION",
+    "WEAK_INSTRUCTION",
+    "SearchR1Env",
+    "SearchR1Options",
+    "load_environment",
+    "search_tool",
+]

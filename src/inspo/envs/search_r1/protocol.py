@@ -53,11 +53,15 @@ WEAK_INSTRUCTION = (
 
 #: The protocol block (``coevolution.protocol_block``): the four tags as the seed describes them,
 #: without its advice (when to search, how often), which is the strategy's to evolve.
-SEARCH_R1_PROTOCOL = ToolProtocol(tags=("think", "search", "information", "answer"), block=(
-    "Reason inside <think> and </think>. To call the search engine, write <search> query </search> "
-    "and it will return the top searched results between <information> and </information>. Give "
-    "the final answer inside <answer> and </answer>, for example <answer> Beijing </answer>."
-))
+SEARCH_R1_PROTOCOL = ToolProtocol(
+    tags=("think", "search", "information", "answer"),
+    block=(
+        "Reason inside <think> and </think>. To call the search engine, write <search> query "
+        "</search> and it will return the top searched results between <information> and "
+        "</information>. Give the final answer inside <answer> and </answer>, for example <answer> "
+        "Beijing </answer>."
+    ),
+)
 
 #: Seed instructions a config may name as ``@NAME`` (``seed_instruction: "@weak"``).
 NAMED_INSTRUCTIONS: dict[str, str] = {"search-r1": SEARCH_R1_INSTRUCTION, "weak": WEAK_INSTRUCTION}
@@ -86,8 +90,13 @@ INFORMATION_CLOSE = "</information>"
 OBSERVATION_TAIL = INFORMATION_CLOSE + "\n\n"
 
 #: Search-R1's protocol: ``<search>`` calls, ``<information>`` results, ``<answer>``.
-PROTOCOL = TagProtocol(calls=("search",), result_tags={"search": "information"}, answer_tag="answer",
-                       invalid_message=INVALID_ACTION_MESSAGE, nudge_message=LAST_TURN_NUDGE)
+PROTOCOL = TagProtocol(
+    calls=("search",),
+    result_tags={"search": "information"},
+    answer_tag="answer",
+    invalid_message=INVALID_ACTION_MESSAGE,
+    nudge_message=LAST_TURN_NUDGE,
+)
 
 
 def parse_action(text: str) -> Action:
@@ -115,5 +124,6 @@ def format_passages(passages: list[Passage]) -> str:
 
 
 def format_observation(passages: list[Passage]) -> str:
-    """The observation for a search: ``\\n\\n<information>DOCS</information>\\n\\n`` (DOCS stripped)."""
+    """The observation for a search: ``\\n\\n<information>DOCS</information>\\n\\n`` (DOCS
+    stripped)."""
     return f"\n\n{INFORMATION_OPEN}{format_passages(passages).strip()}{OBSERVATION_TAIL}"

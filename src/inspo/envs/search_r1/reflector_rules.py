@@ -47,7 +47,47 @@ NO_REASONING = "no_reasoning"
 
 
 _STOPWORDS = frozenset(
-    ["a", "an", "the", "of", "in", "on", "at", "to", "for", "by", "with", "from", "and", "or", "is", "was", "were", "are", "be", "been", "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "did", "does", "do", "that", "this", "these", "those", "it", "its", "as"]
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "by",
+        "with",
+        "from",
+        "and",
+        "or",
+        "is",
+        "was",
+        "were",
+        "are",
+        "be",
+        "been",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "did",
+        "does",
+        "do",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "as",
+    ]
 )
 
 
@@ -59,7 +99,13 @@ def _names(question: str) -> set[str]:
     """The normalised tokens of the capitalised words of ``question`` after its first word (the
     names it is about), stopwords left out."""
     words = re.findall(r"[A-Za-z][\w'-]*", question)[1:]
-    return {t for w in words if w[0].isupper() for t in normalize_answer(w).split() if t not in _STOPWORDS}
+    return {
+        t
+        for w in words
+        if w[0].isupper()
+        for t in normalize_answer(w).split()
+        if t not in _STOPWORDS
+    }
 
 
 def detect_failure_modes(
@@ -103,7 +149,9 @@ def detect_failure_modes(
 
     if answer is None and not example.truncated:
         if len(queries) >= many_searches:
-            modes.append(FailureMode(RAN_OUT_OF_TURNS, f"{len(queries)} searches and no <answer> block"))
+            modes.append(
+                FailureMode(RAN_OUT_OF_TURNS, f"{len(queries)} searches and no <answer> block")
+            )
         else:
             modes.append(FailureMode(NO_ANSWER, "no complete <answer>...</answer> block"))
 
@@ -112,7 +160,10 @@ def detect_failure_modes(
         gold_words = min((len(g.split()) for g in golds), default=0)
         if words > max_answer_words or (gold_words and words > 2 * gold_words + 3):
             modes.append(
-                FailureMode(ANSWER_TOO_LONG, f"answer has {words} words (gold has {gold_words}): {answer[:80]!r}")
+                FailureMode(
+                    ANSWER_TOO_LONG,
+                    f"answer has {words} words (gold has {gold_words}): {answer[:80]!r}",
+                )
             )
 
     normalized_queries = [normalize_answer(q) for q in queries]
@@ -127,16 +178,22 @@ def detect_failure_modes(
             coverage = len(_content_tokens(q) & question_tokens) / len(question_tokens)
             if coverage >= query_coverage:
                 modes.append(
-                    FailureMode(QUESTION_AS_QUERY, f"query {q[:80]!r} repeats {coverage:.0%} of the question")
+                    FailureMode(
+                        QUESTION_AS_QUERY,
+                        f"query {q[:80]!r} repeats {coverage:.0%} of the question",
+                    )
                 )
                 break
 
     names = _names(example.question)
     if names and queries and not any(_content_tokens(q) & names for q in queries):
-        modes.append(FailureMode(
-            QUERY_MISSES_QUESTION,
-            f"no query names what the question names ({', '.join(sorted(names)[:4])}): "
-            + ", ".join(repr(q[:40]) for q in queries[:3])))
+        modes.append(
+            FailureMode(
+                QUERY_MISSES_QUESTION,
+                f"no query names what the question names ({', '.join(sorted(names)[:4])}): "
+                + ", ".join(repr(q[:40]) for q in queries[:3]),
+            )
+        )
 
     answer_has_gold = norm_answer is not None and any(
         g and (g == norm_answer or f" {g} " in f" {norm_answer} ") for g in norm_golds
@@ -158,75 +215,111 @@ def detect_failure_modes(
     answer_mistake = {ANSWER_TOO_LONG, IGNORED_EVIDENCE, NEVER_SEARCHED, MALFORMED_TAGS}
     if answer is not None and not answer_has_gold and not answer_mistake & {m.name for m in modes}:
         gold_text = " | ".join(golds)
-        modes.append(FailureMode(WRONG_ANSWER, f"answered {answer[:60]!r}, gold is {gold_text[:60]!r}"))
+        modes.append(
+            FailureMode(WRONG_ANSWER, f"answered {answer[:60]!r}, gold is {gold_text[:60]!r}")
+        )
     return modes
+
 
 # Several wordings per mode so candidates differ; a wording is used only when every tag it
 # mentions is one the parent instruction uses.
 GUIDANCE: dict[str, tuple[str, ...]] = {
     NEVER_SEARCHED: (
-        "Always search before you answer: call <search> query </search> at least once, even when you think you already know the answer.",
-        "Do not answer from memory. First look the facts up with <search> query </search>, then answer from the retrieved <information>.",
-        "Your own knowledge is often wrong or outdated: verify every fact with a <search> query </search> before writing the <answer>.",
+        "Always search before you answer: call <search> query </search> at least once, even when "
+        "you think you already know the answer.",
+        "Do not answer from memory. First look the facts up with <search> query </search>, then "
+        "answer from the retrieved <information>.",
+        "Your own knowledge is often wrong or outdated: verify every fact with a <search> query "
+        "</search> before writing the <answer>.",
     ),
     MALFORMED_TAGS: (
-        "Close every tag you open: each <search> needs its </search> and each <answer> needs its </answer>; never nest one tag inside another.",
-        "Use the tags exactly as specified: write <search> query </search> on its own, give exactly one <answer> ... </answer> block, and write nothing after </answer>.",
-        "Check your format before finishing: every opening tag such as <think> must be followed by its closing tag </think>, and tags must not overlap.",
+        "Close every tag you open: each <search> needs its </search> and each <answer> needs its "
+        "</answer>; never nest one tag inside another.",
+        "Use the tags exactly as specified: write <search> query </search> on its own, give "
+        "exactly one <answer> ... </answer> block, and write nothing after </answer>.",
+        "Check your format before finishing: every opening tag such as <think> must be followed by "
+        "its closing tag </think>, and tags must not overlap.",
     ),
     NO_ANSWER: (
-        "Always finish with a final answer inside <answer> and </answer>, even when you are unsure: a best guess is better than no answer.",
-        "Never stop without writing <answer> your answer </answer>; if the evidence is incomplete, give the most likely answer.",
+        "Always finish with a final answer inside <answer> and </answer>, even when you are "
+        "unsure: a best guess is better than no answer.",
+        "Never stop without writing <answer> your answer </answer>; if the evidence is incomplete, "
+        "give the most likely answer.",
         "Your response must end with exactly one <answer> ... </answer> block.",
     ),
     ANSWER_TOO_LONG: (
-        "Inside <answer> and </answer> write only the short answer itself (a name, date, number or a few words), no sentence and no explanation.",
-        "Keep the final answer minimal, e.g. <answer> Beijing </answer>: no full sentences, no reasoning, no extra words inside the tags.",
-        "The answer is checked by exact match, so put only the answer entity inside <answer> and </answer>, at most a few words.",
+        "Inside <answer> and </answer> write only the short answer itself (a name, date, number or "
+        "a few words), no sentence and no explanation.",
+        "Keep the final answer minimal, e.g. <answer> Beijing </answer>: no full sentences, no "
+        "reasoning, no extra words inside the tags.",
+        "The answer is checked by exact match, so put only the answer entity inside <answer> and "
+        "</answer>, at most a few words.",
     ),
     REPEATED_QUERIES: (
-        "Never repeat a query you already searched; if the results did not help, change the keywords (a more specific entity, a synonym, or the missing fact).",
-        "Each <search> must ask for something new: rephrase a query that failed instead of sending it again.",
-        "Keep track of what you already searched. Repeating the same <search> query returns the same <information>, so reformulate it instead.",
+        "Never repeat a query you already searched; if the results did not help, change the "
+        "keywords (a more specific entity, a synonym, or the missing fact).",
+        "Each <search> must ask for something new: rephrase a query that failed instead of sending "
+        "it again.",
+        "Keep track of what you already searched. Repeating the same <search> query returns the "
+        "same <information>, so reformulate it instead.",
     ),
     QUESTION_AS_QUERY: (
-        "Do not paste the whole question into <search> query </search>: search for one key entity or fact at a time with a short keyword query (3 to 6 words).",
-        "Write focused search queries: name the entity and the fact you need (e.g. the person and 'birthplace'), not the full question.",
-        "Break the question into the single facts it needs and search each fact separately with a short query.",
+        "Do not paste the whole question into <search> query </search>: search for one key entity "
+        "or fact at a time with a short keyword query (3 to 6 words).",
+        "Write focused search queries: name the entity and the fact you need (e.g. the person and "
+        "'birthplace'), not the full question.",
+        "Break the question into the single facts it needs and search each fact separately with a "
+        "short query.",
     ),
     QUERY_MISSES_QUESTION: (
-        "Search for the name written in the question (the person, organisation or place), copied as the question writes it, not for a general word such as a year or 'city'.",
-        "Each <search> query must contain the name the question is about; when the results name another person or place that the question asks about, search for that name next.",
-        "Copy the entity's name from the question into <search> query </search>; a query without it (like 'birthplace' or a year) returns unrelated documents.",
+        "Search for the name written in the question (the person, organisation or place), copied "
+        "as the question writes it, not for a general word such as a year or 'city'.",
+        "Each <search> query must contain the name the question is about; when the results name "
+        "another person or place that the question asks about, search for that name next.",
+        "Copy the entity's name from the question into <search> query </search>; a query without "
+        "it (like 'birthplace' or a year) returns unrelated documents.",
     ),
     RAN_OUT_OF_TURNS: (
-        "You have only a few turns: as soon as the <information> contains what you need, stop searching and give the <answer>.",
-        "Do not keep searching indefinitely: after at most three searches, answer with the best candidate you have inside <answer> and </answer>.",
-        "Plan your searches so that you can answer within a few turns, then write the <answer> block.",
+        "You have only a few turns: as soon as the <information> contains what you need, stop "
+        "searching and give the <answer>.",
+        "Do not keep searching indefinitely: after at most three searches, answer with the best "
+        "candidate you have inside <answer> and </answer>.",
+        "Plan your searches so that you can answer within a few turns, then write the <answer> "
+        "block.",
     ),
     IGNORED_EVIDENCE: (
-        "Read the retrieved <information> carefully: when it names the answer, copy it exactly as written there into <answer> and </answer>.",
-        "Base your answer on the retrieved <information>, not on memory; prefer the entity the documents state for the question asked.",
-        "Before answering, check each document in the <information> for the requested fact and use that wording in your answer.",
+        "Read the retrieved <information> carefully: when it names the answer, copy it exactly as "
+        "written there into <answer> and </answer>.",
+        "Base your answer on the retrieved <information>, not on memory; prefer the entity the "
+        "documents state for the question asked.",
+        "Before answering, check each document in the <information> for the requested fact and use "
+        "that wording in your answer.",
     ),
     NO_REASONING: (
         "Reason inside <think> and </think> before every search and before the final answer.",
-        "Start each turn with <think> ... </think>: say what you know so far and what fact is still missing.",
+        "Start each turn with <think> ... </think>: say what you know so far and what fact is "
+        "still missing.",
         "Every time you receive new <information>, first analyse it inside <think> and </think>.",
     ),
     WRONG_ANSWER: (
-        "Verify the answer before giving it: make sure it answers exactly what the question asks (the right person, date or place).",
-        "For questions with several parts, find each intermediate fact with its own <search> query </search> before answering.",
-        "If the retrieved documents do not settle the question, search again with a more specific query rather than guessing.",
+        "Verify the answer before giving it: make sure it answers exactly what the question asks "
+        "(the right person, date or place).",
+        "For questions with several parts, find each intermediate fact with its own <search> query "
+        "</search> before answering.",
+        "If the retrieved documents do not settle the question, search again with a more specific "
+        "query rather than guessing.",
     ),
 }
 
 GENERIC_STRENGTHENINGS: tuple[str, ...] = (
     "Reason step by step inside <think> and </think> before each action.",
-    "Break a multi-part question into single facts and search each one with a short keyword query in <search> query </search>.",
+    "Break a multi-part question into single facts and search each one with a short keyword query "
+    "in <search> query </search>.",
     "Base the final answer on the retrieved <information>, not on memory.",
-    "Keep the final answer short: only the entity, name, date or number inside <answer> and </answer>.",
-    "If the results do not contain the answer, rephrase the query with different keywords instead of repeating it.",
+    "Keep the final answer short: only the entity, name, date or number inside <answer> and "
+    "</answer>.",
+    "If the results do not contain the answer, rephrase the query with different keywords instead "
+    "of repeating it.",
     "Always finish with exactly one <answer> ... </answer> block.",
     "Verify that the answer matches exactly what the question asks before you write it.",
 )
@@ -244,9 +337,12 @@ REWORDINGS: tuple[tuple[str, str], ...] = (
 
 
 def _detect(example: FailureExample, parent: str) -> list[FailureMode]:
-    """:func:`detect_failure_modes` with Search-R1's thresholds; ``<think>`` expected when the parent asks for it."""
+    """:func:`detect_failure_modes` with Search-R1's thresholds; ``<think>`` expected when the
+    parent asks for it."""
     return detect_failure_modes(example, expect_think="think" in tags_of(parent))
 
 
 #: Search-R1's rules for the rule-based reflector.
-RULES = ReflectorRules(detect=_detect, guidance=GUIDANCE, generic=GENERIC_STRENGTHENINGS, rewordings=REWORDINGS)
+RULES = ReflectorRules(
+    detect=_detect, guidance=GUIDANCE, generic=GENERIC_STRENGTHENINGS, rewordings=REWORDINGS
+)

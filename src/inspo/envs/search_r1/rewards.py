@@ -3,7 +3,8 @@
 All functions are pure and read the RESPONSE only (what the policy and the environment wrote
 after the prompt), never the prompt: an instruction that shows ``<answer> Beijing </answer>`` as
 an example cannot earn a reward. The answer is taken with
-:func:`inspo.envs.search_r1.protocol.extract_answer` (last complete ``<answer>``; ``None`` scores 0).
+:func:`inspo.envs.search_r1.protocol.extract_answer` (last complete ``<answer>``; ``None`` scores
+0).
 
 Rules:
 
@@ -27,8 +28,16 @@ from dataclasses import dataclass
 from inspo.answers import Golds, exact_match, f1_score, normalize_answer
 from inspo.envs.search_r1.protocol import INVALID_ACTION_MESSAGE, LAST_TURN_NUDGE, extract_answer
 
-__all__ = ["Golds", "RewardSpec", "em_reward", "exact_match", "f1_reward", "f1_score", "format_ok",
-           "normalize_answer"]
+__all__ = [
+    "Golds",
+    "RewardSpec",
+    "em_reward",
+    "exact_match",
+    "f1_reward",
+    "f1_score",
+    "format_ok",
+    "normalize_answer",
+]
 
 _TAG_RE = re.compile(r"</?(think|search|information|answer)>")
 
