@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from inspo.llm.base import LLMError, LLMUsage
+from inspo.core.optimizer_llm import LLMError, LLMUsage
 from inspo.rng import derived_rng
 from inspo.synthetic import FEATURES, GUARD_TAGS
 

@@ -120,7 +120,7 @@ def test_other_templates_render(template):
 
 
 def test_several_answers_a_call_are_read_each_for_its_candidates_in_one_request():
-    from inspo.llm.base import FINISH_LENGTH, FINISH_STOP, LLMError
+    from inspo.core.optimizer_llm import FINISH_LENGTH, FINISH_STOP, LLMError
     from inspo.llm.scripted import ScriptedLLM
 
     good = SEED + " Check each step."

@@ -37,6 +37,6 @@ def test_write_wiki_lite_carries_the_licence(tmp_path, passages):
     from inspo.data.loaders import load_corpus
     from inspo.data.wiki_lite import write_wiki_lite
 
-    paths = write_wiki_lite(tmp_path / "wl", bm25_index=False)
+    paths = write_wiki_lite(tmp_path / "wl")
     assert load_corpus(paths["corpus"]) == passages
     assert "CC BY-SA 4.0" in paths["license"].read_text(encoding="utf-8")

@@ -119,13 +119,16 @@ def test_config_sizes_and_validation():
 
 
 def test_write_world_in_search_r1_formats(world, tmp_path):
-    paths = write_world(world, tmp_path / "w", bm25_index=True)
+    paths = write_world(world, tmp_path / "w")
     assert load_corpus(paths["corpus"]) == world.corpus
     dev = load_qa(paths["dev"])
     assert [q.to_dict() for q in dev] == [q.to_dict() for q in world.splits["dev"]]
     first = (tmp_path / "w" / "train.jsonl").read_text(encoding="utf-8").splitlines()[0]
     assert '"golden_answers"' in first and '"question"' in first
     assert (tmp_path / "w" / "corpus.jsonl").read_text(encoding="utf-8").startswith('{"id": "p-')
-    index = BM25Retriever.load(paths["bm25"])
+    assert not (tmp_path / "w" / "bm25").exists()  # the index is the retrieval layer's (data imports none)
+    from inspo.retrieval.bm25 import write_index
+
+    index = BM25Retriever.load(write_index(paths["corpus"], tmp_path / "w" / "bm25"))
     question = world.splits["dev"][0].question
     assert index.search([question]) == BM25Retriever(world.corpus).search([question])

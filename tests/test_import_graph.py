@@ -115,8 +115,30 @@ def test_no_import_circles_inside_inspo(import_time):
         " <-> ".join(f"{m} (imports {sorted(graph[m] & set(c))})" for m in c) for c in found)
 
 
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` between the packages (and top-level modules) right under ``inspo``."""
+    def top(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        out.setdefault(top(module), set()).update(top(t) for t in targets if top(t) != top(module))
+    return out
+
+
+def test_no_circles_between_packages():
+    """Issue 66: a package uses another or is used by it, never both (core and llm, data and
+    retrieval, training and trained were such pairs)."""
+    graph = package_graph(import_graph(import_time=False))
+    assert {"inspo.core", "inspo.llm", "inspo.data", "inspo.retrieval", "inspo.config"} <= set(graph)
+    found = circles(graph)
+    assert not found, "package circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
 def test_the_check_finds_a_circle():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    packages = package_graph({"inspo.x.a": {"inspo.y.b"}, "inspo.y.b": set(), "inspo.y.c": {"inspo.x"}})
+    assert circles(packages) == [["inspo.x", "inspo.y"]]
 
 
 #: The layers (issues 31 and 66): package -> packages it must never import, directly (lazy imports

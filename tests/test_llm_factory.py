@@ -7,8 +7,8 @@ import random
 
 import pytest
 
+from inspo.core.optimizer_llm import LLMError
 from inspo.core.reflector import RuleBasedReflector
-from inspo.llm.base import LLMError
 from inspo.llm.factory import OptimizerLLMConfig, choose_kind, make_optimizer_llm
 from inspo.llm.openai_client import OpenAICompatibleClient
 

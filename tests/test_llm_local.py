@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from inspo.llm.base import LLMClient, LLMError
+from inspo.core.optimizer_llm import LLMClient, LLMError
 from inspo.llm.local import LocalTransformersClient, load_chat_model
 
 CHAT = [{"role": "user", "content": "What is the capital of France?"}]

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from inspo.llm.base import LLMClient, LLMError
+from inspo.core.optimizer_llm import LLMClient, LLMError
 from inspo.llm.openai_client import OpenAICompatibleClient, Secret
 from inspo.processes import free_local_port
 from openai_compat_server import OpenAICompatServer, echo_backend, model_backend
@@ -294,7 +294,7 @@ def test_bad_arguments():
 
 
 def test_an_endpoint_echoing_the_key_has_it_redacted_from_the_error(echo_server):
-    from inspo.llm.base import REDACTED
+    from inspo.core.optimizer_llm import REDACTED
 
     client = make_client(echo_server, "echo-key", max_retries=0)
     with pytest.raises(LLMError) as caught:
@@ -316,7 +316,7 @@ def test_the_proposer_records_a_redacted_reason(echo_server):
 
 
 def test_redact_leaves_placeholders_and_short_strings_alone():
-    from inspo.llm.base import redact
+    from inspo.core.optimizer_llm import redact
 
     assert redact("key sk-abc123 here, sk-abc123", "sk-abc123") == "key *** here, ***"
     assert redact("EMPTY body", "EMPTY") == "EMPTY body" and redact("a b c", "b") == "a b c"

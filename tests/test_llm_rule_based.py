@@ -12,6 +12,7 @@ import random
 import pytest
 
 from inspo.core import reflector as rb
+from inspo.core.optimizer_llm import LLMClient, LLMError
 from inspo.core.reflector import (
     FailureExample,
     RuleBasedReflector,
@@ -27,7 +28,6 @@ from inspo.core.templates import (
 )
 from inspo.envs.search_r1 import reflector_rules as sr
 from inspo.envs.search_r1.reflector_rules import RULES, detect_failure_modes
-from inspo.llm.base import LLMClient, LLMError
 from inspo.records import Question, Rollout
 
 SR1 = (

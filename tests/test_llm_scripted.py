@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inspo.llm.base import LLMClient, LLMError
+from inspo.core.optimizer_llm import LLMClient, LLMError
 from inspo.llm.scripted import ScriptedLLM
 
 CHAT = [{"role": "user", "content": "x" * 40}]

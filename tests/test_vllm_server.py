@@ -25,7 +25,7 @@ httpx = pytest.importorskip("httpx")
 
 from inspo.agent.engines import GenerationInput, HFEngine  # noqa: E402
 from inspo.agent.openai_engine import OpenAIEngine  # noqa: E402
-from inspo.llm.base import LLMError  # noqa: E402
+from inspo.core.optimizer_llm import LLMError  # noqa: E402
 from inspo.llm.openai_client import OpenAICompatibleClient  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

@@ -476,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         from inspo.data.world import WorldConfig, build_world, write_world
 
         fractions = (round(0.9 - args.test_fraction, 6), 0.1, args.test_fraction)
-        write_world(build_world(seed=0, config=WorldConfig(split_fractions=fractions)), out / "world", bm25_index=False)
+        write_world(build_world(seed=0, config=WorldConfig(split_fractions=fractions)), out / "world")
         data = [f"data.train={out / 'world'}", f"data.eval={out / 'world'}", f"env.corpus={out / 'world'}"]
     config = resolve(args.preset, None, [*data, *rematch_settings(args), *args.set])
     if config.model.engine != "hf":  # both arms share one transformers engine, built below

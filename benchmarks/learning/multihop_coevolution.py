@@ -80,6 +80,7 @@ HOPS = ("2", "1")
 EFFECT = 0.05  # the effect size the issue asks the seeds to be sized for (EM)
 UNTRAINED = {"weak": "@weak", "search-r1": "@search-r1"}  # the base policy's scorings: name -> seed
 ALL_QUESTIONS = 1_000_000  # data.max_test_questions for an extra test set: every question of it
+QUICK_EXTRA = 4  # ... under --quick, its first few (a smoke run checks the plumbing, not the scores)
 QUICK = [
     "model.name_or_path=tiny-qwen2", "model.lora=false", "rl.max_response_tokens=8", "rl.max_turns=2",
     "rl.questions_per_step=2", "rl.group_size=2", "rl.micro_batch_size=4", "rl.save_steps=1",
@@ -198,17 +199,23 @@ def test_hops(config) -> dict[str, int]:
     return {qid: int(group) for qid, group in test_groups(config, MULTIHOP).items()}
 
 
-def extra_scores(config, policy: str, texts: Sequence[str], source: str) -> tuple[list[str], list[list[float]]]:
+def extra_scores(config, policy: str, texts: Sequence[str], source: str,
+                 limit: int = ALL_QUESTIONS) -> tuple[list[str], list[list[float]]]:
     """``policy``'s greedy rewards under each of ``texts`` on another test set (``source``: a file,
-    or ``SOURCE@SPLIT``), with ``config``'s agent: an arm's final agent on questions phrased
-    otherwise. Returns the question ids and one reward list per text."""
+    or ``SOURCE@SPLIT``; its first ``limit`` questions), with ``config``'s agent: an arm's final
+    agent on questions phrased otherwise. Returns the question ids and one reward list per text."""
     from dataclasses import replace
 
     data_source, _, split = source.partition("@")
     scored = replace(config, data=replace(config.data, eval=data_source, test_split=split or "test",
                                           eval_split="dev" if (split or "test") != "dev" else "train",
-                                          max_test_questions=ALL_QUESTIONS))
+                                          max_test_questions=limit))
     return _sibling("rl_static_vs_inspo").greedy_test_scores(scored, policy, texts)
+
+
+def extra_limit(args: argparse.Namespace) -> int:
+    """How many questions of each extra test set a run plays (:data:`QUICK_EXTRA` under ``--quick``)."""
+    return QUICK_EXTRA if args.quick else ALL_QUESTIONS
 
 
 def run_arm(arm: str, args: argparse.Namespace, setting: Setting = MULTIHOP) -> dict:
@@ -255,7 +262,7 @@ def run_arm(arm: str, args: argparse.Namespace, setting: Setting = MULTIHOP) -> 
         result["events"] = {k: v + rl.rule_counts(offline).get(k, 0) for k, v in result["events"].items()}
     for group, source in setting.extra_tests.items():
         texts = [final["returned_text"], ""] if config.mode in ("inspo", "pre-policy") else [""]
-        ids, rewards = extra_scores(config, str(out / "model"), texts, source)
+        ids, rewards = extra_scores(config, str(out / "model"), texts, source, extra_limit(args))
         result.setdefault("extra", {})[group] = {
             "question_ids": ids, "rewards": dict(zip(["returned", "seed"] if len(texts) == 2 else ["seed"], rewards,
                                                      strict=True))}
@@ -277,7 +284,7 @@ def run_untrained(args: argparse.Namespace, setting: Setting = MULTIHOP) -> dict
     result = {"arm": "untrained", "wall_s": 0.0, "test_question_ids": ids,
               "test_rewards": dict(zip(setting.untrained, rewards, strict=True))}
     for group, source in setting.extra_tests.items():
-        extra_ids, extra = extra_scores(config, "", texts, source)
+        extra_ids, extra = extra_scores(config, "", texts, source, extra_limit(args))
         result.setdefault("extra", {})[group] = {"question_ids": extra_ids,
                                                  "rewards": dict(zip(setting.untrained, extra, strict=True))}
     result["wall_s"] = time.perf_counter() - started
@@ -306,7 +313,7 @@ def run_cross(name: str, args: argparse.Namespace, setting: Setting) -> dict:
         ids, (rewards,) = _sibling("rl_static_vs_inspo").greedy_test_scores(config, model, [text])
         result["test_question_ids"], result["test_rewards"][policy] = ids, rewards
         for group, data in setting.extra_tests.items():
-            data_ids, (extra,) = extra_scores(config, model, [text], data)
+            data_ids, (extra,) = extra_scores(config, model, [text], data, extra_limit(args))
             result["extra"][group]["question_ids"] = data_ids
             result["extra"][group]["rewards"][policy] = extra
     result["wall_s"] = time.perf_counter() - started

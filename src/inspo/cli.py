@@ -276,13 +276,15 @@ def cmd_data(args: argparse.Namespace) -> int:
     elif args.dataset != "wiki-lite":
         from inspo.data.world import build_world, world_config, write_world
 
-        paths = write_world(
-            build_world(args.seed, world_config(args.dataset)), out, bm25_index=not args.no_index
-        )
+        paths = write_world(build_world(args.seed, world_config(args.dataset)), out)
     else:
         from inspo.data.wiki_lite import write_wiki_lite
 
-        paths = write_wiki_lite(out, bm25_index=not args.no_index)
+        paths = write_wiki_lite(out)
+    if args.dataset != "calculator" and not args.no_index:
+        from inspo.retrieval.bm25 import write_index
+
+        paths["bm25"] = write_index(paths["corpus"], out / "bm25")
     for name, path in paths.items():
         print(f"{name:>10}: {path}")
     return 0

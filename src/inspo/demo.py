@@ -18,9 +18,9 @@ from inspo import artifacts
 from inspo.core.coevolution import CoEvolution
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog
+from inspo.core.optimizer_llm import LLMClient
 from inspo.core.proposer import Proposer
 from inspo.core.state import save_state
-from inspo.llm.base import LLMClient
 from inspo.synthetic import (
     GUARD_TAGS,
     PROTOCOL,

@@ -7,14 +7,14 @@
   then, so the agent fails the batch without replaying it one episode at a time;
 - :func:`check_models`: the probe before any work, one ``GET /models``.
 
-Error texts have the API key taken out (:func:`inspo.llm.base.redact`): they are recorded.
+Error texts have the API key taken out (:func:`inspo.core.optimizer_llm.redact`): they are recorded.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from inspo.llm.base import redact
+from inspo.core.optimizer_llm import redact
 from inspo.records import EndpointDown
 
 

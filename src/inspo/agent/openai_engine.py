@@ -16,7 +16,7 @@ from inspo.agent.engines import (
     encode_text,
     render_messages,
 )
-from inspo.llm.base import redact
+from inspo.core.optimizer_llm import redact
 
 log = logging.getLogger("inspo.agent")
 

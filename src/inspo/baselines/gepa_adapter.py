@@ -12,8 +12,9 @@ beats its parent on that minibatch. This module plugs inspo's agent into it:
   GEPA's reflective records (question, response, correct answers, reward, and the environment's
   line of feedback, ``env.feedback``: the seam mirrors GEPA's adapter for this reason).
 - :func:`inspo_reflection_proposer` is a GEPA ``custom_candidate_proposer`` that writes INSPO's
-  App. E reflection prompt from those records, calls an inspo :class:`~inspo.llm.base.LLMClient`
-  once, and keeps the first candidate that passes INSPO's guard. With it both optimizers share
+  App. E reflection prompt from those records, calls an inspo
+  :class:`~inspo.core.optimizer_llm.LLMClient` once, and keeps the first candidate that passes
+  INSPO's guard. With it both optimizers share
   the reflection step (even the offline rule-based reflector), and only the search differs.
 - :func:`gepa_reflection_lm` wraps an inspo ``LLMClient`` as GEPA's ``reflection_lm``, for GEPA
   with its own reflection prompt.
@@ -45,10 +46,10 @@ from inspo.baselines.gepa_proposals import (  # noqa: F401 (proposal_yield: re-e
     proposal_yield,
 )
 from inspo.baselines.gepa_saved import GEPA_STOP_FILE, STATE_FILE, GEPAStreams, saved_progress
+from inspo.core.optimizer_llm import LLMClient
 from inspo.core.proposer import Proposer
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
-from inspo.llm.base import LLMClient
 from inspo.records import Instruction, Question, Rollout, RunStopped
 from inspo.rng import derived_rng
 

@@ -31,6 +31,7 @@ from inspo.answers import normalize_answer
 from inspo.core.answer_cache import AnswerCache, PaidAnswer, answer_key
 from inspo.core.config import CoEvolutionConfig, ConfigError
 from inspo.core.leak_scope import leak_form
+from inspo.core.optimizer_llm import FINISH_LENGTH, LLMClient, LLMError
 from inspo.core.templates import (
     PARSE_FALLBACKS,
     ScoredInstruction,
@@ -40,7 +41,6 @@ from inspo.core.templates import (
     render_paraphrase,
     render_reflection,
 )
-from inspo.llm.base import FINISH_LENGTH, LLMClient, LLMError
 from inspo.records import Candidate, Instruction, Rollout
 from inspo.rng import rng_from_json, rng_to_json
 from inspo.tool_protocol import ToolProtocol
@@ -308,7 +308,7 @@ class Proposer:
     ) -> bool:
         """Whether completion ``index`` of the last optimizer call stopped at ``max_tokens``: the
         client's finish reason where it gives one (``reasons``, else the client's
-        ``last_finish_reasons``, see :mod:`inspo.llm.base`), else whether the call's
+        ``last_finish_reasons``, see :mod:`inspo.core.optimizer_llm`), else whether the call's
         ``completion_tokens`` (from ``usage``; estimated by some clients) over its completions
         reached ``max_tokens`` each."""
         reasons = reasons if reasons else getattr(self.llm, "last_finish_reasons", None)

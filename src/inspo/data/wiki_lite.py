@@ -65,11 +65,10 @@ def load_wiki_lite(*, limit: int | None = None, lang: str = "en-us") -> list[Pas
     return passages
 
 
-def write_wiki_lite(
-    out_dir: str | Path, *, bm25_index: bool = True, lang: str = "en-us"
-) -> dict[str, Path]:
-    """Write wiki-lite as ``corpus.jsonl`` (Search-R1 format), ``LICENSE.txt`` (CC BY-SA 4.0
-    attribution, which must travel with the text) and optionally a BM25 index in ``bm25/``."""
+def write_wiki_lite(out_dir: str | Path, *, lang: str = "en-us") -> dict[str, Path]:
+    """Write wiki-lite as ``corpus.jsonl`` (Search-R1 format) and ``LICENSE.txt`` (CC BY-SA 4.0
+    attribution, which must travel with the text). Its BM25 index is the retrieval layer's
+    (``inspo data wiki-lite`` writes one in ``bm25/``: :func:`inspo.retrieval.bm25.write_index`)."""
     from inspo.data.loaders import write_corpus_jsonl
 
     out = Path(out_dir)
@@ -83,8 +82,4 @@ def write_wiki_lite(
         f"{PIP_NAME} package. Redistribution must keep this licence and attribution.\n",
         encoding="utf-8",
     )
-    if bm25_index:
-        from inspo.retrieval.bm25 import BM25Retriever
-
-        paths["bm25"] = BM25Retriever(passages).save(out / "bm25")
     return paths

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inspo.llm.base import LLMClient, LLMError
+from inspo.core.optimizer_llm import LLMClient, LLMError
 
 logger = logging.getLogger("inspo.llm")
 

@@ -27,7 +27,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from inspo.llm.base import FINISH_LENGTH, FINISH_STOP, LLMError, LLMUsage, Message
+from inspo.core.optimizer_llm import FINISH_LENGTH, FINISH_STOP, LLMError, LLMUsage, Message
 
 logger = logging.getLogger("inspo.llm")
 

@@ -17,7 +17,7 @@ Rules of this client:
   in [0.5, 1.5) drawn from the injected ``random.Random``, and logs each retry. Other HTTP
   errors (400, 401, 404 …) fail at once.
 - A malformed answer (a body that is not JSON, no ``choices``, a choice without text content)
-  raises :class:`~inspo.llm.base.LLMError` naming what was wrong; it is not retried.
+  raises :class:`~inspo.core.optimizer_llm.LLMError` naming what was wrong; it is not retried.
 - ``n`` completions are asked for with ``n=n``; servers that return fewer choices (llama.cpp and
   Ollama ignore ``n``) get further requests until there are ``n``. A server that answers 400 to
   ``n > 1`` is asked one completion per request from then on; one that answers 400 asking for
@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from inspo.llm.base import LLMError, LLMUsage, Message, redact
+from inspo.core.optimizer_llm import LLMError, LLMUsage, Message, redact
 
 logger = logging.getLogger("inspo.llm")
 

@@ -3,7 +3,8 @@
 Rules:
 
 - With a list of responses, each completion takes the next one in order; when the list runs out
-  :class:`~inspo.llm.base.LLMError` is raised (or the list starts again with ``cycle=True``).
+  :class:`~inspo.core.optimizer_llm.LLMError` is raised (or the list starts again with
+  ``cycle=True``).
   A list item that is an exception instance is raised instead of returned (one completion's
   worth), which scripts optimizer failures.
 - With a callable, it is called once per ``generate`` as ``fn(messages, n)`` and must return
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from inspo.llm.base import FINISH_STOP, LLMError, LLMUsage, Message
+from inspo.core.optimizer_llm import FINISH_STOP, LLMError, LLMUsage, Message
 from inspo.llm.openai_client import estimate_tokens
 
 ScriptFn = Callable[[list[Message], int], "str | list[str]"]

@@ -44,6 +44,14 @@ def import_bm25s() -> Any:
     return bm25s
 
 
+def write_index(corpus: str | Path, directory: str | Path) -> Path:
+    """Build the BM25 index of a corpus file (Search-R1's ``corpus.jsonl``, as ``inspo data``
+    writes one) and save it under ``directory`` (:meth:`BM25Retriever.save`); returns it."""
+    from inspo.data.loaders import load_corpus
+
+    return BM25Retriever(load_corpus(corpus)).save(directory)
+
+
 class BM25Retriever:
     """BM25 over a fixed list of passages (see the module docstring for the rules)."""
 

@@ -76,10 +76,10 @@ from inspo.core.answer_cache import AnswerCache
 from inspo.core.coevolution import CoEvolution, StepReport
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import EventLog, Sampled
+from inspo.core.optimizer_llm import LLMClient, LLMUsage, Message
 from inspo.core.proposer import LengthCheck, Proposer
 from inspo.envs.evaluate import Evaluate, make_evaluate
 from inspo.envs.loop import FINISH_REASONS, AgentConfig
-from inspo.llm.base import LLMClient, LLMUsage, Message
 from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.rng import derived_rng
 from inspo.training.memory import memory_metrics

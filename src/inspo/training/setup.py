@@ -37,6 +37,7 @@ from typing import Any
 from inspo.agent.engines import render_messages
 from inspo.config.paper import missing_message, paper_parts
 from inspo.config.train import TrainConfig
+from inspo.core.optimizer_llm import LLMClient
 from inspo.envs.build import (
     agent_config,
     build_env,
@@ -46,7 +47,6 @@ from inspo.envs.build import (
     seed_of,
 )
 from inspo.envs.loop import AgentConfig
-from inspo.llm.base import LLMClient
 from inspo.records import Question, SetupError
 
 log = logging.getLogger("inspo.training")
@@ -103,7 +103,7 @@ def build_optimizer(config: TrainConfig, env: Any = None) -> tuple[LLMClient, st
     """The optimizer LLM, checked (an endpoint must answer), and a sentence saying which it is.
     The rule-based reflector gets ``env``'s rules (``env.reflector_rules``; none: answer-level
     rules only)."""
-    from inspo.llm.base import LLMError
+    from inspo.core.optimizer_llm import LLMError
     from inspo.llm.factory import choose_kind, make_optimizer_llm
 
     kind, why = choose_kind(config.optimizer, os.environ)

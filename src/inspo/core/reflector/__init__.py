@@ -14,8 +14,9 @@ One module per responsibility:
   :mod:`inspo.envs.search_r1.reflector_rules`; :data:`ANSWER_RULES` read the answer tag only);
 - :mod:`.failures` holds the answer-level failure modes every tagged protocol shares;
 - :mod:`.revisions` writes the critique and the revised candidates;
-- :mod:`.client` is :class:`RuleBasedReflector`, the :class:`~inspo.llm.base.LLMClient` tying them
-  together (also importable as ``inspo.llm.RuleBasedReflector``).
+- :mod:`.client` is :class:`RuleBasedReflector`, the
+  :class:`~inspo.core.optimizer_llm.LLMClient` tying them together (also importable as
+  ``inspo.llm.RuleBasedReflector``).
 
 Rules:
 

@@ -1,4 +1,4 @@
-"""The rule-based reflector as an optimizer LLM (:class:`~inspo.llm.base.LLMClient`).
+"""The rule-based reflector as an optimizer LLM (:class:`~inspo.core.optimizer_llm.LLMClient`).
 
 Rules:
 
@@ -8,7 +8,7 @@ Rules:
   :class:`~inspo.core.reflector.rules.ReflectorRules`; default: the answer-only rules);
 - deterministic: all choices come from the injected ``random.Random`` (``rng=`` or ``seed=``);
 - ``usage`` counts one call per ``generate`` and zero tokens; a prompt it cannot read raises
-  :class:`~inspo.llm.base.LLMError` and counts a failure.
+  :class:`~inspo.core.optimizer_llm.LLMError` and counts a failure.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 import random
 
+from inspo.core.optimizer_llm import LLMError, LLMUsage, Message
 from inspo.core.reflector.prompts import ParsedPrompt, parse_prompt
 from inspo.core.reflector.revisions import history_sentences, write_candidates, write_critique
 from inspo.core.reflector.rules import ANSWER_RULES, ReflectorRules
-from inspo.llm.base import LLMError, LLMUsage, Message
 from inspo.rng import derived_rng
 
 logger = logging.getLogger("inspo.llm")

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from inspo.core.optimizer_llm import LLMError
 from inspo.core.reflector.failures import FailureExample
 from inspo.core.templates import TRUNCATION_MARK
-from inspo.llm.base import LLMError
 
 DEFAULT_N = 6
 

@@ -82,13 +82,13 @@ def build_world(seed: int = 0, config: WorldConfig | None = None) -> World:
     return World(seed=seed, config=cfg, entities=ents, corpus=corpus, splits=splits)
 
 
-def write_world(world: World, out_dir: str | Path, *, bm25_index: bool = True) -> dict[str, Path]:
+def write_world(world: World, out_dir: str | Path) -> dict[str, Path]:
     """Write ``world`` under ``out_dir`` in Search-R1 formats; returns the written paths by name.
 
     Files: ``corpus.jsonl`` (``{"id", "contents"}``), ``train.jsonl`` / ``dev.jsonl`` /
     ``test.jsonl`` (``{"id", "question", "golden_answers", "metadata"}``), ``entities.jsonl``,
-    ``world.json`` (seed, config, counts) and, with ``bm25_index``, a BM25 index in ``bm25/``
-    (loadable with :meth:`inspo.retrieval.bm25.BM25Retriever.load`).
+    ``world.json`` (seed, config, counts). Its BM25 index is the retrieval layer's
+    (``inspo data world`` writes one in ``bm25/``: :func:`inspo.retrieval.bm25.write_index`).
     """
     from dataclasses import asdict
 
@@ -111,8 +111,4 @@ def write_world(world: World, out_dir: str | Path, *, bm25_index: bool = True) -
     }
     (out / "world.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     paths["info"] = out / "world.json"
-    if bm25_index:
-        from inspo.retrieval.bm25 import BM25Retriever
-
-        paths["bm25"] = BM25Retriever(world.corpus).save(out / "bm25")
     return paths
