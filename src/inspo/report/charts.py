@@ -100,6 +100,29 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """Where a chart's plot area lies in the SVG and which data ranges it shows: maps a data point
+    to SVG coordinates."""
+
+    left: int
+    top: int
+    plot_w: int
+    plot_h: int
+    x_lo: float
+    x_hi: float
+    y_lo: float
+    y_hi: float
+
+    def px(self, x: float) -> float:
+        """The SVG x of data x."""
+        return self.left + (x - self.x_lo) / (self.x_hi - self.x_lo) * self.plot_w
+
+    def py(self, y: float) -> float:
+        """The SVG y of data y (SVG's y grows downwards)."""
+        return self.top + self.plot_h - (y - self.y_lo) / (self.y_hi - self.y_lo) * self.plot_h
+
+
 def line_chart(
     series: Sequence[Series],
     *,
@@ -132,24 +155,33 @@ def line_chart(
     lo = min(ys) if y_min is None else min(y_min, min(ys))
     hi = max(ys) if y_max is None else max(y_max, max(ys))
     y_ticks = nice_ticks(lo, hi)
-    y_lo, y_hi = y_ticks[0], y_ticks[-1]
     x_ticks = [t for t in nice_ticks(x_lo, x_hi, 8) if x_lo <= t <= x_hi]
-
-    def px(x: float) -> float:
-        return left + (x - x_lo) / (x_hi - x_lo) * plot_w
-
-    def py(y: float) -> float:
-        return top + plot_h - (y - y_lo) / (y_hi - y_lo) * plot_h
-
+    frame = _Frame(left, top, plot_w, plot_h, x_lo, x_hi, y_ticks[0], y_ticks[-1])
     parts = [
         f'<svg class="chart" data-chart="{esc(chart_id)}" '
         f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
         f'aria-label="{esc(title)}">',
         f'<text x="{left}" y="18" class="chart-title">{esc(title)}</text>',
         f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="plot-bg"/>',
+        *_axes(frame, x_ticks, y_ticks),
+        *(_marker_line(frame, m) for m in markers),
+        *(_series_group(frame, s) for s in series),
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" class="axis-label" '
+        f'text-anchor="middle">{esc(x_label)}</text><text x="14" y="{top + plot_h / 2:.1f}" '
+        'class="axis-label" text-anchor="middle" transform="rotate(-90 14 '
+        f'{top + plot_h / 2:.1f})">{esc(y_label)}</text>',
+        "</svg>",
     ]
+    return "".join(parts)
+
+
+def _axes(frame: _Frame, x_ticks: Sequence[float], y_ticks: Sequence[float]) -> list[str]:
+    """The grid lines and labels of the y ticks, the marks and labels of the x ticks, and the two
+    axes, as SVG elements."""
+    left, top, plot_w, plot_h = frame.left, frame.top, frame.plot_w, frame.plot_h
+    parts = []
     for t in y_ticks:
-        y = py(t)
+        y = frame.py(t)
         parts.append(
             f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
         )
@@ -157,7 +189,7 @@ def line_chart(
             f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_fmt(t)}</text>'
         )
     for t in x_ticks:
-        x = px(t)
+        x = frame.px(t)
         parts.append(
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + plot_h}" y2="{top + plot_h + 4}" '
             'class="axis"/>'
@@ -170,41 +202,45 @@ def line_chart(
         f'<line x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" y2="{top + plot_h}" '
         f'class="axis"/><line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" class="axis"/>'
     )
-    for m in markers:
-        color, dash, w = MARKER_STYLE.get(m.kind, ("#999", "2 2", 1.0))
-        x = px(m.x)
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        parts.append(
-            f'<line class="marker marker-{esc(m.kind)}" x1="{x:.1f}" x2="{x:.1f}" y1="{top}" '
-            f'y2="{top + plot_h}" stroke="{color}" stroke-width="{w}"{dash_attr} opacity="0.75">'
-            f"<title>{esc(m.label or m.kind)} (step {_fmt(m.x)})</title></line>"
-        )
-    for s in series:
-        parts.append(f'<g class="series" data-series="{esc(s.name)}">')
-        dash_attr = f' stroke-dasharray="{s.dash}"' if s.dash else ""
-        for run in _runs(s.points):
-            if len(run) == 1:
-                x, y = run[0]
-                parts.append(
-                    f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.6" fill="{s.color}" '
-                    f'opacity="{s.opacity}"><title>{esc(s.name)}: {_fmt(y)} at {_fmt(x)}</title>'
-                    "</circle>"
-                )
-                continue
-            pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in run)
-            parts.append(
-                f'<polyline points="{pts}" fill="none" stroke="{s.color}" stroke-width="{s.width}" '
-                f'stroke-linejoin="round" opacity="{s.opacity}"{dash_attr}><title>{esc(s.name)}'
-                "</title></polyline>"
-            )
-        parts.append("</g>")
-    parts.append(
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" class="axis-label" '
-        f'text-anchor="middle">{esc(x_label)}</text><text x="14" y="{top + plot_h / 2:.1f}" '
-        'class="axis-label" text-anchor="middle" transform="rotate(-90 14 '
-        f'{top + plot_h / 2:.1f})">{esc(y_label)}</text>'
+    return parts
+
+
+def _marker_line(frame: _Frame, m: Marker) -> str:
+    """Marker ``m`` as a vertical SVG line across the plot, in its kind's style, with a tooltip."""
+    esc = html.escape
+    color, dash, w = MARKER_STYLE.get(m.kind, ("#999", "2 2", 1.0))
+    x = frame.px(m.x)
+    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+    return (
+        f'<line class="marker marker-{esc(m.kind)}" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" '
+        f'y2="{frame.top + frame.plot_h}" stroke="{color}" stroke-width="{w}"{dash_attr} '
+        f'opacity="0.75"><title>{esc(m.label or m.kind)} (step {_fmt(m.x)})</title></line>'
     )
-    parts.append("</svg>")
+
+
+def _series_group(frame: _Frame, s: Series) -> str:
+    """Series ``s`` as one SVG group: a polyline per run of consecutive points, a dot for a run
+    of one point."""
+    esc = html.escape
+    px, py = frame.px, frame.py
+    parts = [f'<g class="series" data-series="{esc(s.name)}">']
+    dash_attr = f' stroke-dasharray="{s.dash}"' if s.dash else ""
+    for run in _runs(s.points):
+        if len(run) == 1:
+            x, y = run[0]
+            parts.append(
+                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.6" fill="{s.color}" '
+                f'opacity="{s.opacity}"><title>{esc(s.name)}: {_fmt(y)} at {_fmt(x)}</title>'
+                "</circle>"
+            )
+            continue
+        pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in run)
+        parts.append(
+            f'<polyline points="{pts}" fill="none" stroke="{s.color}" stroke-width="{s.width}" '
+            f'stroke-linejoin="round" opacity="{s.opacity}"{dash_attr}><title>{esc(s.name)}'
+            "</title></polyline>"
+        )
+    parts.append("</g>")
     return "".join(parts)
 
 

@@ -24,7 +24,6 @@ Rules of :func:`load_run`:
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -32,8 +31,6 @@ from typing import Any
 
 from inspo.artifacts import (
     BEST_INSTRUCTION_FILE,
-    CONFIG_FILE,
-    DEMO_CONFIG_FILE,
     EVENTS_FILE,
     METRICS_FILE,
     STATE_FILE,
@@ -51,6 +48,7 @@ from inspo.report.records import (
     RunData,
     StepRecord,
 )
+from inspo.report.run_files import read_config, read_json, read_metrics
 
 REQUIRED_FILE = EVENTS_FILE
 
@@ -78,10 +76,10 @@ def load_run(run_dir: str | Path) -> RunData:
 
     notes: list[str] = []
     events = [e for e in read_events(events_path) if isinstance(e, dict) and "kind" in e]
-    metrics = _read_metrics(path / METRICS_FILE, notes)
-    state = _read_json(path / STATE_FILE, notes)
-    summary = _read_json(path / SUMMARY_FILE, notes)
-    config, config_file = _read_config(path, notes)
+    metrics = read_metrics(path / METRICS_FILE, notes)
+    state = read_json(path / STATE_FILE, notes)
+    summary = read_json(path / SUMMARY_FILE, notes)
+    config, config_file = read_config(path, notes)
 
     archive = _archive(state, events)
     steps, calls_source, prompt_source = _steps(metrics, events, state, archive, notes)
@@ -122,55 +120,6 @@ def load_run(run_dir: str | Path) -> RunData:
     )
 
 
-def _read_json(path: Path, notes: list[str]) -> dict[str, Any] | None:
-    if not path.is_file():
-        notes.append(f"{path.name} not recorded")
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        notes.append(f"{path.name} could not be read ({exc}); its contents are left out")
-        return None
-    if not isinstance(data, dict):
-        notes.append(f"{path.name} does not hold a JSON object; left out")
-        return None
-    return data
-
-
-def _read_metrics(path: Path, notes: list[str]) -> list[dict[str, Any]]:
-    if not path.is_file():
-        notes.append("metrics.jsonl not recorded: per-step numbers are derived from events")
-        return []
-    by_step: dict[int, dict[str, Any]] = {}
-    for record in read_events(path):
-        if not isinstance(record, dict) or not isinstance(record.get("step"), (int, float)):
-            continue
-        by_step.setdefault(int(record["step"]), {}).update(record)
-    return [by_step[s] for s in sorted(by_step)]
-
-
-def _read_config(path: Path, notes: list[str]) -> tuple[dict[str, Any] | None, str | None]:
-    json_path, yaml_path = path / DEMO_CONFIG_FILE, path / CONFIG_FILE
-    if json_path.is_file():
-        return _read_json(json_path, notes), json_path.name
-    if yaml_path.is_file():
-        try:
-            import yaml
-        except ImportError:
-            notes.append(
-                "config.yaml present but PyYAML is not installed (pip install 'inspo[train]')"
-            )
-            return None, yaml_path.name
-        try:
-            data = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as exc:
-            notes.append(f"config.yaml could not be read ({exc})")
-            return None, yaml_path.name
-        return (data if isinstance(data, dict) else None), yaml_path.name
-    notes.append("config.json / config.yaml not recorded")
-    return None, None
-
-
 def _number(value: Any) -> float | None:
     """``value`` as a finite float, or ``None`` (missing, not a number, NaN or infinite)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -198,21 +147,9 @@ def _archive(state: dict[str, Any] | None, events: list[dict[str, Any]]) -> dict
 
 
 def _steps(metrics, events, state, archive, notes):
-    weights_by_step: dict[int, dict[str, float]] = {}
-    sampled: dict[int, list[str]] = defaultdict(list)
-    attributed: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    errors_by_step: dict[int, int] = {}
-    for e in events:
-        step = int(e.get("step", 0))
-        if e["kind"] == "weights" and isinstance(e.get("weights"), dict):
-            weights_by_step[step] = {str(k): float(v) for k, v in e["weights"].items()}
-            if _number(e.get("n_errors")) is not None:
-                errors_by_step[step] = int(e["n_errors"])
-        elif e["kind"] == "sampled":
-            sampled[step].append(str(e.get("instruction_id", "")))
-        elif e["kind"] == "attributed":
-            attributed[step].append((int(e.get("n_rollouts", 0)), float(e.get("mean_reward", 0.0))))
-
+    """One :class:`StepRecord` per step: the numbers ``metrics.jsonl`` logged, else those the
+    events and the replay buffer imply; and where tool calls and prompt length came from."""
+    weights_by_step, sampled, attributed, errors_by_step = _step_events(events)
     buffer_calls = _buffer_calls(state)
     metric_by_step = {int(m["step"]): m for m in metrics}
     all_steps = sorted(set(metric_by_step) | set(weights_by_step) | set(sampled) | set(attributed))
@@ -268,7 +205,36 @@ def _steps(metrics, events, state, archive, notes):
             f"texts of {len(missing_text)} sampled instruction(s) not recorded "
             f"({', '.join(sorted(missing_text)[:5])}): instruction length leaves them out"
         )
+    calls_source, prompt_source = _sources(metrics, records)
+    return tuple(records), calls_source, prompt_source
 
+
+def _step_events(events: list[dict[str, Any]]) -> tuple[dict[int, Any], ...]:
+    """What the events say of each step: the weights and the count of failed rollouts
+    (``weights``), the ids of the instructions sampled (``sampled``), and the rollout count and
+    mean reward of each attribution (``attributed``)."""
+    weights_by_step: dict[int, dict[str, float]] = {}
+    sampled: dict[int, list[str]] = defaultdict(list)
+    attributed: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    errors_by_step: dict[int, int] = {}
+    for e in events:
+        step = int(e.get("step", 0))
+        if e["kind"] == "weights" and isinstance(e.get("weights"), dict):
+            weights_by_step[step] = {str(k): float(v) for k, v in e["weights"].items()}
+            if _number(e.get("n_errors")) is not None:
+                errors_by_step[step] = int(e["n_errors"])
+        elif e["kind"] == "sampled":
+            sampled[step].append(str(e.get("instruction_id", "")))
+        elif e["kind"] == "attributed":
+            attributed[step].append((int(e.get("n_rollouts", 0)), float(e.get("mean_reward", 0.0))))
+    return weights_by_step, sampled, attributed, errors_by_step
+
+
+def _sources(
+    metrics: list[dict[str, Any]], records: list[StepRecord]
+) -> tuple[str | None, str | None]:
+    """Where the step records' tool calls came from (``metrics``, ``replay buffer`` or ``None``)
+    and their prompt length (``metrics``, ``sampled events`` or ``None``)."""
     if any(
         _number(m.get("rollout/tool_calls", m.get("rollout/search_calls"))) is not None
         for m in metrics
@@ -284,7 +250,7 @@ def _steps(metrics, events, state, archive, notes):
         prompt_source = "sampled events"
     else:
         prompt_source = None
-    return tuple(records), calls_source, prompt_source
+    return calls_source, prompt_source
 
 
 def _buffer_items(state: dict[str, Any] | None) -> list[dict[str, Any]]:
