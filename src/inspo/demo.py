@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from inspo import artifacts
 from inspo.core.coevolution import CoEvolution
@@ -44,6 +45,10 @@ def run_demo(
     n_questions: int = 200,
     progress: bool = True,
 ) -> RunSummary:
+    """Run the demo (module docstring) into ``out_dir``: ``steps`` steps of ``batch_size``
+    questions x ``group_size`` rollouts, drawn from ``n_questions`` synthetic questions, with
+    ``llm`` as the optimizer. Returns the run's summary (also written as ``summary.json``); raises
+    ValueError for ``steps`` < 1 or for verification without validation questions."""
     if steps < 1:
         raise ValueError(f"run_demo: steps must be >= 1, got {steps}")
     started = time.time()
@@ -55,21 +60,16 @@ def run_demo(
             "ablation set verify=False"
         )
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in artifacts.JSONL_FILES:
-        (out / stale).unlink(missing_ok=True)
-    (out / artifacts.DEMO_CONFIG_FILE).write_text(
-        json.dumps(
-            {
-                "mode": "demo",
-                "steps": steps,
-                "batch_size": batch_size,
-                "group_size": group_size,
-                "optimizer": llm.name,
-                "coevolution": config.to_dict(),
-            },
-            indent=2,
-        )
+    _start_run_dir(
+        out,
+        {
+            "mode": "demo",
+            "steps": steps,
+            "batch_size": batch_size,
+            "group_size": group_size,
+            "optimizer": llm.name,
+            "coevolution": config.to_dict(),
+        },
     )
     events = EventLog(out / artifacts.EVENTS_FILE)
     proposer = Proposer.from_config(llm, config, required_tags=GUARD_TAGS, protocol=PROTOCOL)
@@ -99,6 +99,32 @@ def run_demo(
         update=end_of_step,
     )
     bar.close()
+    return _finish_run_dir(
+        out, coevo, env, metrics, steps=steps, optimizer=llm.name, started=started
+    )
+
+
+def _start_run_dir(out: Path, settings: dict[str, Any]) -> None:
+    """Create ``out``, remove the JSONL files a previous run left there (a run appends to them),
+    and write the demo's ``settings`` as its ``config.json``."""
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in artifacts.JSONL_FILES:
+        (out / stale).unlink(missing_ok=True)
+    (out / artifacts.DEMO_CONFIG_FILE).write_text(json.dumps(settings, indent=2))
+
+
+def _finish_run_dir(
+    out: Path,
+    coevo: CoEvolution,
+    env: SyntheticEnv,
+    metrics: MetricsLog,
+    *,
+    steps: int,
+    optimizer: str,
+    started: float,
+) -> RunSummary:
+    """Write the end of the run to ``out``: the core state, the best instruction and
+    ``summary.json``, with the true qualities of the seed and of the best instruction."""
     save_state(coevo, out / artifacts.STATE_FILE)
     best = coevo.best()
     artifacts.write_best_instruction(out, best.text)
@@ -109,7 +135,7 @@ def run_demo(
         history=metrics.history,
         coevo=coevo,
         returned=best,
-        optimizer=llm.name,
+        optimizer=optimizer,
         started=started,
         episodes=False,
         extra={

@@ -340,17 +340,71 @@ def model_card(
     ``location``: where the snippet loads the agent from (the folder's name, relative to its
     parent, or a hub id); ``example``: the question the snippet asks; ``grid``: an ``inspo eval
     --grid`` result whose 2x2 the card shows."""
+    evaluation = run.summary.get("evaluation")
+    body = [
+        _front_matter(base, _tags(settings)),
+        "",
+        *_intro(name, settings),
+        "",
+        *_use_it(location, example),
+        "",
+        *_the_agent(settings, base, has_licence_file),
+        "",
+        *_the_instruction(run, evaluation),
+        "",
+        "## Results",
+        "",
+        *_held_out(evaluation),
+        *_grid(grid),
+        "",
+        "These numbers come from a small held-out set of the training distribution; they say "
+        "nothing about other corpora or question types.",
+        "",
+        "## Training",
+        "",
+        *_training(run.config, run.summary),
+        "",
+        "## Citation",
+        "",
+        "```bibtex",
+        CITATION,
+        "```",
+        "",
+    ]
+    return "\n".join(body)
+
+
+#: The hub tags of every card, and those a Search-R1 agent's card adds.
+TAGS = ("inspo", "grpo", "trl", "tool-use", "agent", "instruction-optimization")
+SEARCH_TAGS = ("search-agent", "retrieval-augmented-generation")
+
+
+def _tags(settings: Any) -> list[str]:
+    """The hub tags of the card's front matter: inspo's, and Search-R1's for a search agent."""
+    return [*TAGS, *(SEARCH_TAGS if settings.env_name == "search-r1" else ())]
+
+
+def _intro(name: str, settings: Any) -> list[str]:
+    """The card's title and first paragraphs: what the agent is and that the weights alone are
+    not the agent."""
     from inspo import __version__
 
-    config, summary, instruction = run.config, run.summary, run.instruction
-    returned_id, population = run.returned_id, run.population
-    evaluation = summary.get("evaluation")
-    a = settings.agent
-    members = [
-        f"| {m['id']}{' (returned)' if m['id'] == returned_id else ''} | {m.get('origin', '')} | "
-        f"{_pct(m.get('weight'))} |"
-        for m in population
+    return [
+        f"# {name}: a tool-using agent trained with INSPO",
+        "",
+        f"An agent of the environment {_env_about(settings)}, trained with GRPO while its "
+        "instruction co-evolved with the policy (INSPO, [arXiv "
+        f"2512.01945](https://arxiv.org/abs/2512.01945)), by inspo {__version__}.",
+        "",
+        "The weights alone are not the agent: it is these weights **with** `instruction.txt` (the "
+        "instruction the run returned) and the environment recorded in `agent.json` (its tools, "
+        "turn protocol and settings). Prompted otherwise it may not call its tools at all.",
     ]
+
+
+def _use_it(location: str, example: str) -> list[str]:
+    """The "Use it" section: how to install inspo, the snippet that loads the agent from
+    ``location`` and asks it ``example``, and how else the agent can be played."""
     snippet = "\n".join(
         [
             "import inspo",
@@ -361,35 +415,7 @@ def model_card(
             "print(answer.answer)  # the final answer alone",
         ]
     )
-    licence = f"`{base.license}`" + (" (its text is in `LICENSE`)" if has_licence_file else "")
-    body = [
-        _front_matter(
-            base,
-            [
-                "inspo",
-                "grpo",
-                "trl",
-                "tool-use",
-                "agent",
-                "instruction-optimization",
-                *(
-                    ["search-agent", "retrieval-augmented-generation"]
-                    if settings.env_name == "search-r1"
-                    else []
-                ),
-            ],
-        ),
-        "",
-        f"# {name}: a tool-using agent trained with INSPO",
-        "",
-        f"An agent of the environment {_env_about(settings)}, trained with GRPO while its "
-        "instruction co-evolved with the policy (INSPO, [arXiv "
-        f"2512.01945](https://arxiv.org/abs/2512.01945)), by inspo {__version__}.",
-        "",
-        "The weights alone are not the agent: it is these weights **with** `instruction.txt` (the "
-        "instruction the run returned) and the environment recorded in `agent.json` (its tools, "
-        "turn protocol and settings). Prompted otherwise it may not call its tools at all.",
-        "",
+    return [
         "## Use it",
         "",
         "```bash",
@@ -408,7 +434,15 @@ def model_card(
         "load with plain transformers too (`AutoModelForCausalLM.from_pretrained`), without inspo: "
         "put `instruction.txt` before the question in one user message, stop generation at the end "
         "of a tool call's tag, and insert the tool's result as the environment writes it.",
-        "",
+    ]
+
+
+def _the_agent(settings: Any, base: BaseModel, has_licence_file: bool) -> list[str]:
+    """The "The agent" section: the base model and its licence, the environment and its
+    settings, the turn protocol, the reward and the decoding."""
+    a = settings.agent
+    licence = f"`{base.license}`" + (" (its text is in `LICENSE`)" if has_licence_file else "")
+    return [
         "## The agent",
         "",
         f"- base model: {base.attribution}"
@@ -422,45 +456,37 @@ def model_card(
         + ("; a last-turn nudge" if a.last_turn_nudge else ""),
         "- reward it was trained on: the environment's (see its settings above)",
         "- decoding: greedy (as the run's own evaluation)",
-        "",
+    ]
+
+
+def _the_instruction(run: Any, evaluation: dict[str, Any] | None) -> list[str]:
+    """The "The instruction" section: the returned instruction, how it was chosen, and the final
+    population with its importance weights."""
+    returned_id = run.returned_id
+    members = [
+        f"| {m['id']}{' (returned)' if m['id'] == returned_id else ''} | {m.get('origin', '')} | "
+        f"{_pct(m.get('weight'))} |"
+        for m in run.population
+    ]
+    return [
         "## The instruction",
         "",
         f"Returned instruction `{returned_id}` (`instruction.txt`):",
         "",
         "```text",
-        instruction.strip(),
+        run.instruction.strip(),
         "```",
         "",
         "How it was chosen:",
         "",
-        *_choice(evaluation, summary),
+        *_choice(evaluation, run.summary),
         "",
         "The final population (`population.json`), importance weights w:",
         "",
         "| instruction | origin | w |",
         "|---|---|---:|",
         *members,
-        "",
-        "## Results",
-        "",
-        *_held_out(evaluation),
-        *_grid(grid),
-        "",
-        "These numbers come from a small held-out set of the training distribution; they say "
-        "nothing about other corpora or question types.",
-        "",
-        "## Training",
-        "",
-        *_training(config, summary),
-        "",
-        "## Citation",
-        "",
-        "```bibtex",
-        CITATION,
-        "```",
-        "",
     ]
-    return "\n".join(body)
 
 
 def snippet_of(card: str) -> str:

@@ -186,17 +186,7 @@ def load_agent(
     if changes:
         agent = replace(agent, **changes)
     if options:
-        if env is not None:
-            raise ValueError(
-                "load_agent: give either env (an environment object) or env_options (settings of "
-                "the agent's recorded environment), not both"
-            )
-        if (
-            "name" in options and options["name"] != settings.env_name
-        ):  # another environment: its own settings
-            settings = replace(settings, env=dict(options))
-        else:
-            settings = replace(settings, env={**settings.env, **options})
+        settings = _with_env_options(settings, options, env)
     from inspo.models.precision import default_device, play_precision
 
     device = device or default_device()
@@ -208,15 +198,55 @@ def load_agent(
     played = _build_env(
         settings, env
     )  # before the model loads: a wrong corpus or a server down fails fast
+    _check_prefill(played, agent.prefill)
+    if env is not None:
+        settings = replace(settings, env={"name": str(played.name), "python": True})
+    chosen, notes = _choose_instruction(found, played, instruction, notes)
+    from inspo.agent.load import load_engine
+
+    rng = random.Random(seed)
+    engine = load_engine(
+        found.model,
+        kind="hf",
+        dtype=settings.dtype,
+        device=device,
+        rng=random.Random(rng.randrange(2**31)),
+    )
+    return Agent(engine, played, chosen, settings, rng=rng, notes=notes)
+
+
+def _with_env_options(settings: AgentSettings, options: dict[str, Any], env: Any) -> AgentSettings:
+    """``settings`` with ``load_agent``'s ``env_options``: changes to the recorded environment's
+    settings, or, naming another environment, that environment with its own settings. Raises
+    ValueError when an environment object ``env`` is given too."""
+    if env is not None:
+        raise ValueError(
+            "load_agent: give either env (an environment object) or env_options (settings of "
+            "the agent's recorded environment), not both"
+        )
+    if "name" in options and options["name"] != settings.env_name:
+        return replace(settings, env=dict(options))  # another environment: its own settings
+    return replace(settings, env={**settings.env, **options})
+
+
+def _check_prefill(played: Any, prefill: str) -> None:
+    """Raise ValueError (with the ``inspo ask`` option that turns it off) when the environment
+    ``played`` cannot take ``prefill`` as the start of the first turn."""
     from inspo.envs.build import check_prefill
     from inspo.records import SetupError
 
     try:
-        check_prefill(played, agent.prefill, setting="prefill")
+        check_prefill(played, prefill, setting="prefill")
     except SetupError as exc:
         raise ValueError(f"{exc} (inspo ask: --prefill '')") from exc
-    if env is not None:
-        settings = replace(settings, env={"name": str(played.name), "python": True})
+
+
+def _choose_instruction(
+    found: AgentSource, played: Any, instruction: str | None, notes: list[str]
+) -> tuple[Instruction, list[str]]:
+    """The instruction the agent plays, and ``notes`` with the line saying where it came from:
+    ``load_agent``'s ``instruction`` when given, else for a model without a run the seed of the
+    environment ``played``, else the one ``found`` with the agent."""
     chosen = found.instruction
     if found.seed_spec is not None:  # a model without a run: the environment's own seed
         chosen = _seed(played, found.seed_spec)
@@ -229,17 +259,7 @@ def load_agent(
         notes = [n for n in notes if not n.startswith("instruction:")] + [
             f"instruction: {instruction_origin(instruction)}"
         ]
-    from inspo.agent.load import load_engine
-
-    rng = random.Random(seed)
-    engine = load_engine(
-        found.model,
-        kind="hf",
-        dtype=settings.dtype,
-        device=device,
-        rng=random.Random(rng.randrange(2**31)),
-    )
-    return Agent(engine, played, chosen, settings, rng=rng, notes=notes)
+    return chosen, notes
 
 
 def _build_env(settings: AgentSettings, env: Any) -> Any:
