@@ -273,47 +273,9 @@ def race(
         )
         return [], {c.id: ("verify", f"not verified: {why}") for c in candidates}
     verifier = Verifier(evaluate, allowance)
-    known = bar if bar is not None else {}
-    missing = [q for q in questions if q.id not in known]
-    rollouts = 0
-    if missing and not verifier.allowance.afford(1, len(missing)):
-        return [], {c.id: verifier.allowance.refusal(0, len(questions)) for c in candidates}
-    if missing:
-        [played_parent] = verifier.score([probe_of(parent)], missing, step)
-        if played_parent.candidate.rejected:
-            why = (
-                f"its parent {parent.id} could not be played on D_B: "
-                f"{played_parent.candidate.rejected}"
-            )
-            return [], {c.id: ("verify", why) for c in candidates}
-        rollouts = len(played_parent.rollouts)
-        known.update(
-            zip(
-                (q.id for q in missing),
-                per_question(played_parent.rollouts, len(missing)),
-                strict=True,
-            )
-        )
-    scores = [known[q.id] for q in questions]
-    ok = [x for x in scores if x is not None]
-    if not ok:
-        return [], {
-            c.id: (
-                "verify",
-                f"its parent {parent.id} could not be played on D_B: every rollout raised",
-            )
-            for c in candidates
-        }
-    # one per round: D_B's size and the parent's mean there; n_rollouts 0 when its results were kept
-    emit(
-        ParentVerified(
-            step,
-            parent_id=parent.id,
-            score=sum(ok) / len(ok),
-            n_questions=len(questions),
-            n_rollouts=rollouts,
-        )
-    )
+    scores, why = _parent_on_db(step, verifier, parent, questions, bar, emit)
+    if why is not None:
+        return [], {c.id: why for c in candidates}
     skipped = {c.id: _skipped(skip, c.id, parent.id) for c in candidates}
     tallies, played, refused, stopped, cut = _play_race(
         step, verifier, candidates, questions, scores, rule, skipped
@@ -329,13 +291,7 @@ def race(
                 refused,
                 emit,
             )
-    eligible = [
-        c
-        for c in candidates
-        if c.id not in refused and c.id not in stopped and c.id not in cut and admits(tallies[c.id])
-    ]
-    order = sorted(range(len(eligible)), key=lambda i: (-tallies[eligible[i].id].difference, i))
-    chosen = [eligible[i] for i in order[:n]]
+    chosen = _ranked(candidates, tallies, set(refused) | stopped | set(cut), n)
     chosen_ids = {c.id for c in chosen}
     for cand in candidates:
         if cand.id in cut and cand.id not in refused:
@@ -345,6 +301,68 @@ def race(
                 tallies[cand.id], cand.id in stopped, parent.id, len(questions), n
             )
     return chosen, refused
+
+
+def _parent_on_db(
+    step: int,
+    verifier: Verifier,
+    parent: Instruction,
+    questions: list[Question],
+    bar: dict[str, float | None] | None,
+    emit: Emit,
+) -> tuple[list[float | None], tuple[str, str] | None]:
+    """The parent's score on each D_B question (those in ``bar`` kept, the rest played now and
+    added to it) and its ``parent_verified`` event; or the refusal every candidate gets when the
+    parent cannot be played (the allowance cannot pay for it, or every rollout raised)."""
+    known = bar if bar is not None else {}
+    missing = [q for q in questions if q.id not in known]
+    rollouts = 0
+    if missing and not verifier.allowance.afford(1, len(missing)):
+        return [], verifier.allowance.refusal(0, len(questions))
+    if missing:
+        [played_parent] = verifier.score([probe_of(parent)], missing, step)
+        if played_parent.candidate.rejected:
+            why = (
+                f"its parent {parent.id} could not be played on D_B: "
+                f"{played_parent.candidate.rejected}"
+            )
+            return [], ("verify", why)
+        rollouts = len(played_parent.rollouts)
+        known.update(
+            zip(
+                (q.id for q in missing),
+                per_question(played_parent.rollouts, len(missing)),
+                strict=True,
+            )
+        )
+    scores = [known[q.id] for q in questions]
+    ok = [x for x in scores if x is not None]
+    if not ok:
+        return [], (
+            "verify",
+            f"its parent {parent.id} could not be played on D_B: every rollout raised",
+        )
+    # one per round: D_B's size and the parent's mean there; n_rollouts 0 when its results were kept
+    emit(
+        ParentVerified(
+            step,
+            parent_id=parent.id,
+            score=sum(ok) / len(ok),
+            n_questions=len(questions),
+            n_rollouts=rollouts,
+        )
+    )
+    return scores, None
+
+
+def _ranked(
+    candidates: list[Candidate], tallies: dict[str, Tally], out: set[str], n: int
+) -> list[Candidate]:
+    """The top ``n`` of the candidates not in ``out`` that end with more wins than losses, by
+    paired difference (ties: earlier proposal)."""
+    eligible = [c for c in candidates if c.id not in out and admits(tallies[c.id])]
+    order = sorted(range(len(eligible)), key=lambda i: (-tallies[eligible[i].id].difference, i))
+    return [eligible[i] for i in order[:n]]
 
 
 Skip = Mapping[str, set[str]]
