@@ -130,15 +130,26 @@ def detect_failure_modes(
     truncated response (its end was cut) is not judged on its missing end.
     """
     resp = example.response
-    modes: list[FailureMode] = []
     queries = [q.strip() for q in re.findall(r"<search>(.*?)</search>", resp, re.DOTALL)]
     answers = re.findall(r"<answer>(.*?)</answer>", resp, re.DOTALL)
     answer = answers[-1].strip() if answers else None
-    information = " ".join(re.findall(r"<information>(.*?)</information>", resp, re.DOTALL))
-    golds = [g for g in example.answers if g.strip()]
-    norm_answer = normalize_answer(answer) if answer is not None else None
-    norm_golds = [normalize_answer(g) for g in golds]
+    modes = _protocol_modes(example, queries, answer, max_answer_words, many_searches)
+    modes += _query_modes(example.question, queries, query_coverage)
+    modes += _answer_modes(example, answer, modes, expect_think)
+    return modes
 
+
+def _protocol_modes(
+    example: FailureExample,
+    queries: list[str],
+    answer: str | None,
+    max_answer_words: int,
+    many_searches: int,
+) -> list[FailureMode]:
+    """How the response kept the protocol: never searched, malformed tags, no answer (or out of
+    turns), an answer too long."""
+    resp, modes = example.response, []
+    golds = [g for g in example.answers if g.strip()]
     if "<search>" not in resp:
         said = f"; it answered {answer!r} without looking anything up" if answer else ""
         modes.append(FailureMode(NEVER_SEARCHED, f"no <search> call in the response{said}"))
@@ -165,14 +176,20 @@ def detect_failure_modes(
                     f"answer has {words} words (gold has {gold_words}): {answer[:80]!r}",
                 )
             )
+    return modes
 
+
+def _query_modes(question: str, queries: list[str], query_coverage: float) -> list[FailureMode]:
+    """What the search queries got wrong: repeated, the question pasted whole, or naming nothing
+    the question names."""
+    modes = []
     normalized_queries = [normalize_answer(q) for q in queries]
     repeats = {q: c for q, c in Counter(normalized_queries).items() if c > 1 and q}
     if repeats:
         shown = ", ".join(f"{q!r} x{c}" for q, c in sorted(repeats.items(), key=lambda p: -p[1]))
         modes.append(FailureMode(REPEATED_QUERIES, f"repeated queries: {shown}"))
 
-    question_tokens = _content_tokens(example.question)
+    question_tokens = _content_tokens(question)
     if len(question_tokens) >= 4:
         for q in queries:
             coverage = len(_content_tokens(q) & question_tokens) / len(question_tokens)
@@ -185,7 +202,7 @@ def detect_failure_modes(
                 )
                 break
 
-    names = _names(example.question)
+    names = _names(question)
     if names and queries and not any(_content_tokens(q) & names for q in queries):
         modes.append(
             FailureMode(
@@ -194,7 +211,19 @@ def detect_failure_modes(
                 + ", ".join(repr(q[:40]) for q in queries[:3]),
             )
         )
+    return modes
 
+
+def _answer_modes(
+    example: FailureExample, answer: str | None, found: list[FailureMode], expect_think: bool
+) -> list[FailureMode]:
+    """What the answer made of the evidence: the gold retrieved and ignored, no reasoning, and a
+    plain wrong answer when nothing in ``found`` (the modes so far) or here explains it better."""
+    resp, modes = example.response, []
+    golds = [g for g in example.answers if g.strip()]
+    norm_answer = normalize_answer(answer) if answer is not None else None
+    norm_golds = [normalize_answer(g) for g in golds]
+    information = " ".join(re.findall(r"<information>(.*?)</information>", resp, re.DOTALL))
     answer_has_gold = norm_answer is not None and any(
         g and (g == norm_answer or f" {g} " in f" {norm_answer} ") for g in norm_golds
     )
@@ -213,7 +242,8 @@ def detect_failure_modes(
         modes.append(FailureMode(NO_REASONING, "no <think> reasoning in the response"))
 
     answer_mistake = {ANSWER_TOO_LONG, IGNORED_EVIDENCE, NEVER_SEARCHED, MALFORMED_TAGS}
-    if answer is not None and not answer_has_gold and not answer_mistake & {m.name for m in modes}:
+    named = {m.name for m in found + modes}
+    if answer is not None and not answer_has_gold and not answer_mistake & named:
         gold_text = " | ".join(golds)
         modes.append(
             FailureMode(WRONG_ANSWER, f"answered {answer[:60]!r}, gold is {gold_text[:60]!r}")
