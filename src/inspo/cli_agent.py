@@ -116,6 +116,12 @@ def _env_options(args: argparse.Namespace) -> dict:
 
 def add_agent_parsers(sub) -> None:
     """Register ``export`` and ``ask`` on the ``inspo`` subparsers ``sub``."""
+    _add_export_parser(sub)
+    _add_ask_parser(sub)
+
+
+def _add_export_parser(sub) -> None:
+    """``inspo export``: the run, the folder to write, the card's grid and title, the hub push."""
     p = sub.add_parser(
         "export",
         help="write a run's trained agent as one folder transformers loads "
@@ -150,6 +156,10 @@ def add_agent_parsers(sub) -> None:
     )
     p.set_defaults(func=cmd_export)
 
+
+def _add_ask_parser(sub) -> None:
+    """``inspo ask``: the agent, the question, the instruction and environment, the search
+    shortcuts and how the agent plays."""
     p = sub.add_parser(
         "ask",
         help="play a trained agent (a run, an exported folder or any model) on a question, "
@@ -195,6 +205,13 @@ def add_agent_parsers(sub) -> None:
         metavar="env.KEY=VALUE",
         help="change one of the environment's settings, e.g. --set env.topk=5",
     )
+    _add_ask_search_shortcuts(p)
+    _add_ask_play_args(p)
+    p.set_defaults(func=cmd_ask)
+
+
+def _add_ask_search_shortcuts(p: argparse.ArgumentParser) -> None:
+    """``inspo ask``'s search-r1 shortcuts for ``--set env.KEY=VALUE``."""
     g = p.add_argument_group("search-r1 shortcuts for --set env.KEY=VALUE")
     g.add_argument(
         "--corpus",
@@ -213,6 +230,11 @@ def add_agent_parsers(sub) -> None:
         "--index-dir", default=None, help="load the index from here, or save the built one here"
     )
     g.add_argument("--topk", type=int, default=None, help="passages per search")
+
+
+def _add_ask_play_args(p: argparse.ArgumentParser) -> None:
+    """How ``inspo ask``'s agent plays: turns, tokens, decoding, seed, dtype, and how much of each
+    tool result is printed."""
     p.add_argument(
         "--max-turns", type=int, default=None, help="tool turns; one final answer turn follows"
     )
@@ -243,4 +265,3 @@ def add_agent_parsers(sub) -> None:
         help="print this many characters of each tool result item beyond its summary (Search-R1: "
         "of each retrieved passage after its title; default: the summary only)",
     )
-    p.set_defaults(func=cmd_ask)
