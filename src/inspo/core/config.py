@@ -200,6 +200,15 @@ class CoEvolutionConfig:
     is used alone; ``inspo train`` fills it from ``rl.seed`` (the run's one seed)."""
 
     def __post_init__(self) -> None:
+        self._check_counts()
+        self._check_parents_and_guard()
+        self._check_switches_race_and_seed()
+        self._check_validation_and_admission()
+        self._check_evidence_and_optimizer()
+
+    def _check_counts(self) -> None:
+        """The sizes, periods and budgets are integers (positive, or >= 0 where 0 means off or
+        all), and ``candidates_per_call`` is between 1 and :data:`MAX_CANDIDATES_PER_CALL`."""
         positive = (
             "population_size",
             "n_parent",
@@ -234,6 +243,10 @@ class CoEvolutionConfig:
                 f"candidates_per_call must be an integer from 1 to {MAX_CANDIDATES_PER_CALL} (the "
                 f"<ins_i> blocks asked of one optimizer call; the paper asks 6), got {n!r}"
             )
+
+    def _check_parents_and_guard(self) -> None:
+        """``leak_guard`` is a bool, the parents fit in the population, the softmax temperature
+        is positive, the template is known and ``guard_tags`` are tag names (kept as a list)."""
         if not isinstance(self.leak_guard, bool):
             raise ConfigError(f"leak_guard must be true or false, got {self.leak_guard!r}")
         if self.n_parent > self.population_size:
@@ -256,6 +269,10 @@ class CoEvolutionConfig:
                     f"environment's required tags; [] for no tag check); got {self.guard_tags!r}"
                 )
             self.guard_tags = list(self.guard_tags)
+
+    def _check_switches_race_and_seed(self) -> None:
+        """The on/off settings are bools, a race round plays a positive number of questions, and
+        the seed is an integer or None."""
         for name in (
             "feedback",
             "verify_greedy",
@@ -281,6 +298,10 @@ class CoEvolutionConfig:
             raise ConfigError(
                 f"seed must be an integer (or null to follow rl.seed), got {self.seed!r}"
             )
+
+    def _check_validation_and_admission(self) -> None:
+        """D_B's source, the leak scope and the admission rule are known, and a held-out leak
+        scope comes with paired admission."""
         if self.validation_from not in VALIDATION_SOURCES:
             raise ConfigError(
                 f"validation_from must be one of {', '.join(VALIDATION_SOURCES)}; "
@@ -301,6 +322,10 @@ class CoEvolutionConfig:
             raise ConfigError(
                 f"admission must be one of {', '.join(ADMISSIONS)}; got {self.admission!r}"
             )
+
+    def _check_evidence_and_optimizer(self) -> None:
+        """The evidence floor and prior are non-negative, ``fair_share`` is a bool that needs a
+        floor, and the optimizer's temperature is >= 0."""
         if (
             not isinstance(self.min_evidence, int)
             or isinstance(self.min_evidence, bool)
