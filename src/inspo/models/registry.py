@@ -9,7 +9,7 @@ Rules:
   (converted once into the cache under ``gguf-<stem>-<key>``, where the key changes when the
   file's path, size or modification time does), or a Hugging Face hub name (``Qwen/Qwen2.5-3B``)
   already in the local hub cache (``$HF_HUB_CACHE``; put it there with ``huggingface-cli
-  download NAME``): its snapshot folder is used as is.
+  download NAME``): its snapshot folder is used as is (:mod:`inspo.models.hub`).
 - Missing packages raise :class:`ModelNotInstalledError` with the exact pip command; files
   that are not the published bytes raise :class:`ModelIntegrityError`; a hub name that is not in
   the hub cache raises :class:`ModelNotCachedError` with the download command; nothing is
@@ -49,7 +49,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +63,7 @@ from inspo.models.convert import (
     resolve_dtype,
     save_tokenizer_from_gguf,
 )
+from inspo.models.hub import hub_snapshot, is_hub_name, not_cached_message
 from inspo.models.sources import (
     QWEN_CODER_05B_GGUF,
     QWEN_CODER_15B_GGUF,
@@ -90,9 +90,6 @@ class UnknownModelError(ModelError):
 
 class ModelNotCachedError(UnknownModelError):
     """A Hugging Face hub name (``org/model``) that is not in the local hub cache."""
-
-
-_HUB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
@@ -182,42 +179,11 @@ def model_path(name_or_path: PathLike, *, cache_dir: PathLike | None = None) -> 
     if is_hub_name(key):
         snapshot = hub_snapshot(key)
         if snapshot is None:
-            raise ModelNotCachedError(_not_cached(key))
+            raise ModelNotCachedError(not_cached_message(key))
         return snapshot
     raise UnknownModelError(
         f"unknown model {key!r}: not a registered name ({', '.join(_SPECS)}), not an existing "
         "Hugging Face directory, not a .gguf file and not a Hugging Face hub name (org/model)."
-    )
-
-
-def is_hub_name(name: PathLike) -> bool:
-    """``org/model`` that is not an existing path: a Hugging Face hub name."""
-    key = os.fspath(name)
-    return bool(_HUB_NAME.match(key)) and not Path(key).expanduser().exists()
-
-
-def hub_snapshot(name: str) -> Path | None:
-    """The snapshot folder of hub model ``name`` in the local hub cache (``$HF_HUB_CACHE``), or
-    None when its ``config.json`` is not there. Reads the cache only; never contacts the hub."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        return None
-    found = try_to_load_from_cache(name, "config.json")
-    return Path(found).parent if isinstance(found, str) else None
-
-
-def _not_cached(name: str) -> str:
-    try:
-        from huggingface_hub import constants
-
-        where = constants.HF_HUB_CACHE
-    except ImportError:  # pragma: no cover
-        where = "the Hugging Face hub cache"
-    return (
-        f"{name!r} is no local folder, and as a Hugging Face hub name it is not in the local hub "
-        f"cache ({where}); inspo downloads nothing at run time: fetch it once with "
-        f"`huggingface-cli download {name}`, or give a local model folder"
     )
 
 
@@ -245,7 +211,7 @@ def model_problem(name_or_path: PathLike) -> str:
     if path.suffix.lower() == ".gguf":
         return "" if path.is_file() else f"GGUF file {path} does not exist"
     if is_hub_name(key):
-        return "" if hub_snapshot(key) is not None else _not_cached(key)
+        return "" if hub_snapshot(key) is not None else not_cached_message(key)
     return (
         f"{key!r} is not a registered model ({', '.join(_SPECS)}), a folder, a .gguf file or a hub "
         "name"
