@@ -17,7 +17,8 @@ beats its parent on that minibatch. This module plugs inspo's agent into it:
   INSPO's guard. With it both optimizers share
   the reflection step (even the offline rule-based reflector), and only the search differs.
 - :func:`gepa_reflection_lm` wraps an inspo ``LLMClient`` as GEPA's ``reflection_lm``, for GEPA
-  with its own reflection prompt.
+  with its own reflection prompt. The records and both reflections live in
+  :mod:`inspo.baselines.gepa_reflection` (importable from here too).
 - :class:`ProposalLog` is a GEPA callback that keeps every proposal GEPA went on to evaluate (its
   parent, the answers its reflection was shown, accepted or not), and :func:`proposal_yield` says
   what INSPO's guard and leak check would have made of them: GEPA has neither, so this is how its
@@ -30,7 +31,6 @@ run saved in a folder stands is :func:`inspo.baselines.gepa_saved.saved_progress
 
 from __future__ import annotations
 
-import itertools
 import logging
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -45,42 +45,21 @@ from inspo.baselines.gepa_proposals import (  # noqa: F401 (proposal_yield: re-e
     ProposalLog,
     proposal_yield,
 )
+from inspo.baselines.gepa_reflection import (
+    ProposerStats,
+    gepa_reflection_lm,
+    inspo_reflection_proposer,
+    reflective_record,
+)
 from inspo.baselines.gepa_saved import GEPA_STOP_FILE, STATE_FILE, GEPAStreams, saved_progress
 from inspo.core.optimizer_llm import LLMClient
-from inspo.core.proposer import Proposer
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
-from inspo.records import Instruction, Question, Rollout, RunStopped
+from inspo.records import Instruction, Question, RunStopped
 from inspo.rng import derived_rng
 
 PROPOSALS_FILE = "proposals.jsonl"
 log = logging.getLogger("inspo.gepa")
-
-
-def reflective_record(rollout: Rollout, env: Any) -> dict[str, Any]:
-    """GEPA's reflective record of one rollout (JSON-serialisable); the feedback is ``env``'s."""
-    return {
-        "Inputs": rollout.question.question,
-        "Generated Outputs": rollout.response,
-        "Feedback": env.feedback(rollout),
-        "Correct answers": list(rollout.question.answers),
-        "Reward": float(rollout.reward),
-    }
-
-
-def rollout_of(record: Mapping[str, Any], index: int) -> Rollout:
-    """The Rollout a reflective record describes (enough of it to render App. E's examples)."""
-    question = Question(
-        id=f"gepa-{index}",
-        question=str(record["Inputs"]),
-        answers=tuple(str(a) for a in record["Correct answers"]),
-    )
-    return Rollout(
-        question=question,
-        instruction_id="gepa-parent",
-        response=str(record["Generated Outputs"]),
-        reward=float(record["Reward"]),
-    )
 
 
 class AgentAdapter:
@@ -205,101 +184,6 @@ class AgentAdapter:
 
 
 @dataclass
-class ProposerStats:
-    """What :func:`inspo_reflection_proposer` did, call by call."""
-
-    calls: int = 0  # optimizer calls made
-    accepted: int = 0  # calls that returned a candidate to GEPA
-    no_failures: int = 0  # components skipped because no record failed (no call made)
-    rejected: list[str] = field(
-        default_factory=list
-    )  # the guard's reason for every rejected candidate
-    errors: list[str] = field(
-        default_factory=list
-    )  # failed calls and answers with no <ins_i> candidate
-
-
-def inspo_reflection_proposer(
-    llm: LLMClient,
-    *,
-    n_candidates: int = 3,
-    max_failures: int = 4,
-    max_chars: int = 6000,
-    temperature: float = 1.0,
-    max_tokens: int = 2048,
-    guard_tags: Sequence[str] = (),
-    stats: ProposerStats | None = None,
-) -> Callable[
-    [dict[str, str], Mapping[str, Sequence[Mapping[str, Any]]], list[str]], dict[str, str]
-]:
-    """A GEPA ``custom_candidate_proposer`` that reflects through INSPO's own :class:`Proposer`.
-
-    Per component to update: the failing records (reward < 1, at most ``max_failures``) become
-    App. E's reflection prompt over the current text; one ``llm`` call asks for
-    ``n_candidates``, which go through :func:`inspo.core.proposer.guard` (with ``guard_tags``, the
-    environment's required tags in :func:`optimize_instruction`);
-    the first that passes is returned. When no record failed, the call fails, or every
-    candidate is rejected, the component is left out of the result, and GEPA then skips the
-    iteration without spending rollouts on a copy.
-    """
-    stats = stats if stats is not None else ProposerStats()
-    proposer = Proposer(
-        llm,
-        template="reflection",
-        n_candidates=n_candidates,
-        max_chars=max_chars,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        guard_tags=guard_tags,
-    )
-    ids = itertools.count(1)
-
-    def propose(
-        candidate: dict[str, str], reflective_dataset, components_to_update: list[str]
-    ) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for name in components_to_update:
-            records = list(reflective_dataset.get(name, ()))
-            failures = [
-                rollout_of(r, i) for i, r in enumerate(records) if float(r["Reward"]) < 1.0
-            ][:max_failures]
-            if not failures:
-                stats.no_failures += 1
-                continue
-            stats.calls += 1
-            parent = Instruction(id="gepa-parent", text=candidate[name], origin="gepa")
-            proposal = proposer.propose(parent, failures, new_id=lambda: f"gepa-cand-{next(ids)}")
-            stats.rejected.extend(c.rejected for c in proposal.rejected)
-            if proposal.error:
-                stats.errors.append(proposal.error)
-                log.warning("GEPA proposer: %s", proposal.error)
-            elif proposal.candidates:
-                out[name] = proposal.candidates[0].text
-                stats.accepted += 1
-            else:
-                log.info(
-                    "GEPA proposer: all %d candidates rejected by the guard", len(proposal.rejected)
-                )
-        return out
-
-    return propose
-
-
-def gepa_reflection_lm(
-    llm: LLMClient, *, temperature: float = 1.0, max_tokens: int = 2048
-) -> Callable[[Any], str]:
-    """GEPA's ``reflection_lm`` (prompt -> text) backed by an inspo ``LLMClient``."""
-
-    def reflect(prompt: str | list[dict[str, Any]]) -> str:
-        messages = (
-            [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
-        )
-        return llm.generate(messages, n=1, temperature=temperature, max_tokens=max_tokens)[0]
-
-    return reflect
-
-
-@dataclass
 class GEPAOutcome:
     """What :func:`optimize_instruction` returns."""
 
@@ -374,73 +258,15 @@ def optimize_instruction(
     from gepa.strategies.candidate_selector import ParetoCandidateSelector
     from gepa.utils.stop_condition import FileStopper
 
-    if reflection not in ("inspo", "gepa"):
-        raise ValueError(f"reflection must be 'inspo' or 'gepa', got {reflection!r}")
-    if minibatch_size < 1:
-        raise ValueError(f"minibatch_size must be >= 1, got {minibatch_size}")
-    if max_rollouts < len(valset):
-        raise ValueError(
-            f"max_rollouts={max_rollouts} cannot even cover one pass over the {len(valset)} "
-            "validation questions"
-        )
-    stats: ProposerStats | None = None
-    if guard_tags is None:
-        guard_tags = tuple(adapter.env.required_tags)
-    if reflection == "inspo":
-        stats = ProposerStats()
-        kwargs: dict[str, Any] = {
-            "custom_candidate_proposer": inspo_reflection_proposer(
-                llm,
-                n_candidates=n_candidates,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                guard_tags=guard_tags,
-                stats=stats,
-            )
-        }
-    else:
-        kwargs = {
-            "reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)
-        }
-    if resume and not run_dir:
-        raise ValueError("resume=True needs the run_dir the run was saved in")
-    if stop_file is not None and not run_dir:
-        raise ValueError(
-            "stop_file needs a run_dir: a stopped run resumes from the state GEPA saves there"
-        )
-    state_file = Path(run_dir) / STATE_FILE if run_dir else None
-    resumed = bool(resume and state_file and state_file.is_file())
-    if (
-        state_file and not resume
-    ):  # a new run: GEPA would resume an earlier run's state, so remove it
-        state_file.unlink(missing_ok=True)
-        shutil.rmtree(state_file.parent / "generated_best_outputs_valset", ignore_errors=True)
-    proposal_log = ProposalLog(Path(run_dir) / PROPOSALS_FILE if run_dir else None)
-    if (
-        proposal_log.path is not None and not resumed
-    ):  # no saved state to go on from: its proposals go too
-        proposal_log.path.unlink(missing_ok=True)
-    started_at = llm.usage.calls
-    adapter.calls_now, adapter.proposer, adapter.calls_before = (
-        (lambda: llm.usage.calls - started_at),
-        stats,
-        0,
+    _check_budget(reflection, minibatch_size, max_rollouts, len(valset))
+    stats, kwargs = _reflection(
+        reflection, llm, n_candidates, temperature, max_tokens, guard_tags, adapter.env
     )
+    resumed, proposal_log = _prepare_run_dir(run_dir, resume, stop_file)
     rng = random.Random(seed)  # what gepa.optimize would build from seed, held here so it is saved
-    adapter.streams = GEPAStreams(
-        rng, EpochShuffledBatchSampler(minibatch_size=minibatch_size, rng=rng), llm
-    )
-    adapter.resume_exact = None
-    adapter.saved_before_first = resumed and saved_progress(run_dir).iteration < 0
-    logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
-    if resumed:
-        log.info("GEPA: resuming the run saved in %s", run_dir)
-    if run_dir and (Path(run_dir) / GEPA_STOP_FILE).exists():
-        log.warning(
-            "GEPA: %s is there: GEPA stops before its next iteration (RunStopped, the file "
-            "removed)",
-            Path(run_dir) / GEPA_STOP_FILE,
-        )
+    sampler = EpochShuffledBatchSampler(minibatch_size=minibatch_size, rng=rng)
+    _start_adapter(adapter, llm, stats, GEPAStreams(rng, sampler, llm), run_dir, resumed)
+    logger = _gepa_log(run_dir, resumed)
     result = gepa.optimize(
         seed_candidate={COMPONENT: seed_instruction},
         trainset=trainset,
@@ -459,21 +285,159 @@ def optimize_instruction(
         stop_callbacks=[FileStopper(str(stop_file))] if stop_file is not None else None,
         **kwargs,
     )
-    spent = int(result.total_metric_calls or adapter.rollouts)
-    if spent < max_rollouts:  # only a stop file ends GEPA before its budget: not a finished run
-        stops = [
-            Path(p)
-            for p in (stop_file, Path(run_dir) / GEPA_STOP_FILE if run_dir else None)
-            if p is not None
-        ]
-        found = [str(p) for p in stops if p.exists()]
-        for p in stops:
-            p.unlink(missing_ok=True)
-        raise RunStopped(
-            f"GEPA stopped as asked ({', '.join(found) or 'a stop file'} was there, now removed) "
-            f"with {spent} of {max_rollouts} rollouts spent, its state saved in {run_dir}; "
-            "the same command with --resume continues"
+    spent = _budget_spent(result, adapter, max_rollouts, stop_file, run_dir)
+    return _outcome(result, adapter, spent, stats, resumed, proposal_log)
+
+
+def _check_budget(reflection: str, minibatch_size: int, max_rollouts: int, n_val: int) -> None:
+    """Refuse an unknown ``reflection``, an empty minibatch, and a budget that cannot pay for one
+    pass over the ``n_val`` validation questions."""
+    if reflection not in ("inspo", "gepa"):
+        raise ValueError(f"reflection must be 'inspo' or 'gepa', got {reflection!r}")
+    if minibatch_size < 1:
+        raise ValueError(f"minibatch_size must be >= 1, got {minibatch_size}")
+    if max_rollouts < n_val:
+        raise ValueError(
+            f"max_rollouts={max_rollouts} cannot even cover one pass over the {n_val} "
+            "validation questions"
         )
+
+
+def _reflection(
+    reflection: str,
+    llm: LLMClient,
+    n_candidates: int,
+    temperature: float,
+    max_tokens: int,
+    guard_tags: Sequence[str] | None,
+    env: Any,
+) -> tuple[ProposerStats | None, dict[str, Any]]:
+    """``gepa.optimize``'s reflection argument for ``reflection`` (``inspo``: INSPO's proposer,
+    guarding with ``guard_tags``, by default ``env``'s required tags, with the stats it keeps;
+    ``gepa``: ``llm`` as GEPA's ``reflection_lm``, no stats)."""
+    if guard_tags is None:
+        guard_tags = tuple(env.required_tags)
+    stats: ProposerStats | None = None
+    if reflection == "inspo":
+        stats = ProposerStats()
+        kwargs: dict[str, Any] = {
+            "custom_candidate_proposer": inspo_reflection_proposer(
+                llm,
+                n_candidates=n_candidates,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                guard_tags=guard_tags,
+                stats=stats,
+            )
+        }
+    else:
+        kwargs = {
+            "reflection_lm": gepa_reflection_lm(llm, temperature=temperature, max_tokens=max_tokens)
+        }
+    return stats, kwargs
+
+
+def _prepare_run_dir(
+    run_dir: str | None, resume: bool, stop_file: str | Path | None
+) -> tuple[bool, ProposalLog]:
+    """Check that resuming and a stop file have a ``run_dir``; for a new run, remove an earlier
+    run's state, outputs and proposals there. Returns whether a saved state is resumed, and the
+    proposal log."""
+    if resume and not run_dir:
+        raise ValueError("resume=True needs the run_dir the run was saved in")
+    if stop_file is not None and not run_dir:
+        raise ValueError(
+            "stop_file needs a run_dir: a stopped run resumes from the state GEPA saves there"
+        )
+    state_file = Path(run_dir) / STATE_FILE if run_dir else None
+    resumed = bool(resume and state_file and state_file.is_file())
+    if (
+        state_file and not resume
+    ):  # a new run: GEPA would resume an earlier run's state, so remove it
+        state_file.unlink(missing_ok=True)
+        shutil.rmtree(state_file.parent / "generated_best_outputs_valset", ignore_errors=True)
+    proposal_log = ProposalLog(Path(run_dir) / PROPOSALS_FILE if run_dir else None)
+    if (
+        proposal_log.path is not None and not resumed
+    ):  # no saved state to go on from: its proposals go too
+        proposal_log.path.unlink(missing_ok=True)
+    return resumed, proposal_log
+
+
+def _start_adapter(
+    adapter: AgentAdapter,
+    llm: LLMClient,
+    stats: ProposerStats | None,
+    streams: GEPAStreams,
+    run_dir: str | None,
+    resumed: bool,
+) -> None:
+    """Set what the adapter saves with GEPA's state for this run: the optimizer calls made from
+    now on, the proposer's stats and the random streams; whether a resumed state is the one saved
+    before GEPA's first iteration."""
+    started_at = llm.usage.calls
+    adapter.calls_now, adapter.proposer, adapter.calls_before = (
+        (lambda: llm.usage.calls - started_at),
+        stats,
+        0,
+    )
+    adapter.streams = streams
+    adapter.resume_exact = None
+    adapter.saved_before_first = resumed and saved_progress(run_dir).iteration < 0
+
+
+def _gepa_log(run_dir: str | None, resumed: bool) -> _LogLines:
+    """GEPA's logger for this run (``run_dir/gepa.log``, appended to when resumed). Says that a
+    saved run is resumed, and warns when a stop file already waits in ``run_dir``."""
+    logger = _LogLines(Path(run_dir) / "gepa.log" if run_dir else None, append=resumed)
+    if resumed:
+        log.info("GEPA: resuming the run saved in %s", run_dir)
+    if run_dir and (Path(run_dir) / GEPA_STOP_FILE).exists():
+        log.warning(
+            "GEPA: %s is there: GEPA stops before its next iteration (RunStopped, the file "
+            "removed)",
+            Path(run_dir) / GEPA_STOP_FILE,
+        )
+    return logger
+
+
+def _budget_spent(
+    result: Any,
+    adapter: AgentAdapter,
+    max_rollouts: int,
+    stop_file: str | Path | None,
+    run_dir: str | None,
+) -> int:
+    """The rollouts GEPA spent. When that is short of ``max_rollouts``, a stop file ended GEPA:
+    the stop files are removed and :class:`~inspo.records.RunStopped` raised."""
+    spent = int(result.total_metric_calls or adapter.rollouts)
+    if spent >= max_rollouts:
+        return spent
+    # only a stop file ends GEPA before its budget: not a finished run
+    stops = [
+        Path(p)
+        for p in (stop_file, Path(run_dir) / GEPA_STOP_FILE if run_dir else None)
+        if p is not None
+    ]
+    found = [str(p) for p in stops if p.exists()]
+    for p in stops:
+        p.unlink(missing_ok=True)
+    raise RunStopped(
+        f"GEPA stopped as asked ({', '.join(found) or 'a stop file'} was there, now removed) "
+        f"with {spent} of {max_rollouts} rollouts spent, its state saved in {run_dir}; "
+        "the same command with --resume continues"
+    )
+
+
+def _outcome(
+    result: Any,
+    adapter: AgentAdapter,
+    spent: int,
+    stats: ProposerStats | None,
+    resumed: bool,
+    proposal_log: ProposalLog,
+) -> GEPAOutcome:
+    """The :class:`GEPAOutcome` of a finished ``gepa.optimize`` run."""
     best = result.best_candidate
     return GEPAOutcome(
         best_instruction=best[COMPONENT] if isinstance(best, dict) else str(best),
