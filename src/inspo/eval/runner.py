@@ -88,37 +88,25 @@ def evaluate_config(
         SetupError: a policy that is no model, an environment that cannot be built (a retriever).
         ImportError: ``engine="vllm"`` without the ``vllm`` module (with the install command).
     """
-    policies, instructions, datasets, limit = (
-        grid.policies,
-        grid.instructions,
-        grid.datasets,
-        grid.limit,
-    )
     from inspo.envs.build import agent_config, build_env, check_prefill, resolve_model_dir
     from inspo.models.precision import default_device, resolve_precision
 
-    if limit < 0:
-        raise ValueError(
-            f"limit must be >= 0 (at most this many questions per dataset; 0: all), got {limit}"
-        )
-    data = config.data
-    if not datasets and not data.eval:
-        raise ValueError(
-            "name the questions with a dataset SOURCE[@SPLIT] (the config's data.eval is empty)"
-        )
-    specs = list(datasets) or [f"{data.eval}@{data.test_split or 'test'}"]
+    specs = _dataset_specs(config.data, grid)
     # (label, model folder): every policy is found before the environment or a model loads
     models = []
-    for spec in list(policies) or [config.model.name_or_path]:
+    for spec in list(grid.policies) or [config.model.name_or_path]:
         label, model = parse_policy(spec)
         models.append((label, str(resolve_model_dir(model))))
     given = env is not None
     env = build_env(config, env)
     check_prefill(env, config.rl.prefill)
-    sets = [parse_dataset(spec, limit=limit, max_hops=data.max_hops, env=env) for spec in specs]
+    data = config.data
+    sets = [
+        parse_dataset(spec, limit=grid.limit, max_hops=data.max_hops, env=env) for spec in specs
+    ]
     named = [
         parse_instruction(spec, seed_text=config.seed_instruction, env=env)
-        for spec in list(instructions) or ["seed"]
+        for spec in list(grid.instructions) or ["seed"]
     ]
     device = default_device()
     precision = resolve_precision(play.dtype, device=device, dtype_key=origin.dtype_setting)
@@ -134,30 +122,61 @@ def evaluate_config(
         "decoding": ("greedy" if agent.temperature == 0 else f"temperature {agent.temperature}")
         + f" (--temperature; training sampled at rl.temperature={config.rl.temperature})",
         "env": {"name": str(env.name), "python": True} if given else config.env.to_dict(),
-        "questions": {"max_hops": data.max_hops, "limit": limit},
+        "questions": {"max_hops": data.max_hops, "limit": grid.limit},
         "precision": precision.describe(),
     }
 
     def factory(model: str):
-        def make():
-            from inspo.agent.load import load_engine
-            from inspo.envs.evaluate import make_evaluate
-
-            policy = load_engine(
-                model, kind=play.engine, dtype=precision.dtype, device=device, vllm=play.vllm
-            )
-            return make_evaluate(
-                policy,
-                env,
-                agent,
-                batch_size=play.batch_size,
-                progress=play.progress,
-                max_error_rate=config.rl.max_error_rate,
-                error_setting=origin.error_setting,
-            )
-
-        return make
+        return _evaluate_maker(model, env, agent, play, origin, precision, device, config)
 
     report = run_eval([(label, factory(model)) for label, model in models], named, sets, env=env)
     report.settings = settings
     return report
+
+
+def _dataset_specs(data: Any, grid: EvalGrid) -> list[str]:
+    """The datasets the grid names, or the config's ``data.eval`` test split; refuses a negative
+    ``limit`` and no questions at all."""
+    if grid.limit < 0:
+        raise ValueError(
+            "limit must be >= 0 (at most this many questions per dataset; 0: all), "
+            f"got {grid.limit}"
+        )
+    if not grid.datasets and not data.eval:
+        raise ValueError(
+            "name the questions with a dataset SOURCE[@SPLIT] (the config's data.eval is empty)"
+        )
+    return list(grid.datasets) or [f"{data.eval}@{data.test_split or 'test'}"]
+
+
+def _evaluate_maker(
+    model: str,
+    env: Any,
+    agent: Any,
+    play: EvalPlay,
+    origin: EvalOrigin,
+    precision: Any,
+    device: str,
+    config: Any,
+):
+    """A function that loads ``model`` (when its cells are played, not before) and returns its
+    evaluate function for ``env``'s agent."""
+
+    def make():
+        from inspo.agent.load import load_engine
+        from inspo.envs.evaluate import make_evaluate
+
+        policy = load_engine(
+            model, kind=play.engine, dtype=precision.dtype, device=device, vllm=play.vllm
+        )
+        return make_evaluate(
+            policy,
+            env,
+            agent,
+            batch_size=play.batch_size,
+            progress=play.progress,
+            max_error_rate=config.rl.max_error_rate,
+            error_setting=origin.error_setting,
+        )
+
+    return make
