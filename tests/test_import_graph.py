@@ -146,7 +146,7 @@ def test_the_check_finds_a_circle():
 #: everything that runs a policy, so evaluation, the trained agent and the environments read
 #: settings there; the layer that builds an agent (envs) stands below training, evaluation and the
 #: trained agent, which never climb into training.
-RUNNERS = ("inspo.training", "inspo.eval", "inspo.trained", "inspo.report", "inspo.api", "inspo.cli",
+RUNNERS = ("inspo.training", "inspo.eval", "inspo.trained", "inspo.report", "inspo.api", "inspo.cli", "inspo.cli_parsers",
            "inspo.cli_common", "inspo.cli_eval", "inspo.cli_agent")
 FORBIDDEN = {
     "inspo.core": ("inspo.envs", "inspo.agent", "inspo.retrieval", "inspo.config", *RUNNERS),

@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from inspo.core.events import Event, Gated, ParentVerified, Verified
-from inspo.core.leak_scope import NamesFn, named_held_out
-from inspo.core.proposer import leaked_answer
 from inspo.core.race import RaceRule, Tally, admits, checkpoints, stops
 from inspo.core.verifier import (
     Allowance,
@@ -122,53 +120,6 @@ def score_and_rank(
         else:
             refused[cand.id] = ("top_n", f"not in the top {n} on D_B (score {cand.score})")
     return chosen, refused
-
-
-def refuse_leaks(
-    candidates: list[Candidate], answers: Sequence[str], parent_text: str
-) -> tuple[list[Candidate], Refused]:
-    """``leak_scope: shown``: the candidates that hold none of ``answers`` (the leak terms of the
-    failures in the optimizer's prompt and of D_B), and a ``leak`` refusal for each other one.
-    Answers the parent already holds do not count (:func:`~inspo.core.proposer.leaked_answer`)."""
-
-    def why(cand: Candidate) -> str | None:
-        answer = leaked_answer(cand.text, answers, parent_text)
-        return None if answer is None else f"leaks an answer: {answer!r}"
-
-    return _refuse(candidates, why)
-
-
-def refuse_held_out(
-    candidates: list[Candidate], held_out: Sequence[Question], names: NamesFn
-) -> tuple[list[Candidate], Refused]:
-    """``leak_scope: held-out``: the candidates that name no held-out (dev or test) problem, and a
-    ``leak`` refusal for each other one (:mod:`inspo.core.leak_scope`)."""
-
-    def why(cand: Candidate) -> str | None:
-        named = named_held_out(cand.text, held_out, names)
-        return (
-            None
-            if named is None
-            else f"names held-out problem {named.id} ({named.question[:80]!r}) with its answer"
-        )
-
-    return _refuse(candidates, why)
-
-
-def _refuse(
-    candidates: list[Candidate], why: Callable[[Candidate], str | None]
-) -> tuple[list[Candidate], Refused]:
-    """The candidates ``why`` finds nothing against, and a ``leak`` refusal (its reason, also set as
-    the candidate's ``rejected``) for each other one."""
-    clean, refused = [], {}
-    for cand in candidates:
-        reason = why(cand)
-        if reason is None:
-            clean.append(cand)
-        else:
-            cand.rejected = reason
-            refused[cand.id] = ("leak", reason)
-    return clean, refused
 
 
 def gate(
@@ -500,8 +451,6 @@ __all__ = [
     "Skip",
     "gate",
     "paired_tally",
-    "refuse_held_out",
-    "refuse_leaks",
     "parent_verified",
     "probe_of",
     "race",

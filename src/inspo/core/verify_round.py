@@ -18,16 +18,14 @@ from inspo.core.admission import (
     Skip,
     gate,
     race,
-    refuse_held_out,
-    refuse_leaks,
     score_and_rank,
 )
 from inspo.core.config import CoEvolutionConfig
 from inspo.core.events import Admitted, Event, Rejected
-from inspo.core.leak_scope import NamesFn, named_ids
+from inspo.core.leak_scope import NamesFn, named_held_out, named_ids
 from inspo.core.paired_credit import PairedRecord
 from inspo.core.population import Population
-from inspo.core.proposer import Proposal
+from inspo.core.proposer import Proposal, leaked_answer
 from inspo.core.race import RaceRule
 from inspo.core.replay import ReplayBuffer
 from inspo.core.validation import EvolutionBar, draw_validation, round_questions
@@ -210,3 +208,50 @@ class VerifyRound:
 
     def _reject(self, step: int, candidate_id: str, reason: str, text: str, *, stage: str) -> None:
         self.emit(Rejected(step, candidate_id=candidate_id, reason=reason, text=text, stage=stage))
+
+
+def refuse_leaks(
+    candidates: list[Candidate], answers: Sequence[str], parent_text: str
+) -> tuple[list[Candidate], dict[str, tuple[str, str]]]:
+    """``leak_scope: shown``: the candidates that hold none of ``answers`` (the leak terms of the
+    failures in the optimizer's prompt and of D_B), and a ``leak`` refusal for each other one.
+    Answers the parent already holds do not count (:func:`~inspo.core.proposer.leaked_answer`)."""
+
+    def why(cand: Candidate) -> str | None:
+        answer = leaked_answer(cand.text, answers, parent_text)
+        return None if answer is None else f"leaks an answer: {answer!r}"
+
+    return _refuse(candidates, why)
+
+
+def refuse_held_out(
+    candidates: list[Candidate], held_out: Sequence[Question], names: NamesFn
+) -> tuple[list[Candidate], dict[str, tuple[str, str]]]:
+    """``leak_scope: held-out``: the candidates that name no held-out (dev or test) problem, and a
+    ``leak`` refusal for each other one (:func:`named_held_out`)."""
+
+    def why(cand: Candidate) -> str | None:
+        named = named_held_out(cand.text, held_out, names)
+        return (
+            None
+            if named is None
+            else f"names held-out problem {named.id} ({named.question[:80]!r}) with its answer"
+        )
+
+    return _refuse(candidates, why)
+
+
+def _refuse(
+    candidates: list[Candidate], why: Callable[[Candidate], str | None]
+) -> tuple[list[Candidate], dict[str, tuple[str, str]]]:
+    """The candidates ``why`` finds nothing against, and a ``leak`` refusal (its reason, also set as
+    the candidate's ``rejected``) for each other one."""
+    clean, refused = [], {}
+    for cand in candidates:
+        reason = why(cand)
+        if reason is None:
+            clean.append(cand)
+        else:
+            cand.rejected = reason
+            refused[cand.id] = ("leak", reason)
+    return clean, refused

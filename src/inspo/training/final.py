@@ -226,29 +226,44 @@ def choose_instruction(
         note=note,
     )
     if test_questions:
-        played = [seed] if returned.id == seed.id else [seed, returned]
-        tell(
-            f"held-out test: scoring {len(played)} instruction(s) on {len(test_questions)} "
-            f"{test_split} questions the choice never saw ({len(played) * len(test_questions)} "
-            "greedy episodes)"
-        )
-        scores, kept = _rewards(evaluate, played, test_questions)
-        seed_test, returned_test = scores[0], scores[-1]
-        choice.note = _dropped(choice.note, "test", len(test_questions) - len(kept))
-        choice.test_split, choice.test_questions = test_split, len(kept)
-        choice.test_returned, choice.test_seed = _mean(returned_test), _mean(seed_test)
-        choice.test_vs_seed = paired_difference(returned_test, seed_test) if kept else None
-        choice.test_question_ids = [q.id for q in kept]
-        choice.test_rewards = {"returned": returned_test, "seed": seed_test}
-        tell(
-            f"held-out test: returned {choice.test_returned:.3f}, seed {choice.test_seed:.3f}, "
-            + (
-                f"difference {choice.test_vs_seed.text()}"
-                if choice.test_vs_seed is not None
-                else "no question left to compare (every one had an error rollout)"
-            )
-        )
+        _score_on_test(choice, evaluate, seed, returned, test_questions, test_split, tell)
     return choice
+
+
+def _score_on_test(
+    choice: FinalChoice,
+    evaluate: EvaluateFn,
+    seed: Instruction,
+    returned: Instruction,
+    test_questions: Sequence[Question],
+    test_split: str,
+    tell: Callable[[str], None],
+) -> None:
+    """Fill ``choice``'s test fields: the returned instruction and the seed played greedily on
+    the held-out test questions (once when they are the same), paired over the questions whose
+    rollouts had no error."""
+    played = [seed] if returned.id == seed.id else [seed, returned]
+    tell(
+        f"held-out test: scoring {len(played)} instruction(s) on {len(test_questions)} "
+        f"{test_split} questions the choice never saw ({len(played) * len(test_questions)} "
+        "greedy episodes)"
+    )
+    scores, kept = _rewards(evaluate, played, test_questions)
+    seed_test, returned_test = scores[0], scores[-1]
+    choice.note = _dropped(choice.note, "test", len(test_questions) - len(kept))
+    choice.test_split, choice.test_questions = test_split, len(kept)
+    choice.test_returned, choice.test_seed = _mean(returned_test), _mean(seed_test)
+    choice.test_vs_seed = paired_difference(returned_test, seed_test) if kept else None
+    choice.test_question_ids = [q.id for q in kept]
+    choice.test_rewards = {"returned": returned_test, "seed": seed_test}
+    tell(
+        f"held-out test: returned {choice.test_returned:.3f}, seed {choice.test_seed:.3f}, "
+        + (
+            f"difference {choice.test_vs_seed.text()}"
+            if choice.test_vs_seed is not None
+            else "no question left to compare (every one had an error rollout)"
+        )
+    )
 
 
 def _dropped(note: str, split: str, n: int) -> str:

@@ -242,33 +242,7 @@ def prepare(
             f"rl.questions_per_step={rl.questions_per_step}; lower rl.questions_per_step or add "
             "questions"
         )
-    eval_questions: list[Question] = []
-    test_questions: list[Question] = []
-    if need_eval and data.eval:
-        eval_questions = load_questions(
-            env,
-            data.eval,
-            data.eval_split,
-            data.max_eval_questions,
-            field_name="data.eval",
-            max_hops=data.max_hops,
-        )
-        if data.test_split and data.max_test_questions:
-            try:
-                test_questions = load_questions(
-                    env,
-                    data.eval,
-                    data.test_split,
-                    data.max_test_questions,
-                    field_name="data.eval",
-                    max_hops=data.max_hops,
-                )
-            except SetupError as exc:
-                raise SetupError(
-                    f"{exc}. The end-of-run held-out test reads "
-                    f"data.test_split={data.test_split!r}; name another split or set "
-                    "data.max_test_questions=0 to skip it"
-                ) from exc
+    eval_questions, test_questions = _held_out_questions(env, data) if need_eval else ([], [])
     instruction = seed_of(env, config.seed_instruction)
     optimizer, note = (None, "none (no instruction evolution in this mode)")
     if need_optimizer:
@@ -296,6 +270,40 @@ def prepare(
         )
         inputs.fits = instruction_fits(inputs.tokenizer, env, worst, rl.max_prompt_tokens)
     return inputs
+
+
+def _held_out_questions(env: Any, data: Any) -> tuple[list[Question], list[Question]]:
+    """The dev questions (``data.eval``'s ``eval_split``) and the end-of-run test questions
+    (its ``test_split``), none when ``data.eval`` is empty; a missing test split says how to skip
+    the test."""
+    if not data.eval:
+        return [], []
+    eval_questions = load_questions(
+        env,
+        data.eval,
+        data.eval_split,
+        data.max_eval_questions,
+        field_name="data.eval",
+        max_hops=data.max_hops,
+    )
+    test_questions: list[Question] = []
+    if data.test_split and data.max_test_questions:
+        try:
+            test_questions = load_questions(
+                env,
+                data.eval,
+                data.test_split,
+                data.max_test_questions,
+                field_name="data.eval",
+                max_hops=data.max_hops,
+            )
+        except SetupError as exc:
+            raise SetupError(
+                f"{exc}. The end-of-run held-out test reads "
+                f"data.test_split={data.test_split!r}; name another split or set "
+                "data.max_test_questions=0 to skip it"
+            ) from exc
+    return eval_questions, test_questions
 
 
 def dry_checks(config: TrainConfig) -> list[str]:

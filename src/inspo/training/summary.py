@@ -124,6 +124,12 @@ class RunSummary:
             for key, value in self.extra.items()
             if isinstance(value, (int, float))
         ]
+        return out + self._outcome_lines()
+
+    def _outcome_lines(self) -> list[str]:
+        """The periodic evaluations, the final choice, the stages, the time and the returned
+        instruction."""
+        out: list[str] = []
         if self.eval_history:
             best = max(self.eval_history, key=lambda h: h["eval/reward"])
             out.append(
