@@ -235,6 +235,15 @@ def test_word_diff_shortens_long_unchanged_runs():
     assert "w0 w1 w2 w3 w4" in out and "w95 w96 w97 w98 w99" in out
 
 
+def test_a_nan_or_infinite_value_is_a_gap_and_an_all_nan_chart_is_not_recorded():
+    nan = float("nan")
+    svg = line_chart([Series("a", [(1, 0.0), (2, nan), (3, 1.0), (4, float("inf")), (5, 2.0)])],
+                     title="t", x_label="x", y_label="y")
+    assert "nan" not in svg.lower() and svg.count("<circle") == 3  # three runs of one point
+    empty = line_chart([Series("a", [(1, nan), (2, nan)])], title="All NaN", x_label="x", y_label="y")
+    assert "not recorded" in empty  # raised ZeroDivisionError before
+
+
 def test_line_chart_basics():
     svg = line_chart([Series("a", [(1, 0.0), (2, None), (3, 1.0), (4, 2.0)])], title="t<", x_label="x", y_label="y")
     assert svg.count("<polyline") == 1 and svg.count("<circle") == 1  # gap: a dot and a line

@@ -3,7 +3,8 @@
 Rules:
 
 - x and y are plain floats; a series is drawn as one ``<polyline>`` per run of consecutive
-  points (a ``None`` y breaks the line) and a dot for a run of one point, inside one
+  points (a ``None`` or non-finite y, NaN or infinite, breaks the line: a metric a step did not
+  record reads NaN) and a dot for a run of one point, inside one
   ``<g class="series" data-series="NAME">`` per series, so a reader (or a test) can count them;
 - vertical markers (pruning, evolution) are ``<line class="marker">`` elements across the plot;
 - every piece of text is escaped with :func:`html.escape`;
@@ -60,15 +61,17 @@ MARKER_STYLE = {
 
 
 def style_series(series: Sequence[Series]) -> list[Series]:
-    """Give series without a colour a palette colour, and a dash pattern once colours repeat."""
+    """Give series without a colour a palette colour, and a dash pattern once colours repeat; a
+    non-finite y (NaN, infinite) becomes a gap (``None``)."""
     out = []
     for i, s in enumerate(series):
+        points = [(x, y if y is not None and math.isfinite(y) else None) for x, y in s.points]
         if s.color:
-            out.append(s)
+            out.append(Series(s.name, points, s.color, s.dash, s.width, s.opacity))
             continue
         color = PALETTE[i % len(PALETTE)]
         dash = DASHES[(i // len(PALETTE)) % len(DASHES)]
-        out.append(Series(s.name, s.points, color, dash, s.width, s.opacity))
+        out.append(Series(s.name, points, color, dash, s.width, s.opacity))
     return out
 
 
