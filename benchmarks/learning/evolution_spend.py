@@ -1,0 +1,76 @@
+"""What each evolution of an INSPO run spent on verification, against its ``evolve_rollouts``.
+
+Reads a run's ``events.jsonl`` and ``inspo_state.json`` (a run directory, or a committed
+``*-run.tar.gz`` of one): for each evolution (``evolution_started`` to ``evolution_finished``) the
+verification rollouts its ``gated``, ``parent_verified`` and ``verified`` events carry, and the
+candidates refused at stage ``budget``. Before the allowance (issue 63's fix) an evolution's budget
+was checked only between rounds, so a round could run past it; this shows by how much::
+
+    python benchmarks/learning/evolution_spend.py benchmarks/results/calculator/evidence/rematch-s*-run.tar.gz
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tarfile
+from collections.abc import Sequence
+from pathlib import Path
+
+SPENDING = ("gated", "parent_verified", "verified")
+
+
+def read_run(path: Path) -> tuple[list[dict], dict]:
+    """The events and the saved state of the INSPO run at ``path`` (a folder holding
+    ``events.jsonl``, at any depth, or a ``.tar.gz`` of one)."""
+    if path.is_dir():
+        events = next(path.rglob("events.jsonl"))
+        state = events.with_name("inspo_state.json")
+        lines, saved = events.read_text(encoding="utf-8"), state.read_text(encoding="utf-8")
+    else:
+        with tarfile.open(path) as tar:
+            names = tar.getnames()
+            events_name = next(n for n in names if n.endswith("/events.jsonl"))
+            state_name = events_name.replace("events.jsonl", "inspo_state.json")
+            lines = tar.extractfile(events_name).read().decode("utf-8")
+            saved = tar.extractfile(state_name).read().decode("utf-8")
+    return [json.loads(line) for line in lines.splitlines() if line.strip()], json.loads(saved)
+
+
+def evolution_spend(events: Sequence[dict], budget: int) -> list[dict]:
+    """One record an evolution: its step, rollouts spent on verification, the budget, whether it
+    ran past it, and its ``budget`` refusals."""
+    out: list[dict] = []
+    current: dict | None = None
+    for e in events:
+        kind = e.get("kind")
+        if kind == "evolution_started":
+            current = {"step": e["step"], "spent": 0, "budget": budget, "budget_refusals": 0}
+            out.append(current)
+        elif current is not None and kind in SPENDING:
+            current["spent"] += int(e.get("n_rollouts", 0))
+        elif current is not None and kind == "rejected" and e.get("stage") == "budget":
+            current["budget_refusals"] += 1
+    for record in out:
+        record["over"] = bool(budget) and record["spent"] > budget
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, list[dict]]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", help="run folders or *-run.tar.gz files")
+    args = p.parse_args(argv)
+    report = {}
+    for run in args.runs:
+        events, state = read_run(Path(run))
+        budget = int(state["config"].get("evolve_rollouts", 0))
+        report[run] = rows = evolution_spend(events, budget)
+        cells = ", ".join(f"step {r['step']}: {r['spent']}" + (" OVER" if r["over"] else "")
+                          + (f" ({r['budget_refusals']} refused: budget)" if r["budget_refusals"] else "")
+                          for r in rows)
+        print(f"{run}: evolve_rollouts {budget}; {cells}; total {sum(r['spent'] for r in rows)}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

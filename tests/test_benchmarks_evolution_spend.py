@@ -1,0 +1,42 @@
+"""benchmarks/learning/evolution_spend.py: each evolution's verification spend against its budget,
+read from a run folder or its tarball."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+
+from test_benchmarks import load_script
+
+
+def events():
+    return [
+        {"kind": "evolution_started", "step": 0},
+        {"kind": "gated", "n_rollouts": 4},
+        {"kind": "parent_verified", "n_rollouts": 64},
+        {"kind": "verified", "n_rollouts": 40},
+        {"kind": "rejected", "stage": "budget"},
+        {"kind": "rejected", "stage": "race"},
+        {"kind": "evolution_finished", "step": 0},
+        {"kind": "weights", "n_rollouts": 96},  # a step's rollouts are no verification
+        {"kind": "evolution_started", "step": 2},
+        {"kind": "verified", "n_rollouts": 8},
+    ]
+
+
+def test_spend_per_evolution_counts_verification_and_budget_refusals(tmp_path):
+    spend = load_script("evolution_spend")
+    rows = spend.evolution_spend(events(), 100)
+    assert rows == [
+        {"step": 0, "spent": 108, "budget": 100, "budget_refusals": 1, "over": True},
+        {"step": 2, "spent": 8, "budget": 100, "budget_refusals": 0, "over": False},
+    ]
+    assert not any(r["over"] for r in spend.evolution_spend(events(), 0))  # 0: no budget
+    run = tmp_path / "run" / "inspo"
+    run.mkdir(parents=True)
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events()))
+    (run / "inspo_state.json").write_text(json.dumps({"config": {"evolve_rollouts": 100}}))
+    with tarfile.open(tmp_path / "run.tar.gz", "w:gz") as tar:
+        tar.add(tmp_path / "run", arcname="run")
+    report = spend.main([str(tmp_path / "run"), str(tmp_path / "run.tar.gz")])
+    assert list(report.values()) == [rows, rows]
