@@ -83,6 +83,7 @@ def test_train_evaluate_and_evolve_from_python(tmp_path):
     assert summary.steps == 1 and (run / "model" / "config.json").is_file()
     assert summary.best_instruction == (run / "best_instruction.txt").read_text().strip()
     assert json.loads((run / "summary.json").read_text())["steps"] == 1
+    assert (run / "report.html").is_file()  # the Python run writes its report as the CLI's does
     assert [(c.policy, c.instruction, c.dataset, c.n) for c in report.cells] == [
         ("trained(run)", "seed", "world@test", 2), ("trained(run)", "best(run)", "world@test", 2)]
     assert report.settings["agent"]["max_turns"] == 1  # the config's agent, not a default one
@@ -90,3 +91,4 @@ def test_train_evaluate_and_evolve_from_python(tmp_path):
 
     evolved = evolve(config, steps=2, engine=ScriptedPolicy(), out_dir=tmp_path / "evo", progress=False)
     assert evolved.steps == 2 and evolved.mode == "evolve" and (tmp_path / "evo" / "summary.json").is_file()
+    assert (tmp_path / "evo" / "report.html").is_file()

@@ -102,22 +102,26 @@ def train(
             ``config.env.name`` names; see docs/your-own-agent.md.
 
     Returns:
-        The run's :class:`~inspo.training.summary.RunSummary` (also ``summary.json``):
+        The run's :class:`~inspo.training.summary.RunSummary` (also ``summary.json``; the run's
+        ``report.html`` is written beside it, as by ``inspo train``):
         ``best_instruction``, ``evaluation`` (the final choice and held-out test), ``run_dir`` ...
 
     Raises:
         SetupError: before anything trains: a tracker that is not installed, a bad path, an
             unreachable server, a batch that does not divide ... (the message says what to change).
     """
+    from inspo.report import write_run_report
     from inspo.training.run import run_training
 
-    return run_training(
+    summary = run_training(
         config if config is not None else load_config(),
         resume=resume,
         progress=progress,
         reward_fn=reward_fn,
         env=env,
     )
+    write_run_report(summary.run_dir)  # as inspo train: report.html beside summary.json
+    return summary
 
 
 def evolve(
@@ -148,9 +152,10 @@ def evolve(
     Returns:
         The run's summary (also ``summary.json``), as :func:`train`'s without a trained model.
     """
+    from inspo.report import write_run_report
     from inspo.training.evolve import run_evolve
 
-    return run_evolve(
+    summary = run_evolve(
         config if config is not None else load_config(),
         steps=steps,
         policy_url=policy_url,
@@ -162,6 +167,8 @@ def evolve(
         reward_fn=reward_fn,
         env=env,
     )
+    write_run_report(summary.run_dir)  # as inspo evolve
+    return summary
 
 
 def evaluate(

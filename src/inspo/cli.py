@@ -129,21 +129,11 @@ def _print_agent(run_dir: str) -> None:
 
 def _write_report_quietly(run_dir: str) -> None:
     """The HTML report at the end of a run; a report problem never fails a finished run."""
-    import os
+    from inspo.report import write_run_report
 
-    from inspo.report import write_report
-
-    if int(os.environ.get("RANK", "0")) != 0:
-        return  # one process writes the run directory
-    try:
-        print(f"report: {write_report(run_dir)}")
-    except Exception as exc:  # noqa: BLE001 - the run itself succeeded
-        log.warning(
-            "could not write the HTML report of %s: %s (run 'inspo report %s' to retry)",
-            run_dir,
-            exc,
-            run_dir,
-        )
+    path = write_run_report(run_dir)
+    if path is not None:
+        print(f"report: {path}")
 
 
 def cmd_evolve(args: argparse.Namespace) -> int:

@@ -11,6 +11,8 @@ The stylesheet is :mod:`inspo.report.style`; the behaviour and evolution-rounds 
 from __future__ import annotations
 
 import json
+import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +26,8 @@ from inspo.report.records import InstructionInfo, RunData
 from inspo.report.rounds import rounds
 from inspo.report.style import CSS
 
+log = logging.getLogger(__name__)
+
 
 def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     """Read ``run_dir`` and write its report to ``out`` (default ``RUN_DIR/report.html``).
@@ -36,6 +40,25 @@ def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(build_report_html(run), encoding="utf-8")
     return path
+
+
+def write_run_report(run_dir: str | Path) -> Path | None:
+    """The report written at the end of a run (``inspo train``, ``inspo evolve`` and their Python
+    functions): ``RUN_DIR/report.html``, by the main process only (``RANK`` 0). A report problem
+    never fails a finished run: it is logged as a warning with the command that retries, and None
+    is returned (also on another process)."""
+    if int(os.environ.get("RANK", "0")) != 0:
+        return None  # one process writes the run directory
+    try:
+        return write_report(run_dir)
+    except Exception as exc:  # noqa: BLE001 - the run itself succeeded
+        log.warning(
+            "could not write the HTML report of %s: %s (run 'inspo report %s' to retry)",
+            run_dir,
+            exc,
+            run_dir,
+        )
+        return None
 
 
 def build_report_html(run: RunData) -> str:
