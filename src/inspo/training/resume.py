@@ -30,6 +30,7 @@ from inspo.config.schedule import core_config
 from inspo.config.train import TrainConfig, dump, setting_changes
 from inspo.core.config import FIXED_ON_RESUME, CoEvolutionConfig, config_changes
 from inspo.core.events import SettingsChanged
+from inspo.core.state import read_state
 from inspo.training.setup import SetupError
 
 _WEIGHTS = "the checkpoint holds this model's weights (or LoRA adapters)"
@@ -335,3 +336,103 @@ def read_old_config(
 
         return read_config_file(path), str(path)
     return None, None
+
+
+def plan_evolve_resume(config: TrainConfig, run_dir: Path, steps: int):
+    """The resume plan of the evolve run saved in ``run_dir`` under ``config`` for ``steps`` steps,
+    and its saved state: refused (SetupError) for a damaged state, a change the saved state cannot
+    honour, or a saved step past ``steps``. Reads files only, so a caller checks before loading."""
+    state_path = run_dir / artifacts.STATE_FILE
+    try:
+        saved_state = read_state(state_path)
+    except ValueError as exc:
+        raise SetupError(
+            f"cannot resume: {exc}. Restore that file, or start over: run without --resume in "
+            f"another --output-dir (or delete {run_dir} first)"
+        ) from exc
+    saved, where = read_old_config(run_dir)
+    plan = plan_resume(
+        config,
+        saved_core=saved_state["config"],
+        saved=saved,
+        checkpoint=str(state_path),
+        step=int(saved_state["last_step"]),
+        compared_with=where,
+        static=False,
+        fixed=FIXED_ON_EVOLVE_RESUME,
+    )
+    plan.check()
+    if plan.step > steps:
+        raise SetupError(
+            f"{state_path} holds step {plan.step}, past the {steps} step(s) asked (offline_steps): "
+            f"resume with --set offline_steps={plan.step} (or more), or start over in another "
+            "--output-dir"
+        )
+    return plan, saved_state
+
+
+def check_run_dir(run_dir: Path, *, resume: bool, overwrite: bool = False) -> None:
+    """Refuse (``SetupError``, saying what is there and what to do) a run directory that does not
+    fit the run: a resume without a saved state to continue from (the folder is missing, the run
+    stopped before its first state was saved, or the folder holds no evolve run), and a new run
+    (unless ``overwrite``) over a saved evolve state or ``inspo train`` checkpoints. A new run
+    over the logs of a run that never saved a state removes them and starts clean."""
+    state = run_dir / artifacts.STATE_FILE
+    checkpoints = artifacts.any_checkpoint_dirs(run_dir)
+    if resume:
+        if checkpoints:
+            raise SetupError(
+                f"nothing to resume with inspo evolve in {run_dir}: it is an inspo train run (it "
+                f"holds {checkpoints[-1].name}); continue it with inspo train --resume, or give "
+                "inspo evolve another --output-dir"
+            )
+        if state.is_file():
+            return
+        if not run_dir.is_dir():
+            raise SetupError(
+                f"nothing to resume: {run_dir} does not exist (check --output-dir / output_dir); "
+                "run without --resume to start a new run there"
+            )
+        logs = {
+            p.name: artifacts.read_jsonl(p) for p in artifacts.jsonl_paths(run_dir) if p.is_file()
+        }
+        last = max((int(r.get("step", 0)) for records in logs.values() for r in records), default=0)
+        found = ", ".join(f"{name} ({len(records)} lines)" for name, records in logs.items())
+        if not logs:
+            why = "it holds no inspo evolve run"
+        elif last == 0:
+            why = (
+                f"found {found}: the run stopped before it saved its first state, during the "
+                "warm-up"
+            )
+        else:
+            why = (
+                f"found {found} reaching step {last}: the state saved with them is gone (moved or "
+                "deleted?)"
+            )
+        raise SetupError(
+            f"nothing to resume in {run_dir}: {artifacts.STATE_FILE} is missing ({why}); run "
+            "without --resume to start over" + (", which removes those logs" if logs else "")
+        )
+    if overwrite:
+        return
+    if state.is_file() or checkpoints:
+        what = (
+            f"an inspo evolve run ({artifacts.STATE_FILE}{_saved_step(state)})"
+            if not checkpoints
+            else f"inspo train checkpoints ({checkpoints[-1].name})"
+        )
+        raise SetupError(
+            f"{run_dir} already holds {what}; pass --resume (resume=True) to continue it, or "
+            f"choose another --output-dir; to start over there, delete {run_dir} first"
+        )
+
+
+def _saved_step(state: Path) -> str:
+    try:
+        saved = artifacts.read_json(state)
+        if saved.get("init"):
+            return f", saved after round {int(saved['init']['rounds'])} of its initial population"
+        return f", saved after step {int(saved['last_step'])}"
+    except Exception:  # noqa: BLE001 - only a detail of a message about the file
+        return ""

@@ -348,7 +348,7 @@ class OfflineStage:
         if (
             self.continues and run.is_main
         ):  # a refused change stops here, before any stage loads a model
-            from inspo.training.evolve import plan_evolve_resume
+            from inspo.training.resume import plan_evolve_resume
 
             plan_evolve_resume(offline_config(run.config), stage_dir, run.config.offline_steps)
 
