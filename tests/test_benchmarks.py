@@ -902,3 +902,19 @@ def test_head_memory_quick_plays_the_three_heads_on_the_same_ids(tmp_path, capsy
     assert all(positive(s["seconds"]) for s in result["summary"].values()) and positive(result["seconds_ratio_frozen"])
     assert "seconds without / with contiguous_head_input" in capsys.readouterr().out
     assert_provenance(tmp_path / "h.json", "head_memory", "--quick")
+
+
+def test_train_memory_quick_plays_each_variant_in_its_own_process_with_the_same_gradients(tmp_path, capsys):
+    pytest.importorskip("peft")
+    bench = load_script("train_memory")
+    result = bench.main(["--quick", "--variants", "logits,chunked+ckpt", "--json", str(tmp_path / "t.json")])
+    assert [r["variant"] for r in result["runs"]] == ["logits", "chunked+ckpt"]
+    # float32: the chunked head and checkpointing change no gradient beyond rounding
+    assert result["summary"]["chunked+ckpt"]["grads_rel_diff"] < 1e-5
+    assert result["summary"]["logits"]["grads_rel_diff"] == 0.0
+    assert all(positive(r["forward_s"]) and positive(r["backward_s"]) for r in result["runs"])
+    assert len({r["loss"] for r in result["runs"]}) == 1 and result["runs"][0]["completion_tokens"] > 0
+    assert "grads rel" in capsys.readouterr().out
+    assert_provenance(tmp_path / "t.json", "train_memory", "--quick")
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--variants", "logits,fused"])

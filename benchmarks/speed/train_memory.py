@@ -1,0 +1,215 @@
+"""Memory and time of the training pass of one micro-batch on CPU (the loss's forward, its backward),
+with and without the chunked LM head and gradient checkpointing (issue 64: the memory cut).
+
+A ``calculator`` step's peak is its training pass (15.3 GiB of the campaign's 23.5; BENCHMARKS.md
+§2). This plays that pass alone on a fixed micro-batch shaped like the preset's (``--rows``
+episodes of ``--prompt`` prompt tokens and up to ``--completion`` completion tokens, the rows'
+completions spread evenly from ``--shortest`` to the longest, right-padded as TRL pads them):
+the LoRA policy of ``model.lora=true`` (r 16 on q/k/v/o, its B set to small seeded values so every
+adapter gets a gradient), bf16 autocast as the trainer runs it, the log-probs and entropies of
+:func:`inspo.training.cpu_logps.cpu_logps_and_entropies` (``compute_entropy`` as TRL's loss asks),
+an on-policy GRPO loss, its backward. Variants:
+
+- ``logits``: the model's own logits, TRL's ``selective_log_softmax`` (the path before the cut);
+- ``chunked``: the head's input through :func:`inspo.models.head_logps.head_logps`;
+- ``logits+ckpt``, ``chunked+ckpt``: the same with gradient checkpointing (non-reentrant).
+
+Each variant and repetition runs in a fresh process (the allocator keeps what a previous variant
+freed), in rotating order. Printed per variant: the resident high-water mark above the resident
+set before the pass (``VmHWM``, reset through ``/proc/self/clear_refs``; Linux), after the forward
+and after the backward, the seconds of each, and how far its loss, log-probs and LoRA gradients are
+from the first variant's (relative L2). Time figures are worth a ratio only when nothing else runs.
+
+Usage::
+
+    python benchmarks/speed/train_memory.py --threads 2             # the 0.5B, 8 x (200 + 352), bf16
+    python benchmarks/speed/train_memory.py --quick                 # tiny-qwen2, a smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from step_profile import take_peak_gib  # noqa: E402  (a sibling script)
+
+from inspo.eval.harness import add_common, start, write_result  # noqa: E402
+
+VARIANTS = ("logits", "chunked", "logits+ckpt", "chunked+ckpt")
+
+
+def policy(name: str, dtype: str, checkpointing: bool) -> Any:
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from inspo.models import load_model
+
+    model = load_model(name, dtype=getattr(torch, dtype)).model
+    torch.manual_seed(0)  # LoRA's A is drawn from the global generator: the same in every process
+    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, task_type="CAUSAL_LM",
+                                             target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.copy_(torch.randn(p.shape, generator=g) * 1e-3)
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
+    return model.train()
+
+
+def batch(args: argparse.Namespace, vocab: int) -> dict[str, Any]:
+    """Right-padded rows of ``prompt + completion`` ids, their masks and advantages."""
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    width = args.prompt + args.completion
+    ids = torch.randint(100, vocab, (args.rows, width), generator=g)
+    lengths = torch.linspace(args.shortest, args.completion, args.rows).round().long()
+    mask = torch.ones(args.rows, width, dtype=torch.long)
+    for r, n in enumerate(lengths.tolist()):
+        mask[r, args.prompt + n:] = 0
+    advantages = torch.randn(args.rows, generator=g)
+    return {"ids": ids, "mask": mask, "completion_mask": mask[:, args.prompt:].float(), "advantages": advantages}
+
+
+def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, Any]:
+    """The training pass in this process: peaks, seconds, loss, and the gradients written out."""
+    import contextlib
+    from types import SimpleNamespace
+
+    import torch
+
+    from inspo.training.cpu_logps import cpu_logps_and_entropies
+
+    model = policy(args.model, args.dtype, variant.endswith("+ckpt"))
+    data = batch(args, model.config.vocab_size)
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if args.dtype == "bfloat16" \
+        else contextlib.nullcontext
+    trainer = SimpleNamespace(accelerator=SimpleNamespace(autocast=autocast), temperature=1.0)
+    torch.manual_seed(2)  # the same dropout masks in every variant
+    take_peak_gib()
+    before = take_peak_gib()
+    started = time.perf_counter()
+    logps, entropies, _ = cpu_logps_and_entropies(
+        trainer, model, data["ids"], data["mask"], args.completion, batch_size=args.rows, compute_entropy=True,
+        chunked_head=variant.startswith("chunked"))
+    forward_s = time.perf_counter() - started
+    forward_peak = take_peak_gib()
+    cm = data["completion_mask"]
+    ratio = torch.exp(logps - logps.detach())
+    loss = -(ratio * data["advantages"][:, None] * cm).sum() / cm.sum()
+    started = time.perf_counter()
+    loss.backward()
+    backward_s = time.perf_counter() - started
+    backward_peak = take_peak_gib()
+    grads = torch.cat([p.grad.flatten().float() for n, p in model.named_parameters() if p.grad is not None])
+    torch.save({"grads": grads, "logps": (logps.detach() * cm).float()}, grads_out)
+    return {"variant": variant, "forward_s": forward_s, "backward_s": backward_s,
+            "forward_extra_gib": _above(forward_peak, before), "backward_extra_gib": _above(backward_peak, before),
+            "base_gib": before, "loss": float(loss), "mean_entropy": float((entropies * cm).sum() / cm.sum()),
+            "tokens": int(data["mask"].sum()), "completion_tokens": int(cm.sum())}
+
+
+def _above(peak: float | None, before: float | None) -> float | None:
+    return None if peak is None or before is None else peak - before
+
+
+def _gib(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def spawn(argv: list[str], variant: str, grads_out: Path) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, *argv, "--one", variant, "--grads-out", str(grads_out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"variant {variant} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def relative(a: Any, b: Any) -> float:
+    return float((a - b).norm() / max(float(b.norm()), 1e-30))
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="a registered model, folder or hub name")
+    p.add_argument("--rows", type=int, default=8, help="episodes in the micro-batch (the preset's micro_batch_size)")
+    p.add_argument("--prompt", type=int, default=200, help="prompt tokens per row")
+    p.add_argument("--completion", type=int, default=352, help="the longest completion (the preset's 4 x 64 + 3 x 32)")
+    p.add_argument("--shortest", type=int, default=120, help="the shortest row's completion tokens")
+    p.add_argument("--reps", type=int, default=1, help="repetitions of each variant")
+    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--dtype", default="bfloat16", help="the weights' dtype (bfloat16: under bf16 autocast)")
+    p.add_argument("--quick", action="store_true", help="tiny-qwen2, 2 rows of 8 + 12 tokens, float32")
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--grads-out", default=None, help=argparse.SUPPRESS)
+    add_common(p, threads=0, seed=False)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(raw)
+    if args.quick:
+        args.model, args.rows, args.prompt, args.completion, args.shortest, args.dtype = \
+            "tiny-qwen2", 2, 8, 12, 6, "float32"
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        p.error(f"unknown variant(s) {unknown}: choose from {', '.join(VARIANTS)}")
+    info = start("benchmarks/speed/train_memory.py", raw, threads=args.threads, device="cpu", dtype=args.dtype,
+                 quiet=args.one is not None)
+    if args.one:
+        print(json.dumps(one(args, args.one, Path(args.grads_out))))
+        return {}
+    child = [a for a in raw if a != "--json"]
+    if args.json:
+        i = child.index(str(args.json)) if str(args.json) in child else -1
+        child = child[:i] + child[i + 1:] if i >= 0 else child
+    return compare(args, info, variants, child)
+
+
+def compare(args: argparse.Namespace, info: dict, variants: list[str], child: list[str]) -> dict:
+    import torch
+
+    rows, reference = [], None
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(args.reps):
+            for i in range(len(variants)):
+                variant = variants[(i + rep) % len(variants)]
+                out = Path(tmp) / f"{variant}-{rep}.pt"
+                row = spawn(child, variant, out)
+                saved = torch.load(out)
+                reference = reference or (variant, saved)
+                row.update(rep=rep, grads_rel_diff=relative(saved["grads"], reference[1]["grads"]),
+                           logps_rel_diff=relative(saved["logps"], reference[1]["logps"]))
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    summary = {}
+    print(f"\n{args.model} {args.dtype}, {args.rows} rows x ({args.prompt} + up to {args.completion}) tokens; "
+          f"differences against {reference[0]}")
+    print(f"{'variant':14s} {'fwd GiB':>8s} {'bwd GiB':>8s} {'fwd s':>7s} {'bwd s':>7s} {'grads rel':>10s}")
+    for variant in variants:
+        mine = [r for r in rows if r["variant"] == variant]
+        med = {k: statistics.median(r[k] for r in mine) if all(r[k] is not None for r in mine) else None
+               for k in ("forward_extra_gib", "backward_extra_gib", "forward_s", "backward_s", "grads_rel_diff",
+                         "logps_rel_diff")}
+        summary[variant] = med
+        print(f"{variant:14s} {_gib(med['forward_extra_gib']):>8s} {_gib(med['backward_extra_gib']):>8s} "
+              f"{med['forward_s']:7.1f} {med['backward_s']:7.1f} {med['grads_rel_diff']:10.2e}")
+    result = {"provenance": info, "model": args.model, "dtype": args.dtype, "rows": args.rows,
+              "prompt": args.prompt, "completion": args.completion, "shortest": args.shortest,
+              "runs": rows, "summary": summary}
+    write_result(args.json, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
