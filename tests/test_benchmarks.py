@@ -918,3 +918,31 @@ def test_train_memory_quick_plays_each_variant_in_its_own_process_with_the_same_
     assert_provenance(tmp_path / "t.json", "train_memory", "--quick")
     with pytest.raises(SystemExit):
         bench.main(["--quick", "--variants", "logits,fused"])
+
+
+def test_roofline_counts_the_models_linear_weights_and_reports_every_phase(tmp_path, capsys):
+    pytest.importorskip("peft")
+    torch = pytest.importorskip("torch")
+    from inspo.models import load_model
+
+    bench = load_script("roofline")
+    model = load_model("tiny-qwen2", dtype="float32").model
+    work = bench.model_work(model.config)
+    layers = model.model.layers
+    naive = sum(m.weight.numel() for m in layers.modules() if isinstance(m, torch.nn.Linear))
+    assert work["linear_params"] == naive and work["flops_per_token"] == 2 * naive
+    assert work["head_params"] == model.get_output_embeddings().weight.numel()
+    # causal attention over one row of n tokens: n (n + 1) / 2 query-key pairs
+    assert bench.attention_flops(work, [3]) == work["attention_flops_per_pair"] * 6
+    assert bench.phase("x", 2.0, 4e12, 1.0)["fraction"] == pytest.approx(2.0)
+    memory = bench.phase("y", 1.0, 1e9, 1.0, nbytes=4e9, bandwidth=8.0)
+    assert memory["bound"] == "memory" and memory["roofline_s"] == pytest.approx(0.5)
+
+    result = bench.main(["--quick", "--json", str(tmp_path / "r.json")])
+    names = [p["phase"] for p in result["phases"]]
+    assert names == ["prefill", "decoding step", "training forward (chunked+ckpt)",
+                     "training backward (chunked+ckpt)"]
+    assert all(positive(p["measured_s"]) and positive(p["fraction"]) for p in result["phases"])
+    assert positive(result["copy_bandwidth_gbs"]) and positive(result["matmul_tflops"]["float32"]["hidden x vocabulary"])
+    assert "fraction" in capsys.readouterr().out
+    assert_provenance(tmp_path / "r.json", "roofline", "--quick")

@@ -68,6 +68,14 @@ def policy(name: str, dtype: str, checkpointing: bool) -> Any:
     return model.train()
 
 
+def completion_lengths(args: argparse.Namespace) -> list[int]:
+    """Each row's completion tokens: evenly from ``--shortest`` to ``--completion``."""
+    if args.rows == 1:
+        return [args.completion]
+    step = (args.completion - args.shortest) / (args.rows - 1)
+    return [round(args.shortest + i * step) for i in range(args.rows)]
+
+
 def batch(args: argparse.Namespace, vocab: int) -> dict[str, Any]:
     """Right-padded rows of ``prompt + completion`` ids, their masks and advantages."""
     import torch
@@ -75,9 +83,8 @@ def batch(args: argparse.Namespace, vocab: int) -> dict[str, Any]:
     g = torch.Generator().manual_seed(1)
     width = args.prompt + args.completion
     ids = torch.randint(100, vocab, (args.rows, width), generator=g)
-    lengths = torch.linspace(args.shortest, args.completion, args.rows).round().long()
     mask = torch.ones(args.rows, width, dtype=torch.long)
-    for r, n in enumerate(lengths.tolist()):
+    for r, n in enumerate(completion_lengths(args)):
         mask[r, args.prompt + n:] = 0
     advantages = torch.randn(args.rows, generator=g)
     return {"ids": ids, "mask": mask, "completion_mask": mask[:, args.prompt:].float(), "advantages": advantages}
