@@ -83,7 +83,7 @@ def test_a_rubric_function_that_raises_is_not_scored_as_zero():
 
 
 def test_the_step_metrics_carry_each_rubric_function():
-    from inspo.training.loop import env_means
+    from inspo.training.metrics import env_means
 
     env, r = _play(lambda q, t: ("<lookup>cat</lookup>", "stop") if t == 0 else ("<answer>animal</answer>", "stop"))
     _, wrong = _play(lambda q, t: ("<lookup>dog</lookup>", "stop") if t == 0 else ("<answer>bird</answer>", "stop"))

@@ -262,6 +262,7 @@ def test_a_grpo_step_whose_rollouts_hit_an_outage_stops_instead_of_training_on_z
     from types import SimpleNamespace
 
     import inspo.training.grpo_trainer as grpo
+    from inspo.training.rollout_context import RolloutContext
     from inspo.core.coevolution import CoEvolution
     from inspo.core.config import CoEvolutionConfig
     from inspo.core.proposer import Proposer
@@ -271,7 +272,7 @@ def test_a_grpo_step_whose_rollouts_hit_an_outage_stops_instead_of_training_on_z
     monkeypatch.setattr(grpo, "generation_model", lambda trainer: nullcontext(None))
     coevo = CoEvolution(CoEvolutionConfig(), "Answer.", Proposer(RuleBasedReflector(seed=0, rules=RULES)))
     questions = QUESTIONS[:2]
-    ctx = grpo.RolloutContext(coevo=coevo, env=SearchR1Env(HttpRetriever(f"http://127.0.0.1:{free_local_port()}", retries=0)),
+    ctx = RolloutContext(coevo=coevo, env=SearchR1Env(HttpRetriever(f"http://127.0.0.1:{free_local_port()}", retries=0)),
                               agent=AgentConfig(max_turns=2), questions={q.id: q for q in questions},
                               tokenizer=None, mini_batches=1, seed=0)
     ctx.policy = lambda *a, **k: Answers()  # the scripted policy instead of the training model

@@ -26,7 +26,7 @@ from inspo.records import (
     check_error_rate,
     scored,
 )
-from inspo.training.loop import finish_step, rescore
+from inspo.training.step import finish_step, rescore
 
 DOWN = "RetrievalUnavailable: cannot reach retrieval server at http://127.0.0.1:9 (POST /retrieve failed after 4 tries)"
 

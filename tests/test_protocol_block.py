@@ -229,7 +229,7 @@ def test_an_env_without_a_protocol_fails_clearly_when_protocol_block_is_on():
 
 def test_build_coevolution_hands_the_environments_protocol_to_the_proposer():
     from inspo.core.events import EventLog
-    from inspo.training.loop import build_coevolution
+    from inspo.training.build_core import build_coevolution
 
     class UserEnv:  # the parts build_coevolution reads, and no protocol
         required_tags = ("calc", "answer")

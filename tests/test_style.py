@@ -22,8 +22,6 @@ MAX_FILE_LINES = 500
 NOT_YET = {
     "training/evolve.py::run_evolve": "the evolve driver, to become the shared run lifecycle",
     "training/grpo_stage.py::run_grpo": "the GRPO driver, to become the shared run lifecycle",
-    "training/grpo_trainer.py": "the trainer's hooks, to become the two halves of one INSPO step",
-    "training/grpo_trainer.py::trainer_class": "the trainer's hooks, as above",
 }
 
 

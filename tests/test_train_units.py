@@ -21,9 +21,10 @@ from inspo.models.sources import ModelNotInstalledError
 from inspo.processes import free_local_port
 from inspo.records import Instruction, Question, Rollout, ToolCall
 from inspo.training.grpo_trainer import rollout_batch
-from inspo.training.loop import choose_groups, step_line, step_metrics
+from inspo.training.metrics import step_line, step_metrics
 from inspo.training.run import grpo_settings, run_training
 from inspo.training.setup import SetupError, agent_config
+from inspo.training.step import choose_groups
 from inspo.training.summary import start_end
 
 # ----------------------------------------------------------------------- config -> GRPOConfig
@@ -146,7 +147,7 @@ def test_a_split_group_alternates_its_rows_between_champion_and_challenger():
 def test_a_static_core_has_an_optimizer_that_refuses_calls_and_names_none(caplog):
     from inspo.core.config import CoEvolutionConfig
     from inspo.core.events import EventLog
-    from inspo.training.loop import NoOptimizer, build_coevolution
+    from inspo.training.build_core import NoOptimizer, build_coevolution
 
     with caplog.at_level("INFO"):
         coevo = build_coevolution(CoEvolutionConfig(), "seed text", None, EventLog(), static=True)
@@ -192,7 +193,7 @@ def test_start_end_means_and_step_line():
 
 
 def test_metrics_log_records_resident_memory_step_by_step(tmp_path):
-    from inspo.training.loop import MetricsLog
+    from inspo.training.metrics import MetricsLog
 
     line = {"step": 1, "reward/mean": 0.5, "inspo/population_size": 1, "inspo/best_weight": 0.5}
     log = MetricsLog(tmp_path / "metrics.jsonl", 2, progress=False)

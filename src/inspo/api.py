@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from inspo.config.train import TrainConfig
     from inspo.eval import EvalReport
-    from inspo.training.loop import RewardFn
+    from inspo.training.step import RewardFn
     from inspo.training.summary import RunSummary
 
 __all__ = ["evaluate", "evolve", "load_config", "train"]

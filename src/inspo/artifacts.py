@@ -9,7 +9,7 @@ demo writes ``config.json`` instead of ``config.yaml`` and no choices)::
                            changed
     config.json            DEMO_CONFIG_FILE: the demo's settings (the report reads either)
     events.jsonl           EVENTS_FILE: the core's typed events, one per line (main process only)
-    metrics.jsonl          METRICS_FILE: one line per INSPO step (schema: inspo.training.loop)
+    metrics.jsonl          METRICS_FILE: one line per INSPO step (schema: inspo.training.metrics)
     choices.rank<R>.jsonl  choices_file(R): which instruction each process used for each question
                            group
     inspo_state.json       STATE_FILE: the core state at the end (population, buffer, ledger, RNG)

@@ -2,7 +2,7 @@
 
 It shows the instruction side of INSPO end to end — sampling, attribution, pruning, reflection
 on failures, verification, admission — in seconds. Every step ends as a training step does
-(:func:`inspo.training.loop.finish_step`, the same metrics), and the run directory is like a
+(:func:`inspo.training.step.finish_step`, the same metrics), and the run directory is like a
 training run's: ``config.json`` (the demo's settings), ``events.jsonl``, ``metrics.jsonl``,
 ``inspo_state.json``, ``best_instruction.txt`` and ``summary.json``, whose ``seed_quality`` and
 ``best_quality`` are the true qualities the synthetic environment knows.
@@ -30,7 +30,8 @@ from inspo.synthetic import (
     make_questions,
     run_synthetic,
 )
-from inspo.training.loop import MetricsLog, finish_step
+from inspo.training.metrics import MetricsLog
+from inspo.training.step import finish_step
 from inspo.training.summary import RunSummary, summarize
 
 

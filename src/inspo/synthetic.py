@@ -205,7 +205,7 @@ def run_synthetic(
     Batches are drawn from an RNG derived from (env seed, step), so a run resumed at step
     ``start`` sees exactly the batches an uninterrupted run would. ``update(step, rollouts,
     evaluate) -> StepReport`` ends each step: ``coevo.update`` unless given (the demo passes the
-    training loop's end of a step, :func:`inspo.training.loop.finish_step`). Returns the step
+    training loop's end of a step, :func:`inspo.training.step.finish_step`). Returns the step
     reports.
     """
     update = update if update is not None else coevo.update

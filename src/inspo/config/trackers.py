@@ -3,7 +3,7 @@
 TRL (through transformers' ``report_to``) logs every training metric to the trackers named in
 ``rl.report_to``: TRL's own (``loss``, ``reward`` ...) and inspo's, which the step's callback adds
 to TRL's logs (``inspo/population_size``, ``inspo/weight/<id>``, ``rollout/search_calls``,
-``rollout/finish/<reason>``...; see :mod:`inspo.training.loop`). transformers prefixes them with
+``rollout/finish/<reason>``...; see :mod:`inspo.training.step`). transformers prefixes them with
 ``train/`` (``train/inspo/population_size``). Where each tracker writes:
 
 - ``tensorboard``: event files under ``<output_dir>/runs/<date>_<host>/`` (or

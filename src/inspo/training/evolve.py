@@ -1,9 +1,10 @@
 """``run_evolve``: INSPO's instruction side with a frozen policy (no weight updates).
 
 Each step takes the next ``rl.questions_per_step`` training questions (a seeded order,
-reshuffled every pass), rolls each out ``rl.group_size`` times under the instruction its group
-drew, and ends the step as training does (:func:`inspo.training.loop.finish_step`: weights, pruning
-and verified evolution, with ``evaluate`` using the same frozen policy; the same metrics).
+reshuffled every pass) and runs the INSPO step's two halves (:class:`inspo.training.step.InspoStep`)
+with no update between them: each question rolled out ``rl.group_size`` times under the instruction
+its group drew, then weights, pruning and verified evolution, with ``evaluate`` using the same
+frozen policy; the same metrics as training.
 
 The policy is one of: an engine passed in (the pre-/post-policy modes hand over the base or
 the trained model), an OpenAI-compatible endpoint (``policy_url`` + ``policy_model``: vLLM,
@@ -43,29 +44,17 @@ from inspo.agent.engines import PolicyEngine
 from inspo.config.train import DEV_CHOICES, EnvConfig, TrainConfig, dump
 from inspo.core.events import EventLog
 from inspo.core.state import save_state
-from inspo.envs.evaluate import play_isolated
-from inspo.envs.loop import Episode
 from inspo.records import Question, TooManyErrors, check_error_rate
 from inspo.rng import derived_rng
+from inspo.training.build_core import build_coevolution, keep_paid_answers, warmup_questions
+from inspo.training.evaluators import greedy_evaluate, reseed, verification_evaluate
 from inspo.training.final import choose_for_run
-from inspo.training.loop import (
-    MetricsLog,
-    RewardFn,
-    build_coevolution,
-    choose_groups,
-    finish_step,
-    greedy_evaluate,
-    keep_paid_answers,
-    light,
-    rescore,
-    reseed,
-    verification_evaluate,
-    warmup_questions,
-)
+from inspo.training.metrics import MetricsLog
 from inspo.training.precision import announce, run_precision
 from inspo.training.progress import announce_events, say
 from inspo.training.resume import check_run_dir, plan_evolve_resume
 from inspo.training.setup import SetupError, prepare
+from inspo.training.step import InspoStep, RewardFn, light
 from inspo.training.summary import RunSummary, summarize
 
 log = logging.getLogger("inspo.training")
@@ -121,7 +110,7 @@ def run_evolve(
         progress: a tqdm bar over steps and over long evaluations, one line per phase and per
             step; off, those lines go to the ``inspo.training`` log at INFO.
         reward_fn: replaces the environment's response-only reward (see
-            :data:`inspo.training.loop.RewardFn`).
+            :data:`inspo.training.step.RewardFn`).
         env: an environment object given in Python instead of the one ``config.env`` names.
         stop_file: when this file is there at a save (after a round of the initial population or a
             step), the run removes it and stops there with :class:`~inspo.records.RunStopped`;
@@ -286,16 +275,13 @@ def run_evolve(
             release_memory=True,
         )
 
-        def play_step(t: int) -> None:
+        step = InspoStep(coevo, inputs.env, inputs.agent, reward_fn)
+
+        def play_step(t: int) -> None:  # the step's two halves, no policy update between them
             batch = step_questions(inputs.questions, t, rl.questions_per_step, rl.seed)
             rows = [q for q in batch for _ in range(rl.group_size)]
-            instructions, _ = choose_groups(coevo, t, rows)
             reseed(engine, rl.seed, "rollout", t)
-            episodes = [Episode(q, ins) for q, ins in zip(rows, instructions, strict=True)]
-            rollouts = rescore(
-                [light(r) for r in play_isolated(engine, inputs.env, inputs.agent, episodes)],
-                reward_fn,
-            )
+            rollouts = [light(r) for r in step.play(t, rows, engine, isolated=True).rollouts]
             # an outage stops here, before the step is credited: the state saved after step t-1
             # resumes it
             check_error_rate(
@@ -304,16 +290,7 @@ def run_evolve(
                 planned=len(rollouts),
                 setting="rl.max_error_rate",
             )
-            metrics.write(
-                finish_step(
-                    coevo,
-                    t,
-                    rollouts,
-                    evaluate_at(t),
-                    tools=list(inputs.env.tools),
-                    env_metrics=inputs.env.metrics,
-                ).metrics
-            )
+            metrics.write(step.finish(t, rollouts, evaluate_at(t)).metrics)
             save()
 
         try:

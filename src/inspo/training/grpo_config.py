@@ -114,7 +114,7 @@ def build_trainer(
 ) -> Any:
     """``InspoGRPOTrainer`` on ``inputs``' questions and model (loaded by TRL from its path, with
     LoRA when ``config.model.lora``), with the rollout function, reward function and ``callback``
-    of ``ctx`` (a :class:`~inspo.training.grpo_trainer.RolloutContext`); TRL's log printout
+    of ``ctx`` (a :class:`~inspo.training.rollout_context.RolloutContext`); TRL's log printout
     replaced by a quiet progress bar."""
     from inspo.training.grpo_trainer import (
         make_reward_func,

@@ -15,7 +15,7 @@ Reads top to bottom like the stage does:
    process; a resumed run loads the core state of its checkpoint; either way the population is
    broadcast so every process holds the same one;
 4. ``trainer.train()``: each INSPO step is one TRL generation batch (the step's order is in
-   :mod:`inspo.training.loop`, the TRL side in :mod:`inspo.training.grpo_trainer`);
+   :mod:`inspo.training.step`, the TRL side in :mod:`inspo.training.grpo_trainer`);
 5. the run directory's final files: ``inspo_state.json``, ``model/``, the final choice on dev
    (:mod:`inspo.training.final`), ``best_instruction.txt``; the stage's summary and trained policy
    are returned (the caller, :mod:`inspo.training.run`, writes ``summary.json``).
@@ -40,11 +40,12 @@ from inspo.core.coevolution import CoEvolution
 from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
 from inspo.records import Instruction
+from inspo.training.build_core import build_coevolution, keep_paid_answers, warmup_questions
 from inspo.training.grpo_config import build_trainer, final_model, grpo_args, grpo_settings
-from inspo.training.loop import RewardFn, build_coevolution, keep_paid_answers, warmup_questions
 from inspo.training.plan import rollout_engine
 from inspo.training.progress import announce_events, say
 from inspo.training.setup import RunInputs, SetupError, prepare
+from inspo.training.step import RewardFn
 from inspo.training.summary import RunSummary, summarize
 
 if TYPE_CHECKING:
@@ -214,20 +215,6 @@ def _check_vllm_server(url: str) -> None:
         )
 
 
-def _load_finished(trainer: Any, checkpoint: Path) -> None:
-    """A resume from the run's last step: the checkpoint's weights and trainer state, no training.
-
-    ``Trainer.train`` checks ``max_steps`` only after a step, so resumed at the last one it trains
-    a step past ``rl.steps`` (a killed run's final choice or test would then score an extra step).
-    """
-    from transformers import TrainerState
-
-    trainer._load_from_checkpoint(
-        str(checkpoint)
-    )  # what train(resume_from_checkpoint=...) loads first
-    trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
-
-
 def _plan_resume(config: TrainConfig, run_dir: Path, checkpoint: Path, *, static: bool):
     """The checked :class:`~inspo.training.resume.ResumePlan` of a resume from ``checkpoint`` and
     the saved core state; raises ``ResumeRefused`` (a SetupError) for a change the checkpoint
@@ -306,7 +293,8 @@ def run_grpo(
     if main:  # the optimizer is called on the main process alone
         keep_paid_answers(coevo, run_dir)
 
-    from inspo.training.grpo_trainer import RolloutContext, make_callback
+    from inspo.training.grpo_trainer import make_callback
+    from inspo.training.rollout_context import RolloutContext
 
     ctx = RolloutContext(
         coevo=coevo,
@@ -368,7 +356,9 @@ def run_grpo(
     from inspo.agent.engines import attention_kernels
 
     if plan is not None and plan.step >= rl.steps:
-        _load_finished(trainer, checkpoint)
+        from inspo.training.grpo_trainer import load_finished
+
+        load_finished(trainer, checkpoint)
         if main:
             say(
                 f"{checkpoint.name} holds the run's last step (rl.steps={rl.steps}): nothing left "
@@ -470,7 +460,7 @@ def _sync_population(ctx, coevo: CoEvolution) -> None:
         return
     from accelerate.utils import broadcast_object_list
 
-    from inspo.training.grpo_trainer import set_population
+    from inspo.training.rollout_context import set_population
 
     payload = [(coevo.population.to_dict(), coevo.last_step) if ctx.is_main else None]
     broadcast_object_list(payload, from_process=0)

@@ -1,36 +1,29 @@
 """The TRL glue: a GRPOTrainer subclass, the multi-turn ``rollout_func``, the reward function
-that hands back precomputed rewards, and the callback that ends each INSPO step.
+that hands back precomputed rewards, and the callback that ends each INSPO step. Every use of TRL's
+(and the Trainer's) private API is in this module.
 
-How one INSPO step ``t`` runs inside TRL (``t = global_step // mini_batches + 1``; the order of
-a step and what happens after its rollouts are in :mod:`inspo.training.loop`):
+TRL owns the training loop, so the INSPO step (:mod:`inspo.training.step`, where its order is
+told) runs as its two halves around TRL's update, ``t = global_step // mini_batches + 1``:
 
-1. TRL's sampler deals the step's ``questions_per_step x G`` rows to the processes (each
-   question G times in a row); :meth:`InspoGRPOTrainer._generate_and_score_completions` keeps
-   the rows so the rollout function can read their ``question_id``.
-2. ``rollout_func`` (every process, its own rows): one instruction per question group through
-   ``coevo.choose(t, qid)`` — a pure function of (seed, t, qid, population version), so a group
-   split over two processes gets the same instruction on both — then the agent's batched
-   multi-turn rollouts in the environment with the training model itself (unwrapped for
-   generation). It returns token ids end to end, ``env_mask`` (0 on environment tokens: tool
-   results, messages; they are not trained on) and the extra keys ``reward``, ``instruction_id``,
-   ``question_id``, ``n_tool_calls``, ``turns``, ``finish_reason``.
-   An outage (an :class:`~inspo.records.EndpointDown`: a server a tool needs, e.g. the retriever,
-   did not answer after its retries) raises :class:`~inspo.records.TooManyErrors` here and stops
-   training: a batch that could not be played has no honest reward, and TRL has no way to leave rows
-   out of a step (a ``None`` reward from the only reward function becomes NaN in every advantage),
-   so the step fails rather than train on zeros standing in for the policy's answers. The
-   checkpoints already saved are kept; ``inspo train --resume`` continues from the last one.
-   Any other exception propagates as it is.
-3. ``inspo_reward`` returns the precomputed reward (scored on the response only) and records
-   the step's rollouts for attribution.
-4. TRL computes group advantages and makes ``mini_batches`` optimizer updates.
-5. At the step's last update (``global_step % mini_batches == 0``) the callback gathers every
-   process's rollouts; the main process ends the step with
-   :func:`~inspo.training.loop.finish_step` (``coevo.update``: on evolve steps ``evaluate``
-   verifies candidates with the CURRENT policy) — then broadcasts the population so every
-   process holds the identical one. Metrics go to TRL's logs and to ``metrics.jsonl``
-   (:class:`~inspo.training.loop.MetricsLog`); at a save, ``inspo_state.json`` and
-   ``inspo_step.json`` go into ``checkpoint-N/``.
+- **before the update**, :func:`make_rollout_func`'s ``rollout_func`` on every process, on the rows
+  TRL's sampler dealt it (each question G times in a row;
+  :meth:`InspoGRPOTrainer._generate_and_score_completions` keeps the rows so the rollout function
+  can read their ``question_id``): :meth:`InspoStep.play <inspo.training.step.InspoStep.play>`
+  with the training model itself (unwrapped for generation). ``coevo.choose(t, qid)`` is a pure
+  function of (seed, t, qid, population version), so a group split over two processes gets the
+  same instruction on both. It returns token ids end to end, ``env_mask`` (0 on environment
+  tokens: tool results, messages; they are not trained on) and the extra keys ``reward``,
+  ``instruction_id``, ``question_id``, ``n_tool_calls``, ``turns``, ``finish_reason``; an outage
+  stops training (:class:`~inspo.records.TooManyErrors`; the checkpoints already saved are kept,
+  ``inspo train --resume`` continues from the last one). ``inspo_reward`` returns the precomputed
+  reward (scored on the response only) and keeps the rollouts for the step's end;
+- **the update**: TRL computes group advantages and makes ``mini_batches`` optimizer updates;
+- **after the update** (``global_step % mini_batches == 0``), :class:`InspoHooks`' ``on_step_end``
+  gathers every process's rollouts; the main process calls :meth:`InspoStep.finish
+  <inspo.training.step.InspoStep.finish>` (verification with the CURRENT policy on evolve steps),
+  then broadcasts the population so every process holds the identical one. Metrics go to TRL's
+  logs and to ``metrics.jsonl`` (:class:`~inspo.training.metrics.MetricsLog`); at a save,
+  ``inspo_state.json`` and ``inspo_step.json`` go into ``checkpoint-N/``.
 
 Heavy imports (torch, transformers, trl, accelerate) happen inside functions.
 """
@@ -39,171 +32,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
-from inspo.agent.engines import HFEngine
-from inspo.core.coevolution import CoEvolution
-from inspo.core.population import Population
 from inspo.core.schedule import is_evolve_step
 from inspo.core.state import save_state
-from inspo.envs.loop import AgentConfig, Episode, run_rollouts
-from inspo.records import EndpointDown, EvaluateFn, Question, Rollout, TooManyErrors, scored
+from inspo.records import Rollout, TooManyErrors
 from inspo.rng import derived_rng
 from inspo.training.cpu_logps import cpu_logps_and_entropies
-from inspo.training.loop import (
-    MetricsLog,
-    RewardFn,
-    choose_groups,
-    finish_step,
-    greedy_evaluate,
-    light,
-    rescore,
-    verification_evaluate,
-)
 from inspo.training.memory import release_memory
-from inspo.training.progress import say
-
-
-@dataclass
-class RolloutContext:
-    """What the rollout function, the reward function and the callback share on one process."""
-
-    coevo: CoEvolution
-    env: Any
-    """The agent's environment (:class:`~inspo.envs.base.Environment`)."""
-    agent: AgentConfig
-    questions: dict[str, Question]
-    tokenizer: Any
-    mini_batches: int
-    seed: int
-    rank: int = 0
-    world_size: int = 1
-    reward_fn: RewardFn | None = None
-    choices_path: Path | None = None
-    eval_batch_size: int = 32
-    eval_questions: list[Question] = field(default_factory=list)
-    """Dev questions of the periodic evaluation (``rl.eval_every``)."""
-    eval_every: int = 0
-    progress: bool = False
-    """Show bars over the episodes of verification and evaluation (the main process of a run
-    with progress on); the phases are announced either way (:mod:`inspo.training.progress`)."""
-    max_error_rate: float | None = None
-    """``rl.max_error_rate``: a verification or evaluation call with more error rollouts stops the
-    run."""
-    vllm_sync: Any = None
-    """``rl.use_vllm``: the :class:`~inspo.training.vllm_sync.WeightSync` (full weights) or
-    :class:`~inspo.training.vllm_sync.AdapterSync` (LoRA) that plays the policy in vLLM."""
-    in_flight: list[Rollout] = field(default_factory=list)
-    pending: list[Rollout] = field(default_factory=list)
-    sampled: set[str] = field(default_factory=set)
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    def inspo_step(self, global_step: int) -> int:
-        return global_step // self.mini_batches + 1
-
-    def policy(self, model: Any, version: int | None = None, rng: Any = None) -> Any:
-        """The engine that plays ``model``: with ``rl.use_vllm``, vLLM on ``model``'s weights (or
-        LoRA adapter) as of ``version`` (the trainer's global step; synced when newer); else
-        transformers."""
-        if self.vllm_sync is not None and version is not None:
-            return self.vllm_sync.engine_for(model, version, rng)
-        return HFEngine(model, self.tokenizer, rng=rng)
-
-    def make_evaluate(
-        self, model: Any, step: int, tag: str = "verify", version: int | None = None
-    ) -> EvaluateFn:
-        """``evaluate(instruction, questions)`` with ``model`` as the policy (one rollout per
-        question; the same questions get the same sampling seeds whatever the instruction: paired;
-        greedy under ``coevolution.verify_greedy``)."""
-        return verification_evaluate(
-            self.policy(model, version),
-            self.env,
-            self.agent,
-            seed=self.seed,
-            tag=tag,
-            step=step,
-            batch_size=self.eval_batch_size,
-            reward_fn=self.reward_fn,
-            progress=self.progress,
-            max_error_rate=self.max_error_rate,
-            greedy=self.coevo.config.verify_greedy,
-        )
-
-    def greedy_evaluate(
-        self, model: Any, *, progress: bool = False, version: int | None = None
-    ) -> EvaluateFn:
-        """``evaluate(instruction, questions)`` with ``model`` decoding greedily (one rollout per
-        question)."""
-        return greedy_evaluate(
-            self.policy(model, version),
-            self.env,
-            self.agent,
-            batch_size=self.eval_batch_size,
-            reward_fn=self.reward_fn,
-            progress=progress,
-            max_error_rate=self.max_error_rate,
-        )
-
-    def periodic_eval(self, model: Any, step: int, version: int | None = None) -> dict[str, float]:
-        """``rl.eval_every``: the current policy, greedy, with the current I* on the dev
-        questions."""
-        if not (self.eval_every and self.eval_questions and step % self.eval_every == 0):
-            return {}
-        best = self.coevo.best()
-        say(
-            f"step {step} evaluation: {best.id} on {len(self.eval_questions)} dev question(s), "
-            "greedy",
-            self.progress,
-        )
-        played = self.greedy_evaluate(model, version=version, progress=self.progress)(
-            best, self.eval_questions
-        )
-        rollouts = scored(played)
-        n = max(len(rollouts), 1)
-        metrics = {
-            "eval/reward": sum(r.reward for r in rollouts) / n,
-            "eval/tool_calls": sum(len(r.tool_calls) for r in rollouts) / n,
-            **{
-                f"eval/{tool}_calls": sum(len(r.calls_of(tool)) for r in rollouts) / n
-                for tool in self.env.tools
-            },
-            "eval/errors": float(len(played) - len(rollouts)),
-        }
-        say(
-            f"step {step} evaluation: reward {metrics['eval/reward']:.3f}, tool calls "
-            f"{metrics['eval/tool_calls']:.2f}, errors {len(played) - len(rollouts)} (not scored)",
-            self.progress,
-        )
-        return metrics
-
-    def trace(self, step: int, groups: list[tuple[str, str]]) -> None:
-        if self.choices_path is None:
-            return
-        version = self.coevo.population.version
-        for qid, iid in groups:
-            artifacts.append_jsonl(
-                self.choices_path,
-                {
-                    "step": step,
-                    "rank": self.rank,
-                    "question_id": qid,
-                    "instruction_id": iid,
-                    "population_version": version,
-                },
-            )
-
-
-def set_population(coevo: CoEvolution, data: dict[str, Any], last_step: int) -> None:
-    """Make ``coevo`` hold exactly the population ``data`` (as broadcast by the main process)."""
-    coevo.population = Population.from_dict(data)
-    coevo.last_step = last_step
-
+from inspo.training.metrics import MetricsLog
+from inspo.training.rollout_context import RolloutContext, set_population
+from inspo.training.step import light
 
 # ---------------------------------------------------------------------------------- rollouts
 
@@ -282,24 +124,16 @@ def make_rollout_func(ctx: RolloutContext) -> Callable[[list, Any], dict[str, An
             )
         step = ctx.inspo_step(trainer.state.global_step)
         questions = [ctx.questions[row["question_id"]] for row in rows]
-        instructions, groups = choose_groups(ctx.coevo, step, questions)
-        ctx.sampled = {qid for qid, _ in groups}
-        ctx.trace(step, groups)
-        episodes = [Episode(q, ins) for q, ins in zip(questions, instructions, strict=True)]
         with generation_model(trainer) as model:
             engine = ctx.policy(
                 model,
                 trainer.state.global_step,
                 rng=derived_rng(ctx.seed, "rollout", step, ctx.rank),
             )
-            try:
-                rollouts = run_rollouts(engine, ctx.env, ctx.agent, episodes)
-            except EndpointDown as exc:  # no honest reward for this batch: stop (module docstring)
-                raise TooManyErrors(
-                    f"the {len(episodes)} training rollouts of step {step} failed ({exc}): "
-                    "stopping; fix the endpoint, then continue with --resume"
-                ) from exc
-        ctx.in_flight = rescore(rollouts, ctx.reward_fn)
+            played = ctx.step.play(step, questions, engine)
+        ctx.sampled = {qid for qid, _ in played.groups}
+        ctx.trace(step, played.groups)
+        ctx.in_flight = played.rollouts
         fallback = (
             ctx.tokenizer.eos_token_id
             if ctx.tokenizer.eos_token_id is not None
@@ -376,7 +210,7 @@ class InspoHooks:
         self.trainer: Any = None
         self.line: dict[str, Any] | None = None
 
-    # -- the step's end (inspo.training.loop) on the main process, population to everyone --------
+    # -- the step's second half on the main process (InspoStep.finish), population to everyone --
     def on_step_end(self, args, state, control, **kwargs):
         ctx = self.ctx
         if state.global_step % ctx.mini_batches:
@@ -419,15 +253,7 @@ class InspoHooks:
         evaluate = (
             self.ctx.make_evaluate(model, step, version=version) if model is not None else None
         )
-        metrics = finish_step(
-            coevo,
-            step,
-            rollouts,
-            evaluate,
-            sampled=self.ctx.sampled,
-            tools=list(self.ctx.env.tools),
-            env_metrics=self.ctx.env.metrics,
-        ).metrics
+        metrics = self.ctx.step.finish(step, rollouts, evaluate, sampled=self.ctx.sampled).metrics
         if model is not None:
             metrics.update(self.ctx.periodic_eval(model, step, version=version))
         metrics["global_step"] = self.trainer.state.global_step
@@ -470,6 +296,20 @@ class InspoHooks:
             self.metrics.write(line)
 
 
+def load_finished(trainer: Any, checkpoint: Path) -> None:
+    """A resume from the run's last step: the checkpoint's weights and trainer state, no training.
+
+    ``Trainer.train`` checks ``max_steps`` only after a step, so resumed at the last one it trains
+    a step past ``rl.steps`` (a killed run's final choice or test would then score an extra step).
+    """
+    from transformers import TrainerState
+
+    trainer._load_from_checkpoint(
+        str(checkpoint)
+    )  # what train(resume_from_checkpoint=...) loads first
+    trainer.state = TrainerState.load_from_json(str(checkpoint / "trainer_state.json"))
+
+
 def quiet_progress_callback():
     """TRL's progress bar over optimizer steps without its printout of every log dict."""
     from transformers.trainer_callback import ProgressCallback
@@ -492,10 +332,8 @@ def make_callback(ctx: RolloutContext, **kwargs: Any) -> InspoHooks:
 # ---------------------------------------------------------------------------------- trainer
 
 
-def trainer_class():
-    """``InspoGRPOTrainer``: TRL's GRPOTrainer with (1) an epoch-seeded sampler, so a resumed run
-    replays the same question order, and (2) the input rows kept for the rollout function."""
-    from trl import GRPOTrainer
+def epoch_sampler_class():
+    """TRL's ``RepeatSampler`` whose permutation depends only on (seed, epoch)."""
     from trl.trainer.utils import RepeatSampler
 
     class EpochRepeatSampler(RepeatSampler):
@@ -510,6 +348,16 @@ def trainer_class():
             if self.shuffle:
                 self.generator.manual_seed((self.seed or 0) * 1000003 + self.epoch_fn())
             return super().__iter__()
+
+    return EpochRepeatSampler
+
+
+def trainer_class():
+    """``InspoGRPOTrainer``: TRL's GRPOTrainer with (1) an epoch-seeded sampler, so a resumed run
+    replays the same question order, and (2) the input rows kept for the rollout function."""
+    from trl import GRPOTrainer
+
+    EpochRepeatSampler = epoch_sampler_class()
 
     class InspoGRPOTrainer(GRPOTrainer):
         def create_model_card(self, *args, **kwargs):
@@ -551,29 +399,26 @@ def trainer_class():
             compute_aux_loss=False,
             **multimodal,
         ):
-            if (
-                input_ids.device.type != "cpu"
-                or compute_aux_loss
-                or any(v is not None for v in multimodal.values())
-            ):
-                return super()._get_per_token_logps_and_entropies(
+            plain = not compute_aux_loss and all(v is None for v in multimodal.values())
+            if input_ids.device.type == "cpu" and plain:
+                return cpu_logps_and_entropies(
+                    self,
                     model,
                     input_ids,
                     attention_mask,
                     logits_to_keep,
                     batch_size=batch_size,
                     compute_entropy=compute_entropy,
-                    compute_aux_loss=compute_aux_loss,
-                    **multimodal,
                 )
-            return cpu_logps_and_entropies(
-                self,
+            return super()._get_per_token_logps_and_entropies(
                 model,
                 input_ids,
                 attention_mask,
                 logits_to_keep,
                 batch_size=batch_size,
                 compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                **multimodal,
             )
 
     return InspoGRPOTrainer

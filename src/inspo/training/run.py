@@ -18,7 +18,7 @@ Where the work happens:
 
 - ``grpo`` (:class:`GrpoStage`): :mod:`inspo.training.grpo_stage` (pre-flight, P_0,
   ``trainer.train()``, the run directory's final files); one INSPO step inside TRL:
-  :mod:`inspo.training.grpo_trainer`, and the step's order, :mod:`inspo.training.loop`;
+  :mod:`inspo.training.grpo_trainer`, and the step's order, :mod:`inspo.training.step`;
 - ``pre-policy`` / ``post-policy`` (:class:`OfflineStage`): :func:`inspo.training.evolve.run_evolve`
   with a frozen policy on the main process, into ``<run>/pre-policy`` or ``<run>/post-policy``, on
   the offline schedule (:func:`inspo.config.schedule.offline_config`: by default as many evolution
@@ -53,9 +53,9 @@ from inspo.records import SetupError
 from inspo.rng import derived_rng
 from inspo.training.grpo_config import grpo_settings
 from inspo.training.grpo_stage import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
-from inspo.training.loop import RewardFn
 from inspo.training.precision import announce, run_precision
 from inspo.training.progress import say
+from inspo.training.step import RewardFn
 from inspo.training.summary import RunSummary
 
 log = logging.getLogger("inspo.training")
@@ -153,7 +153,7 @@ def run_training(
             per step, and the summary (main process); off, the phase and step lines go to the
             ``inspo.training`` log at INFO (:mod:`inspo.training.progress`).
         reward_fn: replaces the environment's response-only reward of every rollout (training
-            and verification); see :data:`inspo.training.loop.RewardFn`.
+            and verification); see :data:`inspo.training.step.RewardFn`.
         env: an environment object (:class:`~inspo.envs.base.Environment`) instead of the one
             ``config.env`` names; the run records its name with ``env.python: true`` (a resume, or
             loading the exported agent, then needs the object again).
