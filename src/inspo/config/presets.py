@@ -135,7 +135,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "final_choice": "dev",
         "offline_steps": 10,
         "env": {"name": "calculator", "test_size": 300},
-        "model": {"lora": True, "lora_r": 16, "lora_alpha": 32},
+        # Gradient checkpointing: a static step's peak went from 15.3 to 4.5 GiB (with the chunked
+        # head of inspo.models.head_logps; BENCHMARKS.md §2), so an INSPO arm's extra verification
+        # fits in 23.5 GiB (the first campaign's INSPO arm peaked at 23.0).
+        "model": {"lora": True, "lora_r": 16, "lora_alpha": 32, "gradient_checkpointing": True},
         "data": {
             "train": "env",
             "eval": "env",
