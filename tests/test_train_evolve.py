@@ -152,19 +152,19 @@ def test_a_stop_file_stops_the_run_right_after_a_save_and_resume_goes_on_as_if_u
 def test_a_stop_file_arriving_after_the_last_save_is_removed_and_the_run_finishes(tmp_path, monkeypatch):
     import inspo.training.evolve as evolve
 
-    out, choose = tmp_path / "run", evolve.choose_for_run
+    out, choose = tmp_path / "run", evolve.final_choice
 
     def asked_during_the_final_choice(*args, **kwargs):
         (out / "STOP").write_text("")
         return choose(*args, **kwargs)
 
-    monkeypatch.setattr(evolve, "choose_for_run", asked_during_the_final_choice)
+    monkeypatch.setattr(evolve, "final_choice", asked_during_the_final_choice)
     summary = run_evolve(_config(out), engine=ScriptedPolicy(), progress=False)
     assert summary.evaluation is not None and (out / "summary.json").is_file() and not (out / "STOP").exists()
     # a stop file the caller names is the caller's to clear: the run leaves it
     theirs = tmp_path / "theirs"
     out = tmp_path / "run2"
-    monkeypatch.setattr(evolve, "choose_for_run", lambda *a, **k: (theirs.write_text(""), choose(*a, **k))[1])
+    monkeypatch.setattr(evolve, "final_choice", lambda *a, **k: (theirs.write_text(""), choose(*a, **k))[1])
     run_evolve(_config(out), engine=ScriptedPolicy(), progress=False, stop_file=theirs)
     assert theirs.exists()
 

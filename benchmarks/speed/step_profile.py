@@ -114,10 +114,11 @@ def install(prof: Profiler):
     import inspo.envs.evaluate as evaluate_mod
     import inspo.training.grpo_stage as run_mod
     import inspo.training.grpo_trainer as grpo
+    import inspo.training.step as step_mod
     from inspo.core.coevolution import CoEvolution
     from inspo.training import vllm_sync
 
-    saved = (grpo.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update)
+    saved = (step_mod.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update)
     syncs = {cls: cls.sync for cls in (vllm_sync.WeightSync, vllm_sync.AdapterSync)}
 
     def timed_sync(original):
@@ -128,7 +129,7 @@ def install(prof: Profiler):
 
     for cls, original in syncs.items():
         cls.sync = timed_sync(original)
-    final_choice = run_mod._final_choice
+    final_choice = run_mod.final_choice
     on_step_end = grpo.InspoHooks.on_step_end
 
     def timed_step_end(self, *args, **kwargs):
@@ -143,7 +144,7 @@ def install(prof: Profiler):
         prof.phase = "final"
         return final_choice(*args, **kwargs)
 
-    run_mod._final_choice = timed_final_choice
+    run_mod.final_choice = timed_final_choice
 
     def timed_rollouts(original):
         def run(*args, **kwargs):
@@ -153,7 +154,7 @@ def install(prof: Profiler):
                 return original(*args, **kwargs)
         return run
 
-    grpo.run_rollouts = timed_rollouts(saved[0])
+    step_mod.run_rollouts = timed_rollouts(saved[0])
     evaluate_mod.run_rollouts = timed_rollouts(saved[1])
 
     def update(self, step, rollouts, evaluate):
@@ -185,8 +186,8 @@ def install(prof: Profiler):
     grpo.trainer_class = trainer_class
 
     def undo():
-        grpo.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update = saved
-        run_mod._final_choice = final_choice
+        step_mod.run_rollouts, evaluate_mod.run_rollouts, grpo.trainer_class, CoEvolution.update = saved
+        run_mod.final_choice = final_choice
         grpo.InspoHooks.on_step_end = on_step_end
         for cls, original in syncs.items():
             cls.sync = original

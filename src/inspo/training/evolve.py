@@ -35,25 +35,30 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
 from inspo.agent.engines import PolicyEngine
-from inspo.config.train import DEV_CHOICES, EnvConfig, TrainConfig, dump
-from inspo.core.events import EventLog
+from inspo.config.train import DEV_CHOICES, EnvConfig, TrainConfig
 from inspo.core.state import save_state
 from inspo.records import Question, TooManyErrors, check_error_rate
 from inspo.rng import derived_rng
-from inspo.training.build_core import build_coevolution, keep_paid_answers, warmup_questions
 from inspo.training.evaluators import greedy_evaluate, reseed, verification_evaluate
-from inspo.training.final import choose_for_run
+from inspo.training.lifecycle import (
+    build_run_core,
+    final_choice,
+    initialize_core,
+    open_run,
+    resume_core,
+    returned_instruction,
+)
 from inspo.training.metrics import MetricsLog
 from inspo.training.precision import announce, run_precision
 from inspo.training.progress import announce_events, say
 from inspo.training.resume import check_run_dir, plan_evolve_resume
-from inspo.training.setup import SetupError, prepare
+from inspo.training.setup import RunInputs, SetupError, prepare
 from inspo.training.step import InspoStep, RewardFn, light
 from inspo.training.summary import RunSummary, summarize
 
@@ -121,6 +126,46 @@ def run_evolve(
         SetupError: as :func:`inspo.training.setup.prepare` and :func:`check_run_dir` (before any
             rollout).
     """
+    run = _setup(
+        config,
+        steps=steps,
+        policy_url=policy_url,
+        policy_model=policy_model,
+        engine=engine,
+        out_dir=out_dir,
+        resume=resume,
+        overwrite=overwrite,
+        progress=progress,
+        reward_fn=reward_fn,
+        env=env,
+        stop_file=stop_file,
+    )
+    try:  # an engine started here is shut down however the run ends (a stop, an outage, an error)
+        summary = run.run()
+    finally:
+        run.close()
+    if progress:
+        print(summary, flush=True)
+    return summary
+
+
+def _setup(
+    config: TrainConfig,
+    *,
+    steps,
+    policy_url,
+    policy_model,
+    engine,
+    out_dir,
+    resume,
+    overwrite,
+    progress,
+    reward_fn,
+    env,
+    stop_file,
+) -> EvolveRun:
+    """Pre-flight (:mod:`inspo.training.lifecycle`, step 1): every check before anything loads,
+    then the inputs and the frozen policy."""
     started = time.time()
     if env is not None and not config.env.python:  # recorded by name, as an object given in Python
         config = replace(config, env=EnvConfig.of(env))
@@ -128,24 +173,19 @@ def run_evolve(
     if steps < 1:
         raise SetupError(f"run_evolve: steps must be >= 1, got {steps}")
     run_dir = Path(out_dir if out_dir is not None else config.output_dir)
-    rl = config.rl
     if policy_url and not policy_model:
         raise SetupError("run_evolve: policy_url needs policy_model (the served model's name)")
-    choose_on_dev = config.final_choice in DEV_CHOICES
     owned = engine is None and not policy_url
-    # the frozen policy loads here: its dtype resolved once (given engines and endpoints have
-    # theirs)
-    if owned:
-        config, precision = run_precision(config, training=False)
-        announce(precision)
+    precision = ""
+    if owned:  # the frozen policy loads here: its dtype resolved once (given engines have theirs)
+        config, resolved = run_precision(config, training=False)
+        announce(resolved)
+        precision = resolved.describe()
     if owned and config.model.engine == "vllm":
         from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
 
         if not vllm_available():
             raise SetupError(f"model.engine=vllm: no module named 'vllm'; {INSTALL_HINT}")
-    state_path = run_dir / artifacts.STATE_FILE
-    own_stop = stop_file is None
-    stop_file = Path(stop_file) if stop_file is not None else run_dir / artifacts.STOP_FILE
     check_run_dir(run_dir, resume=resume, overwrite=overwrite)
     plan, saved_state = None, None
     if resume:  # a refused change stops here, before anything loads
@@ -155,148 +195,208 @@ def run_evolve(
         config,
         need_optimizer=True,
         need_model=engine is None and not policy_url,
-        need_eval=choose_on_dev,
+        need_eval=config.final_choice in DEV_CHOICES,
         env=env,
     )
     engine, policy = _policy(config, engine, remote, inputs.model_dir)
-    try:  # an engine started here is shut down however the run ends (a stop, an outage, an error)
-        log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
+    log.info("optimizer LLM: %s; frozen policy: %s", inputs.optimizer_note, policy)
+    return EvolveRun(
+        config=config,
+        inputs=inputs,
+        engine=engine,
+        policy=policy,
+        owned=owned,
+        precision=precision,
+        run_dir=run_dir,
+        steps=steps,
+        plan=plan,
+        saved_state=saved_state,
+        progress=progress,
+        reward_fn=reward_fn,
+        stop_file=Path(stop_file) if stop_file is not None else run_dir / artifacts.STOP_FILE,
+        own_stop=stop_file is None,
+        started=started,
+    )
 
-        run_dir.mkdir(parents=True, exist_ok=True)
-        if not resume:
-            leftovers = [p.name for p in artifacts.jsonl_paths(run_dir) if p.is_file()]
-            if leftovers:
-                log.info(
-                    "starting a new run in %s: removing %s of an earlier run",
-                    run_dir,
-                    ", ".join(leftovers),
-                )
-            artifacts.clear_run_files(run_dir)
-        (run_dir / artifacts.CONFIG_FILE).write_text(
-            plan.config_text(config) if plan else dump(config), encoding="utf-8"
-        )
-        events = EventLog(run_dir / artifacts.EVENTS_FILE)
-        announcer = announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
-        coevo = build_coevolution(
-            config.coevolution,
-            inputs.seed_instruction,
-            inputs.optimizer,
-            events,
-            static=False,
-            fits=inputs.fits,
-            env=inputs.env,
-            questions=inputs.questions,
-            held_out=inputs.eval_questions + inputs.test_questions,
-        )
-        keep_paid_answers(coevo, run_dir)
-        batch_size = max(rl.micro_batch_size, rl.trajectories_per_step)
 
-        def evaluate_at(step: int, tag: str = "verify"):
-            return verification_evaluate(
-                engine,
-                inputs.env,
-                inputs.agent,
-                seed=rl.seed,
-                tag=tag,
-                step=step,
-                batch_size=batch_size,
-                reward_fn=reward_fn,
+@dataclass
+class EvolveRun:
+    """One ``inspo evolve`` run after its pre-flight: the lifecycle's steps 2-7
+    (:mod:`inspo.training.lifecycle`) with a frozen policy."""
+
+    config: TrainConfig
+    inputs: RunInputs
+    engine: PolicyEngine
+    policy: str
+    """The frozen policy, described for the log and the summary."""
+    owned: bool
+    """The engine was started here (shut down by :meth:`close`)."""
+    precision: str
+    run_dir: Path
+    steps: int
+    plan: Any
+    saved_state: dict[str, Any] | None
+    progress: bool
+    reward_fn: RewardFn | None
+    stop_file: Path
+    own_stop: bool
+    started: float
+    coevo: Any = None
+
+    def run(self) -> RunSummary:
+        events = open_run(self.run_dir, self.config, self.plan, fresh=self.plan is None)
+        announcer = announce_events(
+            events, self.progress, max_rounds=self.config.coevolution.max_rounds
+        )
+        self.coevo = build_run_core(
+            self.config, self.inputs, events, self.run_dir, seed_text=self.inputs.seed_instruction
+        )
+        first = self._population(events, announcer)
+        metrics = self._steps(first)
+        final = None
+        if self.config.final_choice in DEV_CHOICES:
+            final = final_choice(
+                self._greedy(), self.coevo, self.config, self.inputs, self.progress
+            )
+        best = returned_instruction(self.coevo, final)
+        artifacts.write_best_instruction(self.run_dir, best.text)
+        summary = self._summary(metrics, best, final)
+        summary.write()
+        if self.own_stop and self.stop_file.exists():  # asked during the final choice: nothing left
+            self.stop_file.unlink(missing_ok=True)
+            log.info(
+                "%s arrived after the run's last save: the run finished; the file is removed",
+                self.stop_file,
+            )
+        return summary
+
+    def close(self) -> None:
+        if self.owned and hasattr(self.engine, "shutdown"):
+            self.engine.shutdown()
+
+    @property
+    def _batch_size(self) -> int:
+        rl = self.config.rl
+        return max(rl.micro_batch_size, rl.trajectories_per_step)
+
+    def _evaluate_at(self, step: int, tag: str = "verify"):
+        rl = self.config.rl
+        return verification_evaluate(
+            self.engine,
+            self.inputs.env,
+            self.inputs.agent,
+            seed=rl.seed,
+            tag=tag,
+            step=step,
+            batch_size=self._batch_size,
+            reward_fn=self.reward_fn,
+            progress=self.progress,
+            max_error_rate=rl.max_error_rate,
+            greedy=self.config.coevolution.verify_greedy,
+        )
+
+    def _greedy(self):
+        return greedy_evaluate(
+            self.engine,
+            self.inputs.env,
+            self.inputs.agent,
+            batch_size=self._batch_size,
+            reward_fn=self.reward_fn,
+            progress=self.progress,
+            max_error_rate=self.config.rl.max_error_rate,
+        )
+
+    def _save(self) -> None:
+        """After every step and every round of the initial population; a STOP file stops here."""
+        coevo, state_path = self.coevo, self.run_dir / artifacts.STATE_FILE
+        save_state(coevo, state_path)
+        saved = (
+            f"after round {coevo.init.rounds} of its initial population"
+            if coevo.init is not None
+            else f"after step {coevo.last_step}"
+            if coevo.last_step
+            else "after its initial population"
+        )
+        artifacts.honour_stop(self.stop_file, f"{saved} (saved in {state_path})")
+
+    def _population(self, events, announcer) -> int:
+        """The saved state (a resume) or P_0; returns the first step to play."""
+        coevo, progress = self.coevo, self.progress
+        if self.plan is None:
+            initialize_core(
+                coevo,
+                self._evaluate_at(0, "init"),
+                self.inputs,
+                self.config,
                 progress=progress,
-                max_error_rate=rl.max_error_rate,
-                greedy=config.coevolution.verify_greedy,
+                after_round=self._save,
             )
-
-        first = 1
-
-        def save() -> None:  # after every step and every round of the initial population
-            save_state(coevo, state_path)
-            saved = (
-                f"after round {coevo.init.rounds} of its initial population"
-                if coevo.init is not None
-                else f"after step {coevo.last_step}"
-                if coevo.last_step
-                else "after its initial population"
+            self._save()
+            return 1
+        dropped = resume_core(
+            coevo,
+            self.saved_state,
+            self.plan,
+            self.run_dir,
+            events,
+            progress=progress,
+        )
+        if coevo.init is None:
+            log.info(
+                "resuming evolution after step %d (dropped %d log line(s))",
+                coevo.last_step,
+                dropped,
             )
-            artifacts.honour_stop(stop_file, f"{saved} (saved in {state_path})")
-
-        if plan is not None:
-            coevo.load_state_dict(
-                saved_state, emit=False
-            )  # every section's changes go in one event below
-            first = coevo.last_step + 1
-            dropped = artifacts.truncate_after(run_dir, coevo.last_step)
-            if (
-                coevo.init is not None
-            ):  # saved inside the initial population: the lost round's events go too
-                dropped += artifacts.truncate_events(run_dir, coevo.init.events)
-            if plan.applied:
-                events.emit(plan.event())
-            plan.write(run_dir)
-            say(plan.lines(), progress)
-            if coevo.init is None:
-                log.info(
-                    "resuming evolution after step %d (dropped %d log line(s))",
-                    coevo.last_step,
-                    dropped,
-                )
-            else:
-                say(
-                    f"initial population: resuming after round {coevo.init.rounds} with "
-                    f"{len(coevo.population)} of {coevo.config.population_size} instruction(s) "
-                    f"(dropped {dropped} log line(s))",
-                    progress,
-                )
-                announcer.resumed(len(coevo.population), coevo.config.population_size)
-                coevo.continue_initialize(evaluate_at(0, "init"), after_round=save)
-                save()
         else:
-            warm = warmup_questions(
-                inputs.questions, config.data.warmup_questions, coevo.config.seed
+            say(
+                f"initial population: resuming after round {coevo.init.rounds} with "
+                f"{len(coevo.population)} of {coevo.config.population_size} instruction(s) "
+                f"(dropped {dropped} log line(s))",
+                progress,
             )
-            if warm:
-                say(
-                    f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill "
-                    "the replay buffer)",
-                    progress,
-                )
-            coevo.initialize(evaluate_at(0, "init"), warm, after_round=save)
-            save()
+            announcer.resumed(len(coevo.population), coevo.config.population_size)
+            coevo.continue_initialize(self._evaluate_at(0, "init"), after_round=self._save)
+            self._save()
+        return coevo.last_step + 1
 
+    def _steps(self, first: int) -> MetricsLog:
+        """Steps ``first`` to the last, each the INSPO step's two halves with no update between."""
         from tqdm.auto import tqdm
 
+        rl, run_dir = self.config.rl, self.run_dir
         bar = tqdm(
-            total=steps, initial=first - 1, desc="inspo evolve", unit="step", disable=not progress
+            total=self.steps,
+            initial=first - 1,
+            desc="inspo evolve",
+            unit="step",
+            disable=not self.progress,
         )
         metrics = MetricsLog(
             run_dir / artifacts.METRICS_FILE,
-            steps,
-            progress=progress,
+            self.steps,
+            progress=self.progress,
             read_existing=True,
             release_memory=True,
         )
-
-        step = InspoStep(coevo, inputs.env, inputs.agent, reward_fn)
-
-        def play_step(t: int) -> None:  # the step's two halves, no policy update between them
-            batch = step_questions(inputs.questions, t, rl.questions_per_step, rl.seed)
-            rows = [q for q in batch for _ in range(rl.group_size)]
-            reseed(engine, rl.seed, "rollout", t)
-            rollouts = [light(r) for r in step.play(t, rows, engine, isolated=True).rollouts]
-            # an outage stops here, before the step is credited: the state saved after step t-1
-            # resumes it
-            check_error_rate(
-                rollouts,
-                max_error_rate=rl.max_error_rate,
-                planned=len(rollouts),
-                setting="rl.max_error_rate",
-            )
-            metrics.write(step.finish(t, rollouts, evaluate_at(t)).metrics)
-            save()
-
+        step = InspoStep(self.coevo, self.inputs.env, self.inputs.agent, self.reward_fn)
         try:
-            for t in range(first, steps + 1):
+            for t in range(first, self.steps + 1):
+                batch = step_questions(self.inputs.questions, t, rl.questions_per_step, rl.seed)
+                rows = [q for q in batch for _ in range(rl.group_size)]
+                reseed(self.engine, rl.seed, "rollout", t)
                 try:
-                    play_step(t)
+                    played = step.play(t, rows, self.engine, isolated=True)
+                    rollouts = [light(r) for r in played.rollouts]
+                    # an outage stops here, before the step is credited: the state saved after
+                    # step t-1 resumes it
+                    check_error_rate(
+                        rollouts,
+                        max_error_rate=rl.max_error_rate,
+                        planned=len(rollouts),
+                        setting="rl.max_error_rate",
+                    )
+                    metrics.write(step.finish(t, rollouts, self._evaluate_at(t)).metrics)
+                    self._save()
                 except TooManyErrors as exc:
                     raise TooManyErrors(
                         f"step {t}: {exc} (the run up to step {t - 1} is saved in {run_dir}: "
@@ -306,61 +406,26 @@ def run_evolve(
                 bar.update(1)
         finally:  # a stop or an outage ends the bar too
             bar.close()
+        return metrics
 
-        best = coevo.best()
-        final, played = None, 0
-        if choose_on_dev:
-            evaluate = greedy_evaluate(
-                engine,
-                inputs.env,
-                inputs.agent,
-                batch_size=batch_size,
-                reward_fn=reward_fn,
-                progress=progress,
-                max_error_rate=rl.max_error_rate,
-            )
-            final = choose_for_run(
-                evaluate,
-                coevo,
-                config,
-                inputs,
-                rule=config.final_choice,
-                tell=lambda line: say(line, progress),
-            )
-            played = final.dev_rollouts
-            best = next(i for i in coevo.population.archive.values() if i.id == final.returned_id)
-        artifacts.write_best_instruction(run_dir, best.text)
-        summary = summarize(
-            run_dir=run_dir,
+    def _summary(self, metrics: MetricsLog, best, final) -> RunSummary:
+        plan = self.plan
+        return summarize(
+            run_dir=self.run_dir,
             mode="evolve",
-            steps=steps,
+            steps=self.steps,
             history=metrics.history,
-            coevo=coevo,
+            coevo=self.coevo,
             returned=best,
-            optimizer=inputs.optimizer_note,
-            started=started,
-            policy=policy,
+            optimizer=self.inputs.optimizer_note,
+            started=self.started,
+            policy=self.policy,
             evaluation=final.to_dict() if final else None,
-            selection_rollouts=played,
+            selection_rollouts=final.dev_rollouts if final else 0,
             resume_changes=[str(c) for c in plan.applied] if plan else [],
             resumed_from=f"{plan.checkpoint} (INSPO step {plan.step})" if plan else None,
-            precision=precision.describe() if owned else "",
+            precision=self.precision,
         )
-        summary.write()
-        if (
-            own_stop and stop_file.exists()
-        ):  # asked during the final choice: nothing was left to stop
-            stop_file.unlink(missing_ok=True)
-            log.info(
-                "%s arrived after the run's last save: the run finished; the file is removed",
-                stop_file,
-            )
-    finally:
-        if owned and hasattr(engine, "shutdown"):
-            engine.shutdown()
-    if progress:
-        print(summary, flush=True)
-    return summary
 
 
 def _remote_policy(policy_url: str, policy_model: str):

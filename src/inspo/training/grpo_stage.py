@@ -35,13 +35,18 @@ from typing import TYPE_CHECKING, Any
 
 from inspo import artifacts
 from inspo.config.trackers import missing_tracker_message
-from inspo.config.train import TrainConfig, dump
+from inspo.config.train import TrainConfig
 from inspo.core.coevolution import CoEvolution
-from inspo.core.events import EventLog
 from inspo.core.state import read_state, save_state
-from inspo.records import Instruction
-from inspo.training.build_core import build_coevolution, keep_paid_answers, warmup_questions
 from inspo.training.grpo_config import build_trainer, final_model, grpo_args, grpo_settings
+from inspo.training.lifecycle import (
+    build_run_core,
+    final_choice,
+    initialize_core,
+    open_run,
+    resume_core,
+    returned_instruction,
+)
 from inspo.training.plan import rollout_engine
 from inspo.training.progress import announce_events, say
 from inspo.training.setup import RunInputs, SetupError, prepare
@@ -257,45 +262,46 @@ def run_grpo(
 ) -> tuple[RunSummary, Policy]:
     """Train from ``start`` with ``instruction`` (None: the config's seed) as the seed of the
     population; returns the stage's summary (not written) and the trained policy."""
-    config, inputs, rl = start.config, start.inputs, start.config.rl
-    run_dir, main, checkpoint, plan = (
-        Path(config.output_dir),
-        start.is_main,
-        start.checkpoint,
-        start.plan,
-    )
+    config, inputs, main = start.config, start.inputs, start.is_main
+    run_dir = Path(config.output_dir)
 
     # -- 2. run directory, core, trainer ------------------------------------------------
     choices = run_dir / artifacts.choices_file(start.rank)
-    if main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        if checkpoint is None:
-            artifacts.clear_run_files(run_dir)
-        (run_dir / artifacts.CONFIG_FILE).write_text(
-            plan.config_text(config) if plan else dump(config), encoding="utf-8"
-        )
-    if checkpoint is None:
+    events = open_run(run_dir, config, start.plan, fresh=start.checkpoint is None, main=main)
+    if start.checkpoint is None:
         choices.unlink(missing_ok=True)
-    events = EventLog(run_dir / artifacts.EVENTS_FILE if main else None, keep=main)
     if main:
         announce_events(events, progress, max_rounds=config.coevolution.max_rounds)
-    coevo = build_coevolution(
-        config.coevolution,
-        instruction or inputs.seed_instruction,
-        inputs.optimizer,
+    coevo = build_run_core(
+        config,
+        inputs,
         events,
+        run_dir,
+        seed_text=instruction or inputs.seed_instruction,
         static=start.static,
-        fits=inputs.fits,
-        env=inputs.env,
-        questions=inputs.questions,
-        held_out=inputs.eval_questions + inputs.test_questions,
+        main=main,
     )
-    if main:  # the optimizer is called on the main process alone
-        keep_paid_answers(coevo, run_dir)
+    ctx, callback, trainer = _trainer(start, coevo, choices, progress, reward_fn)
 
+    # -- 3. P_0 (fresh) or the checkpoint's state (resume), identical on every process ------
+    if start.plan is not None:
+        _resume(start, coevo, events, choices, progress)
+    elif main:
+        _initialize(coevo, ctx, trainer, inputs, config, progress)
+    _sync_population(ctx, coevo)
+
+    # -- 4. train; 5. the run directory's final files -----------------------------------------
+    _train(start, trainer, ctx, progress)
+    return _finish(start, coevo, ctx, trainer, callback, progress)
+
+
+def _trainer(start: GrpoStart, coevo: CoEvolution, choices: Path, progress: bool, reward_fn):
+    """The process's :class:`~inspo.training.rollout_context.RolloutContext`, the callback and
+    TRL's trainer built on them."""
     from inspo.training.grpo_trainer import make_callback
     from inspo.training.rollout_context import RolloutContext
 
+    config, inputs, rl, main = start.config, start.inputs, start.config.rl, start.is_main
     ctx = RolloutContext(
         coevo=coevo,
         env=inputs.env,
@@ -317,49 +323,51 @@ def run_grpo(
     if start.vllm:
         from inspo.training.vllm_sync import start_sync
 
-        ctx.vllm_sync = start_sync(config, inputs.model_dir, run_dir, rl.seed, rank=start.rank)
+        ctx.vllm_sync = start_sync(
+            config, inputs.model_dir, Path(config.output_dir), rl.seed, rank=start.rank
+        )
     callback = make_callback(
         ctx,
-        run_dir=run_dir,
+        run_dir=Path(config.output_dir),
         total_steps=rl.steps,
         progress=progress and main,
         run_config=config.to_dict(),
     )
     trainer = build_trainer(config, start.args, inputs, ctx, callback, progress)
     callback.trainer = trainer
+    return ctx, callback, trainer
 
-    # -- 3. P_0 (fresh) or the checkpoint's state (resume), identical on every process ------
-    if plan is not None:
-        step = plan.step
-        if main:
-            coevo.load_state_dict(
-                start.saved_state, emit=False
-            )  # every section's changes go in one event below
-            dropped = artifacts.truncate_after(run_dir, step)
-            if plan.applied:
-                events.emit(plan.event())
-            plan.write(run_dir)
-            say(plan.lines(), progress)
-            log.info(
-                "resuming from %s (INSPO step %d); dropped %d log line(s) written after it",
-                checkpoint,
-                step,
-                dropped,
-            )
-        else:
-            artifacts.truncate_jsonl(choices, lambda r: int(r.get("step", 0)) <= step)
-    elif main:
-        _initialize(coevo, ctx, trainer, inputs, config, progress)
-    _sync_population(ctx, coevo)
 
-    # -- 4. train -------------------------------------------------------------------------
+def _resume(start: GrpoStart, coevo: CoEvolution, events, choices: Path, progress: bool) -> None:
+    """The checkpoint's core state on the main process; every other process drops its own
+    choices written after the checkpoint."""
+    step = start.plan.step
+    if not start.is_main:
+        artifacts.truncate_jsonl(choices, lambda r: int(r.get("step", 0)) <= step)
+        return
+    run_dir = Path(start.config.output_dir)
+    dropped = resume_core(
+        coevo, start.saved_state, start.plan, run_dir, events, progress=progress, step=step
+    )
+    log.info(
+        "resuming from %s (INSPO step %d); dropped %d log line(s) written after it",
+        start.checkpoint,
+        step,
+        dropped,
+    )
+
+
+def _train(start: GrpoStart, trainer: Any, ctx: Any, progress: bool) -> None:
+    """``trainer.train()`` (from the checkpoint on a resume); a checkpoint of the last step only
+    loads. vLLM, when it played the rollouts, is shut down after."""
     from inspo.agent.engines import attention_kernels
 
-    if plan is not None and plan.step >= rl.steps:
+    rl, checkpoint = start.config.rl, start.checkpoint
+    if start.plan is not None and start.plan.step >= rl.steps:
         from inspo.training.grpo_trainer import load_finished
 
         load_finished(trainer, checkpoint)
-        if main:
+        if start.is_main:
             say(
                 f"{checkpoint.name} holds the run's last step (rl.steps={rl.steps}): nothing left "
                 "to train; the final files are written from it",
@@ -374,43 +382,41 @@ def run_grpo(
         ctx.vllm_sync.shutdown()
         ctx.vllm_sync = None
 
-    # -- 5. the run directory's final files -----------------------------------------------
+
+def _finish(
+    start: GrpoStart, coevo: CoEvolution, ctx: Any, trainer: Any, callback: Any, progress: bool
+) -> tuple[RunSummary, Policy]:
+    """The run directory's final files (main process): the core state, ``model/``, the final
+    choice on dev and test, ``best_instruction.txt``; the stage's summary and policy."""
+    config, inputs, main, plan = start.config, start.inputs, start.is_main, start.plan
+    run_dir = Path(config.output_dir)
     trainer.accelerator.wait_for_everyone()
     model = final_model(trainer)
-    evaluation = None
     final = None
     if main:
         save_state(coevo, run_dir / artifacts.STATE_FILE)
         model.save_pretrained(str(run_dir / artifacts.MODEL_DIR))
         inputs.tokenizer.save_pretrained(str(run_dir / artifacts.MODEL_DIR))
         if inputs.eval_questions or inputs.test_questions:
-            final = _final_choice(ctx, model, inputs, coevo, config, progress)
-            evaluation = final.to_dict()
+            evaluate = ctx.greedy_evaluate(model, progress=progress)
+            final = final_choice(evaluate, coevo, config, inputs, progress)
         returned = final.returned_text if final else coevo.best().text
         artifacts.write_best_instruction(run_dir, returned)
     trainer.accelerator.wait_for_everyone()
     history = (
         artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE) if main else callback.metrics.history
     )
-    returned = coevo.best()
-    if (
-        final is not None
-    ):  # the run's seed (after a pre-policy stage) is no member of this stage's archive
-        returned = next(
-            (i for i in coevo.population.archive.values() if i.id == final.returned_id),
-            Instruction(id=final.returned_id, text=final.returned_text, origin="seed"),
-        )
     summary = summarize(
         run_dir=config.output_dir,
         mode=config.mode,
-        steps=rl.steps,
+        steps=config.rl.steps,
         history=history,
         coevo=coevo,
-        returned=returned,
+        returned=returned_instruction(coevo, final),
         optimizer=inputs.optimizer_note,
         started=start.started,
-        resumed_from=str(checkpoint) if checkpoint else None,
-        evaluation=evaluation,
+        resumed_from=str(start.checkpoint) if start.checkpoint else None,
+        evaluation=final.to_dict() if final is not None else None,
         resume_changes=[str(c) for c in plan.applied] if plan else [],
         selection_rollouts=final.dev_rollouts if final is not None else 0,
         eval_history=[
@@ -433,18 +439,11 @@ def _initialize(
     if not needs_policy or (co.population_size == 1 and not co.evolve):
         coevo.initialize(None, [])
         return
-    warm = warmup_questions(inputs.questions, config.data.warmup_questions, co.seed)
     t0 = time.time()
-    if warm:
-        say(
-            f"warm-up: rolling the seed out on {len(warm)} training question(s) (they fill the "
-            "replay buffer)",
-            progress,
-        )
     with generation_model(trainer) as model:
-        coevo.initialize(
-            ctx.make_evaluate(model, 0, tag="init", version=trainer.state.global_step), warm
-        )
+        version = trainer.state.global_step
+        evaluate = ctx.make_evaluate(model, 0, tag="init", version=version)
+        initialize_core(coevo, evaluate, inputs, config, progress=progress)
     say(
         f"initial population: {len(coevo.population)} instruction(s) "
         f"({coevo.ledger.warmup_rollouts} warm-up + {coevo.ledger.verification_rollouts} "
@@ -466,20 +465,3 @@ def _sync_population(ctx, coevo: CoEvolution) -> None:
     broadcast_object_list(payload, from_process=0)
     if not ctx.is_main:
         set_population(coevo, *payload[0])
-
-
-def _final_choice(
-    ctx, model, inputs: RunInputs, coevo: CoEvolution, config: TrainConfig, progress: bool
-):
-    """The returned instruction (``config.final_choice``) and its held-out test against the seed,
-    with the trained policy decoding greedily (see :mod:`inspo.training.final`)."""
-    from inspo.training.final import choose_for_run
-
-    return choose_for_run(
-        ctx.greedy_evaluate(model, progress=progress),
-        coevo,
-        config,
-        inputs,
-        rule=config.final_choice,
-        tell=lambda line: say(line, progress),
-    )
