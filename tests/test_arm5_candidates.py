@@ -1,4 +1,4 @@
-"""benchmarks/results/calculator/arm5/candidates_on_test.py: the admitted instructions of a run,
+"""benchmarks/learning/arm5/candidates_on_test.py: the admitted instructions of a run,
 and their paired differences from the seed, from stored files (no model)."""
 
 import importlib.util
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks/results/calculator/arm5/candidates_on_test.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks/learning/arm5/candidates_on_test.py"
 
 
 def load():

@@ -28,7 +28,7 @@ def script_path(name: str) -> Path:
 
 def load_script(name: str):
     """Import benchmarks/<group>/<name>.py as a module (the folders are not packages)."""
-    from inspo.eval.harness import load_script as load
+    from inspo.lab.harness import load_script as load
 
     return load(script_path(name), f"inspo_benchmark_{name}")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from inspo.eval.power import detectable_effect, seeds_needed
+from inspo.lab.power import detectable_effect, seeds_needed
 from test_benchmarks import load_script
 
 

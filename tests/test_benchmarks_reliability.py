@@ -17,7 +17,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "reliability" / "r
 
 
 def load_script():
-    from inspo.eval.harness import load_script as load
+    from inspo.lab.harness import load_script as load
 
     return load(SCRIPT, "inspo_benchmark_reliability")
 

@@ -68,7 +68,7 @@ def test_the_harness_records_device_dtype_and_threads_and_refuses_a_result_witho
 
     import pytest
 
-    from inspo.eval.harness import add_common, start, write_result
+    from inspo.lab.harness import add_common, start, write_result
 
     args = add_common(argparse.ArgumentParser(), threads=1).parse_args(["--json", str(tmp_path / "r.json")])
     assert (args.threads, args.seed) == (1, 0)
@@ -89,7 +89,7 @@ def test_the_harness_records_device_dtype_and_threads_and_refuses_a_result_witho
 def test_the_harness_resolves_an_auto_dtype_for_the_device_and_keeps_a_scripts_own_help(capsys):
     import argparse
 
-    from inspo.eval.harness import add_common, start
+    from inspo.lab.harness import add_common, start
     from inspo.models.precision import concrete_dtype
 
     parser = add_common(argparse.ArgumentParser(), seed_help="question order", json_help="also write it here")

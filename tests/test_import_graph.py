@@ -175,3 +175,11 @@ def test_the_layering_check_finds_a_forbidden_import():
     found = {(m, t) for m, targets in _direct_uses(graph, "inspo.core").items() for t in targets
              if any(t == f or t.startswith(f + ".") for f in FORBIDDEN["inspo.core"])}
     assert found == {("inspo.core.proposer", "inspo.envs.search_r1")}
+
+
+def test_the_library_never_imports_the_lab():
+    """Issue 66: ``inspo.lab`` is the benchmark scripts' toolbox; nothing else in the package uses it."""
+    graph = import_graph(import_time=False)
+    bad = sorted((m, t) for m, targets in graph.items() if not m.startswith("inspo.lab")
+                 for t in targets if t == "inspo.lab" or t.startswith("inspo.lab."))
+    assert not bad, f"library modules import the lab: {bad}"

@@ -262,12 +262,12 @@ def test_a_grpo_step_whose_rollouts_hit_an_outage_stops_instead_of_training_on_z
     from types import SimpleNamespace
 
     import inspo.training.grpo_trainer as grpo
-    from inspo.training.rollout_context import RolloutContext
     from inspo.core.coevolution import CoEvolution
     from inspo.core.config import CoEvolutionConfig
     from inspo.core.proposer import Proposer
     from inspo.core.reflector import RuleBasedReflector
     from inspo.envs.search_r1.reflector_rules import RULES
+    from inspo.training.rollout_context import RolloutContext
 
     monkeypatch.setattr(grpo, "generation_model", lambda trainer: nullcontext(None))
     coevo = CoEvolution(CoEvolutionConfig(), "Answer.", Proposer(RuleBasedReflector(seed=0, rules=RULES)))

@@ -57,3 +57,10 @@ def test_the_check_counts_what_it_should(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "big.py").write_text("x = 1\n" * (MAX_FILE_LINES + 1))
     assert over_limits(tmp_path) == {"long.py::long": MAX_FUNCTION_LINES + 1, "pkg/big.py": 501}
+
+
+def test_no_scripts_among_the_results():
+    """Results are data: a script that makes or reads them lives beside the benchmarks."""
+    results = SRC.parents[1] / "benchmarks" / "results"
+    scripts = sorted(str(p.relative_to(results)) for p in results.rglob("*") if p.suffix in {".py", ".sh"})
+    assert not scripts, f"scripts under benchmarks/results/: {scripts}; move them under benchmarks/"

@@ -57,7 +57,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.harness import load_script
+from inspo.lab.harness import load_script
 
 HERE = Path(__file__).resolve().parent
 HANDWRITTEN = HERE / "data" / "calculator-handwritten.jsonl"

@@ -46,7 +46,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 SCRIPT = "benchmarks/learning/calculator_pilot.py"
 SEEDS = ("notool", "weak", "calculator", "worked")

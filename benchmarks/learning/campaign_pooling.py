@@ -72,8 +72,8 @@ def subset(values: Sequence[float], groups: Sequence[str], group: str) -> list[f
 
 def combine(results: Sequence[dict], setting) -> dict:
     """Pool per-(arm, seed) results: means, paired comparisons by group, power, Fig. 2 curves."""
-    from inspo.eval.power import detectable_effect, seeds_needed
     from inspo.eval.stats import over_seeds, paired_difference
+    from inspo.lab.power import detectable_effect, seeds_needed
 
     ids = {tuple(r["test_question_ids"]) for r in results}
     if len(ids) != 1:

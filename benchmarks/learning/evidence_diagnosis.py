@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from inspo.eval.harness import load_script
+from inspo.lab.harness import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks/results/calculator"
@@ -127,7 +127,7 @@ def admission_groups(pairs: list[tuple[Path, Path]]) -> dict:
 
 def step0_db(run: dict, questions: dict) -> dict:
     """Is D_B at step 0 the warm-up set? The warm-up problems are regenerated as the loop draws
-    them (``inspo.training.loop.warmup_questions``: ``derived_rng(seed, "warmup")``); before step 1
+    them (``inspo.training.build_core.warmup_questions``: ``derived_rng(seed, "warmup")``); before step 1
     the buffer holds only their rollouts, and D_B takes every buffer problem when there are no
     more than ``validation_size``. Also: are the problems shown at step 0 among them?"""
     from inspo.rng import derived_rng

@@ -41,7 +41,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from inspo import artifacts
-from inspo.eval.harness import add_common, load_script, start, write_result
+from inspo.lab.harness import add_common, load_script, start, write_result
 
 HERE = Path(__file__).resolve().parent
 ARM5 = HERE.parent / "results" / "calculator" / "arm5"

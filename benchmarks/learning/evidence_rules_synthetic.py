@@ -41,7 +41,7 @@ import time
 from collections.abc import Sequence
 
 from inspo.config.presets import PRESETS
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 #: Each arm's settings on top of BASE; every arm but ``cpu-tiny`` and ``paper`` changes one thing.
 ARMS: dict[str, dict] = {

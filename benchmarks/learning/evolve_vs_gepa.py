@@ -97,7 +97,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from inspo import artifacts
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 # The schedule both arms are measured on (overridable with --set): the cpu-tiny preset's
 # population settings, evolving every EVOLVE_EVERY steps until the last step.

@@ -20,7 +20,7 @@ import json
 import math
 import statistics
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 
 def read(path: str) -> dict[tuple[str, str], dict]:

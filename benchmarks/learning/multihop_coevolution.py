@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspo.eval.harness import add_common, load_script, start, write_result
+from inspo.lab.harness import add_common, load_script, start, write_result
 
 # arm -> (mode, seed instruction as a config names it)
 ARMS: dict[str, tuple[str, str]] = {

@@ -40,7 +40,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 QUICK = ["model.name_or_path=tiny-qwen2", "model.lora=false", "rl.max_response_tokens=8", "rl.max_turns=2"]
 MAX_ERROR_SHARE = 0.1

@@ -80,7 +80,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 SCRIPT = "benchmarks/learning/optimizer_yield.py"
 #: name -> (template, feedback lines shown, the environment's protocol block composed in)

@@ -74,7 +74,7 @@ from pathlib import Path
 
 from inspo.config.presets import PRESETS
 from inspo.core.race import RaceRule, admit_probability
-from inspo.eval.harness import add_common, load_script, start, write_result
+from inspo.lab.harness import add_common, load_script, start, write_result
 
 HERE = Path(__file__).resolve().parent
 PAIRED = {"admission": "paired", "validation_size": 64, "validation_from": "train",

@@ -47,7 +47,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 log = logging.getLogger("inspo.benchmarks")
 
@@ -206,7 +206,7 @@ def greedy_test_scores(config, policy: str, texts: Sequence[str]) -> tuple[list[
     from inspo.agent.load import load_engine
     from inspo.core.verifier import play_all
     from inspo.records import Instruction
-    from inspo.training.loop import greedy_evaluate
+    from inspo.training.evaluators import greedy_evaluate
     from inspo.training.setup import prepare
 
     inputs = prepare(config, need_optimizer=False, need_eval=True)

@@ -20,7 +20,7 @@ import argparse
 from collections import Counter
 from collections.abc import Sequence
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 
 def _found(questions: list, position: int, results: list) -> int:

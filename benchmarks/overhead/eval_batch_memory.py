@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "learning"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reliability"))

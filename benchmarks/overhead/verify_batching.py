@@ -26,7 +26,7 @@ import statistics
 import time
 from collections.abc import Sequence
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 
 def _instructions(n: int):

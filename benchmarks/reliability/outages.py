@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT_S, DEFAULT_RETRIES = 30.0, 3  # env.retriever_timeout / env.retriever_retries

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inspo.eval.harness import add_common, run_benchmark, start
+from inspo.lab.harness import add_common, run_benchmark, start
 from inspo.processes import free_local_port, stop_process
 
 MIB = 1024 * 1024

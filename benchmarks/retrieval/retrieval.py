@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from inspo.eval.harness import add_common, run_benchmark, start
+from inspo.lab.harness import add_common, run_benchmark, start
 from inspo.processes import free_local_port, stop_process
 
 HIT_KINDS = ("first_hop", "answer_passage", "answer_string")

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from inspo.eval.harness import add_common, run_benchmark, start
+from inspo.lab.harness import add_common, run_benchmark, start
 
 
 @dataclass

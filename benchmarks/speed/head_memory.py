@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_profile import take_peak_gib  # noqa: E402  (a sibling script)
 
-from inspo.eval.harness import add_common, start, write_result  # noqa: E402
+from inspo.lab.harness import add_common, start, write_result  # noqa: E402
 
 VARIANTS = ("trainable head", "frozen head", "frozen head, contiguous")
 

@@ -28,7 +28,7 @@ import statistics
 import time
 from collections.abc import Sequence
 
-from inspo.eval.harness import add_common, run_benchmark, start
+from inspo.lab.harness import add_common, run_benchmark, start
 
 SCRIPT = "benchmarks/speed/optimizer_answers.py"
 

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from inspo.eval.harness import add_common, run_benchmark, start
+from inspo.lab.harness import add_common, run_benchmark, start
 
 DTYPES = ("float32", "bfloat16")
 

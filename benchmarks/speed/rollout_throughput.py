@@ -51,7 +51,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspo.eval.harness import add_common, run_benchmark, start
+from inspo.lab.harness import add_common, run_benchmark, start
 
 ARMS = ("engine", "raw_turns", "raw_same_steps", "raw_single")
 PHASES = ("model_generate", "stop_check", "trim_decode", "retrieval", "bookkeeping")

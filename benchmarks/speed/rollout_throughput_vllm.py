@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspo.eval.harness import add_common, run_benchmark, start
+from inspo.lab.harness import add_common, run_benchmark, start
 
 ARMS = ("hf_engine", "vllm_engine", "vllm_replay")
 LORA_ARMS = ("hf_base", "vllm_base")  # with --lora: the same engines without the adapter

@@ -41,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_memory  # noqa: E402  (a sibling script: the policy and the micro-batch)
 
-from inspo.eval.harness import add_common, start, write_result  # noqa: E402
+from inspo.lab.harness import add_common, start, write_result  # noqa: E402
 
 
 def best_seconds(fn: Callable[[], Any], reps: int) -> float:

@@ -46,7 +46,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from contextlib import contextmanager
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 QUICK = [
     "model.name_or_path=tiny-qwen2", "rl.steps=2", "rl.max_response_tokens=8", "rl.questions_per_step=2",

@@ -33,7 +33,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 HERE = Path(__file__).resolve().parent
 ARMS = ("hf", "vllm")

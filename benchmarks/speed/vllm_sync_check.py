@@ -21,7 +21,7 @@ import argparse
 import time
 from collections.abc import Sequence
 
-from inspo.eval.harness import add_common, start, write_result
+from inspo.lab.harness import add_common, start, write_result
 
 PROMPTS = ("Where was Ama Rot born?", "Where was Kel Vane born?")
 

@@ -4,27 +4,27 @@ choice on 8 dev problems (which did it overrule, and what did that cost?). A dia
 for either arm: it picks with the test set, so it never replaces the run's own test.
 
     # here: the admitted instructions of a run as text files (from its events)
-    python benchmarks/results/calculator/arm5/candidates_on_test.py write runs/gepa-calc-s1/inspo .device/arm5-s1
+    python benchmarks/learning/arm5/candidates_on_test.py write runs/gepa-calc-s1/inspo .device/arm5-s1
     # there (the device tool, with the 0.5B carried by gpu_campaign.py; or here on a CPU, about 16
     # minutes an instruction): inspo eval on both sets, results under $OUT
-    python3 benchmarks/results/calculator/arm5/candidates_on_test.py score .device/arm5-s1 --out "$OUT"
+    python3 benchmarks/learning/arm5/candidates_on_test.py score .device/arm5-s1 --out "$OUT"
     # here: the paired differences from the seed, per set (--against: the seed's test rewards in a
     # finished seed's JSON beside these, problem by problem)
-    python benchmarks/results/calculator/arm5/candidates_on_test.py table DIR/test DIR/handwritten \
+    python benchmarks/learning/arm5/candidates_on_test.py table DIR/test DIR/handwritten \
         --against benchmarks/results/calculator/arm5/gepa-calc-s0.json
     # here: how often a comparison on k problems (verification's D_B, the dev choice) ranks each
     # admitted instruction against its parent the way the 300 problems do
-    python benchmarks/results/calculator/arm5/candidates_on_test.py resample DIR/test \
+    python benchmarks/learning/arm5/candidates_on_test.py resample DIR/test \
         --events runs/gepa-calc-s1/inspo/events.jsonl --pairs ins-0078:calculator
     # here: each verified candidate's D_B score against its parent's (the beat-parent bar)
-    python benchmarks/results/calculator/arm5/candidates_on_test.py verification runs/gepa-calc-s1/inspo/events.jsonl
+    python benchmarks/learning/arm5/candidates_on_test.py verification runs/gepa-calc-s1/inspo/events.jsonl
     # here: each admitted instruction's test difference from its parent, by whether it passed
     # verification's bar above or level (one --run EVENTS TEST a seed)
-    python benchmarks/results/calculator/arm5/candidates_on_test.py admissions \
+    python benchmarks/learning/arm5/candidates_on_test.py admissions \
         --run runs/gepa-calc-s1/inspo/events.jsonl DIR/test
     # here: what the final dev choice on k problems returns from the survivors (what the run
     # scores) and from every admitted instruction, held out on the rest of the 300
-    python benchmarks/results/calculator/arm5/candidates_on_test.py choose DIR/test \
+    python benchmarks/learning/arm5/candidates_on_test.py choose DIR/test \
         --events runs/gepa-calc-s1/inspo/events.jsonl --sizes 8,16,32,64
 
 ``score`` runs ``inspo eval`` from this checkout's ``src`` (inspo need not be installed), so
@@ -40,7 +40,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[4]
+REPO = Path(__file__).resolve().parents[3]
 HANDWRITTEN = "benchmarks/learning/data/calculator-handwritten.jsonl"
 SEED = "@calculator"
 

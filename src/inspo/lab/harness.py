@@ -152,7 +152,7 @@ def write_result(path: str | Path | None, result: dict[str, Any]) -> Path | None
         return None
     if "provenance" not in result:
         raise ValueError(
-            "a benchmark result needs its 'provenance' (from inspo.eval.harness.start) before it "
+            "a benchmark result needs its 'provenance' (from inspo.lab.harness.start) before it "
             "is written"
         )
     out = Path(path)

@@ -1,7 +1,7 @@
 """Arm 5's test rewards beside the campaign's (arms 1-4), per question: the same 300 generated
 test problems (the ids are checked), all greedy.
 
-    python benchmarks/results/calculator/arm5/compare_with_campaign.py benchmarks/results/calculator/arm5/gepa-calc-sS.json \
+    python benchmarks/learning/arm5/compare_with_campaign.py benchmarks/results/calculator/arm5/gepa-calc-sS.json \
         [benchmarks/results/calculator/arm5/handwritten-sS.json]
 
 Prints each instruction's score and the paired differences of GEPA's and INSPO's frozen-policy
@@ -22,7 +22,7 @@ from candidates_on_test import rewards_by_instruction  # this script's neighbour
 
 from inspo.eval.stats import paired_difference
 
-CAMPAIGN = Path(__file__).resolve().parents[1] / "campaign"
+CAMPAIGN = Path(__file__).resolve().parents[2] / "results" / "calculator" / "campaign"
 
 
 def handwritten(path: str) -> None:

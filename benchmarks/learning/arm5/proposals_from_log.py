@@ -8,7 +8,7 @@ whose ``i`` is N - 1) lists for that iteration, the trainset rebuilt exactly as
 ``evolve_vs_gepa.py`` builds it; its decision is the log's "skipping" (rejected) or "New program
 candidate index" (accepted). Written as ``proposals.jsonl`` lines marked ``"source": "gepa.log"``.
 
-    python benchmarks/results/calculator/arm5/proposals_from_log.py RUN_DIR/gepa [--before N] [--check]
+    python benchmarks/learning/arm5/proposals_from_log.py RUN_DIR/gepa [--before N] [--check]
 
 ``--before N`` keeps iterations below N. ``--check`` compares the proposals it reads with the ones
 ``proposals.jsonl`` kept itself for the same iterations (each side read as ``ProposalLog`` reads
@@ -26,7 +26,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[3]
 SEED0 = [  # the arm-5 seed-0 command's options that decide the questions
     "--preset", "calculator", "--test-fraction", "0", "--test-questions", "300", "--gepa-prompt", "gepa",
     "--evolutions", "2", "--set", "seed_instruction=@calculator", "--seed", "0",
