@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 import re
 
-from inspo.agent.engines import Generation, render_messages
 from inspo.data.sources import load_qa_source
+from inspo.engines.base import Generation, render_messages
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
 
 
@@ -114,7 +114,7 @@ class TurnScript:
 def greedy_ids(engine, prompt_ids, tokens):
     """The token ids ``engine`` decodes greedily after ``prompt_ids`` (no stop strings): the
     vLLM sync tests compare vLLM's with transformers' on the same weights."""
-    from inspo.agent.engines import GenerationInput
+    from inspo.engines.base import GenerationInput
 
     out = engine.generate([GenerationInput(prompt_ids, [], "")], max_new_tokens=tokens, temperature=0.0, top_p=1.0,
                           stop=[])
@@ -123,7 +123,7 @@ def greedy_ids(engine, prompt_ids, tokens):
 
 def hf_greedy_ids(model, tokenizer, prompt_ids, tokens):
     """:func:`greedy_ids` of a transformers model through inspo's HF engine."""
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
 
     return greedy_ids(HFEngine(model, tokenizer), prompt_ids, tokens)
 

@@ -19,8 +19,8 @@ pytest.importorskip("openai")
 pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
-from inspo.agent.engines import GenerationInput  # noqa: E402
-from inspo.agent.openai_engine import OpenAIEngine  # noqa: E402
+from inspo.engines.base import GenerationInput  # noqa: E402
+from inspo.engines.openai_engine import OpenAIEngine  # noqa: E402
 from inspo.envs.evaluate import make_evaluate  # noqa: E402
 from inspo.envs.loop import AgentConfig  # noqa: E402
 from inspo.envs.search_r1 import SearchR1Env  # noqa: E402

@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("bm25s")
 
-from inspo.agent.engines import HFEngine  # noqa: E402
+from inspo.engines.hf import HFEngine  # noqa: E402
 from inspo.envs.base import FinalAnswer  # noqa: E402
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts  # noqa: E402
 from inspo.envs.search_r1 import SearchR1Env  # noqa: E402
@@ -219,7 +219,7 @@ def test_attention_kernels_leave_cpu_alone():
 
     import torch
 
-    from inspo.agent.engines import attention_kernels
+    from inspo.engines.hf import attention_kernels
 
     assert isinstance(attention_kernels(torch.device("cpu")), contextlib.nullcontext)
 
@@ -230,7 +230,8 @@ def test_generation_on_cuda_runs_without_cudnn_attention():
     H100), restores the flags afterwards, and greedy output is what the default kernels give."""
     import torch
 
-    from inspo.agent.engines import GenerationInput, attention_kernels
+    from inspo.engines.base import GenerationInput
+    from inspo.engines.hf import attention_kernels
     from inspo.models import load_model
 
     before = torch.backends.cuda.cudnn_sdp_enabled()

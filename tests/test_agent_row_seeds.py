@@ -1,4 +1,4 @@
-"""Per-row sampling seeds (inspo.agent.row_seeds): the Gumbel-max sampler draws from the same
+"""Per-row sampling seeds (inspo.engines.row_seeds): the Gumbel-max sampler draws from the same
 distribution transformers' do_sample does, a seeded row samples the same tokens whatever shares
 its batch (in the processor and in HFEngine on a real model), and ``Evaluate.many`` plays several
 instructions in shared batches with the same per-question noise as one call per instruction."""
@@ -12,9 +12,9 @@ from collections import Counter
 import pytest
 
 from agent_helpers import CoinPolicy
-from inspo.agent.engines import GenerationInput
-from inspo.agent.row_seeds import seed_of, step_seed, turn_seed
 from inspo.data.sources import load_corpus_source, load_qa_source
+from inspo.engines.base import GenerationInput
+from inspo.engines.row_seeds import seed_of, step_seed, turn_seed
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
 from inspo.envs.search_r1 import SearchR1Env
@@ -53,7 +53,7 @@ def _nucleus_probs(logits: list[float], temperature: float, top_p: float) -> lis
 def test_gumbel_processor_samples_softmax_over_the_nucleus():
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from inspo.agent.row_seeds import gumbel_sample_processor
+    from inspo.engines.row_seeds import gumbel_sample_processor
 
     logits = [2.0, 1.5, 1.0, 0.2, -1.0, -3.0]
     temperature, top_p, n = 0.7, 0.9, 6000
@@ -75,7 +75,7 @@ def test_gumbel_processor_samples_softmax_over_the_nucleus():
 def test_a_seeded_row_draws_the_same_noise_in_any_batch():
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from inspo.agent.row_seeds import gumbel_sample_processor
+    from inspo.engines.row_seeds import gumbel_sample_processor
 
     scores = torch.zeros((3, 50))
     together = gumbel_sample_processor([11, 22, 33], start=2, temperature=1.0, top_p=1.0)(
@@ -91,7 +91,7 @@ def test_a_seeded_row_draws_the_same_noise_in_any_batch():
 
 @pytest.fixture(scope="module")
 def tiny_engine():
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.models import ModelNotInstalledError, load_model
 
     try:

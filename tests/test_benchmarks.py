@@ -524,7 +524,7 @@ def test_evolve_vs_gepa_quick_gives_both_arms_the_same_budget(tmp_path):
     assert again["gepa"]["rollouts"] >= result["gepa"]["rollouts"] and again["gepa"]["replayed_rollouts"] == 2
     assert again["gepa"]["optimizer_calls"] >= result["gepa"]["optimizer_calls"]
     assert work_events() == before
-    from inspo.training.setup import SetupError
+    from inspo.training.preflight import SetupError
 
     with pytest.raises(SetupError, match="nothing to resume"):
         bench.main(["--quick", "--resume", "--out", str(tmp_path / "fresh")])

@@ -20,7 +20,7 @@ def test_dry_run_prints_config_and_plan(capsys):
 
 def test_dry_run_says_which_engine_plays_the_rollouts_and_why(capsys):
     from inspo.config.train import resolve
-    from inspo.training.plan import rollout_engine
+    from inspo.training.dry_run import rollout_engine
 
     assert main(["train", "--dry-run", "--set", "rl.use_vllm=true", "--set", "model.lora=false"]) == 0
     assert "rollout engine:         vLLM (rl.use_vllm=true; all weights synced" in capsys.readouterr().out

@@ -457,7 +457,7 @@ class FakeEngine:
         raise ValueError("text only")
 
     def generate(self, inputs, *, max_new_tokens, temperature, top_p, stop):
-        from inspo.agent.engines import Generation
+        from inspo.engines.base import Generation
 
         out = []
         for x in inputs:
@@ -557,7 +557,7 @@ def test_token_ids_and_env_mask_on_the_tiny_model(monkeypatch):
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from agent_helpers import Scripted
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.models import load_model
 
     torch.set_num_threads(1)

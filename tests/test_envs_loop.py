@@ -19,7 +19,8 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from agent_helpers import Scripted  # noqa: E402
-from inspo.agent.engines import HFEngine, trim_generation  # noqa: E402
+from inspo.engines.base import trim_generation
+from inspo.engines.hf import HFEngine  # noqa: E402
 from inspo.envs.evaluate import make_evaluate  # noqa: E402
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts  # noqa: E402
 from inspo.envs.search_r1 import SearchR1Env, SearchR1Options  # noqa: E402

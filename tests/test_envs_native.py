@@ -185,7 +185,7 @@ def tiny():
 
 def test_an_episode_is_exactly_the_conversation_the_template_renders(tiny, monkeypatch):
     from agent_helpers import Scripted
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.envs.loop import AgentConfig, Episode, run_rollouts
     from inspo.records import Instruction
 
@@ -218,7 +218,7 @@ def test_an_episode_is_exactly_the_conversation_the_template_renders(tiny, monke
 
 def test_an_async_tool_is_awaited_and_a_bad_call_gets_the_corrective_message(tiny, monkeypatch):
     from agent_helpers import Scripted
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.envs.loop import AgentConfig, Episode, run_rollouts
     from inspo.records import Instruction
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inspo.agent.engines import render_messages
+from inspo.engines.base import render_messages
 from inspo.envs.base import FinalAnswer
 from inspo.envs.search_r1 import SearchR1Env
 from inspo.envs.search_r1.protocol import (

@@ -110,7 +110,7 @@ class RecordingPolicy:
         self.calls = []  # (max_new_tokens, temperature, contexts)
 
     def prompt_text(self, messages):
-        from inspo.agent.engines import render_messages
+        from inspo.engines.base import render_messages
 
         return render_messages(None, messages)
 
@@ -121,7 +121,7 @@ class RecordingPolicy:
         raise ValueError("text only")
 
     def generate(self, inputs, *, max_new_tokens, temperature, top_p, stop):
-        from inspo.agent.engines import Generation
+        from inspo.engines.base import Generation
 
         self.calls.append((max_new_tokens, temperature, [x.text for x in inputs]))
         return [Generation([], "who</search>" if x.text.endswith("<search>") else "<search>who</search>", "stop")
@@ -133,7 +133,7 @@ def engines(monkeypatch):
     """Every policy ``inspo eval`` loads becomes a RecordingPolicy (no model is loaded)."""
     from types import SimpleNamespace
 
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
 
     made = []
 

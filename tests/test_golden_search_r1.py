@@ -77,7 +77,7 @@ def _tiny():
 
 def _episodes() -> dict:
     """The scripted and the sampled episodes (the module docstring)."""
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.envs.evaluate import make_evaluate
     from inspo.envs.loop import AgentConfig, Episode, run_rollouts
     from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION, SearchR1Env
@@ -139,8 +139,8 @@ def _training(tmp: Path) -> dict:
 
 
 def _evolve(tmp: Path) -> dict:
-    from inspo.agent.engines import HFEngine
     from inspo.config.train import resolve
+    from inspo.engines.hf import HFEngine
     from inspo.training.evolve import run_evolve
 
     out = tmp / "evolve"

@@ -149,8 +149,8 @@ def test_the_check_finds_a_circle():
 RUNNERS = ("inspo.training", "inspo.eval", "inspo.trained", "inspo.report", "inspo.api", "inspo.cli", "inspo.cli_parsers",
            "inspo.cli_common", "inspo.cli_eval", "inspo.cli_agent")
 FORBIDDEN = {
-    "inspo.core": ("inspo.envs", "inspo.agent", "inspo.retrieval", "inspo.config", *RUNNERS),
-    "inspo.config": ("inspo.agent", *RUNNERS),
+    "inspo.core": ("inspo.envs", "inspo.engines", "inspo.retrieval", "inspo.config", *RUNNERS),
+    "inspo.config": ("inspo.engines", *RUNNERS),
     "inspo.envs": ("inspo.training", "inspo.eval", "inspo.trained", "inspo.cli"),
     "inspo.eval": ("inspo.training", "inspo.trained"),
     "inspo.trained": ("inspo.training",),

@@ -324,8 +324,8 @@ def test_redact_leaves_placeholders_and_short_strings_alone():
 
 
 def test_the_policy_engine_redacts_the_key_from_endpoint_errors():
-    from inspo.agent.engines import GenerationInput
-    from inspo.agent.openai_engine import OpenAIEngine
+    from inspo.engines.base import GenerationInput
+    from inspo.engines.openai_engine import OpenAIEngine
 
     class Failing:
         api_key = "sk-policy-secret"

@@ -58,7 +58,8 @@ def test_the_engine_and_the_cpu_log_prob_pass_play_the_head_on_a_contiguous_inpu
     from contextlib import nullcontext
     from types import SimpleNamespace
 
-    from inspo.agent.engines import GenerationInput, HFEngine
+    from inspo.engines.base import GenerationInput
+    from inspo.engines.hf import HFEngine
     from inspo.models import load_model
     from inspo.training.cpu_logps import cpu_logps_and_entropies
 

@@ -16,10 +16,10 @@ from contextlib import contextmanager
 import pytest
 
 from agent_helpers import ScriptedPolicy
-from inspo.agent.engines import Generation
-from inspo.agent.openai_engine import OpenAIEngine
 from inspo.cli import main
 from inspo.data.sources import load_qa_source
+from inspo.engines.base import Generation
+from inspo.engines.openai_engine import OpenAIEngine
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
 from inspo.envs.search_r1 import SearchR1Env
@@ -175,10 +175,10 @@ def test_the_first_outage_is_logged_once_as_a_warning(caplog):
 
 def test_inspo_eval_stops_on_a_killed_retriever_keeps_what_was_played_and_exits_non_zero(
         tmp_path, capsys, monkeypatch):
-    import inspo.agent.load
     import inspo.cli_eval
+    import inspo.engines.load
 
-    monkeypatch.setattr(inspo.agent.load, "load_engine", lambda *a, **k: Answers())  # a scripted policy
+    monkeypatch.setattr(inspo.engines.load, "load_engine", lambda *a, **k: Answers())  # a scripted policy
     instruction = tmp_path / "good.txt"
     instruction.write_text(GOOD.text)
     out = tmp_path / "eval"

@@ -2,7 +2,7 @@ import pytest
 
 from inspo.config.train import dump, parse_override, preset, read_config_file, resolve
 from inspo.core.config import ConfigError
-from inspo.training.plan import plan_run
+from inspo.training.dry_run import plan_run
 
 
 def test_paper_preset_is_app_b():

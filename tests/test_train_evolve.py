@@ -18,7 +18,7 @@ from inspo.config.train import resolve
 from inspo.data.sources import load_qa_source
 from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
 from inspo.training.evolve import run_evolve, step_questions
-from inspo.training.setup import SetupError
+from inspo.training.preflight import SetupError
 
 
 def _config(out, steps=4, *more):
@@ -211,9 +211,9 @@ def _offline_config(out, mode):
 @pytest.fixture
 def scripted_engine(monkeypatch):
     """The stages build HFEngine(model, tokenizer): hand them the scripted policy instead."""
-    import inspo.agent.engines
+    import inspo.engines.hf
 
-    monkeypatch.setattr(inspo.agent.engines, "HFEngine", lambda *args, **kwargs: ScriptedPolicy())
+    monkeypatch.setattr(inspo.engines.hf, "HFEngine", lambda *args, **kwargs: ScriptedPolicy())
     for name in ("INSPO_OPTIMIZER_BASE_URL", "OPENAI_BASE_URL", "INSPO_OPTIMIZER_MODEL"):
         monkeypatch.delenv(name, raising=False)
 

@@ -4,7 +4,7 @@ the seed on dev), with a scripted evaluate whose per-question rewards are known.
 import pytest
 
 from inspo.records import Instruction, Question, Rollout
-from inspo.training.final import choose_instruction
+from inspo.training.final_choice import choose_instruction
 
 SEED = Instruction(id="ins-0001", text="seed", origin="seed")
 LUCKY = Instruction(id="ins-0002", text="lucky", origin="reflection")  # the weights' I*
@@ -69,7 +69,7 @@ def test_weight_rule_is_algorithm_1_and_still_reports_the_seed():
 def test_lines_survive_a_round_trip_through_json():
     import json
 
-    from inspo.training.final import final_choice_lines
+    from inspo.training.final_choice import final_choice_lines
 
     table = {"seed": {"d": [1, 1, 0, 1], "t": [1, 0, 1, 1, 0]}, "lucky": {"d": [0, 1, 0, 0], "t": [0, 0, 1, 0, 0]}}
     choice = choose_instruction(scripted(table), rule="dev", population=[LUCKY], seed=SEED, by_weight=LUCKY,
@@ -81,7 +81,7 @@ def test_lines_survive_a_round_trip_through_json():
 def test_the_run_seed_is_the_configs_even_when_a_stage_was_handed_another():
     from types import SimpleNamespace
 
-    from inspo.training.final import RUN_SEED_ID, run_seed
+    from inspo.training.final_choice import RUN_SEED_ID, run_seed
 
     handed = Instruction(id="ins-0001", text="evolved offline", origin="seed")  # a pre-policy stage's handover
     coevo = SimpleNamespace(population=SimpleNamespace(archive={handed.id: handed, LUCKY.id: LUCKY}))

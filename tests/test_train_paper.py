@@ -46,13 +46,13 @@ def no_work(monkeypatch):
     """Fail the test if a run builds its environment (the retriever), reads questions or resolves/fetches a model."""
     import inspo.models
     import inspo.models.registry
-    import inspo.training.setup
+    import inspo.training.preflight
 
     def refuse(*args, **kwargs):
         raise AssertionError("work started before the paper's parts were checked")
 
-    for module, name in ((inspo.training.setup, "load_questions"), (inspo.training.setup, "build_env"),
-                         (inspo.training.setup, "resolve_model_dir"), (inspo.models.registry, "model_path"),
+    for module, name in ((inspo.training.preflight, "load_questions"), (inspo.training.preflight, "build_env"),
+                         (inspo.training.preflight, "resolve_model_dir"), (inspo.models.registry, "model_path"),
                          (inspo.models, "model_path")):
         monkeypatch.setattr(module, name, refuse)
 

@@ -22,8 +22,8 @@ from inspo.processes import free_local_port
 from inspo.records import Instruction, Question, Rollout, ToolCall
 from inspo.training.grpo_trainer import rollout_batch
 from inspo.training.metrics import step_line, step_metrics
+from inspo.training.preflight import SetupError, agent_config
 from inspo.training.run import grpo_settings, run_training
-from inspo.training.setup import SetupError, agent_config
 from inspo.training.step import choose_groups
 from inspo.training.summary import start_end
 
@@ -525,7 +525,7 @@ def test_cpu_logps_cut_each_chunk_after_its_last_attended_token_and_agree_with_t
 
 def test_prepare_gives_the_proposer_a_prompt_length_check():
     # issue 12.7: only the seed's prompt was checked against rl.max_prompt_tokens
-    from inspo.training.setup import prepare
+    from inspo.training.preflight import prepare
 
     cfg = resolve("cpu-tiny", overrides=["model.name_or_path=tiny-qwen2", "rl.max_prompt_tokens=300"])
     try:
@@ -541,7 +541,7 @@ def test_prepare_gives_the_proposer_a_prompt_length_check():
 def test_prepare_refuses_a_local_optimizer_model_that_is_not_installed_before_a_pre_policy_run_loads_anything(tmp_path):
     # a pre-policy run built its local optimizer in its offline stage, after loading the policy, and
     # only then said that the 1.5B's packages were missing; the GRPO stage's pre-flight now says it
-    from inspo.training.setup import prepare
+    from inspo.training.preflight import prepare
 
     missing = tmp_path / "no-such-model"
     overrides = ["model.name_or_path=tiny-qwen2", "optimizer.kind=local", f"optimizer.local_model_path={missing}"]

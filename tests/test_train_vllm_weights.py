@@ -103,7 +103,7 @@ def test_synced_weights_generate_what_the_trained_model_generates(weight_sync):
 
 
 def test_a_tied_head_is_handed_over_by_name(weight_sync):
-    from inspo.agent.vllm_engine import checkpoint_weights
+    from inspo.engines.vllm_engine import checkpoint_weights
 
     _, model, _ = weight_sync
     names = [name for name, _ in checkpoint_weights(model)]

@@ -109,7 +109,7 @@ def test_the_exported_folder_loads_with_transformers_alone_and_plays_the_runs_ag
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.envs.loop import AgentConfig, Episode, run_rollouts
     from inspo.envs.search_r1 import SearchR1Env
     from inspo.records import Instruction, Question

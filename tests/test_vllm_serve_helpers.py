@@ -1,5 +1,5 @@
 """The helpers around vLLM's server that need no vLLM: the CPU time of a server's process tree,
-and what :func:`~inspo.agent.vllm_server.serve` says when the server cannot start (here: no
+and what :func:`~inspo.engines.vllm_server.serve` says when the server cannot start (here: no
 ``vllm`` module, so this file runs where ``vllm`` is not installed; ``tests/test_vllm_server.py``
 starts the real server)."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inspo.agent.vllm_server import RunningServer, ServerError, serve
+from inspo.engines.vllm_server import RunningServer, ServerError, serve
 
 # a child that burns 0.5 s of CPU, says so in a file, then idles (as vLLM's engine process computes
 # in a child of the API server)

@@ -2,12 +2,12 @@
 
 The optimizer client (:class:`~inspo.llm.openai_client.OpenAICompatibleClient`: chat
 completions, n > 1, a timeout) and the frozen-policy engine of ``inspo evolve``
-(:class:`~inspo.agent.openai_engine.OpenAIEngine`: completions with stop strings) are tested against
+(:class:`~inspo.engines.openai_engine.OpenAIEngine`: completions with stop strings) are tested against
 the FastAPI stand-in elsewhere; here the server is the real one. It serves ``tiny-qwen2-hd32``
 in float32, so its greedy text can be checked against transformers on the same weights. Needs
 the ``vllm`` module (``make test`` runs this file in ``.venv-vllm``); starting the server takes
 ~30-60 s on 2 cores. The server runs with LoRA enabled and run-time adapter loading allowed, so
-a trained adapter can be pushed to it between steps (:mod:`inspo.agent.vllm_server`).
+a trained adapter can be pushed to it between steps (:mod:`inspo.engines.vllm_server`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import pytest
 pytest.importorskip("vllm")
 httpx = pytest.importorskip("httpx")
 
-from inspo.agent.engines import GenerationInput, HFEngine  # noqa: E402
-from inspo.agent.openai_engine import OpenAIEngine  # noqa: E402
 from inspo.core.optimizer_llm import LLMError  # noqa: E402
+from inspo.engines.base import GenerationInput  # noqa: E402
+from inspo.engines.hf import HFEngine  # noqa: E402
+from inspo.engines.openai_engine import OpenAIEngine  # noqa: E402
 from inspo.llm.openai_client import OpenAICompatibleClient  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -38,7 +39,7 @@ CHAT = [{"role": "user", "content": "Where is the capital of Zarn?"}]
 @pytest.fixture(scope="module")
 def vllm_server():
     """``vllm serve`` on the tiny model; yields (base_url, model path); stopped afterwards."""
-    from inspo.agent.vllm_server import serve
+    from inspo.engines.vllm_server import serve
     from inspo.models import model_path
 
     path = str(model_path(MODEL))
@@ -113,8 +114,8 @@ def test_an_adapter_pushed_between_steps_generates_what_the_trained_model_genera
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from inspo.agent.vllm_engine import eos_ids_of
-    from inspo.agent.vllm_server import AdapterPusher, VLLMServerEngine
+    from inspo.engines.vllm_engine import eos_ids_of
+    from inspo.engines.vllm_server import AdapterPusher, VLLMServerEngine
     from inspo.models import load_model
 
     base_url, path = vllm_server

@@ -41,7 +41,7 @@ def record_vllm_calls(out: str) -> None:
     from pathlib import Path
 
     from inspo import artifacts
-    from inspo.agent import vllm_server
+    from inspo.engines import vllm_server
     from inspo.training import vllm_sync
 
     path = Path(out) / f"vllm_calls.rank{os.environ.get('RANK', '0')}.jsonl"

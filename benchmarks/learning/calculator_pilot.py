@@ -165,9 +165,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         return finish(combined, args.json)
     import torch
 
-    from inspo.agent.load import load_engine
     from inspo.config.files import parse_override
     from inspo.core.verifier import play_all
+    from inspo.engines.load import load_engine
     from inspo.envs.calculator import load_environment
     from inspo.envs.evaluate import make_evaluate
     from inspo.envs.loop import AgentConfig
@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"precision: {precision.describe()}", flush=True)
     vllm = None
     if args.engine == "vllm":
-        from inspo.agent.vllm_engine import VLLMOptions
+        from inspo.engines.vllm_engine import VLLMOptions
 
         vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, enforce_eager=device == "cpu", max_model_len=4096)
     started = time.perf_counter()

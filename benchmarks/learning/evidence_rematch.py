@@ -163,13 +163,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
 
 def run(args: argparse.Namespace, config, stored: dict, plan: dict, info: dict) -> dict:
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.envs.evaluate import make_evaluate
     from inspo.eval.stats import paired_difference
     from inspo.models import load_model
     from inspo.models.precision import default_device
     from inspo.training.evolve import run_evolve
-    from inspo.training.setup import prepare
+    from inspo.training.preflight import prepare
 
     inputs = prepare(config, need_optimizer=False, need_eval=True)
     by_id = {q.id: q for q in inputs.env.questions("test")}

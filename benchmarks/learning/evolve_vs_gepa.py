@@ -454,17 +454,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     import torch
 
-    from inspo.agent.engines import HFEngine
     from inspo.baselines.gepa_adapter import AgentAdapter, optimize_instruction
     from inspo.baselines.gepa_proposals import proposal_yield
     from inspo.config.train import resolve
+    from inspo.engines.hf import HFEngine
     from inspo.envs.build import load_questions
     from inspo.envs.evaluate import make_evaluate
     from inspo.eval.stats import paired_difference
     from inspo.models import load_model
     from inspo.models.precision import default_device
     from inspo.training.evolve import run_evolve
-    from inspo.training.setup import build_optimizer, prepare
+    from inspo.training.preflight import build_optimizer, prepare
 
     out = Path(args.out)
     stop_file = out / artifacts.STOP_FILE

@@ -156,13 +156,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
         if args.against:
             result["against"] = print_against(result, json.loads(Path(args.against).read_text()))
         return result
-    from inspo.agent.load import load_engine
     from inspo.config.train import resolve
     from inspo.core.verifier import play_all
+    from inspo.engines.load import load_engine
     from inspo.envs.evaluate import make_evaluate
     from inspo.eval.stats import paired_difference
     from inspo.records import Instruction
-    from inspo.training.setup import prepare
+    from inspo.training.preflight import prepare
 
     config = resolve(args.preset, None, ["mode=static", *args.set])
     group_size = args.group_size or config.rl.group_size
@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     device = info["device"]  # CUDA where present, else the CPU
     vllm = None
     if args.engine == "vllm":
-        from inspo.agent.vllm_engine import VLLMOptions
+        from inspo.engines.vllm_engine import VLLMOptions
 
         vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, enforce_eager=device == "cpu")
     engine = load_engine(inputs.model_dir, kind=args.engine, dtype=config.model.dtype, device=device, vllm=vllm)

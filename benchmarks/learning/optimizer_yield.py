@@ -170,7 +170,7 @@ def propose_all(optimizer, prompts: list[str], *, temperature: float, max_tokens
                 answers: int = 1) -> list[list[tuple[str, str]]]:
     """``answers`` (answer, finish) of the optimizer engine for every prompt, all in one batch;
     each row has its own seed (answer 0 of prompt i the same whatever ``answers``)."""
-    from inspo.agent.engines import GenerationInput
+    from inspo.engines.base import GenerationInput
 
     inputs = []
     for i, prompt in enumerate(prompts):
@@ -488,7 +488,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         stored = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.table]
         print(markdown(stored))
         return {"results": stored}
-    from inspo.agent.load import load_engine
+    from inspo.engines.load import load_engine
     from inspo.envs.calculator import load_environment
     from inspo.envs.loop import AgentConfig
     from inspo.models.precision import default_device, resolve_precision
@@ -502,7 +502,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parent = Instruction(id=args.parent, text=env.instructions[args.parent])
     vllm = None
     if args.engine == "vllm":
-        from inspo.agent.vllm_engine import VLLMOptions
+        from inspo.engines.vllm_engine import VLLMOptions
 
         vllm = VLLMOptions(kv_cache_gib=args.vllm_kv_cache_gib, enforce_eager=device == "cpu",
                            max_model_len=4096)

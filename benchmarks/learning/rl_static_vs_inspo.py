@@ -203,11 +203,11 @@ def greedy_test_scores(config, policy: str, texts: Sequence[str]) -> tuple[list[
     played together (``play_all``), the policy loaded once."""
     import torch
 
-    from inspo.agent.load import load_engine
     from inspo.core.verifier import play_all
+    from inspo.engines.load import load_engine
     from inspo.records import Instruction
     from inspo.training.evaluators import greedy_evaluate
-    from inspo.training.setup import prepare
+    from inspo.training.preflight import prepare
 
     inputs = prepare(config, need_optimizer=False, need_eval=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"  # where the runs trained and tested

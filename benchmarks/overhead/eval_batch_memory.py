@@ -57,8 +57,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def measure(args: argparse.Namespace) -> dict:
     import rl_static_vs_inspo as rl
 
-    from inspo.agent import engines
     from inspo.config.train import resolve
+    from inspo.engines import engines
 
     config = resolve(args.preset, None, [f"data.max_test_questions={args.problems}", "output_dir=runs/eval-memory",
                                          *args.set])

@@ -42,8 +42,8 @@ def _instructions(n: int):
 def run(args: argparse.Namespace) -> dict:
     import torch
 
-    from inspo.agent.engines import HFEngine
     from inspo.data.sources import load_corpus_source, load_qa_source
+    from inspo.engines.hf import HFEngine
     from inspo.envs.evaluate import make_evaluate
     from inspo.envs.loop import AgentConfig
     from inspo.envs.search_r1 import SearchR1Env

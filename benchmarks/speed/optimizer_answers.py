@@ -5,7 +5,7 @@ pair: seconds per call for each and the ratio of seconds per answer (1 answer a 
 in one call): how many more answers the batch gives for the same time.
 
 ``--vllm`` (run with ``.venv-vllm``'s Python) also starts vLLM's own OpenAI server for the same
-model on 127.0.0.1 (:func:`inspo.agent.vllm_server.serve`) and asks it, through the optimizer's
+model on 127.0.0.1 (:func:`inspo.engines.vllm_server.serve`) and asks it, through the optimizer's
 OpenAI client (``optimizer.kind=openai``), the same prompt with the same ``n``s, right after
 transformers in each pair; printed per pair: tokens a second of each engine and vLLM over
 transformers. The server's CPU time while transformers runs is recorded (a server that spins
@@ -119,7 +119,7 @@ SERVED = "optimizer"
 
 def _server(args: argparse.Namespace, client):
     """vLLM's OpenAI server for the optimizer's weights, in the dtype transformers resolved."""
-    from inspo.agent.vllm_server import serve
+    from inspo.engines.vllm_server import serve
     from inspo.models import model_path
 
     dtype = str(client.model.dtype).removeprefix("torch.")

@@ -2,7 +2,7 @@
 
 What is compared (same model object, so same dtype, device and torch threads):
 
-- ``engine``: :func:`inspo.envs.loop.run_rollouts` with :class:`inspo.agent.engines.HFEngine`
+- ``engine``: :func:`inspo.envs.loop.run_rollouts` with :class:`inspo.engines.hf.HFEngine`
   on ``--batch`` world questions (``inspo.data.world.build_world(0)``, test split), in Search-R1's
   environment (:class:`inspo.envs.search_r1.SearchR1Env`, top 3) over BM25 on the world corpus
   (in process, or behind the retrieval server on 127.0.0.1 with ``--retriever http``),
@@ -154,10 +154,10 @@ class RecordingEngine:
 
 @contextmanager
 def timed_stop_check(timers: Timers) -> Iterator[None]:
-    """Temporarily wrap ``inspo.agent.engines._stop_criteria`` so each check is timed."""
+    """Temporarily wrap ``inspo.engines.base._stop_criteria`` so each check is timed."""
     from transformers import StoppingCriteria, StoppingCriteriaList
 
-    from inspo.agent import engines
+    from inspo.engines import engines
 
     original = engines._stop_criteria
 
@@ -197,7 +197,7 @@ class Setup:
 
 def run_engine(setup: Setup) -> dict[str, Any]:
     """One engine run: tokens, seconds, phase breakdown and the recorded turns."""
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.envs.loop import run_rollouts
     from inspo.envs.search_r1 import SearchR1Env
 

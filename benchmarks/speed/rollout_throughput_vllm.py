@@ -173,9 +173,9 @@ def run_replay(setup: Setup, turns: list[Turn]) -> dict[str, Any]:
 
 
 def build_setup(args: argparse.Namespace) -> Setup:
-    from inspo.agent.engines import HFEngine
-    from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
     from inspo.data.world import build_world
+    from inspo.engines.hf import HFEngine
+    from inspo.engines.vllm_engine import VLLMEngine, VLLMOptions
     from inspo.envs.loop import AgentConfig, Episode
     from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION, SearchR1Env
     from inspo.models import load_model

@@ -41,8 +41,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         args.model, args.lr, args.tokens = "tiny-qwen2-hd32", 0.05, 12
     import torch
 
-    from inspo.agent.engines import GenerationInput, HFEngine
     from inspo.config.train import resolve
+    from inspo.engines.base import GenerationInput
+    from inspo.engines.hf import HFEngine
     from inspo.envs.search_r1 import SEARCH_R1_INSTRUCTION
     from inspo.models import load_model
     from inspo.models.precision import default_device

@@ -145,7 +145,7 @@ def evolve(
         steps: evolution steps (default ``config.offline_steps``).
         policy_url / policy_model: an OpenAI-compatible completions endpoint and its model name
             (vLLM, llama.cpp, Ollama ...); default: ``config.model`` loaded locally.
-        engine: a ready policy engine (:class:`~inspo.agent.engines.PolicyEngine`), instead.
+        engine: a ready policy engine (:class:`~inspo.engines.base.PolicyEngine`), instead.
         resume: continue after the last step saved in the run directory.
         progress / reward_fn / env: as in :func:`train`.
 

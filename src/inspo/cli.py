@@ -77,7 +77,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from inspo.config.paper import paper_lines
     from inspo.config.train import dump
-    from inspo.training.plan import plan_run, rollout_engine
+    from inspo.training.dry_run import plan_run, rollout_engine
     from inspo.training.precision import run_precision
 
     config = resolve_config(args)
@@ -96,7 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         if config.require_paper_parts:
             return 0  # the parts above say what is missing
-        from inspo.training.setup import dry_checks
+        from inspo.training.preflight import dry_checks
 
         try:
             print("\n".join(dry_checks(config)))

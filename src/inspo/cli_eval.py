@@ -123,7 +123,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         instructions += grid_instructions
     vllm = None
     if args.engine == "vllm":
-        from inspo.agent.vllm_engine import INSTALL_HINT, VLLMOptions, vllm_available
+        from inspo.engines.vllm_engine import INSTALL_HINT, VLLMOptions, vllm_available
         from inspo.training.vllm_sync import agent_budget
 
         if not vllm_available():

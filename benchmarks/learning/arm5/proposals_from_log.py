@@ -39,7 +39,7 @@ def trainset() -> list:
     sys.modules["evolve_vs_gepa"] = bench
     spec.loader.exec_module(bench)
     from inspo.config.train import resolve
-    from inspo.training.setup import prepare
+    from inspo.training.preflight import prepare
 
     args = bench.parse_args(SEED0)
     config = resolve(args.preset, None, [*bench.rematch_settings(args), *args.set])

@@ -38,7 +38,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspo.agent.engines import PolicyEngine
 from inspo.baselines.gepa_proposals import (  # noqa: F401 (proposal_yield: re-exported from its old home)
     COMPONENT,
     GEPAProposal,
@@ -53,6 +52,7 @@ from inspo.baselines.gepa_reflection import (
 )
 from inspo.baselines.gepa_saved import GEPA_STOP_FILE, STATE_FILE, GEPAStreams, saved_progress
 from inspo.core.optimizer_llm import LLMClient
+from inspo.engines.base import PolicyEngine
 from inspo.envs.evaluate import make_evaluate
 from inspo.envs.loop import AgentConfig
 from inspo.records import Instruction, Question, RunStopped

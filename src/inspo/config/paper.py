@@ -12,7 +12,7 @@ The ``paper`` and ``paper-7b`` presets name the paper's parts, never the embedde
 - optimizer: an LLM behind an OpenAI-compatible endpoint (Gemini 2.5 Pro in the paper), when
   the mode evolves instructions (not ``static``).
 
-With ``require_paper_parts`` on (the paper presets), :func:`inspo.training.setup.prepare` checks
+With ``require_paper_parts`` on (the paper presets), :func:`inspo.training.preflight.prepare` checks
 the parts first (:func:`paper_parts`, :func:`missing_message`), so a run refuses before any data,
 index or model is loaded, with one message that lists every missing part and the ``--set`` key or
 environment variable that supplies it. A part counts as supplied when it is set and usable without a

@@ -46,7 +46,7 @@ from inspo.llm.factory import OptimizerLLMConfig
 MODES = ("inspo", "static", "pre-policy", "post-policy")
 OFFLINE_SCHEDULES = ("compressed", "unchanged")
 #: How the returned instruction is chosen at the end (``final_choice``;
-#: :mod:`inspo.training.final`).
+#: :mod:`inspo.training.final_choice`).
 FINAL_CHOICES = ("weight", "dev", "admitted")
 #: The rules that choose on dev questions (``admitted``: among every instruction ever admitted).
 DEV_CHOICES = ("dev", "admitted")

@@ -30,7 +30,7 @@ Episodes run in batches of ``batch_size`` through :func:`~inspo.envs.loop.run_ro
 (``paired_seed``, the question id, the replicate), so two instructions evaluated on the same
 questions sample with the same random numbers question by question, in one call or in two, in
 any batch (common random numbers: the paired comparison of a candidate with its parent, or of
-instructions on dev questions; :mod:`inspo.agent.row_seeds`). ``HFEngine`` and ``VLLMEngine``
+instructions on dev questions; :mod:`inspo.engines.row_seeds`). ``HFEngine`` and ``VLLMEngine``
 honour the episode seeds (``row_seeds = True``); an engine that does not but has an ``rng`` gets a
 fresh stream derived from (``paired_seed``, the question ids) at the start of every call instead,
 and ``many`` then plays one instruction per call so that the pairing holds.
@@ -44,8 +44,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from inspo.agent.engines import PolicyEngine
-from inspo.agent.row_seeds import seed_of
+from inspo.engines.base import PolicyEngine
+from inspo.engines.row_seeds import seed_of
 from inspo.envs.base import Environment
 from inspo.envs.loop import AgentConfig, Episode, run_rollouts
 from inspo.records import EndpointDown, Instruction, Question, Rollout, check_error_rate

@@ -54,8 +54,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspo.agent.engines import Generation, GenerationInput, PolicyEngine
-from inspo.agent.row_seeds import turn_seed
+from inspo.engines.base import Generation, GenerationInput, PolicyEngine
+from inspo.engines.row_seeds import turn_seed
 from inspo.envs.base import Environment, FinalAnswer
 from inspo.envs.tools import Refusal, ToolFailed, run_calls
 from inspo.records import Instruction, Question, Rollout, ToolCall
@@ -103,7 +103,7 @@ class AgentConfig:
 @dataclass(frozen=True)
 class Episode:
     """One rollout to play: a question under an instruction. ``seed``: the episode's own sampling
-    seed (each turn samples from :func:`~inspo.agent.row_seeds.turn_seed` of it, whatever else
+    seed (each turn samples from :func:`~inspo.engines.row_seeds.turn_seed` of it, whatever else
     shares the batch); None: the engine's own randomness."""
 
     question: Question

@@ -51,7 +51,7 @@ class EvalPlay:
     batch_size: int = 16
     engine: str = "hf"
     """``hf`` (transformers) or ``vllm`` with ``vllm``'s
-    :class:`~inspo.agent.vllm_engine.VLLMOptions`."""
+    :class:`~inspo.engines.vllm_engine.VLLMOptions`."""
     vllm: Any = None
     progress: bool = True
 
@@ -163,7 +163,7 @@ def _evaluate_maker(
     evaluate function for ``env``'s agent."""
 
     def make():
-        from inspo.agent.load import load_engine
+        from inspo.engines.load import load_engine
         from inspo.envs.evaluate import make_evaluate
 
         policy = load_engine(

@@ -214,7 +214,7 @@ def _best(run: RunData) -> str:
 
 def _final_choice(summary: dict) -> str:
     """How the returned instruction was chosen and how it did against the seed on held-out test
-    questions (``summary.json``'s ``evaluation`` written by :mod:`inspo.training.final`)."""
+    questions (``summary.json``'s ``evaluation`` written by :mod:`inspo.training.final_choice`)."""
     ev = summary.get("evaluation")
     if not isinstance(ev, dict) or "rule" not in ev:
         return ""

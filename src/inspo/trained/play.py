@@ -202,7 +202,7 @@ def load_agent(
     if env is not None:
         settings = replace(settings, env={"name": str(played.name), "python": True})
     chosen, notes = _choose_instruction(found, played, instruction, notes)
-    from inspo.agent.load import load_engine
+    from inspo.engines.load import load_engine
 
     rng = random.Random(seed)
     engine = load_engine(

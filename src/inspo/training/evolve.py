@@ -8,9 +8,9 @@ frozen policy; the same metrics as training.
 
 The policy is one of: an engine passed in (the pre-/post-policy modes hand over the base or
 the trained model), an OpenAI-compatible endpoint (``policy_url`` + ``policy_model``: vLLM,
-llama.cpp, Ollama … through :class:`~inspo.agent.openai_engine.OpenAIEngine`), or by default
-``config.model`` loaded locally by ``model.engine``: :class:`~inspo.agent.engines.HFEngine`
-(``hf``) or :class:`~inspo.agent.vllm_engine.VLLMEngine` (``vllm``, token ids end to end; an
+llama.cpp, Ollama … through :class:`~inspo.engines.openai_engine.OpenAIEngine`), or by default
+``config.model`` loaded locally by ``model.engine``: :class:`~inspo.engines.hf.HFEngine`
+(``hf``) or :class:`~inspo.engines.vllm_engine.VLLMEngine` (``vllm``, token ids end to end; an
 engine started here is shut down when the run ends).
 
 The run directory gets the same files as a training run minus ``model/`` and checkpoints;
@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
-from inspo.agent.engines import PolicyEngine
 from inspo.config.train import DEV_CHOICES, EnvConfig, TrainConfig
 from inspo.core.state import save_state
+from inspo.engines.base import PolicyEngine
 from inspo.records import Question, TooManyErrors, check_error_rate
 from inspo.rng import derived_rng
 from inspo.training.evaluators import greedy_evaluate, reseed, verification_evaluate
@@ -56,9 +56,9 @@ from inspo.training.lifecycle import (
 )
 from inspo.training.metrics import MetricsLog
 from inspo.training.precision import announce, run_precision
+from inspo.training.preflight import RunInputs, SetupError, prepare
 from inspo.training.progress import announce_events, say
 from inspo.training.resume import check_run_dir, plan_evolve_resume
-from inspo.training.setup import RunInputs, SetupError, prepare
 from inspo.training.step import InspoStep, RewardFn, light
 from inspo.training.summary import RunSummary, summarize
 
@@ -123,8 +123,8 @@ def run_evolve(
             save (the run finished); a file given here is the caller's to clear then.
 
     Raises:
-        SetupError: as :func:`inspo.training.setup.prepare` and :func:`check_run_dir` (before any
-            rollout).
+        SetupError: as :func:`inspo.training.preflight.prepare` and :func:`check_run_dir`
+            (before any rollout).
     """
     run = _setup(
         config,
@@ -182,7 +182,7 @@ def _setup(
         announce(resolved)
         precision = resolved.describe()
     if owned and config.model.engine == "vllm":
-        from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
+        from inspo.engines.vllm_engine import INSTALL_HINT, vllm_available
 
         if not vllm_available():
             raise SetupError(f"model.engine=vllm: no module named 'vllm'; {INSTALL_HINT}")
@@ -431,7 +431,7 @@ class EvolveRun:
 def _remote_policy(policy_url: str, policy_model: str):
     """The policy at ``policy_url``, asked for its models once before any work: a dead endpoint,
     or one that does not serve ``policy_model``, is refused with a one-line SetupError."""
-    from inspo.agent.openai_engine import OpenAIEngine
+    from inspo.engines.openai_engine import OpenAIEngine
 
     remote = OpenAIEngine(policy_model, base_url=policy_url)
     try:
@@ -448,7 +448,7 @@ def _policy(config: TrainConfig, engine, remote, model_dir) -> tuple[PolicyEngin
         return remote, f"{remote.model} at {remote.endpoint}"
     model = config.model
     if model.engine == "vllm":
-        from inspo.agent.load import load_engine
+        from inspo.engines.load import load_engine
         from inspo.training.vllm_sync import vllm_options
 
         try:
@@ -458,7 +458,7 @@ def _policy(config: TrainConfig, engine, remote, model_dir) -> tuple[PolicyEngin
         except ImportError as exc:
             raise SetupError(f"model.engine=vllm: {exc}") from exc
         return engine, f"{model.name_or_path} (vLLM, {model.dtype})"
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.models import load_model
     from inspo.models.precision import default_device
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from inspo.config.train import TrainConfig
 from inspo.records import Question
-from inspo.training.setup import SetupError
+from inspo.training.preflight import SetupError
 
 
 def _largest_divisor_at_most(n: int, cap: int) -> int:

@@ -5,7 +5,7 @@ Reads top to bottom like the stage does:
 1. :func:`preflight` (before any stage of the run works): the checkpoint a resume starts from and
    its :class:`~inspo.training.resume.ResumePlan` (a refused change stops here, before anything
    loads), TRL's settings (:func:`inspo.training.grpo_config.grpo_settings`), the run's inputs
-   (:func:`inspo.training.setup.prepare`: the environment, data, optimizer LLM, model and prompt
+   (:func:`inspo.training.preflight.prepare`: the environment, data, optimizer LLM, model and prompt
    lengths) and TRL's ``GRPOConfig``, which also sets up the processes;
 2. :func:`run_grpo`: the run directory; the core (:class:`~inspo.core.coevolution.CoEvolution`)
    from the instruction the stage is handed (else the seed), co-evolving or ``static`` (a
@@ -17,8 +17,8 @@ Reads top to bottom like the stage does:
 4. ``trainer.train()``: each INSPO step is one TRL generation batch (the step's order is in
    :mod:`inspo.training.step`, the TRL side in :mod:`inspo.training.grpo_trainer`);
 5. the run directory's final files: ``inspo_state.json``, ``model/``, the final choice on dev
-   (:mod:`inspo.training.final`), ``best_instruction.txt``; the stage's summary and trained policy
-   are returned (the caller, :mod:`inspo.training.run`, writes ``summary.json``).
+   (:mod:`inspo.training.final_choice`), ``best_instruction.txt``; the stage's summary and trained
+   policy are returned (the caller, :mod:`inspo.training.run`, writes ``summary.json``).
 
 Multi-process (``torchrun`` / ``accelerate launch``): every process runs the stage; only the main
 process writes the run files (each process writes its own ``choices.rank<R>.jsonl``).
@@ -38,6 +38,7 @@ from inspo.config.trackers import missing_tracker_message
 from inspo.config.train import TrainConfig
 from inspo.core.coevolution import CoEvolution
 from inspo.core.state import read_state, save_state
+from inspo.training.dry_run import rollout_engine
 from inspo.training.grpo_config import build_trainer, final_model, grpo_args, grpo_settings
 from inspo.training.lifecycle import (
     build_run_core,
@@ -47,9 +48,8 @@ from inspo.training.lifecycle import (
     resume_core,
     returned_instruction,
 )
-from inspo.training.plan import rollout_engine
+from inspo.training.preflight import RunInputs, SetupError, prepare
 from inspo.training.progress import announce_events, say
-from inspo.training.setup import RunInputs, SetupError, prepare
 from inspo.training.step import RewardFn
 from inspo.training.summary import RunSummary, summarize
 
@@ -88,7 +88,7 @@ class GrpoStart:
     started: float
     vllm: bool = False
     """Whether vLLM plays the rollouts (``rl.use_vllm``, ``auto`` resolved:
-    :func:`~inspo.training.plan.rollout_engine`)."""
+    :func:`~inspo.training.dry_run.rollout_engine`)."""
 
     @property
     def is_main(self) -> bool:
@@ -175,7 +175,7 @@ def _check_vllm_training(config: TrainConfig, world_size: int) -> None:
     Full weights (``model.lora=false``) and LoRA adapters are synced into an engine in each
     training process (:mod:`inspo.training.vllm_sync`), so any number of processes works.
     """
-    from inspo.agent.vllm_engine import INSTALL_HINT, vllm_available
+    from inspo.engines.vllm_engine import INSTALL_HINT, vllm_available
 
     problems = []
     if config.rl.vllm_mode == "server":
@@ -360,7 +360,7 @@ def _resume(start: GrpoStart, coevo: CoEvolution, events, choices: Path, progres
 def _train(start: GrpoStart, trainer: Any, ctx: Any, progress: bool) -> None:
     """``trainer.train()`` (from the checkpoint on a resume); a checkpoint of the last step only
     loads. vLLM, when it played the rollouts, is shut down after."""
-    from inspo.agent.engines import attention_kernels
+    from inspo.engines.hf import attention_kernels
 
     rl, checkpoint = start.config.rl, start.checkpoint
     if start.plan is not None and start.plan.step >= rl.steps:

@@ -5,7 +5,7 @@ A run, top to bottom:
 
 1. **pre-flight** (the driver's own: :func:`inspo.training.evolve.run_evolve`,
    :func:`inspo.training.grpo_stage.preflight`): the run directory checked, a resume planned
-   (:mod:`inspo.training.resume`), the inputs built (:func:`inspo.training.setup.prepare`);
+   (:mod:`inspo.training.resume`), the inputs built (:func:`inspo.training.preflight.prepare`);
 2. :func:`open_run`: the run directory made, an earlier run's files cleared (a fresh run),
    ``config.yaml`` written, the event log opened;
 3. :func:`build_run_core`: the co-evolution core
@@ -39,8 +39,8 @@ from inspo.training.build_core import build_coevolution, keep_paid_answers, warm
 from inspo.training.progress import say
 
 if TYPE_CHECKING:
-    from inspo.training.final import FinalChoice
-    from inspo.training.setup import RunInputs
+    from inspo.training.final_choice import FinalChoice
+    from inspo.training.preflight import RunInputs
 
 log = logging.getLogger("inspo.training")
 
@@ -147,8 +147,8 @@ def final_choice(
     evaluate: EvaluateFn, coevo: CoEvolution, config: TrainConfig, inputs: RunInputs, progress: bool
 ) -> FinalChoice:
     """Step 6: the returned instruction (``config.final_choice``) and its held-out test against
-    the seed, ``evaluate`` playing the policy greedily (:mod:`inspo.training.final`)."""
-    from inspo.training.final import choose_for_run
+    the seed, ``evaluate`` playing the policy greedily (:mod:`inspo.training.final_choice`)."""
+    from inspo.training.final_choice import choose_for_run
 
     return choose_for_run(
         evaluate,

@@ -31,7 +31,7 @@ from inspo.config.train import TrainConfig, dump, setting_changes
 from inspo.core.config import FIXED_ON_RESUME, CoEvolutionConfig, config_changes
 from inspo.core.events import SettingsChanged
 from inspo.core.state import read_state
-from inspo.training.setup import SetupError
+from inspo.training.preflight import SetupError
 
 _WEIGHTS = "the checkpoint holds this model's weights (or LoRA adapters)"
 _OPTIMIZER = (

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from inspo import artifacts
-from inspo.agent.engines import HFEngine
 from inspo.core.coevolution import CoEvolution
 from inspo.core.population import Population
+from inspo.engines.hf import HFEngine
 from inspo.envs.loop import AgentConfig
 from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.training.evaluators import greedy_evaluate, verification_evaluate

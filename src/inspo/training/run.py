@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from inspo import artifacts
-from inspo.agent.engines import PolicyEngine
 from inspo.config.schedule import offline_config
 from inspo.config.train import EnvConfig, TrainConfig
+from inspo.engines.base import PolicyEngine
 from inspo.models.precision import Precision
 from inspo.records import SetupError
 from inspo.rng import derived_rng
@@ -410,9 +410,9 @@ class OfflineStage:
 
 def base_policy(run: Run, handoff: Handoff, rng: random.Random) -> PolicyEngine:
     """The frozen base policy: ``config.model`` as training loads it, before any update."""
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
     from inspo.models import load_model
-    from inspo.training.setup import resolve_model_dir
+    from inspo.training.preflight import resolve_model_dir
 
     model = run.config.model
     loaded = load_model(
@@ -425,7 +425,7 @@ def base_policy(run: Run, handoff: Handoff, rng: random.Random) -> PolicyEngine:
 
 def trained_policy(run: Run, handoff: Handoff, rng: random.Random) -> PolicyEngine:
     """The frozen trained policy: the one the GRPO stage before handed over."""
-    from inspo.agent.engines import HFEngine
+    from inspo.engines.hf import HFEngine
 
     if handoff.policy is None:
         raise RuntimeError("the trained policy's stage must follow a GRPO stage")

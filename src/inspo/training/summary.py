@@ -55,7 +55,7 @@ class RunSummary:
     resumed_from: str | None = None
     evaluation: dict[str, Any] | None = None
     """The final choice (``final_choice``) and held-out test, as
-    :class:`inspo.training.final.FinalChoice`."""
+    :class:`inspo.training.final_choice.FinalChoice`."""
     stages: dict[str, Any] = field(default_factory=dict)
     """pre-/post-policy modes: the offline stage's summary."""
     eval_history: list[dict[str, float]] = field(default_factory=list)
@@ -140,7 +140,7 @@ class RunSummary:
                 + f" (best at step {best['step']:.0f})"
             )
         if self.evaluation:
-            from inspo.training.final import final_choice_lines
+            from inspo.training.final_choice import final_choice_lines
 
             out += final_choice_lines(self.evaluation)
         for name, stage in self.stages.items():

@@ -11,24 +11,24 @@ picked by ``model.lora``:
   instead, which fails on vLLM's CPU build (``'Parameter' object has no attribute
   'weight_loader'``: its CPU layers repack their weights after loading, dropping the loader);
   the reload puts the layers back in their loading format first. A tied output embedding is
-  handed over under its own name (:func:`~inspo.agent.vllm_engine.checkpoint_weights`), else the
+  handed over under its own name (:func:`~inspo.engines.vllm_engine.checkpoint_weights`), else the
   reload keeps the old head;
 - **the LoRA adapter** (``model.lora=true``; :class:`AdapterSync`): vLLM holds the base
   weights and is started once per run with ``enable_lora``; the adapter is saved with peft's
   ``save_pretrained`` (a few MB) into a new folder under the run directory and handed to vLLM
   under a new adapter id (:meth:`VLLMEngine.use_adapter`); older folders are removed;
 - **a running vLLM server** (``rl.vllm_mode=server``, LoRA only;
-  :class:`~inspo.agent.vllm_server.AdapterPusher`): the adapter is loaded into the server at
+  :class:`~inspo.engines.vllm_server.AdapterPusher`): the adapter is loaded into the server at
   ``rl.vllm_server_url`` through its ``/v1/load_lora_adapter`` under a new name each step, and
   the rollouts are played over HTTP with token ids
-  (:class:`~inspo.agent.vllm_server.VLLMServerEngine`). Full weights reach a server only over NCCL
+  (:class:`~inspo.engines.vllm_server.VLLMServerEngine`). Full weights reach a server only over NCCL
   (TRL's ``vllm-serve``), which needs GPUs and is not built.
 
 Either way the synced engine is the training policy: greedy ids from vLLM equal transformers'
 on the trained model (``tests/test_train_vllm.py``), up to the two engines' numerics.
 
 Rollouts come back as token ids (never re-tokenised) with the same ``env_mask`` and rewards as
-:class:`~inspo.agent.engines.HFEngine`'s. Their log-probabilities are not handed to TRL: the
+:class:`~inspo.engines.hf.HFEngine`'s. Their log-probabilities are not handed to TRL: the
 rollouts are on-policy (the weights are synced before every generation), so TRL's importance
 correction for a stale vLLM policy does not apply.
 """
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inspo.agent.vllm_engine import VLLMEngine, context_budget
+from inspo.engines.vllm_engine import VLLMEngine, context_budget
 
 #: The LoRA ranks vLLM accepts for ``max_lora_rank``.
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -89,7 +89,7 @@ class WeightSync(_SyncedEngine):
 
     def sync(self, model: Any, version: int) -> None:
         """Hand every weight of ``model`` (a transformers model, unwrapped) to the engine."""
-        from inspo.agent.vllm_engine import checkpoint_weights
+        from inspo.engines.vllm_engine import checkpoint_weights
 
         if hasattr(model, "peft_config"):
             raise TypeError(
@@ -150,12 +150,12 @@ def start_sync(config: Any, model_dir: str | Path, run_dir: Path, seed: int, ran
 
 
 def start_server_sync(config: Any, model_dir: str | Path, run_dir: Path, rank: int) -> Any:
-    """An :class:`~inspo.agent.vllm_server.AdapterPusher` to the server at ``rl.vllm_server_url``;
+    """An :class:`~inspo.engines.vllm_server.AdapterPusher` to the server at ``rl.vllm_server_url``;
     each training process pushes its own adapter (names carry the rank)."""
     from transformers import AutoTokenizer
 
-    from inspo.agent.vllm_engine import eos_ids_of
-    from inspo.agent.vllm_server import AdapterPusher, VLLMServerEngine
+    from inspo.engines.vllm_engine import eos_ids_of
+    from inspo.engines.vllm_server import AdapterPusher, VLLMServerEngine
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     engine = VLLMServerEngine(
@@ -171,9 +171,9 @@ def start_server_sync(config: Any, model_dir: str | Path, run_dir: Path, rank: i
 
 
 def vllm_options(config: Any) -> Any:
-    """The run's ``model.vllm_*`` as :class:`~inspo.agent.vllm_engine.VLLMOptions`, sized to its
+    """The run's ``model.vllm_*`` as :class:`~inspo.engines.vllm_engine.VLLMOptions`, sized to its
     agent."""
-    from inspo.agent.vllm_engine import VLLMOptions
+    from inspo.engines.vllm_engine import VLLMOptions
 
     model = config.model
     return VLLMOptions(
@@ -185,7 +185,7 @@ def vllm_options(config: Any) -> Any:
 
 def agent_budget(rl: Any) -> int:
     """The longest episode of the agent ``rl`` (an ``RLConfig``) sets, in tokens
-    (:func:`~inspo.agent.vllm_engine.context_budget`)."""
+    (:func:`~inspo.engines.vllm_engine.context_budget`)."""
     return context_budget(
         rl.max_prompt_tokens, rl.max_turns, rl.max_response_tokens, rl.max_obs_tokens
     )

@@ -304,10 +304,10 @@ def choose_for_run(
 ) -> FinalChoice:
     """:func:`choose_instruction` at the end of a run: the final population, the seed and I* of
     ``coevo`` (a :class:`~inspo.core.coevolution.CoEvolution`), the dev and test questions of
-    ``inputs`` (:class:`~inspo.training.setup.RunInputs`), the metric and split names of ``config``
-    (a :class:`~inspo.config.train.TrainConfig`); ``tell`` as in :func:`choose_instruction`. The
-    seed is the run's (:func:`run_seed`): it competes on dev and is tested beside the returned
-    one."""
+    ``inputs`` (:class:`~inspo.training.preflight.RunInputs`), the metric and split names of
+    ``config`` (a :class:`~inspo.config.train.TrainConfig`); ``tell`` as in
+    :func:`choose_instruction`. The seed is the run's (:func:`run_seed`): it competes on dev and is
+    tested beside the returned one."""
     return choose_instruction(
         evaluate,
         rule=rule,

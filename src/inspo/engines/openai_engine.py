@@ -1,5 +1,5 @@
 """A frozen policy behind an OpenAI-compatible completions endpoint: :class:`OpenAIEngine`, one of
-the :class:`~inspo.agent.engines.PolicyEngine` s (the rules every engine keeps are there)."""
+the :class:`~inspo.engines.base.PolicyEngine` s (the rules every engine keeps are there)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from inspo.agent.endpoint import PolicyUnavailable, check_models, is_outage
-from inspo.agent.engines import (
-    Generation,
-    GenerationInput,
-    decode_ids,
-    encode_text,
-    render_messages,
-)
 from inspo.core.optimizer_llm import redact
+from inspo.engines.base import Generation, GenerationInput, decode_ids, encode_text, render_messages
+from inspo.engines.endpoint import PolicyUnavailable, check_models, is_outage
 
-log = logging.getLogger("inspo.agent")
+log = logging.getLogger("inspo.engines")
 
 
 class OpenAIEngine:
@@ -80,7 +74,7 @@ class OpenAIEngine:
         self._warned = False
 
     def check(self) -> None:
-        """One ``GET /models`` before work starts (:func:`inspo.agent.endpoint.check_models`)."""
+        """One ``GET /models`` before work starts (:func:`inspo.engines.endpoint.check_models`)."""
         check_models(self.client, self.model, self.endpoint, self._api_key)
 
     @property

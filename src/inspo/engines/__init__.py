@@ -8,16 +8,11 @@ the evaluate seam are :mod:`inspo.envs.loop` and :mod:`inspo.envs.evaluate`.
 Importing this package is cheap; torch/transformers/openai/vllm load when an engine is built.
 """
 
-from inspo.agent.engines import (
-    Generation,
-    GenerationInput,
-    HFEngine,
-    PolicyEngine,
-    render_messages,
-)
-from inspo.agent.load import load_engine
-from inspo.agent.openai_engine import OpenAIEngine
-from inspo.agent.vllm_engine import VLLMEngine, VLLMOptions
+from inspo.engines.base import Generation, GenerationInput, PolicyEngine, render_messages
+from inspo.engines.hf import HFEngine
+from inspo.engines.load import load_engine
+from inspo.engines.openai_engine import OpenAIEngine
+from inspo.engines.vllm_engine import VLLMEngine, VLLMOptions
 
 __all__ = [
     "Generation",

@@ -60,7 +60,7 @@ class RolloutEngine:
 
 
 def _vllm_importable() -> bool:
-    from inspo.agent.vllm_engine import vllm_available
+    from inspo.engines.vllm_engine import vllm_available
 
     return vllm_available()
 

@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspo.agent.engines import render_messages
 from inspo.config.paper import missing_message, paper_parts
 from inspo.config.train import TrainConfig
 from inspo.core.optimizer_llm import LLMClient
+from inspo.engines.base import render_messages
 from inspo.envs.build import (
     agent_config,
     build_env,

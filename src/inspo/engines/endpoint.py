@@ -1,5 +1,5 @@
 """Outages of an OpenAI-compatible policy endpoint
-(:class:`~inspo.agent.openai_engine.OpenAIEngine`).
+(:class:`~inspo.engines.openai_engine.OpenAIEngine`).
 
 - :func:`is_outage`: a connection error, a timeout or a 5xx from the ``openai`` client (after
   its own retries) is the endpoint's failure, not the example's;
