@@ -60,16 +60,16 @@ def record_vllm_calls(out: str) -> None:
 def fail_at_step_end(step: int) -> None:
     """Make the main process's end of ``step`` stop as a verification over ``rl.max_error_rate`` does."""
     from inspo.records import TooManyErrors
-    from inspo.training import grpo_trainer
+    from inspo.training import step as step_mod
 
-    real = grpo_trainer.finish_step
+    real = step_mod.finish_step
 
     def finish_step(coevo, t, *args, **kwargs):
         if t == step:
             raise TooManyErrors(f"3 of 4 rollouts failed (injected at step {t}), over rl.max_error_rate=0.1")
         return real(coevo, t, *args, **kwargs)
 
-    grpo_trainer.finish_step = finish_step
+    step_mod.finish_step = finish_step
 
 
 def main(argv: list[str]) -> int:

@@ -45,8 +45,8 @@ ADMISSIONS = ("candidates_on_test.admissions_on_test on arm 5's events and "
 
 
 def arm5_tools():
-    """``arm5/candidates_on_test.py`` as a module (its folder is not a package)."""
-    return load_script(RESULTS / "arm5/candidates_on_test.py", "inspo_arm5_candidates")
+    """``benchmarks/learning/arm5/candidates_on_test.py`` as a module (its folder is not a package)."""
+    return load_script(ROOT / "benchmarks/learning/arm5/candidates_on_test.py", "inspo_arm5_candidates")
 
 
 # ------------------------------------------------------------------------------ reading the files

@@ -58,7 +58,7 @@ def measure(args: argparse.Namespace) -> dict:
     import rl_static_vs_inspo as rl
 
     from inspo.config.train import resolve
-    from inspo.engines import engines
+    from inspo.engines import hf as engines
 
     config = resolve(args.preset, None, [f"data.max_test_questions={args.problems}", "output_dir=runs/eval-memory",
                                          *args.set])

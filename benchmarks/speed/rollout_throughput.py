@@ -154,10 +154,10 @@ class RecordingEngine:
 
 @contextmanager
 def timed_stop_check(timers: Timers) -> Iterator[None]:
-    """Temporarily wrap ``inspo.engines.base._stop_criteria`` so each check is timed."""
+    """Temporarily wrap ``inspo.engines.hf._stop_criteria`` so each check is timed."""
     from transformers import StoppingCriteria, StoppingCriteriaList
 
-    from inspo.engines import engines
+    from inspo.engines import hf as engines
 
     original = engines._stop_criteria
 
