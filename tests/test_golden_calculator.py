@@ -27,6 +27,7 @@ import pytest
 
 pytest.importorskip("trl")
 
+from golden_compare import same_run  # noqa: E402
 from inspo import artifacts  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -92,21 +93,6 @@ def _evolve(tmp: Path) -> dict:
     return _record(out)
 
 
-def _same(got, want, where: str, rel: float) -> None:
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and sorted(got) == sorted(want), f"{where}: keys {sorted(got)} != {sorted(want)}"
-        for key in want:
-            _same(got[key], want[key], f"{where}.{key}", rel)
-    elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), f"{where}: {got!r} != {want!r}"
-        for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            _same(g, w, f"{where}[{i}]", rel)
-    elif isinstance(want, float) and not isinstance(want, bool):
-        assert got == pytest.approx(want, rel=rel, abs=1e-9), f"{where}: {got!r} != {want!r}"
-    else:
-        assert got == want, f"{where}: {got!r} != {want!r}"
-
-
 def _check(part: str, got: dict) -> None:
     if WRITE:
         data = json.loads(GOLDEN.read_text()) if GOLDEN.is_file() else {}
@@ -116,14 +102,7 @@ def _check(part: str, got: dict) -> None:
         return
     if not GOLDEN.is_file():
         pytest.fail(f"{GOLDEN} is missing; write it with INSPO_WRITE_GOLDEN=1 from a commit whose behaviour is right")
-    want = json.loads(GOLDEN.read_text())[part]
-    for i, (g, w) in enumerate(zip(got["metrics"], want["metrics"], strict=True)):  # TRL's numbers: 1e-4
-        _same({k: g[k] for k in TRL_METRICS if k in w}, {k: w[k] for k in TRL_METRICS if k in w},
-              f"{part}.metrics[{i}]", 1e-4)
-    strip = [{k: v for k, v in m.items() if k not in TRL_METRICS} for m in got["metrics"]]
-    _same({**got, "metrics": strip},
-          {**want, "metrics": [{k: v for k, v in m.items() if k not in TRL_METRICS} for m in want["metrics"]]},
-          part, 1e-6)
+    same_run(got, json.loads(GOLDEN.read_text())[part], part, TRL_METRICS)
 
 
 def test_calculator_training_run_is_unchanged(tmp_path):

@@ -30,6 +30,7 @@ import pytest
 pytest.importorskip("trl")
 
 from agent_helpers import Scripted  # noqa: E402
+from golden_compare import same, same_run  # noqa: E402
 from inspo import artifacts  # noqa: E402
 from inspo.records import Instruction, Question  # noqa: E402
 
@@ -172,27 +173,11 @@ def _store(part: str, value: dict) -> None:
     GOLDEN.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
-def _same(got, want, where: str, rel: float) -> None:
-    """``got`` equals ``want``: ints and strings exactly, floats to ``rel``; the message names the place."""
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and sorted(got) == sorted(want), f"{where}: keys {sorted(got)} != {sorted(want)}"
-        for key in want:
-            _same(got[key], want[key], f"{where}.{key}", rel)
-    elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want), f"{where}: {got!r} != {want!r}"
-        for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            _same(g, w, f"{where}[{i}]", rel)
-    elif isinstance(want, float) and not isinstance(want, bool):
-        assert got == pytest.approx(want, rel=rel, abs=1e-9), f"{where}: {got!r} != {want!r}"
-    else:
-        assert got == want, f"{where}: {got!r} != {want!r}"
-
-
 def _check(part: str, got: dict, golden: dict, rel: float = 1e-6) -> None:
     if WRITE:
         _store(part, got)
         return
-    _same(got, golden[part], part, rel)
+    same(got, golden[part], part, rel)
 
 
 def test_search_r1_episodes_are_unchanged(golden):
@@ -206,14 +191,7 @@ def test_search_r1_training_run_is_unchanged(golden, tmp_path):
     if WRITE:
         _store("training", got)
         return
-    want = golden["training"]
-    for i, (g, w) in enumerate(zip(got["metrics"], want["metrics"], strict=True)):  # TRL's numbers: 1e-4
-        _same({k: g[k] for k in _TRL_METRICS if k in w}, {k: w[k] for k in _TRL_METRICS if k in w},
-              f"training.metrics[{i}]", 1e-4)
-    strip = [{k: v for k, v in m.items() if k not in _TRL_METRICS} for m in got["metrics"]]
-    _same({**got, "metrics": strip},
-          {**want, "metrics": [{k: v for k, v in m.items() if k not in _TRL_METRICS} for m in want["metrics"]]},
-          "training", 1e-6)
+    same_run(got, golden["training"], "training", _TRL_METRICS)
 
 
 def test_search_r1_evolve_run_is_unchanged(golden, tmp_path):
