@@ -946,3 +946,15 @@ def test_roofline_counts_the_models_linear_weights_and_reports_every_phase(tmp_p
     assert positive(result["copy_bandwidth_gbs"]) and positive(result["matmul_tflops"]["float32"]["hidden x vocabulary"])
     assert "fraction" in capsys.readouterr().out
     assert_provenance(tmp_path / "r.json", "roofline", "--quick")
+
+
+def test_train_profile_quick_lists_operators_by_self_time(tmp_path, capsys):
+    pytest.importorskip("peft")
+    bench = load_script("train_profile")
+    result = bench.main(["--quick", "--json", str(tmp_path / "p.json")])
+    ops = result["operators"]
+    assert ops and all(ops[i]["self_s"] >= ops[i + 1]["self_s"] for i in range(len(ops) - 1))
+    assert 0 < sum(o["share"] for o in ops) <= 1 + 1e-9 and any(o["op"] == "aten::mm" for o in ops)
+    assert positive(result["forward_s"]) and positive(result["backward_s"])
+    assert "operators' self time" in capsys.readouterr().out
+    assert_provenance(tmp_path / "p.json", "train_profile", "--quick")
