@@ -36,3 +36,9 @@ def test_printed_lines_name_how_the_instruction_was_returned():
                                         "returned_text": "Search first.", "seed_id": "ins-0001",
                                         "by_weight_id": "ins-0002"}))
     assert "returned instruction: ins-0002 (weight 0.500)" in chosen and "tool calls / episode: 1.00 -> 2.00" in chosen
+
+
+def test_a_resumed_runs_wall_time_says_it_counts_from_the_resume():
+    assert "wall time:            1 s; peak" in str(RunSummary(**BASE))
+    resumed = str(RunSummary(**BASE, resumed_from="runs/x/inspo_state.json (INSPO step 3)"))
+    assert "wall time:            1 s (since the resume); peak" in resumed

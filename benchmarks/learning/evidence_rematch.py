@@ -223,7 +223,8 @@ def report(r: dict) -> None:
           + ("  OVER BUDGET" if r["over_budget"] else ""))
     gepa = "" if r["optimizer_calls"]["gepa"] is None else f", GEPA {r['optimizer_calls']['gepa']}"
     print(f"optimizer calls: INSPO {r['optimizer_calls']['inspo']}{gepa}; "
-          f"INSPO tokens {r['optimizer_tokens']}; INSPO wall {r['wall_s']['inspo']:.0f} s")
+          f"INSPO tokens {r['optimizer_tokens']}; INSPO wall {r['wall_s']['inspo']:.0f} s"
+          + (" (this piece: resumed)" if r["resumed"] else ""))
     print("candidates: " + ", ".join(f"{k} {v}" for k, v in r["fates"].items()))
     for name, same in r["test_shared"].items():
         print(f"  ({name} returned the {same} arm's text: played once for both)")

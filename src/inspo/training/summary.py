@@ -46,6 +46,8 @@ class RunSummary:
     optimizer: str
     ledger: dict[str, Any]
     wall_seconds: float
+    """Seconds this invocation ran: since the resume for a resumed run (``resumed_from``), whose
+    earlier pieces' time is in their own logs."""
     peak_memory_gb: float = 0.0
     policy: str = ""
     """``inspo evolve``: the frozen policy."""
@@ -156,8 +158,9 @@ class RunSummary:
         )
         chosen = self.evaluation is not None or bool(self.stages)  # else I* = argmax w of this run
         out += [
-            f"wall time:            {self.wall_seconds:.0f} s; peak memory (RSS) "
-            f"{self.peak_memory_gb:.1f} GiB",
+            f"wall time:            {self.wall_seconds:.0f} s"
+            + (" (since the resume)" if self.resumed_from else "")
+            + f"; peak memory (RSS) {self.peak_memory_gb:.1f} GiB",
             f"returned instruction: {self.best_instruction_id} ({weight})"
             if chosen
             else f"best instruction:     {self.best_instruction_id} (I* = argmax w, {weight})",
