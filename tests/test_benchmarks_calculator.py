@@ -540,3 +540,17 @@ def test_the_optimizer_answers_benchmark_times_a_real_vllm_server_beside_transfo
     saved = json.loads((tmp_path / "a.json").read_text())
     assert saved["median_vllm_over_transformers_tokens_per_s_n2"] == pytest.approx(
         pair["vllm_over_transformers_tokens_per_s_n2"])
+
+
+def test_gepa_then_grpo_starts_from_the_instruction_gepa_returned_for_its_seed(tmp_path):
+    campaign = load_script("calculator_campaign")
+    stored = json.loads((campaign.GEPA_RESULTS / "gepa-calc-s1.json").read_text())["gepa"]["best_instruction"]
+    assert campaign.gepa_instruction("gepa", 1) == stored and campaign.gepa_instruction("@weak", 1) == "@weak"
+    machinery = campaign._campaign()
+    args = machinery.parse_args(["--seed", "1", "--out", str(tmp_path), "--arms", "gepa-then-grpo"],
+                                campaign.setting())
+    settings = machinery.overrides(args, "gepa-then-grpo", campaign.setting())
+    assert "mode=static" in settings and f"seed_instruction={stored}" in settings
+    assert ("inspo-calculator", "gepa-then-grpo") in campaign.COMPARISONS
+    with pytest.raises(SystemExit, match="gepa-then-grpo seed 9: no GEPA result"):
+        campaign.gepa_instruction("gepa", 9)

@@ -16,6 +16,9 @@ Arms (each ``inspo.training.run.run_training`` on the ``calculator`` preset, sam
   from there tests the loop's machinery, not an instruction; from ``@calculator`` it did, rarely.
 - ``cross-calculator``: INSPO's returned instruction (``inspo-calculator``, same seed) played by the base
   policy, static GRPO's and INSPO's own: whether a gain is the instruction's or the policy's (after both arms);
+- ``gepa-then-grpo``: static GRPO under the instruction GEPA returned for the same seed with the
+  frozen policy (``results/calculator/arm5/gepa-calc-sS.json``): prompt search first, then RL, as
+  DSPy's BetterTogether and mmGRPO do (issue 65); a seed with no GEPA result is refused;
 - ``cross-pre-policy-calculator``: the pre-policy arm's instruction (found with the frozen base policy)
   played by the same three policies: whether co-evolution's instruction beats the frozen search's on
   one policy (after ``pre-policy-calculator``, ``static-calculator`` and ``inspo-calculator``);
@@ -61,6 +64,9 @@ from inspo.lab.harness import load_script
 
 HERE = Path(__file__).resolve().parent
 HANDWRITTEN = HERE / "data" / "calculator-handwritten.jsonl"
+GEPA_RESULTS = HERE.parent / "results" / "calculator" / "arm5"
+GEPA = "gepa"
+"""The seed instruction of an arm that starts from GEPA's returned instruction for its seed."""
 
 ARMS: dict[str, tuple[str, str]] = {
     "static-weak": ("static", "@weak"),
@@ -72,6 +78,8 @@ ARMS: dict[str, tuple[str, str]] = {
     "static-calculator": ("static", "@calculator"),
     "inspo-calculator": ("inspo", "@calculator"),
     "pre-policy-calculator": ("pre-policy", "@calculator"),
+    # Prompt search first, then RL: static GRPO under GEPA's instruction for the same seed (issue 65).
+    "gepa-then-grpo": ("static", GEPA),
 }
 UNTRAINED = {"weak": "@weak", "worked": "@worked", "calculator": "@calculator"}
 #: INSPO's returned instruction played by the base policy, static GRPO's and INSPO's own (same seed):
@@ -110,6 +118,8 @@ COMPARISONS = (
     ("static-calculator@inspo-calculator", "static-calculator@pre-policy-calculator"),  # ... on static's policy
     ("inspo-calculator", "inspo-calculator@pre-policy-calculator"),  # ... on INSPO's policy
     ("pre-policy-calculator", "static-calculator@pre-policy-calculator"),  # RL under it, or under the seed, then it
+    ("inspo-calculator", "gepa-then-grpo"),    # co-evolution against prompt search (GEPA) first, then RL
+    ("gepa-then-grpo", "static-calculator"),   # does GEPA's instruction help RL at all?
 )
 #: The optimizer of the real campaign: the 1.5B, locally (DESIGN.md: the 0.5B writes no usable
 #: instruction; the 1.5B found the lever in about 1 candidate of 22). Four answers a call: on 2
@@ -128,6 +138,23 @@ QUICK = (
 )
 
 
+def gepa_instruction(name: str, seed: int, results: Path = GEPA_RESULTS) -> str:
+    """:data:`GEPA`: the instruction GEPA returned for ``seed`` (``evolve_vs_gepa.py``'s result);
+    any other name as it is."""
+    if name != GEPA:
+        return name
+    path = results / f"gepa-calc-s{seed}.json"
+    if not path.is_file():
+        raise SystemExit(f"gepa-then-grpo seed {seed}: no GEPA result {path}; run evolve_vs_gepa.py for "
+                         "that seed first (4-6 hours on 2 cores), or choose a seed that has one")
+    import json
+
+    text = json.loads(path.read_text())["gepa"]["best_instruction"]
+    if not text.strip():
+        raise SystemExit(f"{path}: GEPA returned an empty instruction")
+    return text
+
+
 def _campaign():
     """benchmarks/learning/multihop_coevolution.py, the campaign machinery this script sets up."""
     return load_script(HERE / "multihop_coevolution.py", "inspo_benchmark_multihop_coevolution")
@@ -139,7 +166,7 @@ def setting(quick: bool = False):
     return campaign.Setting(
         script="benchmarks/learning/calculator_campaign.py", preset="calculator", arms=ARMS, untrained=UNTRAINED,
         comparisons=COMPARISONS, groups=("generated",), group=lambda q: "generated", quick=QUICK,
-        extra_tests={"handwritten": str(HANDWRITTEN)}, crosses=CROSSES)
+        extra_tests={"handwritten": str(HANDWRITTEN)}, crosses=CROSSES, per_seed=gepa_instruction)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

@@ -120,6 +120,10 @@ class Setting:
     """``name -> (arm, policies)``: ``arm``'s returned instruction (same seed) played by each of
     ``policies`` (``untrained``: the base model; else an arm's trained policy), scored as
     ``policy@arm``: whether a gain is the instruction's or the policy's."""
+    per_seed: Callable[[str, int], str] | None = None
+    """An arm's seed instruction that differs by seed (``calculator_campaign.py``'s ``gepa``: the
+    instruction GEPA returned for that seed): ``per_seed(name, seed)`` gives its text, and returns
+    any other name as it is."""
 
     @property
     def all_arms(self) -> tuple[str, ...]:
@@ -164,6 +168,8 @@ def parse_args(argv: Sequence[str] | None, setting: Setting = MULTIHOP) -> argpa
 
 def overrides(args: argparse.Namespace, arm: str, setting: Setting = MULTIHOP) -> list[str]:
     mode, seed_instruction = setting.arms.get(arm, ("static", "@weak"))
+    if setting.per_seed is not None:
+        seed_instruction = setting.per_seed(seed_instruction, args.seed)
     steps = [f"rl.steps={args.steps}"] if args.steps else []
     return [f"mode={mode}", f"seed_instruction={seed_instruction}", f"rl.seed={args.seed}", *steps,
             f"output_dir={run_dir(args, arm)}", *args.set]
