@@ -147,3 +147,15 @@ def test_the_cpu_log_prob_pass_through_the_head_gives_the_logits_paths_values_an
     assert len(g1) == len(g0) > 0
     for a, b in zip(g1, g0, strict=True):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
+
+
+def test_without_entropy_the_log_probs_and_their_gradients_are_the_same_and_no_entropy_comes_back():
+    h, w, ids = _inputs()
+    logps, ent = head_logps(h, w, ids, chunk=4, entropy=False)
+    assert ent is None
+    want_logps, _ = _naive(h, w, ids, 1.0)
+    torch.testing.assert_close(logps, want_logps)
+    got = torch.autograd.grad(logps.sum(), (h, w))
+    want = torch.autograd.grad(want_logps.sum(), (h, w))
+    for x, y in zip(got, want, strict=True):
+        torch.testing.assert_close(x, y)

@@ -11,10 +11,11 @@ to form the gradient. The peak is one chunk's logits and softmax (``chunk x voca
 float32) instead of every position's.
 
 Numerics: the head's product runs in ``dtype`` (the autocast dtype of the forward, so bf16 under
-bf16 autocast, as the model's own head would), then everything else in float32: the log-sum-exp,
-the log-prob ``z_i - logsumexp(z)`` of ``z = logits / temperature`` and the entropy
-``logsumexp(z) - sum(softmax(z) * z)``. The gradients are the closed forms
-``d logp_i / dz = onehot(i) - softmax(z)`` and ``d H / dz_k = -p_k (log p_k + H)``.
+bf16 autocast, as the model's own head would), then everything else in float32, from one
+``exp(z - max z)`` a chunk: the log-sum-exp, the log-prob ``z_i - logsumexp(z)`` of
+``z = logits / temperature`` and the entropy ``logsumexp(z) - sum(softmax(z) * z)``. The
+gradients are the closed forms ``d logp_i / dz = onehot(i) - softmax(z)`` and
+``d H / dz_k = -p_k (log p_k + H)``.
 
 torch is imported when a function here runs (the autograd class is built on first use).
 """
@@ -38,12 +39,14 @@ def head_logps(
     temperature: float = 1.0,
     dtype: Any = None,
     chunk: int = DEFAULT_CHUNK,
+    entropy: bool = True,
 ) -> tuple[Any, Any]:
     """``(logps, entropies)``, float32, of shape ``ids.shape``, for ``hidden`` of shape
     ``ids.shape + (hidden_size,)`` through a bias-free head of ``weight`` (``vocab x hidden``).
 
     ``dtype``: what the head's product runs in (None: ``hidden``'s dtype). Differentiable in
-    ``hidden`` and ``weight`` (a tied or trained head), for both outputs.
+    ``hidden`` and ``weight`` (a tied or trained head), for both outputs. ``entropy=False``: the
+    entropies are not computed and come back as None (a reference or old-policy pass).
     """
     if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
@@ -53,9 +56,15 @@ def head_logps(
         raise ValueError(f"hidden {tuple(hidden.shape)} does not match ids {tuple(ids.shape)}")
     flat = hidden.reshape(-1, hidden.size(-1))
     logps, entropies = _function().apply(
-        flat, weight, ids.reshape(-1), float(temperature), dtype or hidden.dtype, int(chunk)
+        flat,
+        weight,
+        ids.reshape(-1),
+        float(temperature),
+        dtype or hidden.dtype,
+        int(chunk),
+        entropy,
     )
-    return logps.view(ids.shape), entropies.view(ids.shape)
+    return logps.view(ids.shape), entropies.view(ids.shape) if entropy else None
 
 
 def plain_head(model: Any) -> Any:
@@ -113,19 +122,26 @@ def _function() -> Any:
 
     class HeadLogps(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, hidden, weight, ids, temperature, dtype, chunk):
+        def forward(ctx, hidden, weight, ids, temperature, dtype, chunk, entropy):
             n, w = hidden.size(0), weight.to(dtype)  # cast once, not per chunk
             logps = hidden.new_empty(n, dtype=torch.promote_types(w.dtype, torch.float32))
-            entropies = torch.empty_like(logps)
+            entropies = torch.zeros_like(logps)
             lse = torch.empty_like(logps)
             for s in range(0, n, chunk):
-                z = _logits(hidden[s : s + chunk], w, temperature)
-                m = torch.logsumexp(z, dim=-1)
-                lse[s : s + chunk] = m
-                logps[s : s + chunk] = z.gather(1, ids[s : s + chunk, None]).squeeze(1) - m
-                z.sub_(m[:, None])  # log p
-                entropies[s : s + chunk] = -(z.exp() * z).sum(-1)
+                rows = slice(s, s + chunk)
+                z = _logits(hidden[rows], w, temperature)
+                top = z.amax(dim=-1)
+                z.sub_(top[:, None])  # z - max: one exp serves every output
+                e = z.exp()
+                total = e.sum(-1)
+                log_total = total.log()
+                lse[rows] = top + log_total
+                logps[rows] = z.gather(1, ids[rows, None]).squeeze(1) - log_total
+                if entropy:  # H = log sum e - sum(e (z - max)) / sum e
+                    entropies[rows] = log_total - (e * z).sum(-1) / total
             ctx.set_materialize_grads(False)  # an unused output's gradient is None, not zeros
+            if not entropy:
+                ctx.mark_non_differentiable(entropies)
             ctx.save_for_backward(hidden, weight, ids, lse, entropies)
             ctx.temperature, ctx.dtype, ctx.chunk = temperature, dtype, chunk
             return logps, entropies
@@ -134,7 +150,7 @@ def _function() -> Any:
         def backward(ctx, g_logps, g_entropies):
             hidden, weight, ids, lse, entropies = ctx.saved_tensors
             if g_logps is None and g_entropies is None:
-                return None, None, None, None, None, None
+                return None, None, None, None, None, None, None
             need_hidden, need_weight = ctx.needs_input_grad[:2]
             grad_hidden = torch.empty_like(hidden) if need_hidden else None
             acc = lse.dtype
@@ -167,6 +183,6 @@ def _function() -> Any:
                         grad_weight.add_(grad_z.T @ h.to(acc))
             if need_weight:
                 grad_weight = grad_weight.to(weight.dtype)
-            return grad_hidden, grad_weight, None, None, None, None
+            return grad_hidden, grad_weight, None, None, None, None, None
 
     return HeadLogps

@@ -94,8 +94,9 @@ def _through_head(trainer, model, head, ids, mask, keep, compute_entropy):
         ids[:, -keep:],
         temperature=trainer.temperature,
         dtype=dtype or head.weight.dtype,
+        entropy=compute_entropy,
     )
-    if not (compute_entropy and _entropy_grad(trainer)):
+    if compute_entropy and not _entropy_grad(trainer):
         entropies = entropies.detach()
     return logps, entropies
 
