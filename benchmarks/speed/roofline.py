@@ -141,13 +141,10 @@ def generation_phases(args, model, work, rate, bandwidth, weight_bytes) -> list[
 
 def training_phases(args, work, rate) -> list[dict[str, Any]]:
     """The training pass's forward and backward, in their own process (``train_memory.py``)."""
-    child = ["--model", args.model, "--rows", str(args.rows), "--prompt", str(args.prompt),
-             "--completion", str(args.completion), "--shortest", str(args.shortest), "--dtype", args.dtype,
-             "--threads", str(args.threads)]
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        row = train_memory.spawn(child, args.variant, Path(tmp) / "grads.pt")
+        row = train_memory.spawn(train_memory.child_argv(args), args.variant, Path(tmp) / "grads.pt")
     lengths = [args.prompt + n for n in train_memory.completion_lengths(args)]
     completion = sum(train_memory.completion_lengths(args))
     forward = sum(lengths) * work["flops_per_token"] + attention_flops(work, lengths) \

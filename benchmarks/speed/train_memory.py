@@ -90,20 +90,44 @@ def batch(args: argparse.Namespace, vocab: int) -> dict[str, Any]:
     return {"ids": ids, "mask": mask, "completion_mask": mask[:, args.prompt:].float(), "advantages": advantages}
 
 
-def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, Any]:
-    """The training pass in this process: peaks, seconds, loss, and the gradients written out."""
+def trainer_stub(dtype: str) -> Any:
+    """What the CPU log-prob pass reads of TRL's trainer: bf16 autocast for bf16 weights (as the
+    trainer runs them), none for float32; temperature 1."""
     import contextlib
     from types import SimpleNamespace
 
+    import torch
+
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if dtype == "bfloat16" \
+        else contextlib.nullcontext
+    return SimpleNamespace(accelerator=SimpleNamespace(autocast=autocast), temperature=1.0)
+
+
+def grpo_loss(logps: Any, data: dict[str, Any]) -> Any:
+    """The on-policy GRPO loss of the micro-batch: the ratio (1, with its gradient) times each row's
+    advantage, averaged over the completion tokens."""
+    import torch
+
+    cm = data["completion_mask"]
+    return -(torch.exp(logps - logps.detach()) * data["advantages"][:, None] * cm).sum() / cm.sum()
+
+
+def child_argv(args: argparse.Namespace) -> list[str]:
+    """What a variant's own process needs to play the same micro-batch (``--quick`` resolved)."""
+    return ["--model", args.model, "--rows", str(args.rows), "--prompt", str(args.prompt),
+            "--completion", str(args.completion), "--shortest", str(args.shortest), "--dtype", args.dtype,
+            "--threads", str(args.threads)]
+
+
+def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, Any]:
+    """The training pass in this process: peaks, seconds, loss, and the gradients written out."""
     import torch
 
     from inspo.training.cpu_logps import cpu_logps_and_entropies
 
     model = policy(args.model, args.dtype, variant.endswith("+ckpt"))
     data = batch(args, model.config.vocab_size)
-    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if args.dtype == "bfloat16" \
-        else contextlib.nullcontext
-    trainer = SimpleNamespace(accelerator=SimpleNamespace(autocast=autocast), temperature=1.0)
+    trainer = trainer_stub(args.dtype)
     torch.manual_seed(2)  # the same dropout masks in every variant
     take_peak_gib()
     before = take_peak_gib()
@@ -114,8 +138,7 @@ def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, An
     forward_s = time.perf_counter() - started
     forward_peak = take_peak_gib()
     cm = data["completion_mask"]
-    ratio = torch.exp(logps - logps.detach())
-    loss = -(ratio * data["advantages"][:, None] * cm).sum() / cm.sum()
+    loss = grpo_loss(logps, data)
     started = time.perf_counter()
     loss.backward()
     backward_s = time.perf_counter() - started
@@ -176,11 +199,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.one:
         print(json.dumps(one(args, args.one, Path(args.grads_out))))
         return {}
-    child = [a for a in raw if a != "--json"]
-    if args.json:
-        i = child.index(str(args.json)) if str(args.json) in child else -1
-        child = child[:i] + child[i + 1:] if i >= 0 else child
-    return compare(args, info, variants, child)
+    return compare(args, info, variants, child_argv(args))
 
 
 def compare(args: argparse.Namespace, info: dict, variants: list[str], child: list[str]) -> dict:

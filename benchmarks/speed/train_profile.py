@@ -30,23 +30,15 @@ from inspo.lab.harness import add_common, start, write_result  # noqa: E402
 
 def training_pass(args: argparse.Namespace, model: Any, data: dict[str, Any]) -> tuple[float, float]:
     """One forward (log-probs and entropies) and backward of a GRPO loss; their seconds."""
-    import contextlib
-    from types import SimpleNamespace
-
-    import torch
-
     from inspo.training.cpu_logps import cpu_logps_and_entropies
 
-    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if args.dtype == "bfloat16" \
-        else contextlib.nullcontext
-    trainer = SimpleNamespace(accelerator=SimpleNamespace(autocast=autocast), temperature=1.0)
+    trainer = train_memory.trainer_stub(args.dtype)
     started = time.perf_counter()
     logps, _, _ = cpu_logps_and_entropies(
         trainer, model, data["ids"], data["mask"], args.completion, batch_size=args.rows, compute_entropy=True,
         chunked_head=args.variant.startswith("chunked"))
     forward = time.perf_counter() - started
-    cm = data["completion_mask"]
-    loss = -(torch.exp(logps - logps.detach()) * data["advantages"][:, None] * cm).sum() / cm.sum()
+    loss = train_memory.grpo_loss(logps, data)
     started = time.perf_counter()
     loss.backward()
     model.zero_grad(set_to_none=True)

@@ -400,8 +400,9 @@ def _finish(
         if inputs.eval_questions or inputs.test_questions:
             evaluate = ctx.greedy_evaluate(model, progress=progress)
             final = final_choice(evaluate, coevo, config, inputs, progress)
-        returned = final.returned_text if final else coevo.best().text
-        artifacts.write_best_instruction(run_dir, returned)
+    returned = returned_instruction(coevo, final)
+    if main:
+        artifacts.write_best_instruction(run_dir, returned.text)
     trainer.accelerator.wait_for_everyone()
     history = (
         artifacts.read_jsonl(run_dir / artifacts.METRICS_FILE) if main else callback.metrics.history
@@ -412,7 +413,7 @@ def _finish(
         steps=config.rl.steps,
         history=history,
         coevo=coevo,
-        returned=returned_instruction(coevo, final),
+        returned=returned,
         optimizer=inputs.optimizer_note,
         started=start.started,
         resumed_from=str(start.checkpoint) if start.checkpoint else None,
