@@ -13,6 +13,7 @@ from inspo.core.coevolution import CoEvolution
 from inspo.core.population import Population
 from inspo.engines.hf import HFEngine
 from inspo.envs.loop import AgentConfig
+from inspo.models.packed import PackedLinears
 from inspo.records import EvaluateFn, Question, Rollout, scored
 from inspo.training.evaluators import greedy_evaluate, verification_evaluate
 from inspo.training.progress import say
@@ -48,6 +49,9 @@ class RolloutContext:
     vllm_sync: Any = None
     """``rl.use_vllm``: the :class:`~inspo.training.vllm_sync.WeightSync` (full weights) or
     :class:`~inspo.training.vllm_sync.AdapterSync` (LoRA) that plays the policy in vLLM."""
+    packed: PackedLinears = field(default_factory=PackedLinears)
+    """The training model's bf16 weights packed for CPU generation, kept across the run's
+    engines (:mod:`inspo.models.packed`)."""
     in_flight: list[Rollout] = field(default_factory=list)
     pending: list[Rollout] = field(default_factory=list)
     sampled: set[str] = field(default_factory=set)
@@ -70,7 +74,7 @@ class RolloutContext:
         transformers."""
         if self.vllm_sync is not None and version is not None:
             return self.vllm_sync.engine_for(model, version, rng)
-        return HFEngine(model, self.tokenizer, rng=rng)
+        return HFEngine(model, self.tokenizer, rng=rng, packed=self.packed)
 
     def make_evaluate(
         self, model: Any, step: int, tag: str = "verify", version: int | None = None
