@@ -246,6 +246,59 @@ def test_release_memory_hands_freed_heap_pages_back():
     assert before - after > 0.5 * freed_gib, (before, after, freed_gib)
 
 
+_KEEP_FREED = """
+import ctypes, json
+from inspo.training.memory import freed_blocks_kept, release_memory, resident_memory_gb
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+size = 64 * 2**20  # above glibc's largest mmap threshold: mmap'd and unmapped by default
+
+def freed_gib():
+    p = libc.malloc(size)
+    ctypes.memset(p, 1, size)
+    before = resident_memory_gb()
+    libc.free(p)
+    return before - resident_memory_gb()
+
+default = freed_gib()
+with freed_blocks_kept() as took:
+    kept = freed_gib()
+    before = resident_memory_gb()
+    release_memory()
+    released = before - resident_memory_gb()
+    kept_again = freed_gib()
+    before = resident_memory_gb()
+after = before - resident_memory_gb()  # the block's end releases what it kept
+print(json.dumps({"default": default, "took": took, "kept": kept, "released": released,
+                  "kept_again": kept_again, "after": after, "restored": freed_gib()}))
+"""
+
+
+def test_freed_blocks_kept_keeps_a_large_block_mapped_until_a_release():
+    """In a child process (the setting is the process's): a freed 64 MiB block goes back to the OS
+    at once by default; inside ``freed_blocks_kept`` it stays mapped until ``release_memory`` or
+    the block's end; after the block, the default is back."""
+    import json
+    import subprocess
+    import sys
+
+    from inspo.training.memory import _malloc_trim, _mallopt, resident_memory_gb
+
+    if _mallopt() is None or _malloc_trim() is None or resident_memory_gb() is None:
+        pytest.skip("needs Linux with glibc (mallopt, malloc_trim, /proc)")
+    out = subprocess.run([sys.executable, "-c", _KEEP_FREED], capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    block = 64 / 1024
+    assert got["took"] is True
+    assert got["default"] > 0.8 * block, got
+    assert got["kept"] < 0.2 * block, got
+    assert got["released"] > 0.8 * block, got
+    assert got["kept_again"] < 0.2 * block, got
+    assert got["after"] > 0.8 * block, got  # kept again, then released as the block ended
+    assert got["restored"] > 0.8 * block, got
+
+
 # ------------------------------------------------------------------------ run-dir bookkeeping
 
 

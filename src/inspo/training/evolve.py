@@ -54,6 +54,7 @@ from inspo.training.lifecycle import (
     resume_core,
     returned_instruction,
 )
+from inspo.training.memory import freed_blocks_kept
 from inspo.training.metrics import MetricsLog
 from inspo.training.precision import announce, run_precision
 from inspo.training.preflight import RunInputs, SetupError, prepare
@@ -141,7 +142,8 @@ def run_evolve(
         stop_file=stop_file,
     )
     try:  # an engine started here is shut down however the run ends (a stop, an outage, an error)
-        summary = run.run()
+        with freed_blocks_kept():  # freed tensors' pages reused until each step's release
+            summary = run.run()
     finally:
         run.close()
     if progress:

@@ -53,6 +53,7 @@ from inspo.records import SetupError
 from inspo.rng import derived_rng
 from inspo.training.grpo_config import grpo_settings
 from inspo.training.grpo_stage import GrpoStart, Policy, cuda_available, preflight, run_grpo, world
+from inspo.training.memory import freed_blocks_kept
 from inspo.training.precision import announce, run_precision
 from inspo.training.progress import say
 from inspo.training.step import RewardFn
@@ -179,7 +180,8 @@ def run_training(
         precision=precision,
         env=env,
     )
-    return run_stages(run, mode_stages(config.mode))
+    with freed_blocks_kept():  # freed tensors' pages reused until each step's release
+        return run_stages(run, mode_stages(config.mode))
 
 
 def _resumed_config(config: TrainConfig, resume: bool | str) -> dict[str, Any] | None:
