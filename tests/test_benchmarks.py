@@ -40,7 +40,11 @@ def positive(x: float) -> bool:
 def assert_provenance(path: Path, script: str, *args: str) -> dict:
     """The result JSON at ``path`` names the commit (these tests run in the git checkout) and the
     command: ``benchmarks/<group>/<script>.py`` with ``args``."""
-    info = json.loads(Path(path).read_text())["provenance"]
+    return assert_provenance_record(json.loads(Path(path).read_text())["provenance"], script, *args)
+
+
+def assert_provenance_record(info: dict, script: str, *args: str) -> dict:
+    """A provenance record names the commit and the command, as :func:`assert_provenance` checks."""
     assert re.fullmatch(r"[0-9a-f]{40}", info["commit"] or ""), info["commit"]
     assert isinstance(info["dirty"], bool) and info["versions"]["inspo"] is not None
     assert script_path(script).relative_to(BENCHMARKS.parent).as_posix() in info["command"], info["command"]
@@ -943,9 +947,35 @@ def test_roofline_counts_the_models_linear_weights_and_reports_every_phase(tmp_p
     assert names == ["prefill", "decoding step", "training forward (chunked+ckpt)",
                      "training backward (chunked+ckpt)"]
     assert all(positive(p["measured_s"]) and positive(p["fraction"]) for p in result["phases"])
+    decoding = result["phases"][1]  # packed and unpacked decoding, one pair per repetition
+    assert len(decoding["packed_speedup"]) == 1 and positive(decoding["unpacked_s"])
     assert positive(result["copy_bandwidth_gbs"]) and positive(result["matmul_tflops"]["float32"]["hidden x vocabulary"])
     assert "fraction" in capsys.readouterr().out
     assert_provenance(tmp_path / "r.json", "roofline", "--quick")
+
+
+def test_step_speedup_divides_each_pair_and_keeps_the_file_it_writes_into(tmp_path, capsys):
+    bench = load_script("step_speedup")
+
+    def profile(name, wall, parts, peaks):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"provenance": {"commit": name, "utc": "t"}, "step_wall_s": wall,
+                                    "per_step": parts, "peak_gib": peaks}))
+        return str(path)
+
+    before = profile("b", 150.0, {"generation": 50.0, "backward": 100.0, "vllm sync": 0.0}, {"generation": 3.0, "backward": 16.0})
+    after = profile("a", 100.0, {"generation": 50.0, "backward": 50.0, "vllm sync": 0.0}, {"generation": 4.0, "backward": None})
+    into = tmp_path / "roofline.json"
+    into.write_text(json.dumps({"phases": [1, 2]}))
+    record = bench.main(["--pair", before, after, "--pair", before, before, "--into", str(into)])
+    first, second = record["pairs"]
+    assert first["speedup"] == pytest.approx(1.5) and second["speedup"] == pytest.approx(1.0)
+    assert first["part_speedup"] == {"generation": pytest.approx(1.0), "backward": pytest.approx(2.0)}
+    assert first["peak_ratio"] == pytest.approx(4.0 / 16.0)  # a part without a reading is left out
+    saved = json.loads(into.read_text())
+    assert saved["phases"] == [1, 2] and saved["step_speedup"]["pairs"][0]["after"]["commit"] == "a"
+    assert "1.50x" in capsys.readouterr().out
+    assert_provenance_record(saved["step_speedup"]["provenance"], "step_speedup", "--pair")
 
 
 def test_train_profile_quick_lists_operators_by_self_time(tmp_path, capsys):

@@ -109,34 +109,47 @@ def phase(name: str, measured_s: float, flops: float, rate: float, nbytes: float
 
 
 def generation_phases(args, model, work, rate, bandwidth, weight_bytes) -> list[dict[str, Any]]:
-    """A turn's prefill and its decoding steps, timed on the LoRA policy as inspo's engine plays it."""
+    """A turn's prefill and its decoding steps, timed on the LoRA policy as inspo's engine plays it
+    (weights packed for oneDNN, :mod:`inspo.models.packed`), and the decoding step again with
+    torch's own ``linear``: the two decodings alternate, so their ratio is measured side by side."""
     import torch
 
     from inspo.models.head import contiguous_head_input
+    from inspo.models.packed import PackedLinears
 
     ids = torch.randint(100, model.config.vocab_size, (args.rows, args.prompt),
                         generator=torch.Generator().manual_seed(3))
     model.eval()
+    packed, unpacked = PackedLinears(), PackedLinears(enabled=False)
 
-    def prefill():
-        with torch.inference_mode(), contiguous_head_input(model):
+    def prefill(packing=packed):
+        with torch.inference_mode(), contiguous_head_input(model), packing.active(model):
             model(input_ids=ids, use_cache=True, logits_to_keep=1)
 
-    def decode():
-        with torch.inference_mode(), contiguous_head_input(model):
+    def decode(packing):
+        with torch.inference_mode(), contiguous_head_input(model), packing.active(model):
             model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
                            max_new_tokens=args.decode, min_new_tokens=args.decode, pad_token_id=0)
 
     pre = best_seconds(prefill, args.reps)
-    steps = (best_seconds(decode, args.reps) - pre) / max(args.decode - 1, 1)
+    decoded = {"packed": [], "unpacked": []}
+    for packing in (packed, unpacked):
+        decode(packing)  # warm-up (and the one-off packing)
+    for rep in range(args.reps):
+        for name in ("packed", "unpacked") if rep % 2 == 0 else ("unpacked", "packed"):
+            started = time.perf_counter()
+            decode(packed if name == "packed" else unpacked)
+            decoded[name].append((time.perf_counter() - started - pre) / max(args.decode - 1, 1))
     prefill_flops = args.rows * args.prompt * work["flops_per_token"] + args.rows * work["head_flops"] \
         + attention_flops(work, [args.prompt] * args.rows)
     context = args.prompt + args.decode / 2  # the mean context a decoding step reads
     step_flops = args.rows * (work["flops_per_token"] + work["head_flops"]) \
         + args.rows * work["attention_flops_per_pair"] * context
     step_bytes = weight_bytes + args.rows * context * work["kv_bytes_per_token"] * args.itemsize
-    return [phase("prefill", pre, prefill_flops, rate),
-            phase("decoding step", steps, step_flops, rate, step_bytes, bandwidth)]
+    step = phase("decoding step", min(decoded["packed"]), step_flops, rate, step_bytes, bandwidth)
+    step["unpacked_s"] = min(decoded["unpacked"])
+    step["packed_speedup"] = sorted(u / p for u, p in zip(decoded["unpacked"], decoded["packed"], strict=True))
+    return [phase("prefill", pre, prefill_flops, rate), step]
 
 
 def training_phases(args, work, rate) -> list[dict[str, Any]]:
@@ -204,6 +217,9 @@ def measure(args: argparse.Namespace, info: dict) -> dict:
     for ph in phases:
         print(f"{ph['phase']:36s} {ph['flops'] / 1e9:9.1f} {ph['bytes'] / 1e6:8.1f} {ph['roofline_s']:11.4f} "
               f"{ph['measured_s']:11.4f} {ph['fraction']:9.3f}  ({ph['bound']})")
+        if "packed_speedup" in ph:
+            print(f"{'':36s} unpacked (torch's linear) {ph['unpacked_s']:.4f} s; packed / unpacked per pair: "
+                  + ", ".join(f"{r:.2f}x" for r in ph["packed_speedup"]))
     result = {"provenance": info, "model": args.model, "dtype": args.dtype,
               "shape": {k: getattr(args, k) for k in ("rows", "prompt", "completion", "shortest", "decode")},
               "matmul_tflops": rates, "roof_tflops": rate, "copy_bandwidth_gbs": bandwidth, "work": work,

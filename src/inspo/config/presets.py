@@ -135,9 +135,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "final_choice": "dev",
         "offline_steps": 10,
         "env": {"name": "calculator", "test_size": 300},
-        # Gradient checkpointing: a static step's peak went from 15.3 to 4.5 GiB (with the chunked
-        # head of inspo.models.head_logps; BENCHMARKS.md §2), so an INSPO arm's extra verification
-        # fits in 23.5 GiB (the first campaign's INSPO arm peaked at 23.0).
+        # Gradient checkpointing: with the chunked head of inspo.models.head_logps, a static step's
+        # peak went from 16.1 to 5.6-5.7 GiB and its time from 156-157 to 114-116 s alone on 2
+        # cores (BENCHMARKS.md §2, issue 64), so an INSPO arm's extra verification fits in 23.5
+        # GiB (the first campaign's INSPO arm peaked at 23.0).
         "model": {"lora": True, "lora_r": 16, "lora_alpha": 32, "gradient_checkpointing": True},
         "data": {
             "train": "env",
@@ -149,9 +150,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         },
         "rl": {
             # 3 calculator turns then the answer turn (a problem needs 2 calls), 64 tokens a turn.
-            # 8 steps on 2 cores: 270-345 s a step, 40 minutes of steps (the campaign's static arm,
-            # seed 0; 53 minutes with its held-out test; BENCHMARKS.md §4); a checkpoint every 2
-            # steps, so a stopped run resumes close to where it stopped.
+            # 8 steps: 270-345 s a step in the first campaign (its static arm, seed 0, sharing the
+            # machine: 40 minutes of steps, 53 with its held-out test; BENCHMARKS.md §4); alone on 2
+            # cores a static step took 156 s before issue 64's changes and 114-116 s after. A
+            # checkpoint every 2 steps, so a stopped run resumes close to where it stopped.
             "steps": 8,
             "questions_per_step": 4,
             "group_size": 8,
