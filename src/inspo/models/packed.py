@@ -4,11 +4,13 @@ On CPU, torch's bfloat16 ``linear`` hands oneDNN the weight in torch's row-major
 kernel re-blocks it as it multiplies. Packed once in oneDNN's own layout
 (``torch.ops.mkldnn._reorder_linear_weight``, what inductor's CPU freezing pass does), the same
 product (``torch.ops.mkldnn._linear_pointwise``) reads the weight as it is stored. Measured on
-this project's Sapphire Rapids machine (torch 2.13, one thread, one core shared with another
-job), at a decoding step's 32 rows: 1.35-1.5x on the 0.5B's MLP matrices, 1.3x on its
-151,936 x 896 LM head; at a prefill's thousands of rows it is no faster (0.91-0.96x), so those
-rows take torch's ``linear``. The results were bitwise equal to ``linear`` for every row count
-tried, 1 to 512 (``tests/test_models_packed.py`` checks it on the machine it runs on).
+this project's Sapphire Rapids machine (torch 2.13, 2 cores, nothing else running,
+``benchmarks/speed/roofline.py``): a decoding step of the 0.5B 1.11-1.16x faster at 8 rows and
+1.01-1.06x at 32 (one product alone, its weight in cache, gains 1.3-1.5x; a decoding step streams
+the whole model from memory). At a prefill's thousands of rows one product was no faster
+(0.91-0.96x), so those rows take torch's ``linear``. The results were bitwise equal to ``linear``
+for every row count tried, 1 to 512 (``tests/test_models_packed.py`` checks it on the machine it
+runs on).
 
 Packing a weight costs about ten of its products (0.26 s for the head), so a packed weight is
 kept for as long as the weight does not change: :class:`PackedLinears` holds one per layer,
@@ -20,8 +22,7 @@ The packed copies cost the weights' size again in memory (about 1 GB for the 0.5
 
 Used only where it pays and changes nothing: CPU, bf16 weights and input, no autograd (the
 packed product has no backward: a call under autograd takes torch's ``linear``), oneDNN with
-bf16 support. Elsewhere every layer runs as
-before. torch is imported inside the functions.
+bf16 support. Elsewhere every layer runs as before. torch is imported inside the functions.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 
 def peak_memory_gb() -> float | None:
@@ -49,35 +50,32 @@ def resident_memory_gb() -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / 1024**3
 
 
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim`` (found among the symbols the interpreter already loaded), or None
-    where the C library has none."""
+def _glibc_function(name: str, argtypes: list[Any]) -> Callable[..., int] | None:
+    """The C library's ``name`` (found among the symbols the interpreter already loaded), typed to
+    return an int; None off Linux or where the library has none (musl has no ``malloc_trim``)."""
     if not sys.platform.startswith("linux"):
         return None
-    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
-    if trim is None:  # musl
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
+    fn = getattr(ctypes.CDLL(None), name, None)
+    if fn is not None:
+        fn.argtypes, fn.restype = argtypes, ctypes.c_int
+    return fn
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None."""
+    return _glibc_function("malloc_trim", [ctypes.c_size_t])
 
 
 @cache
 def _mallopt() -> Callable[[int, int], int] | None:
-    """glibc's ``mallopt``, or None off Linux."""
-    if not sys.platform.startswith("linux"):
-        return None
-    fn = getattr(ctypes.CDLL(None), "mallopt", None)
-    if fn is not None:
-        fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return fn
+    """glibc's ``mallopt``, or None."""
+    return _glibc_function("mallopt", [ctypes.c_int, ctypes.c_int])
 
 
-_M_TRIM_THRESHOLD = -1
+_M_TRIM_THRESHOLD = -1  # mallopt's parameters, and glibc's defaults put back when a block ends
 _M_MMAP_MAX = -4
-
-
-_DEFAULT_MMAP_MAX = 65536  # glibc's defaults, put back when the block ends
+_DEFAULT_MMAP_MAX = 65536
 _DEFAULT_TRIM_THRESHOLD = 128 * 1024
 
 
@@ -94,7 +92,8 @@ def freed_blocks_kept() -> Iterator[bool]:
     hundred (a calculator micro-batch's MLP activations are 43 MB each): measured on this
     project's machine (torch 2.13, one thread), a bf16 ``silu`` of one took 61-63 ms with fresh
     pages and 29-30 ms with reused ones, and the calculator micro-batch's forward and backward
-    ran 1.04-1.21x faster in four pairs (``train_memory.py``'s pass; BENCHMARKS.md §2). Served
+    ran 1.04-1.21x faster in four pairs (``train_memory.py``'s pass, one core beside another
+    job; ``benchmarks/notes/speed.md``). Served
     from the heap instead (``M_MMAP_MAX`` 0) and not trimmed as they are freed (``M_TRIM_THRESHOLD``
     at its largest), the pages stay mapped; a run still hands them back once a step, as each
     metrics line is written. The cost: a peak resident set higher by what the heap cannot reuse
