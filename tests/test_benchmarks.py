@@ -908,13 +908,29 @@ def test_head_memory_quick_plays_the_three_heads_on_the_same_ids(tmp_path, capsy
     assert_provenance(tmp_path / "h.json", "head_memory", "--quick")
 
 
+def test_sampling_quick_times_both_draws_and_checks_they_drew_the_same(tmp_path, capsys):
+    pytest.importorskip("torch")
+    bench = load_script("sampling")
+    result = bench.main(["--quick", "--json", str(tmp_path / "s.json")])
+    assert [r["rows"] for r in result["results"]] == [2, 4]
+    for r in result["results"]:
+        assert r["same_draw"] is True and len(r["ratio_per_pair"]) == 2
+        assert all(positive(x) for x in r["ratio_per_pair"])
+        assert all(positive(ms) for v in r["ms"].values() for ms in v)
+    assert "ratio per pair" in capsys.readouterr().out
+    assert_provenance(tmp_path / "s.json", "sampling", "--quick")
+
+
 def test_train_memory_quick_plays_each_variant_in_its_own_process_with_the_same_gradients(tmp_path, capsys):
     pytest.importorskip("peft")
     bench = load_script("train_memory")
-    result = bench.main(["--quick", "--variants", "logits,chunked+ckpt", "--json", str(tmp_path / "t.json")])
-    assert [r["variant"] for r in result["runs"]] == ["logits", "chunked+ckpt"]
-    # float32: the chunked head and checkpointing change no gradient beyond rounding
+    result = bench.main(["--quick", "--variants", "logits,chunked+ckpt,chunked+ckpt/2", "--json",
+                         str(tmp_path / "t.json")])
+    assert [r["variant"] for r in result["runs"]] == ["logits", "chunked+ckpt", "chunked+ckpt/2"]
+    # float32: the chunked head and checkpointing change no gradient beyond rounding, and
+    # checkpointing half the layers none at all
     assert result["summary"]["chunked+ckpt"]["grads_rel_diff"] < 1e-5
+    assert result["summary"]["chunked+ckpt/2"]["grads_rel_diff"] == result["summary"]["chunked+ckpt"]["grads_rel_diff"]
     assert result["summary"]["logits"]["grads_rel_diff"] == 0.0
     assert all(positive(r["forward_s"]) and positive(r["backward_s"]) for r in result["runs"])
     assert len({r["loss"] for r in result["runs"]}) == 1 and result["runs"][0]["completion_tokens"] > 0

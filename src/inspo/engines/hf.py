@@ -127,7 +127,6 @@ class HFEngine(TokenizerText):
         """Left-padded batched ``model.generate``; returns each row's raw new ids. With ``seeds``
         (one per row) a sampled row draws from its own seed, not from the call's."""
         import torch
-        from transformers import GenerationConfig
 
         from inspo.models.head import contiguous_head_input
 
@@ -141,39 +140,14 @@ class HFEngine(TokenizerText):
         attention = torch.tensor(
             [[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=device
         )
-        sample = temperature > 0
-        row_seeded = sample and seeds is not None
-        # Every sampling knob is set explicitly: unset ones would be filled from the model's own
-        # generation_config (Qwen ships top_k=20, repetition_penalty=1.05), which would make
-        # the policy's samples differ from the distribution being trained.
-        # Row-seeded sampling decodes greedily over scores that the Gumbel processor has turned
-        # into one seeded sample per row (same distribution as do_sample, see row_seeds).
-        sampler = sample and not row_seeded
-        config = GenerationConfig(
+        kwargs = self._decoding(
             max_new_tokens=max_new_tokens,
-            do_sample=sampler,
-            temperature=temperature if sampler else 1.0,
-            top_p=top_p if sampler else 1.0,
-            top_k=0
-            if sampler
-            else 50,  # greedy ignores it; 50 = transformers' default (no warning)
-            min_p=None,
-            repetition_penalty=1.0,
-            pad_token_id=self.pad_id,
-            eos_token_id=sorted(self.eos_ids),
-            use_cache=True,
+            temperature=temperature,
+            top_p=top_p,
+            stop=stop,
+            seeds=seeds,
+            width=width,
         )
-        kwargs: dict[str, Any] = {"generation_config": config}
-        if row_seeded:
-            from transformers import LogitsProcessorList
-
-            from inspo.engines.row_seeds import gumbel_sample_processor
-
-            kwargs["logits_processor"] = LogitsProcessorList(
-                [gumbel_sample_processor(seeds, width, temperature, top_p)]
-            )
-        if stop:
-            kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width)
         was_training = self.model.training
         self.model.eval()
         try:
@@ -192,6 +166,61 @@ class HFEngine(TokenizerText):
         finally:
             self.model.train(was_training)
         return [row.tolist() for row in output[:, width:]]
+
+    def _decoding(
+        self,
+        *,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: Sequence[str],
+        seeds: list[int] | None,
+        width: int,
+    ) -> dict[str, Any]:
+        """``model.generate``'s keyword arguments: the generation config, the sampling processor
+        and the stop criteria (``width``: the input's width, where new tokens start)."""
+        from transformers import GenerationConfig
+
+        sample = temperature > 0
+        row_seeded = sample and seeds is not None
+        # Every sampling knob is set explicitly: unset ones would be filled from the model's own
+        # generation_config (Qwen ships top_k=20, repetition_penalty=1.05), which would make
+        # the policy's samples differ from the distribution being trained.
+        # Sampling decodes greedily over scores that a processor has turned into one sample per
+        # row: row-seeded, by the Gumbel processor (same distribution as do_sample, see
+        # row_seeds); otherwise by the same draw as do_sample's torch.multinomial from the same
+        # generator, the same tokens at a fraction of its cost (inspo.engines.sampling).
+        config = GenerationConfig(
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=50,  # greedy ignores it; 50 = transformers' default (no warning)
+            min_p=None,
+            repetition_penalty=1.0,
+            pad_token_id=self.pad_id,
+            eos_token_id=sorted(self.eos_ids),
+            use_cache=True,
+        )
+        kwargs: dict[str, Any] = {"generation_config": config}
+        if sample:
+            from transformers import LogitsProcessorList
+
+            from inspo.engines.row_seeds import gumbel_sample_processor
+            from inspo.engines.sampling import multinomial_sampler
+
+            kwargs["logits_processor"] = LogitsProcessorList(
+                [
+                    gumbel_sample_processor(seeds, width, temperature, top_p)
+                    if row_seeded
+                    else multinomial_sampler(temperature, top_p)
+                ]
+            )
+        if stop:
+            kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width)
+        if stop:
+            kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width)
+        return kwargs
 
 
 def attention_kernels(device: Any) -> Any:

@@ -150,6 +150,7 @@ def build_trainer(
             callbacks=[callback],
             peft_config=peft_config,
         )
+    trainer.checkpointed_share = config.model.gradient_checkpointing_layers
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)

@@ -41,6 +41,7 @@ from inspo.core.schedule import is_evolve_step
 from inspo.core.state import save_state
 from inspo.records import Rollout, TooManyErrors
 from inspo.rng import derived_rng
+from inspo.training.checkpointing import limit_checkpointing
 from inspo.training.cpu_logps import cpu_logps_and_entropies
 from inspo.training.memory import release_memory
 from inspo.training.metrics import MetricsLog
@@ -360,6 +361,10 @@ def trainer_class():
     EpochRepeatSampler = epoch_sampler_class()
 
     class InspoGRPOTrainer(GRPOTrainer):
+        checkpointed_share = 1.0
+        """With gradient checkpointing, the share of decoder layers checkpointed in the loss's
+        forward (``model.gradient_checkpointing_layers``; :mod:`inspo.training.checkpointing`)."""
+
         def create_model_card(self, *args, **kwargs):
             """No TRL card in the run directory (it is no model folder, and TRL's card names no base
             model, instruction or result): inspo writes its own into RUN/agent (inspo.trained)."""
@@ -399,6 +404,9 @@ def trainer_class():
             compute_aux_loss=False,
             **multimodal,
         ):
+            if self.checkpointed_share < 1 and model.training:
+                # TRL turns checkpointing back on for every layer after each generation
+                limit_checkpointing(model, self.checkpointed_share)
             plain = not compute_aux_loss and all(v is None for v in multimodal.values())
             if input_ids.device.type == "cpu" and plain:
                 return cpu_logps_and_entropies(
