@@ -138,8 +138,15 @@ PRESETS: dict[str, dict[str, Any]] = {
         # Gradient checkpointing: with the chunked head of inspo.models.head_logps, a static step's
         # peak went from 16.1 to 5.6-5.7 GiB and its time from 156-157 to 114-116 s alone on 2
         # cores (BENCHMARKS.md §2, issue 64), so an INSPO arm's extra verification fits in 23.5
-        # GiB (the first campaign's INSPO arm peaked at 23.0).
-        "model": {"lora": True, "lora_r": 16, "lora_alpha": 32, "gradient_checkpointing": True},
+        # GiB (the first campaign's INSPO arm peaked at 23.0). Checkpointing 18 of the 24 layers
+        # (0.75) spends about 2 GiB of that on skipping 6 layers' recompute (same gradients).
+        "model": {
+            "lora": True,
+            "lora_r": 16,
+            "lora_alpha": 32,
+            "gradient_checkpointing": True,
+            "gradient_checkpointing_layers": 0.75,
+        },
         "data": {
             "train": "env",
             "eval": "env",
