@@ -992,6 +992,10 @@ def test_step_speedup_divides_each_pair_and_keeps_the_file_it_writes_into(tmp_pa
     assert saved["phases"] == [1, 2] and saved["step_speedup"]["pairs"][0]["after"]["commit"] == "a"
     assert "1.50x" in capsys.readouterr().out
     assert_provenance_record(saved["step_speedup"]["provenance"], "step_speedup", "--pair")
+    bench.main(["--pair", after, before, "--into", str(into), "--key", "sampler", "--label", "off / on"])
+    saved = json.loads(into.read_text())
+    assert saved["step_speedup"]["pairs"][0]["speedup"] == pytest.approx(1.5)  # kept beside the new key
+    assert saved["sampler"]["label"] == "off / on" and saved["sampler"]["pairs"][0]["speedup"] == pytest.approx(2 / 3)
 
 
 def test_train_profile_quick_lists_operators_by_self_time(tmp_path, capsys):

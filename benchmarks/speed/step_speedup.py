@@ -3,8 +3,9 @@
 Each ``--pair BEFORE AFTER`` names two ``step_profile.py --json`` files run back to back on the same
 machine with nothing else running (the order alternating between pairs). Per pair: the step's wall
 time before / after (the speed-up), each part's, and the peak resident memory after / before. The
-record goes under ``step_speedup`` into ``--into`` (``roofline.py``'s JSON, which keeps its own
-measurements and provenance), with this command's provenance beside it.
+record goes under ``--key`` (default ``step_speedup``: the step before issue 64 against now) into
+``--into`` (``roofline.py``'s JSON, which keeps its own measurements and provenance), with this
+command's provenance and ``--label`` (what the pairs compare) beside it.
 
 Usage::
 
@@ -54,15 +55,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pair", nargs=2, action="append", required=True, metavar=("BEFORE", "AFTER"),
                    help="two step_profile.py JSON files (repeat per pair)")
-    p.add_argument("--into", required=True, help="the JSON file that gets the step_speedup record")
+    p.add_argument("--into", required=True, help="the JSON file that gets the record")
+    p.add_argument("--key", default="step_speedup", help="the record's key in --into (one change on and off: its own key)")
+    p.add_argument("--label", default="", help="what BEFORE and AFTER are, in words")
     raw = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(raw)
     pairs = [pair_record(json.loads(Path(b).read_text()), json.loads(Path(a).read_text())) for b, a in args.pair]
-    record = {"pairs": pairs, "files": args.pair,
+    record = {"pairs": pairs, "files": args.pair, "label": args.label,
               "provenance": provenance(["benchmarks/speed/step_speedup.py", *raw])}
     into = Path(args.into)
     data = json.loads(into.read_text()) if into.exists() else {}
-    data["step_speedup"] = record
+    data[args.key] = record
     into.parent.mkdir(parents=True, exist_ok=True)
     into.write_text(json.dumps(data, indent=2) + "\n")
     for i, r in enumerate(pairs, 1):

@@ -136,10 +136,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "offline_steps": 10,
         "env": {"name": "calculator", "test_size": 300},
         # Gradient checkpointing: with the chunked head of inspo.models.head_logps, a static step's
-        # peak went from 16.1 to 5.6-5.7 GiB and its time from 156-157 to 114-116 s alone on 2
-        # cores (BENCHMARKS.md §2, issue 64), so an INSPO arm's extra verification fits in 23.5
-        # GiB (the first campaign's INSPO arm peaked at 23.0). Checkpointing 18 of the 24 layers
-        # (0.75) spends about 2 GiB of that on skipping 6 layers' recompute (same gradients).
+        # peak went from 16.1 to 5.6-5.7 GiB (BENCHMARKS.md §2, issue 64), so an INSPO arm's extra
+        # verification fits in 23.5 GiB (the first campaign's INSPO arm peaked at 23.0).
+        # Checkpointing 18 of the 24 layers (0.75) spends 1.1-1.3 GiB of that on skipping 6
+        # layers' recompute: the step 1.01-1.04x, same gradients. With issue 64's other changes
+        # the step takes about 107 s alone on 2 cores (140-143 s before the issue), peak 6.8-7.3.
         "model": {
             "lora": True,
             "lora_r": 16,
