@@ -177,11 +177,14 @@ class Scripted:
 
         if not self.keep_stop_strings:
             kwargs.pop("stopping_criteria")
+        # the engine's own processors (its sampler) run after the forcing, as transformers' warpers
+        # and multinomial ran after it under do_sample: a forced row draws its forced token
+        processors = LogitsProcessorList([Force(), *kwargs.pop("logits_processor", [])])
         out = self.original(
             input_ids=input_ids,
             attention_mask=attention_mask,
             generation_config=generation_config,
-            logits_processor=LogitsProcessorList([Force()]),
+            logits_processor=processors,
             **kwargs,
         )
         self.calls.append(

@@ -19,22 +19,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from inspo.lab.harness import add_common, start, write_result
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from roofline import best_seconds  # noqa: E402  (a sibling script)
 
-
-def best_of(fn: Callable[[], Any], repeats: int) -> float:
-    """The fastest of ``repeats`` timed calls, in milliseconds (one untimed call first)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return min(times) * 1e3
+from inspo.lab.harness import add_common, start, write_result  # noqa: E402
 
 
 def same_draw(probs: Any, seed: int) -> bool:
@@ -60,7 +52,7 @@ def measure(rows: int, vocab: int, scale: float, pairs: int, repeats: int, seed:
     ratios, times = [], {name: [] for name in arms}
     for i in range(pairs):
         order = list(arms) if i % 2 == 0 else list(arms)[::-1]
-        got = {name: best_of(arms[name], repeats) for name in order}
+        got = {name: best_seconds(arms[name], repeats) * 1e3 for name in order}
         for name, ms in got.items():
             times[name].append(ms)
         ratios.append(got["torch.multinomial"] / got["multinomial_draw"])
