@@ -2,8 +2,9 @@
 
 transformers samples a token with ``torch.multinomial(probs, 1)``. On CPU that draws one
 exponential variate for every vocabulary entry of every row, serially, and takes the argmax of
-``probs / q``: for Qwen's 151,936 tokens at 32 rows, about 80-100 ms a decoding step on one core,
-as much as the whole model's forward at that batch (``benchmarks/speed/sampling.py``).
+``probs / q``: for Qwen's 151,936 tokens at 32 rows, 84 ms a decoding step
+(``benchmarks/speed/sampling.py``, 2 threads); the exponentials alone were 17-18 % of a 32-row
+``generate`` call of the 0.5B on one core.
 
 :func:`multinomial_draw` returns the very token ``torch.multinomial`` would, and leaves the
 generator where it would:
