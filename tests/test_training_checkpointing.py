@@ -103,3 +103,13 @@ def test_a_model_without_checkpointing_is_left_alone():
     model = _lora_policy()
     assert limit_checkpointing(model, 0.5) == 0
     assert not any(layer.gradient_checkpointing for layer in checkpointing_layers(model))
+
+
+def test_a_transformers_without_per_layer_checkpointing_gets_a_clear_error(monkeypatch):
+    import sys
+
+    from inspo.training.checkpointing import limit_checkpointing
+
+    monkeypatch.setitem(sys.modules, "transformers.modeling_layers", None)  # import fails
+    with pytest.raises(RuntimeError, match="set model.gradient_checkpointing_layers=1.0"):
+        limit_checkpointing(torch.nn.Linear(2, 2), 0.5)

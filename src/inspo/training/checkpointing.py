@@ -29,8 +29,14 @@ def checkpointed_count(layers: int, share: float) -> int:
 def checkpointing_layers(model: Any) -> list[Any]:
     """The model's checkpointable decoder layers (transformers' ``GradientCheckpointingLayer``),
     in module order."""
-    from transformers.modeling_layers import GradientCheckpointingLayer
-
+    try:
+        from transformers.modeling_layers import GradientCheckpointingLayer
+    except ImportError as exc:  # transformers 4.x before the per-layer flag
+        raise RuntimeError(
+            "model.gradient_checkpointing_layers below 1 needs transformers' per-layer "
+            "checkpointing (transformers.modeling_layers.GradientCheckpointingLayer); upgrade "
+            "transformers, or set model.gradient_checkpointing_layers=1.0"
+        ) from exc
     return [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
 
 
