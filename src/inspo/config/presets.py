@@ -160,8 +160,8 @@ PRESETS: dict[str, dict[str, Any]] = {
             # 3 calculator turns then the answer turn (a problem needs 2 calls), 64 tokens a turn.
             # 8 steps: 270-345 s a step in the first campaign (its static arm, seed 0, sharing the
             # machine: 40 minutes of steps, 53 with its held-out test; BENCHMARKS.md §4); alone on 2
-            # cores a static step took 156 s before issue 64's changes and 114-116 s after. A
-            # checkpoint every 2 steps, so a stopped run resumes close to where it stopped.
+            # cores a static step now takes about 107 s (the model section above). A checkpoint
+            # every 2 steps, so a stopped run resumes close to where it stopped.
             "steps": 8,
             "questions_per_step": 4,
             "group_size": 8,

@@ -218,8 +218,6 @@ class HFEngine(TokenizerText):
             )
         if stop:
             kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width)
-        if stop:
-            kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width)
         return kwargs
 
 
