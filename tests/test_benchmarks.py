@@ -921,6 +921,17 @@ def test_sampling_quick_times_both_draws_and_checks_they_drew_the_same(tmp_path,
     assert_provenance(tmp_path / "s.json", "sampling", "--quick")
 
 
+def test_prefill_quick_plays_a_step_both_ways_and_checks_the_same_tokens(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    bench = load_script("prefill")
+    result = bench.main(["--quick", "--instructions", "2", "--json", str(tmp_path / "p.json")])
+    assert result["rows"] == 8 and result["same_tokens"] is True
+    assert list(result["prefilled_rows_as_distinct"]) == [8, 4]  # 2 questions x 2 instructions
+    assert all(positive(x) for x in result["ratio_per_pair"])
+    assert "same tokens in every pair: True" in capsys.readouterr().out
+    assert_provenance(tmp_path / "p.json", "prefill", "--quick")
+
+
 def test_train_memory_quick_plays_each_variant_in_its_own_process_with_the_same_gradients(tmp_path, capsys):
     pytest.importorskip("peft")
     bench = load_script("train_memory")

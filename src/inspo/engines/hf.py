@@ -6,9 +6,11 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from inspo.engines.base import Generation, GenerationInput, TokenizerText, trim_generation
+from inspo.engines.prefill import PrefillCount
 from inspo.models.packed import PackedLinears
 
 log = logging.getLogger("inspo.engines")
@@ -39,7 +41,9 @@ class HFEngine(TokenizerText):
     ``packed``: where the model's bf16 linear weights are kept packed for oneDNN on CPU
     (:mod:`inspo.models.packed`; same tokens, faster decoding); pass one to share it between
     engines on the same model (packing the 0.5B takes about a second), ``PackedLinears(enabled=
-    False)`` to multiply as torch does. None: the engine keeps its own.
+    False)`` to multiply as torch does. None: the engine keeps its own. ``share_prefill``: on
+    CPU, rows that repeat an input (a group's G rollouts) are prefilled once
+    (:mod:`inspo.engines.prefill`; the same tokens).
     """
 
     keeps_token_ids = True
@@ -54,6 +58,7 @@ class HFEngine(TokenizerText):
         rng: random.Random | None = None,
         batch_size: int | None = None,
         packed: PackedLinears | None = None,
+        share_prefill: bool = True,
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"HFEngine: batch_size must be >= 1 or None, got {batch_size}")
@@ -68,6 +73,8 @@ class HFEngine(TokenizerText):
         self.rng = rng
         self.batch_size = batch_size
         self.packed = packed if packed is not None else PackedLinears()
+        self.share_prefill = share_prefill
+        self.prefilled = PrefillCount()  # rows prefilled as how many distinct ones, so far
         self.eos_ids = _eos_ids(model, tokenizer)
         if not self.eos_ids:
             raise ValueError(
@@ -128,6 +135,7 @@ class HFEngine(TokenizerText):
         (one per row) a sampled row draws from its own seed, not from the call's."""
         import torch
 
+        from inspo.engines.prefill import shared_prefill
         from inspo.models.head import contiguous_head_input
 
         if any(not s for s in sequences):
@@ -159,6 +167,9 @@ class HFEngine(TokenizerText):
                     attention_kernels(device),
                     contiguous_head_input(self.model),
                     self.packed.active(self.model),
+                    shared_prefill(self.model, self.prefilled)
+                    if self._shares(device)
+                    else nullcontext(),
                 ):
                     output = self.model.generate(
                         input_ids=input_ids, attention_mask=attention, **kwargs
@@ -166,6 +177,9 @@ class HFEngine(TokenizerText):
         finally:
             self.model.train(was_training)
         return [row.tolist() for row in output[:, width:]]
+
+    def _shares(self, device: Any) -> bool:
+        return self.share_prefill and device.type == "cpu"
 
     def _decoding(
         self,
