@@ -89,8 +89,27 @@ def test_an_ablation_is_its_lift_minus_the_main_runs_on_the_same_seed(tmp_path):
               - statistics.fmean(m["test_rewards"]["inspo"]) + statistics.fmean(m["test_rewards"]["seed"])
               for a, m in zip(gate, main, strict=True)]
     assert rec["per_seed"] == pytest.approx(expect)
-    with pytest.raises(SystemExit, match="no main run of seed"):
+    with pytest.raises(SystemExit, match="no main run of"):
         script.summarise(main, {"gate": [dict(gate[0], seed=7)]}, {}, [])
+
+
+def test_an_ablation_at_an_older_commit_is_compared_with_the_main_run_at_that_commit(tmp_path):
+    script = load_script("evidence_summary")
+    rng = random.Random(3)
+    old_provenance = {**rematch(0, rng, 0.0)["provenance"], "commit": "old"}
+    main, old_main = rematch(0, rng, 0.1, 0.5), dict(rematch(0, rng, 0.6), provenance=old_provenance)
+    gate = dict(rematch(0, rng, 0.3), provenance=old_provenance, settings=["coevolution.gate=true"])
+    with pytest.raises(SystemExit, match="--baseline"):
+        script.summarise([main], {"gate": [gate]}, {}, [])
+    s = script.summarise([main], {"gate": [gate]}, {}, [], baselines=[old_main])
+    a = s["ablations"]["gate"]
+    def lift(r):
+        return statistics.fmean(r["test_rewards"]["inspo"]) - statistics.fmean(r["test_rewards"]["seed"])
+
+    assert a["ablation_minus_main"]["per_seed"] == pytest.approx([lift(gate) - lift(old_main)])
+    assert lift(gate) - lift(old_main) != pytest.approx(lift(gate) - lift(main))  # the pairing can be wrong
+    assert a["commits"] == ["old"] and a["main_test_mean"][0] == old_main["test_mean"]
+    assert s["instruction_only"]["seeds"] == [0]  # a baseline is not a main run
 
 
 def test_refusals_that_keep_a_wrong_summary_from_being_written(tmp_path):

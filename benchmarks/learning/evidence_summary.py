@@ -14,9 +14,9 @@ returned instruction at least +0.1 over the seed instruction on the test), so it
 Wilson's interval over seeds and it has no per-problem interval; ``hit_size`` gives each seed's
 lift. ``detectable`` is the smallest seed-mean difference the seeds could have found at 80 % power
 (two-sided 5 %), from their spread. An ablation (one mechanism changed, one seed or more) is
-compared with the main run of the same seed by the difference of their lifts over the seed
-instruction, problem by problem: each process plays its own seed instruction, so greedy drift
-between processes cancels.
+compared with the main run of the same seed at the same commit (``--baseline`` adds main runs at
+older commits for that) by the difference of their lifts over the seed instruction, problem by
+problem: each process plays its own seed instruction, so greedy drift between processes cancels.
 """
 
 from __future__ import annotations
@@ -102,20 +102,30 @@ def lift(r: dict) -> list[float]:
     return [i - s for i, s in zip(r["test_rewards"]["inspo"], r["test_rewards"]["seed"], strict=True)]
 
 
-def ablations(results: Sequence[dict], named: dict[str, list[dict]]) -> dict[str, Any]:
-    """Each ablation's lift minus the main run's lift on the same seed (module docstring)."""
-    main = {r["seed"]: r for r in results}
+def ablations(results: Sequence[dict], named: dict[str, list[dict]], baselines: Sequence[dict] = ()) -> dict[str, Any]:
+    """Each ablation's lift minus the lift of the main run of the same seed at the same commit
+    (module docstring), found among the main runs and ``baselines`` (main runs at other commits,
+    kept only to be compared with)."""
+    main = {(r["seed"], commit_of(r)): r for r in [*baselines, *results]}
     out = {}
     for name, runs in named.items():
-        missing = [a["seed"] for a in runs if a["seed"] not in main]
+        missing = [(a["seed"], commit_of(a)) for a in runs if (a["seed"], commit_of(a)) not in main]
         if missing:
-            raise SystemExit(f"ablation {name!r}: no main run of seed(s) {missing} to compare it with")
+            raise SystemExit(f"ablation {name!r}: no main run of (seed, commit) {missing} to compare it with; "
+                             "pass the main run at that commit with --baseline FILE")
+        paired = [main[a["seed"], commit_of(a)] for a in runs]
         out[name] = {"settings": runs[0]["settings"], "seeds": [a["seed"] for a in runs],
-                     "ablation_minus_main": record([lift(a) for a in runs], [lift(main[a["seed"]]) for a in runs]),
+                     "commits": [commit_of(a) for a in runs],
+                     "ablation_minus_main": record([lift(a) for a in runs], [lift(m) for m in paired]),
                      "test_mean": {a["seed"]: a["test_mean"] for a in runs},
+                     "main_test_mean": {m["seed"]: m["test_mean"] for m in paired},
                      "fates": {a["seed"]: a["fates"] for a in runs},
                      "optimizer_calls": {a["seed"]: a["optimizer_calls"]["inspo"] for a in runs}}
     return out
+
+
+def commit_of(r: dict) -> str | None:
+    return r.get("provenance", {}).get("commit")
 
 
 def handwritten(files: dict[int, Path]) -> dict[str, Any]:
@@ -161,7 +171,7 @@ def provenance_of(results: Sequence[dict], argv: Sequence[str]) -> dict[str, Any
 
 
 def summarise(results: Sequence[dict], named: dict[str, list[dict]], hand: dict[int, Path],
-              argv: Sequence[str]) -> dict[str, Any]:
+              argv: Sequence[str], baselines: Sequence[dict] = ()) -> dict[str, Any]:
     if not results:
         raise SystemExit("no rematch result given")
     seeds = [r["seed"] for r in results]
@@ -172,7 +182,7 @@ def summarise(results: Sequence[dict], named: dict[str, list[dict]], hand: dict[
         raise SystemExit("the results were scored on different test problems: no paired comparison")
     results = sorted(results, key=lambda r: r["seed"])
     return {"provenance": provenance_of(results, argv), "fates": fates(results),
-            "instruction_only": instruction_only(results), "ablations": ablations(results, named),
+            "instruction_only": instruction_only(results), "ablations": ablations(results, named, baselines),
             "handwritten": handwritten(hand)}
 
 
@@ -181,6 +191,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("results", nargs="+", help="the main runs' rematch JSONs, one per seed")
     p.add_argument("--ablation", action="append", default=[], metavar="NAME=FILE",
                    help="an ablation's rematch JSON (repeat, one per seed and name)")
+    p.add_argument("--baseline", action="append", default=[], metavar="FILE",
+                   help="a main run at another commit, compared only with the ablations run at that commit")
     p.add_argument("--handwritten", action="append", default=[], metavar="SEED=FILE",
                    help="inspo eval's JSON of the seed's returned instructions on the 40 hand-written problems")
     p.add_argument("--out", default=None, help="write summary.json here")
@@ -204,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     named: dict[str, list[dict]] = {}
     for name, f in ablation:
         named.setdefault(name, []).append(json.loads(Path(f).read_text()))
-    summary = summarise(results, named, hand, raw)
+    baselines = [json.loads(Path(f).read_text()) for f in args.baseline]
+    summary = summarise(results, named, hand, raw, baselines)
     print_summary(summary)
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
