@@ -146,7 +146,9 @@ def test_the_cpu_log_prob_pass_through_the_head_gives_the_logits_paths_values_an
     torch.testing.assert_close(en1, en0, atol=1e-4, rtol=1e-5)
     assert len(g1) == len(g0) > 0
     for a, b in zip(g1, g0, strict=True):
-        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
+        # float32 sums in another order: the error scales with the tensor's largest entry (an AVX-512
+        # EPYC differs from the AMX machine by 1.2e-5 of it), a wrong gradient by its whole size
+        torch.testing.assert_close(a, b, atol=1e-4 * float(b.abs().max()), rtol=1e-4)
 
 
 def test_without_entropy_the_log_probs_and_their_gradients_are_the_same_and_no_entropy_comes_back():
