@@ -8,9 +8,11 @@ to every row that repeats it, and gives the LM head every row's last hidden stat
 product has the full prefill's shape); decoding then goes on over all rows as before.
 
 The result is bitwise what the full prefill gives where the model's products do not depend on
-how many rows share the call: true of torch's CPU matmuls (checked for bf16 and float32 at the
-0.5B's shapes, 1 and 2 threads) and of its attention, which works row by row;
-``tests/test_engines_prefill.py`` checks the tokens on the machine it runs on. cuBLAS may choose
+how many rows share the call: true of torch's CPU matmuls over more than a handful of rows
+(checked for bf16 and float32 at the 0.5B's shapes, 1 and 2 threads, on an AVX-512 EPYC; float32
+over 1-5 rows takes another kernel, hence :data:`MIN_SHARED_TOKENS` and the head's full shape) and
+of its attention, which works row by row; ``tests/test_engines_prefill.py`` checks every step's
+logits on the machine it runs on. cuBLAS may choose
 another kernel for another row count, so :class:`~inspo.engines.hf.HFEngine` shares the prefill
 on CPU only. Rows are compared whole (ids and mask): rows that differ anywhere are prefilled
 separately, as before.
