@@ -12,10 +12,11 @@ how many rows share the call: true of torch's CPU matmuls over more than a handf
 (checked for bf16 and float32 at the 0.5B's shapes, 1 and 2 threads, on an AVX-512 EPYC; float32
 over 1-5 rows takes another kernel, hence :data:`MIN_SHARED_TOKENS` and the head's full shape) and
 of its attention, which works row by row; ``tests/test_engines_prefill.py`` checks every step's
-logits on the machine it runs on. cuBLAS may choose
-another kernel for another row count, so :class:`~inspo.engines.hf.HFEngine` shares the prefill
-on CPU only. Rows are compared whole (ids and mask): rows that differ anywhere are prefilled
-separately, as before.
+logits on the machine it runs on. cuBLAS may choose another kernel for another row count, so
+:class:`~inspo.engines.hf.HFEngine` shares the prefill on CPU only. Rows are compared whole (ids
+and mask): rows that differ anywhere are prefilled separately, as before. A transformers whose
+``generate`` has no separate prefill (``GenerationMixin._prefill``) or passes it other arguments
+prefills as it always did.
 
 torch is imported inside the functions.
 """
@@ -71,7 +72,9 @@ def shared_prefill(model: Any, count: PrefillCount | None = None) -> Iterator[Pr
     from transformers import GenerationMixin
 
     count = count if count is not None else PrefillCount()
-    generators = [m for m in model.modules() if isinstance(m, GenerationMixin)]
+    generators = [
+        m for m in model.modules() if isinstance(m, GenerationMixin) and hasattr(m, "_prefill")
+    ]
     for module in generators:
         module._prefill = _SharedPrefill(module, count)
     try:
@@ -117,7 +120,7 @@ class _SharedPrefill:
             for key, value in model_kwargs.items()
         }
         hook = head.register_forward_pre_hook(
-            lambda _, args: (_every_row(args[0], spread), *args[1:])
+            lambda _, inputs: (_every_row(inputs[0], spread), *inputs[1:])
         )
         try:
             outputs = self.prefill(
