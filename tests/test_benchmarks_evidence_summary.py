@@ -138,3 +138,26 @@ def test_hand_written_scores_are_read_from_inspo_evals_json(tmp_path):
     path.write_text(json.dumps({"questions": [dict(r, instruction="calculator") for r in rows]}))
     with pytest.raises(SystemExit, match="no instruction named 'seed'"):
         script.handwritten({0: path})
+
+
+def test_the_evidence_is_paired_with_the_papers_inspo_on_the_same_problems(tmp_path):
+    script = load_script("evidence_summary")
+    rng = random.Random(4)
+    main = [rematch(0, rng, 0.3, 0.5), rematch(1, rng, 0.1, 0.5)]
+    papers = {}
+    for r in main:
+        other = rematch(r["seed"], rng, 0.2)
+        papers[r["seed"]] = tmp_path / f"arm5-s{r['seed']}.json"
+        papers[r["seed"]].write_text(json.dumps({"test_question_ids": other["test_question_ids"],
+                                                 "test_rewards": {"inspo": other["test_rewards"]["inspo"]}}))
+    s = script.summarise(main, {}, {}, [], paper=papers)
+    rec = s["instruction_only"]["versus_paper_inspo"]["evidence_minus_paper_inspo"]
+    expect = [statistics.fmean(r["test_rewards"]["inspo"])
+              - statistics.fmean(json.loads(papers[r["seed"]].read_text())["test_rewards"]["inspo"]) for r in main]
+    assert rec["per_seed"] == pytest.approx(expect) and rec["seeds"] == 2
+    assert "versus_paper_inspo" not in script.summarise(main, {}, {}, [])["instruction_only"]
+    papers[1].write_text(json.dumps({"test_question_ids": ["other"] * 30, "test_rewards": {"inspo": [0.0] * 30}}))
+    with pytest.raises(SystemExit, match="other test problems"):
+        script.summarise(main, {}, {}, [], paper=papers)
+    with pytest.raises(SystemExit, match="no main run"):
+        script.summarise(main, {}, {}, [], paper={7: papers[0]})

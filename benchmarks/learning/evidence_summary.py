@@ -4,6 +4,7 @@ and nothing else, so the RL issue can add its own section beside ``instruction_o
     python benchmarks/learning/evidence_summary.py benchmarks/results/calculator/evidence/rematch-s*.json \\
         --ablation gate=benchmarks/results/calculator/evidence/ablation-gate-s0.json \\
         --handwritten 0=benchmarks/results/calculator/evidence/handwritten-s0.json \\
+        --paper-inspo 0=benchmarks/results/calculator/arm5/gepa-calc-s0.json \\
         --out benchmarks/results/calculator/evidence/summary.json
 
 Every difference is a record ``{"per_seed": [...], "mean": m, "ci95": [lo, hi], "ci95_pooled":
@@ -17,6 +18,8 @@ lift. ``detectable`` is the smallest seed-mean difference the seeds could have f
 compared with the main run of the same seed at the same commit (``--baseline`` adds main runs at
 older commits for that) by the difference of their lifts over the seed instruction, problem by
 problem: each process plays its own seed instruction, so greedy drift between processes cancels.
+``--paper-inspo`` pairs the main runs' INSPO with arm 5's (INSPO as the paper specifies it, the
+same budget and test problems): ``instruction_only.versus_paper_inspo``, what the evidence changed.
 """
 
 from __future__ import annotations
@@ -158,6 +161,28 @@ def fates(results: Sequence[dict]) -> dict[str, Any]:
     return {"per_seed": {r["seed"]: r["fates"] for r in results}, "total": total}
 
 
+def versus_paper(results: Sequence[dict], files: dict[int, Path]) -> dict[str, Any] | None:
+    """The new evidence's INSPO minus INSPO as the paper specifies it (arm 5's search: beat-parent on
+    16 sampled rollouts), paired by problem: what the evidence changed at the same budget. ``files``:
+    each seed's arm-5 result (``gepa_calc.py``'s JSON, whose ``test_rewards["inspo"]`` is that search's
+    returned instruction on the same test problems)."""
+    if not files:
+        return None
+    by_seed = {r["seed"]: r for r in results}
+    missing = sorted(set(files) - set(by_seed))
+    if missing:
+        raise SystemExit(f"--paper-inspo for seed(s) {missing} with no main run")
+    ours, theirs = [], []
+    for seed, f in sorted(files.items()):
+        paper = json.loads(f.read_text())
+        if paper["test_question_ids"] != by_seed[seed]["test_question_ids"]:
+            raise SystemExit(f"--paper-inspo {f}: scored on other test problems than seed {seed}'s main run")
+        ours.append(by_seed[seed]["test_rewards"]["inspo"])
+        theirs.append(paper["test_rewards"]["inspo"])
+    return {"seeds": sorted(files), "files": [str(files[s]) for s in sorted(files)],
+            "evidence_minus_paper_inspo": record(ours, theirs)}
+
+
 def provenance_of(results: Sequence[dict], argv: Sequence[str]) -> dict[str, Any]:
     from inspo.eval.provenance import provenance
 
@@ -171,7 +196,8 @@ def provenance_of(results: Sequence[dict], argv: Sequence[str]) -> dict[str, Any
 
 
 def summarise(results: Sequence[dict], named: dict[str, list[dict]], hand: dict[int, Path],
-              argv: Sequence[str], baselines: Sequence[dict] = ()) -> dict[str, Any]:
+              argv: Sequence[str], baselines: Sequence[dict] = (), paper: dict[int, Path] | None = None
+              ) -> dict[str, Any]:
     if not results:
         raise SystemExit("no rematch result given")
     seeds = [r["seed"] for r in results]
@@ -181,9 +207,13 @@ def summarise(results: Sequence[dict], named: dict[str, list[dict]], hand: dict[
     if len(ids) != 1:
         raise SystemExit("the results were scored on different test problems: no paired comparison")
     results = sorted(results, key=lambda r: r["seed"])
-    return {"provenance": provenance_of(results, argv), "fates": fates(results),
-            "instruction_only": instruction_only(results), "ablations": ablations(results, named, baselines),
-            "handwritten": handwritten(hand)}
+    out = {"provenance": provenance_of(results, argv), "fates": fates(results),
+           "instruction_only": instruction_only(results), "ablations": ablations(results, named, baselines),
+           "handwritten": handwritten(hand)}
+    versus = versus_paper(results, paper or {})
+    if versus:
+        out["instruction_only"]["versus_paper_inspo"] = versus
+    return out
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -195,6 +225,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="a main run at another commit, compared only with the ablations run at that commit")
     p.add_argument("--handwritten", action="append", default=[], metavar="SEED=FILE",
                    help="inspo eval's JSON of the seed's returned instructions on the 40 hand-written problems")
+    p.add_argument("--paper-inspo", action="append", default=[], metavar="SEED=FILE",
+                   help="arm 5's result for the seed (INSPO as the paper specifies it, same budget and test)")
     p.add_argument("--out", default=None, help="write summary.json here")
     return p.parse_args(argv)
 
@@ -217,7 +249,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for name, f in ablation:
         named.setdefault(name, []).append(json.loads(Path(f).read_text()))
     baselines = [json.loads(Path(f).read_text()) for f in args.baseline]
-    summary = summarise(results, named, hand, raw, baselines)
+    paper = {int(s): Path(f) for s, f in pairs(args.paper_inspo, "paper-inspo")}
+    summary = summarise(results, named, hand, raw, baselines, paper)
     print_summary(summary)
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
@@ -228,18 +261,26 @@ def _interval(ci: Sequence[float] | None) -> str:
     return "no interval (1 seed)" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
 
 
+def fate_line(f: dict[str, int]) -> str:
+    """``admitted of proposed (refusals)``: where a run's candidates went, the nonzero refusals only."""
+    refused = ", ".join(f"{k} {v}" for k, v in f.items() if k not in ("proposed", "admitted") and v)
+    return f"{f.get('admitted', 0)} of {f.get('proposed', 0)}" + (f" ({refused})" if refused else "")
+
+
 def print_summary(s: dict) -> None:
     io = s["instruction_only"]
     print(f"seeds {io['seeds']} (GEPA stored for {io['seeds_with_gepa']}), {io['test_problems']} test problems")
-    print("| seed | seed instr. | INSPO | GEPA | INSPO - GEPA | rollouts (budget) | optimizer calls INSPO / GEPA |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| seed | seed instr. | INSPO | GEPA | INSPO - GEPA | rollouts (budget) | optimizer calls INSPO / GEPA "
+          "| admitted (refused) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
     for seed in io["seeds"]:
         m, c = io["test_mean"][seed], io["cost"][seed]
         gepa = f"{m['gepa']:.3f}" if "gepa" in m else "-"
         diff = f"{m['inspo'] - m['gepa']:+.3f}" if "gepa" in m else "-"
         calls = c["optimizer_calls"]
         print(f"| {seed} | {m['seed']:.3f} | {m['inspo']:.3f} | {gepa} | {diff} | {c['inspo_rollouts']} "
-              f"({c['budget_rollouts']}) | {calls['inspo']} / {calls['gepa'] if calls['gepa'] is not None else '-'} |")
+              f"({c['budget_rollouts']}) | {calls['inspo']} / {calls['gepa'] if calls['gepa'] is not None else '-'} "
+              f"| {fate_line(s['fates']['per_seed'][seed])} |")
     for key in ("inspo_minus_gepa", "inspo_minus_seed", "gepa_minus_seed"):
         if key in io:
             r = io[key]
@@ -248,10 +289,19 @@ def print_summary(s: dict) -> None:
     for arm, h in io["hit_rate"].items():
         print(f"hit rate {arm}: {sum(h['per_seed'])} of {len(h['per_seed'])} seeds, Wilson 95% "
               f"[{h['ci95'][0]:.2f}, {h['ci95'][1]:.2f}]; lifts " + ", ".join(f"{x:+.3f}" for x in h["hit_size"]))
+    versus = io.get("versus_paper_inspo")
+    if versus:
+        r = versus["evidence_minus_paper_inspo"]
+        print(f"evidence minus INSPO as the paper specifies it (seeds {versus['seeds']}): "
+              + ", ".join(f"{x:+.3f}" for x in r["per_seed"])
+              + f"; {r['mean']:+.3f} across seeds {_interval(r['ci95'])}, pooled {_interval(r['ci95_pooled'])}")
     for name, a in s["ablations"].items():
         r = a["ablation_minus_main"]
         print(f"ablation {name} (seeds {a['seeds']}): lift minus the main run's {r['mean']:+.3f}, "
               f"pooled {_interval(r['ci95_pooled'])}")
+        for seed in a["seeds"]:
+            print(f"  seed {seed}: INSPO {a['test_mean'][seed]['inspo']:.3f} against the main run's {a['main_test_mean'][seed]['inspo']:.3f}; "
+                  f"{a['optimizer_calls'][seed]} optimizer calls; admitted {fate_line(a['fates'][seed])}")
     for seed, h in s["handwritten"].items():
         print(f"hand-written 40, seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in h["mean"].items()))
     print("candidates: " + ", ".join(f"{k} {v}" for k, v in s["fates"]["total"].items()))
