@@ -17,6 +17,8 @@ def events():
         {"kind": "verified", "n_rollouts": 40},
         {"kind": "rejected", "stage": "budget"},
         {"kind": "rejected", "stage": "race"},
+        {"kind": "rejected", "stage": "guard", "reason": "duplicate of its parent"},
+        {"kind": "rejected", "stage": "guard", "reason": "truncated: stopped at its completion limit"},
         {"kind": "evolution_finished", "step": 0},
         {"kind": "weights", "n_rollouts": 96},  # a step's rollouts are no verification
         {"kind": "evolution_started", "step": 2},
@@ -40,3 +42,9 @@ def test_spend_per_evolution_counts_verification_and_budget_refusals(tmp_path):
         tar.add(tmp_path / "run", arcname="run")
     report = spend.main([str(tmp_path / "run"), str(tmp_path / "run.tar.gz")])
     assert list(report.values()) == [rows, rows]
+
+
+def test_guard_refusals_are_counted_by_the_reason_before_its_colon():
+    spend = load_script("evolution_spend")
+    assert spend.guard_reasons(events()) == {"duplicate of its parent": 1, "truncated": 1}
+    assert not spend.guard_reasons([{"kind": "rejected", "stage": "race", "reason": "lost"}])

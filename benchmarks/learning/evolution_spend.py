@@ -4,7 +4,9 @@ Reads a run's ``events.jsonl`` and ``inspo_state.json`` (a run directory, or a c
 ``*-run.tar.gz`` of one): for each evolution (``evolution_started`` to ``evolution_finished``) the
 verification rollouts its ``gated``, ``parent_verified`` and ``verified`` events carry, and the
 candidates refused at stage ``budget``. Before the allowance (issue 63's fix) an evolution's budget
-was checked only between rounds, so a round could run past it; this shows by how much::
+was checked only between rounds, so a round could run past it; this shows by how much. It also
+counts the candidates the guard refused, by reason (the text before the reason's first colon),
+per run and over all runs::
 
     python benchmarks/learning/evolution_spend.py benchmarks/results/calculator/evidence/rematch-s*-run.tar.gz
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import tarfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -56,11 +59,17 @@ def evolution_spend(events: Sequence[dict], budget: int) -> list[dict]:
     return out
 
 
+def guard_reasons(events: Sequence[dict]) -> Counter:
+    """The guard's refusals (``rejected`` at stage ``guard``) by reason, up to its first colon."""
+    return Counter(str(e.get("reason", "")).split(":")[0] for e in events
+                   if e.get("kind") == "rejected" and e.get("stage") == "guard")
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, list[dict]]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", help="run folders or *-run.tar.gz files")
     args = p.parse_args(argv)
-    report = {}
+    report, guarded = {}, Counter()
     for run in args.runs:
         events, state = read_run(Path(run))
         budget = int(state["config"].get("evolve_rollouts", 0))
@@ -68,8 +77,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict]]:
         cells = ", ".join(f"step {r['step']}: {r['spent']}" + (" OVER" if r["over"] else "")
                           + (f" ({r['budget_refusals']} refused: budget)" if r["budget_refusals"] else "")
                           for r in rows)
-        print(f"{run}: evolve_rollouts {budget}; {cells}; total {sum(r['spent'] for r in rows)}")
+        reasons = guard_reasons(events)
+        guarded.update(reasons)
+        print(f"{run}: evolve_rollouts {budget}; {cells}; total {sum(r['spent'] for r in rows)}"
+              + (f"; guard: {_counts(reasons)}" if reasons else ""))
+    print(f"guard refusals over these runs: {sum(guarded.values())}" + (f" ({_counts(guarded)})" if guarded else ""))
     return report
+
+
+def _counts(c: Counter) -> str:
+    return ", ".join(f"{reason} {n}" for reason, n in c.most_common())
 
 
 if __name__ == "__main__":
