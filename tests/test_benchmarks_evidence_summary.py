@@ -123,6 +123,8 @@ def test_refusals_that_keep_a_wrong_summary_from_being_written(tmp_path):
         script.summarise([a, c], {}, {}, [])
     with pytest.raises(SystemExit, match="NAME=FILE"):
         script.main(["x.json", "--ablation", "gate"])
+    with pytest.raises(SystemExit, match="integer seed, got 's0'"):
+        script.main(["x.json", "--paper-inspo", "s0=arm5.json"])
 
 
 def test_hand_written_scores_are_read_from_inspo_evals_json(tmp_path):

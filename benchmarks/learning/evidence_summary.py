@@ -164,7 +164,7 @@ def fates(results: Sequence[dict]) -> dict[str, Any]:
 def versus_paper(results: Sequence[dict], files: dict[int, Path]) -> dict[str, Any] | None:
     """The new evidence's INSPO minus INSPO as the paper specifies it (arm 5's search: beat-parent on
     16 sampled rollouts), paired by problem: what the evidence changed at the same budget. ``files``:
-    each seed's arm-5 result (``gepa_calc.py``'s JSON, whose ``test_rewards["inspo"]`` is that search's
+    each seed's arm-5 result (``evolve_vs_gepa.py``'s JSON, whose ``test_rewards["inspo"]`` is that search's
     returned instruction on the same test problems)."""
     if not files:
         return None
@@ -238,18 +238,28 @@ def pairs(items: Sequence[str], what: str) -> list[tuple[str, str]]:
     return [tuple(i.split("=", 1)) for i in items]
 
 
+def seed_files(items: Sequence[str], what: str) -> dict[int, Path]:
+    """``SEED=FILE`` options as ``{seed: path}``, refusing a seed that is not an integer."""
+    out = {}
+    for seed, f in pairs(items, what):
+        if not seed.strip().lstrip("-").isdigit():
+            raise SystemExit(f"--{what} takes SEED=FILE with an integer seed, got {seed!r}={f!r}")
+        out[int(seed)] = Path(f)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     import sys
 
     raw = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(raw)
-    ablation, hand = pairs(args.ablation, "ablation"), {int(s): Path(f) for s, f in pairs(args.handwritten, "handwritten")}
+    ablation, hand = pairs(args.ablation, "ablation"), seed_files(args.handwritten, "handwritten")
+    paper = seed_files(args.paper_inspo, "paper-inspo")
     results = [json.loads(Path(f).read_text()) for f in args.results]
     named: dict[str, list[dict]] = {}
     for name, f in ablation:
         named.setdefault(name, []).append(json.loads(Path(f).read_text()))
     baselines = [json.loads(Path(f).read_text()) for f in args.baseline]
-    paper = {int(s): Path(f) for s, f in pairs(args.paper_inspo, "paper-inspo")}
     summary = summarise(results, named, hand, raw, baselines, paper)
     print_summary(summary)
     if args.out:
