@@ -755,12 +755,15 @@ def test_rl_benchmark_counts_refusals_by_the_stage_that_made_them(tmp_path):
               {"kind": "rejected", "stage": "verify", "reason": "verification failed"},
               {"kind": "rejected", "stage": "parent", "reason": "not in the top 2 (reworded)"},
               {"kind": "rejected", "stage": "top_n", "reason": ""},
+              {"kind": "rejected", "stage": "race", "reason": "lost"}, {"kind": "rejected", "stage": "race"},
+              {"kind": "rejected", "stage": "budget", "reason": "no rollouts left"},
               {"kind": "admitted"}, {"kind": "admitted"},
               {"kind": "pruned", "removed": ["x", "y"], "protected": ["z", "w"], "saved": ["z"]}]
     path = tmp_path / "events.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     assert bench.rule_counts(path) == {"proposed": 7, "refused_guard": 1, "refused_leak": 1, "refused_verify": 1,
-                                       "refused_below_parent": 1, "refused_not_top": 1, "admitted": 2,
+                                       "refused_below_parent": 1, "refused_not_top": 1, "refused_gate": 0,
+                                       "refused_race": 2, "refused_budget": 1, "admitted": 2,
                                        "pruned": 2, "protected": 2, "saved_by_floor": 1,
                                        "fallback_tag_form": 0, "fallback_missing_close": 3,
                                        "fallback_mismatched_close": 0, "fallback_end_of_text": 0,

@@ -153,7 +153,8 @@ def test_the_markdown_tables_show_each_score_comparison_and_run_with_its_seed(tm
                             events={"proposed": 0}))
         results.append(dict(_result("inspo-weak", seed, {"returned": inspo, "seed": [1, 0, 0]},
                                     {"returned": [1, 0], "seed": [0, 0]}),
-                            events={"proposed": 9 + seed, "refused_guard": 7, "refused_leak": 1, "admitted": 1}))
+                            events={"proposed": 9 + seed, "refused_guard": 7, "refused_leak": 1, "refused_race": 1,
+                                    "admitted": 1}))
     for r in results:
         path = tmp_path / "results" / f"{r['arm']}-s{r['seed']}.json"
         path.parent.mkdir(exist_ok=True)
@@ -170,7 +171,9 @@ def test_the_markdown_tables_show_each_score_comparison_and_run_with_its_seed(tm
     one = campaign._campaign()._sibling("campaign_pooling").markdown(one_seed, campaign.setting())
     assert "| inspo-weak - static-weak | generated | +0.333 | one seed |" in one
     # the optimizer's yield, a row per run that proposed something, with its seed
-    assert "| inspo-weak | 0 | 9 | 7 | 1 | 0 | 0 | 1 |" in text and "| inspo-weak | 1 | 10 | 7 | 1 | 0 | 0 | 1 |" in text
+    # (columns: proposed, guard, leak, gate, race, parent, top n, budget, admitted; 0 where a run has no count)
+    assert "| inspo-weak | 0 | 9 | 7 | 1 | 0 | 1 | 0 | 0 | 0 | 1 |" in text
+    assert "| inspo-weak | 1 | 10 | 7 | 1 | 0 | 1 | 0 | 0 | 0 | 1 |" in text
     assert "| static-weak |" not in text.split("| arm | seed |")[1]  # a run that proposed nothing has no row
     # the step curves, averaged over the arm's seeds (Fig. 2 / 3)
     assert "inspo-weak, per step (mean over seeds 0, 1):" in text
@@ -554,3 +557,35 @@ def test_gepa_then_grpo_starts_from_the_instruction_gepa_returned_for_its_seed(t
     assert ("inspo-calculator", "gepa-then-grpo") in campaign.COMPARISONS
     with pytest.raises(SystemExit, match="gepa-then-grpo seed 9: no GEPA result"):
         campaign.gepa_instruction("gepa", 9)
+
+
+def test_the_evidence_arms_take_issue_63s_settings_and_its_frozen_search_per_seed(tmp_path):
+    campaign = load_script("calculator_campaign")
+    stored = json.loads((campaign.EVIDENCE_RESULTS / "rematch-s0.json").read_text())["final_choice"]
+    assert not stored["seed_returned"]
+    assert campaign.evidence_instruction("evidence-search", 0) == stored["returned_text"]
+    assert campaign.evidence_instruction("gepa", 1) == campaign.gepa_instruction("gepa", 1)
+    with pytest.raises(SystemExit, match="seed 1: the evidence search returned the seed instruction .* "
+                                         "static-calculator's run for seed 1"):
+        campaign.evidence_instruction("evidence-search", 1)
+    with pytest.raises(SystemExit, match="pre-policy-evidence seed 9: no evidence search"):
+        campaign.evidence_instruction("evidence-search", 9)
+    machinery, setting = campaign._campaign(), campaign.setting()
+    args = machinery.parse_args(["--seed", "0", "--out", str(tmp_path), "--set", "coevolution.validation_size=8"],
+                                setting)
+    pre = machinery.overrides(args, "pre-policy-evidence", setting)
+    assert "mode=static" in pre and f"seed_instruction={stored['returned_text']}" in pre
+    o = machinery.overrides(args, "inspo-evidence", setting)
+    assert "mode=inspo" in o and "seed_instruction=@calculator" in o
+    for s in ("coevolution.admission=paired", "coevolution.verify_greedy=true", "coevolution.split_groups=true",
+              f"coevolution.evolve_rollouts={campaign.EVOLVE_ROLLOUTS}", "final_choice=admitted"):
+        assert s in o, s
+    # the arm's own settings, then every --set: a --set applies to every arm and wins
+    assert o.index("coevolution.validation_size=64") < o.index("coevolution.validation_size=8")
+    assert not any(s.startswith("coevolution.admission") for s in machinery.overrides(args, "inspo-calculator", setting))
+    from inspo.config.train import resolve
+
+    config = resolve("calculator", None, o)
+    assert config.coevolution.admission == "paired" and config.coevolution.validation_size == 8
+    assert ("inspo-evidence", "gepa-then-grpo") in campaign.COMPARISONS
+    assert campaign.CROSSES["cross-inspo-evidence"] == ("inspo-evidence", ("untrained",))

@@ -22,6 +22,15 @@ Arms (each ``inspo.training.run.run_training`` on the ``calculator`` preset, sam
 - ``cross-pre-policy-calculator``: the pre-policy arm's instruction (found with the frozen base policy)
   played by the same three policies: whether co-evolution's instruction beats the frozen search's on
   one policy (after ``pre-policy-calculator``, ``static-calculator`` and ``inspo-calculator``);
+- ``inspo-evidence``: INSPO from ``@calculator`` with issue 63's evidence (:func:`evidence_settings`:
+  paired, greedy, raced verification on 64 training problems the optimizer did not see, the
+  protocol block, worked examples held out, split groups, the final choice over every admitted
+  instruction), each evolution's verification capped at the rematch's 187 rollouts (issue 65);
+- ``pre-policy-evidence``: static GRPO under the instruction the evidence search returned with the
+  frozen policy for the same seed (``results/calculator/evidence/rematch-sS.json``); where that
+  search returned the seed instruction, the arm is ``static-calculator``'s run and is refused;
+- ``cross-inspo-evidence``: ``inspo-evidence``'s returned instruction played by the base policy (a
+  hit: at least +0.1 over ``@calculator``);
 
 The optimizer is a language model, never the rule-based reflector (its rules are written by us):
 by default Qwen2.5-Coder-1.5B-Instruct run locally (``--set optimizer...`` changes it;
@@ -67,6 +76,13 @@ HANDWRITTEN = HERE / "data" / "calculator-handwritten.jsonl"
 GEPA_RESULTS = HERE.parent / "results" / "calculator" / "arm5"
 GEPA = "gepa"
 """The seed instruction of an arm that starts from GEPA's returned instruction for its seed."""
+EVIDENCE_RESULTS = HERE.parent / "results" / "calculator" / "evidence"
+EVIDENCE_SEARCH = "evidence-search"
+"""The seed instruction of an arm that starts from the evidence search's returned instruction for its
+seed (issue 63's instruction-only rematch, the frozen policy)."""
+EVOLVE_ROLLOUTS = 187
+"""``inspo-evidence``'s verification rollouts an evolution: the rematch's (seed 0's plan, 867 rollouts
+of GEPA's budget over 3 evolutions). The first campaign's INSPO arms spent 136-384 over their 2."""
 
 ARMS: dict[str, tuple[str, str]] = {
     "static-weak": ("static", "@weak"),
@@ -80,6 +96,9 @@ ARMS: dict[str, tuple[str, str]] = {
     "pre-policy-calculator": ("pre-policy", "@calculator"),
     # Prompt search first, then RL: static GRPO under GEPA's instruction for the same seed (issue 65).
     "gepa-then-grpo": ("static", GEPA),
+    # Issue 65: INSPO with issue 63's evidence, and static GRPO under that evidence's frozen search.
+    "inspo-evidence": ("inspo", "@calculator"),
+    "pre-policy-evidence": ("static", EVIDENCE_SEARCH),
 }
 UNTRAINED = {"weak": "@weak", "worked": "@worked", "calculator": "@calculator"}
 #: INSPO's returned instruction played by the base policy, static GRPO's and INSPO's own (same seed):
@@ -88,7 +107,8 @@ UNTRAINED = {"weak": "@weak", "worked": "@worked", "calculator": "@calculator"}
 #: instruction co-evolution found better than the one a frozen-policy search finds, on one policy?
 CROSSES = {"cross-calculator": ("inspo-calculator", ("untrained", "static-calculator", "inspo-calculator")),
            "cross-pre-policy-calculator": ("pre-policy-calculator", ("untrained", "static-calculator",
-                                                                     "inspo-calculator"))}
+                                                                     "inspo-calculator")),
+           "cross-inspo-evidence": ("inspo-evidence", ("untrained",))}
 COMPARISONS = (
     ("inspo-weak", "static-weak"),            # the claim: co-evolution beats static GRPO from the same seed
     ("inspo-weak", "pre-policy-weak"),        # co-evolution against prompt search, then RL
@@ -120,6 +140,12 @@ COMPARISONS = (
     ("pre-policy-calculator", "static-calculator@pre-policy-calculator"),  # RL under it, or under the seed, then it
     ("inspo-calculator", "gepa-then-grpo"),    # co-evolution against prompt search (GEPA) first, then RL
     ("gepa-then-grpo", "static-calculator"),   # does GEPA's instruction help RL at all?
+    ("inspo-evidence", "static-calculator"),   # issue 65: co-evolution with evidence that decides ...
+    ("inspo-evidence", "gepa-then-grpo"),      # ... against GEPA, then RL
+    ("inspo-evidence", "pre-policy-evidence"),  # ... against the same evidence with the frozen policy, then RL
+    ("inspo-evidence", "inspo-calculator"),    # ... against INSPO as the paper specifies it: what the evidence changed
+    ("inspo-evidence", "inspo-evidence:seed"),  # policy versus prompt
+    ("untrained@inspo-evidence", "untrained:calculator"),  # its instruction alone, on the base policy (a hit)
 )
 #: The optimizer of the real campaign: the 1.5B, locally (DESIGN.md: the 0.5B writes no usable
 #: instruction; the 1.5B found the lever in about 1 candidate of 22). Four answers a call: on 2
@@ -155,6 +181,33 @@ def gepa_instruction(name: str, seed: int, results: Path = GEPA_RESULTS) -> str:
     return text
 
 
+def evidence_instruction(name: str, seed: int, results: Path = EVIDENCE_RESULTS) -> str:
+    """:data:`EVIDENCE_SEARCH`: the instruction the evidence search returned for ``seed`` with the
+    frozen policy (``evidence_rematch.py``'s result), :func:`gepa_instruction` for GEPA's, any other
+    name as it is. A search that returned the seed instruction is refused: static GRPO under it is
+    ``static-calculator``'s run, which ``evidence_summary.py`` then uses for that seed."""
+    if name != EVIDENCE_SEARCH:
+        return gepa_instruction(name, seed)
+    path = results / f"rematch-s{seed}.json"
+    if not path.is_file():
+        raise SystemExit(f"pre-policy-evidence seed {seed}: no evidence search {path}; run "
+                         "evidence_rematch.py for that seed first, or choose a seed that has one")
+    import json
+
+    chosen = json.loads(path.read_text())["final_choice"]
+    if chosen["seed_returned"]:
+        raise SystemExit(f"pre-policy-evidence seed {seed}: the evidence search returned the seed instruction "
+                         f"({path}), so this arm is static-calculator's run for seed {seed}; run that arm instead")
+    return chosen["returned_text"]
+
+
+def evidence_settings() -> tuple[str, ...]:
+    """``inspo-evidence``'s own settings: the rematch's evidence (``evidence_rematch.py``'s
+    ``EVIDENCE``, the gate off as there) and its verification budget an evolution."""
+    rematch = load_script(HERE / "evidence_rematch.py", "inspo_benchmark_evidence_rematch")
+    return (*rematch.EVIDENCE, f"coevolution.evolve_rollouts={EVOLVE_ROLLOUTS}")
+
+
 def _campaign():
     """benchmarks/learning/multihop_coevolution.py, the campaign machinery this script sets up."""
     return load_script(HERE / "multihop_coevolution.py", "inspo_benchmark_multihop_coevolution")
@@ -166,7 +219,8 @@ def setting(quick: bool = False):
     return campaign.Setting(
         script="benchmarks/learning/calculator_campaign.py", preset="calculator", arms=ARMS, untrained=UNTRAINED,
         comparisons=COMPARISONS, groups=("generated",), group=lambda q: "generated", quick=QUICK,
-        extra_tests={"handwritten": str(HANDWRITTEN)}, crosses=CROSSES, per_seed=gepa_instruction)
+        extra_tests={"handwritten": str(HANDWRITTEN)}, crosses=CROSSES, per_seed=evidence_instruction,
+        arm_settings={"inspo-evidence": evidence_settings()})
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

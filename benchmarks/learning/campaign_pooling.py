@@ -200,7 +200,8 @@ def print_combined(c: dict, setting) -> None:
 
 #: The optimizer's yield, from the events: column -> event count (``rl_static_vs_inspo.rule_counts``).
 YIELD = {"proposed": "proposed", "refused by the guard (tags, length, copies)": "refused_guard", "by the leak guard": "refused_leak",
-         "below the parent": "refused_below_parent", "not in the top n": "refused_not_top", "admitted": "admitted"}
+         "at the gate": "refused_gate", "lost the paired race": "refused_race", "below the parent": "refused_below_parent",
+         "not in the top n": "refused_not_top", "over the verification budget": "refused_budget", "admitted": "admitted"}
 
 
 def markdown(c: dict, setting) -> str:

@@ -124,6 +124,9 @@ class Setting:
     """An arm's seed instruction that differs by seed (``calculator_campaign.py``'s ``gepa``: the
     instruction GEPA returned for that seed): ``per_seed(name, seed)`` gives its text, and returns
     any other name as it is."""
+    arm_settings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """An arm's own config overrides (``calculator_campaign.py``'s ``inspo-evidence``: the evidence
+    settings), after the arm's mode and seed and before every ``--set``, which applies to all arms."""
 
     @property
     def all_arms(self) -> tuple[str, ...]:
@@ -172,7 +175,7 @@ def overrides(args: argparse.Namespace, arm: str, setting: Setting = MULTIHOP) -
         seed_instruction = setting.per_seed(seed_instruction, args.seed)
     steps = [f"rl.steps={args.steps}"] if args.steps else []
     return [f"mode={mode}", f"seed_instruction={seed_instruction}", f"rl.seed={args.seed}", *steps,
-            f"output_dir={run_dir(args, arm)}", *args.set]
+            f"output_dir={run_dir(args, arm)}", *setting.arm_settings.get(arm, ()), *args.set]
 
 
 def run_dir(args: argparse.Namespace, arm: str) -> Path:
@@ -376,6 +379,8 @@ def _run_arms(args: argparse.Namespace, setting: Setting, info: dict, groups: di
                   run_cross(arm, args, setting) if arm in setting.crosses else run_arm(arm, args, setting))
         result.update(seed=args.seed, preset=args.preset, steps=args.steps, set=args.set, provenance=info,
                       test_groups=[groups[q] for q in result["test_question_ids"]])
+        if arm in setting.arm_settings:
+            result["arm_settings"] = list(setting.arm_settings[arm])
         if setting is MULTIHOP:  # results of this script before the groups were general
             result["test_hops"] = [int(g) for g in result["test_groups"]]
         write_result(path, result)  # after each arm: a stopped invocation keeps it

@@ -128,11 +128,13 @@ def rule_counts(events_path: Path) -> dict[str, int]:
     (``saved_by_floor``); and the parser fallbacks needed to read the optimizer's answers, one
     ``fallback_<kind>`` per kind of :data:`inspo.core.templates.PARSE_FALLBACKS` (0 in logs written
     before they were counted). Rejections are sorted by the event's ``stage``, not by the wording
-    of its reason."""
+    of its reason: one count per stage of :data:`inspo.training.summary.REFUSAL_STAGES` (the
+    evidence settings' gate, paired race and verification budget too)."""
     from inspo.core.templates import PARSE_FALLBACKS
+    from inspo.training.summary import REFUSAL_STAGES
 
-    refused = {"guard": "refused_guard", "leak": "refused_leak", "verify": "refused_verify",
-               "parent": "refused_below_parent", "top_n": "refused_not_top"}
+    named = {"parent": "refused_below_parent", "top_n": "refused_not_top"}  # the names results already use
+    refused = {stage: named.get(stage, f"refused_{stage}") for stage in REFUSAL_STAGES}
     fallbacks = {kind: f"fallback_{kind}" for kind in PARSE_FALLBACKS}
     counts = dict.fromkeys(("proposed", *refused.values(), "admitted", "pruned", "protected", "saved_by_floor",
                             *fallbacks.values()), 0)
