@@ -163,3 +163,72 @@ def test_the_evidence_is_paired_with_the_papers_inspo_on_the_same_problems(tmp_p
         script.summarise(main, {}, {}, [], paper=papers)
     with pytest.raises(SystemExit, match="no main run"):
         script.summarise(main, {}, {}, [], paper={7: papers[0]})
+
+
+def campaign_result(arm, seed, rewards, n=30, **extra):
+    """A calculator_campaign.py result: ``rewards`` the test rewards by name (``returned``, ``seed``...)."""
+    return {"arm": arm, "seed": seed, "test_question_ids": [f"t{i}" for i in range(n)], "test_rewards": rewards,
+            "provenance": {"commit": f"c{seed}", "command": "campaign", "machine": {"cpu": "cpu"}}, **extra}
+
+
+def test_the_rl_section_pairs_inspo_with_each_arm_by_seed_and_never_fills_a_missing_one(tmp_path, capsys):
+    script = load_script("evidence_summary")
+    rng = random.Random(5)
+    draw = lambda p: [float(rng.random() < p) for _ in range(30)]  # noqa: E731
+    main = [rematch(s, rng, lift, 0.5) for s, lift in ((0, 0.3), (1, 0.0), (2, 0.0))]
+    for r in main:
+        r["final_choice"] = {"seed_returned": r["seed"] != 0}
+    runs = tmp_path / "campaign"
+    runs.mkdir()
+    written = {}
+    for seed in (0, 1, 2):
+        arms = {"inspo-evidence": {"returned": draw(0.6), "seed": draw(0.4)}, "static-calculator": {"returned": draw(0.4)},
+                "inspo-calculator": {"returned": draw(0.45)}, "cross-inspo-evidence": {"untrained": draw(0.5)}}
+        if seed != 2:  # seed 2 has no GEPA-then-GRPO run: left out, never filled in
+            arms["gepa-then-grpo"] = {"returned": draw(0.8)}
+        if seed == 0:  # the evidence search returned an instruction of its own for seed 0 only
+            arms["pre-policy-evidence"] = {"returned": draw(0.5)}
+        for arm, rewards in arms.items():
+            written[arm, seed] = rewards
+            hand = {"handwritten": {"rewards": {"returned": [1.0, 0.0]}}} if arm == "inspo-evidence" else {}
+            (runs / f"{arm}-s{seed}.json").write_text(json.dumps(campaign_result(arm, seed, rewards, extra=hand)))
+    (runs / "untrained-s0.json").write_text(json.dumps(campaign_result("untrained", 0, {"calculator": draw(0.3)})))
+    paths = []
+    for r in main:
+        paths.append(tmp_path / f"rematch-s{r['seed']}.json")
+        paths[-1].write_text(json.dumps(r))
+    rl = script.main([*map(str, paths), "--rl", str(runs)])["rl"]
+
+    def naive(a, b, seeds):
+        return [statistics.fmean(written[a, s]["returned"]) - statistics.fmean(written[b, s]["returned"]) for s in seeds]
+
+    assert rl["seeds"] == [0, 1, 2] and rl["pre_policy_is_static"] == [1, 2]
+    assert rl["inspo_minus_static"]["per_seed"] == pytest.approx(naive("inspo-evidence", "static-calculator", [0, 1, 2]))
+    assert rl["inspo_minus_static"]["ci95"] == pytest.approx(
+        naive_seed_interval(naive("inspo-evidence", "static-calculator", [0, 1, 2])), abs=1e-3)
+    gepa = rl["inspo_minus_gepa_then_grpo"]
+    assert gepa["per_seed"] == pytest.approx(naive("inspo-evidence", "gepa-then-grpo", [0, 1]))
+    assert gepa["seed_ids"] == [0, 1] and gepa["missing"] == [2]
+    pre = rl["inspo_minus_pre_policy"]  # seeds 1, 2: static GRPO under @calculator stands for it
+    assert pre["per_seed"] == pytest.approx([naive("inspo-evidence", "pre-policy-evidence", [0])[0],
+                                             *naive("inspo-evidence", "static-calculator", [1, 2])])
+    own = [statistics.fmean(written["inspo-evidence", s]["returned"]) - statistics.fmean(written["inspo-evidence", s]["seed"])
+           for s in (0, 1, 2)]
+    assert rl["policy_versus_prompt"]["per_seed"] == pytest.approx(own)
+    base = statistics.fmean(json.loads((runs / "untrained-s0.json").read_text())["test_rewards"]["calculator"])
+    lifts = [statistics.fmean(written["cross-inspo-evidence", s]["untrained"]) - base for s in (0, 1, 2)]
+    assert rl["hit_rate"]["inspo"]["hit_size"] == pytest.approx(lifts)
+    assert rl["hit_rate"]["inspo"]["per_seed"] == [x >= 0.1 for x in lifts]
+    assert rl["hit_rate"]["evidence_search"]["per_seed"] == [r["differences"]["inspo - seed"]["mean"] >= 0.1 for r in main]
+    assert "paper_inspo" not in rl["hit_rate"]  # no cross scoring of the paper's INSPO was given
+    assert rl["handwritten_mean"] == {"inspo": {0: 0.5, 1: 0.5, 2: 0.5}}
+    assert {(p["arm"], p["seed"]) for p in rl["provenance"]} >= {("gepa-then-grpo", 0), ("static-calculator", 2)}
+    assert "inspo_minus_gepa_then_grpo: " in capsys.readouterr().out
+    (runs / "static-calculator-s1.json").write_text(json.dumps(campaign_result("static-calculator", 1, {"returned": [0.0]}, n=1)))
+    with pytest.raises(SystemExit, match="static-calculator seed 1 was scored on other test problems"):
+        script.main([*map(str, paths), "--rl", str(runs)])
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "inspo-evidence-s0.json").write_text((runs / "inspo-evidence-s0.json").read_text())
+    with pytest.raises(SystemExit, match="inspo-evidence seed 0 twice"):
+        script.main([*map(str, paths), "--rl", str(runs), "--rl", str(other)])

@@ -20,6 +20,8 @@ older commits for that) by the difference of their lifts over the seed instructi
 problem: each process plays its own seed instruction, so greedy drift between processes cancels.
 ``--paper-inspo`` pairs the main runs' INSPO with arm 5's (INSPO as the paper specifies it, the
 same budget and test problems): ``instruction_only.versus_paper_inspo``, what the evidence changed.
+``--rl DIR`` (repeatable) adds issue 65's ``rl`` section from the calculator campaign's results in
+those folders (``evidence_rl.py`` says what it holds).
 """
 
 from __future__ import annotations
@@ -195,9 +197,16 @@ def provenance_of(results: Sequence[dict], argv: Sequence[str]) -> dict[str, Any
             "dtype": first.get("dtype"), "device": first.get("device")}
 
 
+def _rl():
+    """benchmarks/learning/evidence_rl.py, the RL section's arithmetic (this folder is no package)."""
+    from inspo.lab.harness import load_script
+
+    return load_script(Path(__file__).with_name("evidence_rl.py"), "inspo_benchmark_evidence_rl")
+
+
 def summarise(results: Sequence[dict], named: dict[str, list[dict]], hand: dict[int, Path],
-              argv: Sequence[str], baselines: Sequence[dict] = (), paper: dict[int, Path] | None = None
-              ) -> dict[str, Any]:
+              argv: Sequence[str], baselines: Sequence[dict] = (), paper: dict[int, Path] | None = None,
+              rl_dirs: Sequence[str] = ()) -> dict[str, Any]:
     if not results:
         raise SystemExit("no rematch result given")
     seeds = [r["seed"] for r in results]
@@ -213,6 +222,9 @@ def summarise(results: Sequence[dict], named: dict[str, list[dict]], hand: dict[
     versus = versus_paper(results, paper or {})
     if versus:
         out["instruction_only"]["versus_paper_inspo"] = versus
+    if rl_dirs:
+        rl = _rl()
+        out["rl"] = rl.rl_section(rl.load_runs(rl_dirs), {r["seed"]: r for r in results}, record, hit_rate)
     return out
 
 
@@ -227,6 +239,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="inspo eval's JSON of the seed's returned instructions on the 40 hand-written problems")
     p.add_argument("--paper-inspo", action="append", default=[], metavar="SEED=FILE",
                    help="arm 5's result for the seed (INSPO as the paper specifies it, same budget and test)")
+    p.add_argument("--rl", action="append", default=[], metavar="DIR",
+                   help="a folder of calculator_campaign.py results (repeat): adds the RL section")
     p.add_argument("--out", default=None, help="write summary.json here")
     return p.parse_args(argv)
 
@@ -260,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for name, f in ablation:
         named.setdefault(name, []).append(json.loads(Path(f).read_text()))
     baselines = [json.loads(Path(f).read_text()) for f in args.baseline]
-    summary = summarise(results, named, hand, raw, baselines, paper)
+    summary = summarise(results, named, hand, raw, baselines, paper, args.rl)
     print_summary(summary)
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
@@ -315,6 +329,8 @@ def print_summary(s: dict) -> None:
     for seed, h in s["handwritten"].items():
         print(f"hand-written 40, seed {seed}: " + ", ".join(f"{k} {v:.3f}" for k, v in h["mean"].items()))
     print("candidates: " + ", ".join(f"{k} {v}" for k, v in s["fates"]["total"].items()))
+    if "rl" in s:
+        _rl().print_rl(s["rl"], _interval)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,134 @@
+"""The RL section of issue 63's ``summary.json`` (issue 65), from the calculator campaign's result
+JSONs (``calculator_campaign.py``: one ``ARM-sS.json`` per arm and seed) and the instruction-only
+rematches. ``evidence_summary.py --rl DIR`` writes it; this module holds its arithmetic.
+
+INSPO here is ``inspo-evidence`` (INSPO in RL with the new evidence). Each comparison pairs its test
+rewards (under the instruction it returns, its trained policy, greedy) with another arm's of the
+same seed, problem by problem, as :func:`evidence_summary.record` does. ``pre_policy`` is static GRPO
+under the evidence search's instruction (``pre-policy-evidence``); where that search returned the
+seed instruction, the arm is static GRPO under ``@calculator``, so ``static-calculator``'s run of that
+seed stands for it (listed in ``pre_policy_is_static``). A seed an arm has no result for is left
+out of that comparison and named in its ``missing``, never filled in.
+
+A hit is a search's returned instruction lifting the untrained policy by at least +0.1 over
+``@calculator`` on the test: INSPO's and the paper INSPO's from their cross scorings (the base policy
+playing the instruction their RL run returned), GEPA's and the evidence search's from the rematch
+(the same 300 problems, scored in the rematch's process).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ARMS = {"inspo": "inspo-evidence", "static": "static-calculator", "gepa_then_grpo": "gepa-then-grpo",
+        "pre_policy": "pre-policy-evidence", "paper_inspo": "inspo-calculator"}
+COMPARISONS = (("inspo_minus_static", "static"), ("inspo_minus_gepa_then_grpo", "gepa_then_grpo"),
+               ("inspo_minus_pre_policy", "pre_policy"), ("inspo_minus_paper_inspo", "paper_inspo"))
+CROSSES = {"inspo": "cross-inspo-evidence", "paper_inspo": "cross-calculator"}
+
+
+def load_runs(dirs: Sequence[str | Path]) -> dict[tuple[str, int], dict]:
+    """Every campaign result under ``dirs`` as ``{(arm, seed): result}``; one (arm, seed) in two
+    folders is refused (which would count?)."""
+    runs: dict[tuple[str, int], dict] = {}
+    where: dict[tuple[str, int], Path] = {}
+    for d in dirs:
+        files = sorted(Path(d).glob("*-s*.json"))
+        if not files:
+            raise SystemExit(f"--rl {d}: no campaign result (ARM-sS.json) there")
+        for f in files:
+            r = json.loads(f.read_text())
+            if "arm" not in r or "seed" not in r:
+                continue  # a pooled or other JSON beside the results
+            key = (r["arm"], int(r["seed"]))
+            if key in runs:
+                raise SystemExit(f"{r['arm']} seed {key[1]} twice: {where[key]} and {f}; keep one")
+            runs[key], where[key] = r, f
+    return runs
+
+
+def rl_section(runs: dict[tuple[str, int], dict], rematches: dict[int, dict], record: Callable,
+               hit_rate: Callable) -> dict[str, Any]:
+    """The RL comparisons, hit rates, hand-written scores and provenance (module docstring);
+    ``record`` and ``hit_rate`` are ``evidence_summary``'s."""
+    seeds = sorted(seed for arm, seed in runs if arm == ARMS["inspo"])
+    if not seeds:
+        raise SystemExit(f"--rl: no {ARMS['inspo']} result among the campaign results given")
+    as_static = sorted(s for s in seeds if (ARMS["pre_policy"], s) not in runs
+                       and rematches.get(s, {}).get("final_choice", {}).get("seed_returned"))
+
+    def run_of(key: str, seed: int) -> dict | None:
+        name = ARMS["static"] if key == "pre_policy" and seed in as_static else ARMS[key]
+        return runs.get((name, seed))
+
+    ids = runs[ARMS["inspo"], seeds[0]]["test_question_ids"]
+    out: dict[str, Any] = {"seeds": seeds, "test_problems": len(ids), "pre_policy_is_static": as_static,
+                           "test_mean": {}, "handwritten_mean": {}, "provenance": []}
+    for key in ARMS:
+        for seed in seeds:
+            r = run_of(key, seed)
+            if r is None:
+                continue
+            if r["test_question_ids"] != ids:
+                raise SystemExit(f"{r['arm']} seed {seed} was scored on other test problems than "
+                                 f"{ARMS['inspo']} seed {seeds[0]}: no paired comparison")
+            out["test_mean"].setdefault(key, {})[seed] = statistics.fmean(r["test_rewards"]["returned"])
+            hand = (r.get("extra") or {}).get("handwritten", {}).get("rewards", {})
+            if hand:
+                out["handwritten_mean"].setdefault(key, {})[seed] = statistics.fmean(hand.get("returned", hand.get("seed")))
+            out["provenance"].append({"arm": r["arm"], "seed": seed, "commit": r["provenance"].get("commit"),
+                                      "command": r["provenance"].get("command"),
+                                      "cpu": (r["provenance"].get("machine") or {}).get("cpu")})
+    for name, key in COMPARISONS:
+        have = [s for s in seeds if run_of(key, s) is not None]
+        mine = [runs[ARMS["inspo"], s]["test_rewards"]["returned"] for s in have]
+        theirs = [run_of(key, s)["test_rewards"]["returned"] for s in have]
+        out[name] = {**(record(mine, theirs) if have else {}), "seed_ids": have,
+                     "missing": [s for s in seeds if s not in have]}
+    own = [runs[ARMS["inspo"], s]["test_rewards"] for s in seeds]
+    out["policy_versus_prompt"] = record([r["returned"] for r in own], [r["seed"] for r in own])
+    out["hit_rate"] = hit_rates(runs, rematches, seeds, hit_rate)
+    return out
+
+
+def hit_rates(runs: dict[tuple[str, int], dict], rematches: dict[int, dict], seeds: Sequence[int],
+              hit_rate: Callable) -> dict[str, Any]:
+    """Each searching arm's hit rate over ``seeds`` where its lift was measured (module docstring)."""
+    untrained = [r for (arm, _), r in sorted(runs.items()) if arm == "untrained"]
+    out: dict[str, Any] = {}
+    if untrained:
+        base = statistics.fmean(untrained[0]["test_rewards"]["calculator"])
+        for key, cross in CROSSES.items():
+            lifts = {s: statistics.fmean(runs[cross, s]["test_rewards"]["untrained"]) - base
+                     for s in seeds if (cross, s) in runs}
+            if lifts:
+                out[key] = {**hit_rate(list(lifts.values())), "seed_ids": list(lifts)}
+    for key, which in (("gepa", "gepa - seed"), ("evidence_search", "inspo - seed")):
+        lifts = {s: rematches[s]["differences"][which]["mean"] for s in seeds
+                 if s in rematches and which in rematches[s]["differences"]}
+        if lifts:
+            out[key] = {**hit_rate(list(lifts.values())), "seed_ids": list(lifts)}
+    return out
+
+
+def print_rl(rl: dict[str, Any], interval: Callable) -> None:
+    print(f"RL, seeds {rl['seeds']}, {rl['test_problems']} test problems"
+          + (f"; pre-policy is static GRPO under @calculator for seeds {rl['pre_policy_is_static']}"
+             if rl["pre_policy_is_static"] else ""))
+    for key, means in rl["test_mean"].items():
+        print(f"  {key}: " + ", ".join(f"s{s} {m:.3f}" for s, m in means.items()))
+    for name, _ in (*COMPARISONS, ("policy_versus_prompt", "")):
+        r = rl[name]
+        if "mean" not in r:
+            print(f"  {name}: no seed has both arms (missing {r['missing']})")
+            continue
+        print(f"  {name}: " + ", ".join(f"{x:+.3f}" for x in r["per_seed"]) + f"; {r['mean']:+.3f} across seeds "
+              f"{interval(r['ci95'])}, pooled {interval(r['ci95_pooled'])}"
+              + (f"; missing seeds {r['missing']}" if r.get("missing") else ""))
+    for key, h in rl["hit_rate"].items():
+        print(f"  hit rate {key}: {sum(h['per_seed'])} of {len(h['per_seed'])} (seeds {h['seed_ids']}); lifts "
+              + ", ".join(f"{x:+.3f}" for x in h["hit_size"]))
