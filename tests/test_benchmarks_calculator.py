@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -589,3 +590,34 @@ def test_the_evidence_arms_take_issue_63s_settings_and_its_frozen_search_per_see
     assert config.coevolution.admission == "paired" and config.coevolution.validation_size == 8
     assert ("inspo-evidence", "gepa-then-grpo") in campaign.COMPARISONS
     assert campaign.CROSSES["cross-inspo-evidence"] == ("inspo-evidence", ("untrained",))
+
+
+def test_the_reproduction_check_pairs_the_new_runs_sample_with_the_stored_problems(tmp_path, capsys):
+    check = load_script("campaign_reproduce")
+    ids = [f"calc-test-{i}" for i in range(40)]
+    stored_rewards = [float(i % 3 == 0) for i in range(40)]
+
+    def result(qids, rewards, hand):
+        return {"arm": "static-calculator", "seed": 0, "test_question_ids": qids, "returned_text": "x",
+                "test_rewards": {"returned": rewards, "seed": rewards},
+                "extra": {"handwritten": {"question_ids": ["h0", "h1"], "rewards": {"seed": hand}}},
+                "provenance": {"commit": "abc", "command": "c", "machine": {"cpu": "cpu"}}}
+
+    stored, new = tmp_path / "stored.json", tmp_path / "new.json"
+    stored.write_text(json.dumps(result(ids, stored_rewards, [1.0, 0.0])))
+    # the new run's first 30 problems, with two of them changed either way: the same level
+    moved = [1.0 - r if i in (1, 3) else r for i, r in enumerate(stored_rewards[:30])]
+    new.write_text(json.dumps(result(ids[:30], moved, [1.0, 0.0])))
+    out = check.main([str(stored), str(new), "--json", str(tmp_path / "c.json")])
+    test = out["groups"]["test"]
+    assert test["problems"] == 30 and test["same_reward"] == 28 and out["reproduces"]
+    assert test["stored_mean"] == pytest.approx(statistics.fmean(stored_rewards[:30]))
+    assert test["difference"]["mean"] == pytest.approx(statistics.fmean(moved) - statistics.fmean(stored_rewards[:30]))
+    assert out["groups"]["handwritten"]["same_reward"] == 2 and out["same_instruction"]
+    assert "reproduces at tolerance 0.10" in capsys.readouterr().out
+    assert json.loads((tmp_path / "c.json").read_text())["provenance"]["new"]["commit"] == "abc"
+    new.write_text(json.dumps(result(ids[:30], [1.0] * 30, [1.0, 0.0])))  # every problem solved: another level
+    assert not check.main([str(stored), str(new)])["reproduces"]
+    new.write_text(json.dumps(result(["elsewhere"] * 30, moved, [1.0, 0.0])))
+    with pytest.raises(SystemExit, match="not in the stored one"):
+        check.main([str(stored), str(new)])
