@@ -232,3 +232,17 @@ def test_the_rl_section_pairs_inspo_with_each_arm_by_seed_and_never_fills_a_miss
     (other / "inspo-evidence-s0.json").write_text((runs / "inspo-evidence-s0.json").read_text())
     with pytest.raises(SystemExit, match="inspo-evidence seed 0 twice"):
         script.main([*map(str, paths), "--rl", str(runs), "--rl", str(other)])
+    # a stored arm that did not reproduce, run again: the rerun replaces it, and says so
+    (runs / "static-calculator-s1.json").write_text(json.dumps(campaign_result("static-calculator", 1, {"returned": draw(0.4)})))
+    again = tmp_path / "again"
+    again.mkdir()
+    rerun = draw(0.9)
+    (again / "static-calculator-s0.json").write_text(json.dumps(campaign_result("static-calculator", 0, {"returned": rerun})))
+    rl = script.main([*map(str, paths), "--rl", str(runs), "--rl-rerun", str(again)])["rl"]
+    assert rl["replaced"] == [{"arm": "static-calculator", "seed": 0, "stored": str(runs / "static-calculator-s0.json"),
+                               "rerun": str(again / "static-calculator-s0.json")}]
+    assert rl["inspo_minus_static"]["per_seed"][0] == pytest.approx(
+        statistics.fmean(written["inspo-evidence", 0]["returned"]) - statistics.fmean(rerun))
+    (again / "gepa-then-grpo-s2.json").write_text(json.dumps(campaign_result("gepa-then-grpo", 2, {"returned": rerun})))
+    with pytest.raises(SystemExit, match="no stored gepa-then-grpo seed 2 in the --rl folders"):
+        script.main([*map(str, paths), "--rl", str(runs), "--rl-rerun", str(again)])

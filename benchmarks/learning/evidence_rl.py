@@ -31,15 +31,13 @@ COMPARISONS = (("inspo_minus_static", "static"), ("inspo_minus_gepa_then_grpo", 
 CROSSES = {"inspo": "cross-inspo-evidence", "paper_inspo": "cross-calculator"}
 
 
-def load_runs(dirs: Sequence[str | Path]) -> dict[tuple[str, int], dict]:
-    """Every campaign result under ``dirs`` as ``{(arm, seed): result}``; one (arm, seed) in two
-    folders is refused (which would count?)."""
+def _read(dirs: Sequence[str | Path], flag: str) -> tuple[dict[tuple[str, int], dict], dict[tuple[str, int], Path]]:
     runs: dict[tuple[str, int], dict] = {}
     where: dict[tuple[str, int], Path] = {}
     for d in dirs:
         files = sorted(Path(d).glob("*-s*.json"))
         if not files:
-            raise SystemExit(f"--rl {d}: no campaign result (ARM-sS.json) there")
+            raise SystemExit(f"{flag} {d}: no campaign result (ARM-sS.json) there")
         for f in files:
             r = json.loads(f.read_text())
             if "arm" not in r or "seed" not in r:
@@ -48,13 +46,31 @@ def load_runs(dirs: Sequence[str | Path]) -> dict[tuple[str, int], dict]:
             if key in runs:
                 raise SystemExit(f"{r['arm']} seed {key[1]} twice: {where[key]} and {f}; keep one")
             runs[key], where[key] = r, f
-    return runs
+    return runs, where
+
+
+def load_runs(dirs: Sequence[str | Path], reruns: Sequence[str | Path] = ()) -> tuple[dict[tuple[str, int], dict],
+                                                                                      list[dict[str, Any]]]:
+    """Every campaign result under ``dirs`` as ``{(arm, seed): result}``; one (arm, seed) in two
+    folders is refused (which would count?). A result under ``reruns`` replaces the stored run of
+    its arm and seed (a stored arm that did not reproduce, run again: ``campaign_reproduce.py``),
+    which must exist; each replacement is returned, ``{"arm", "seed", "stored", "rerun"}``."""
+    runs, where = _read(dirs, "--rl")
+    again, again_where = _read(reruns, "--rl-rerun")
+    replaced = []
+    for key, r in sorted(again.items()):
+        if key not in runs:
+            raise SystemExit(f"--rl-rerun {again_where[key]}: no stored {key[0]} seed {key[1]} in the --rl folders "
+                             "to replace; a new arm's result goes in an --rl folder")
+        replaced.append({"arm": key[0], "seed": key[1], "stored": str(where[key]), "rerun": str(again_where[key])})
+        runs[key] = r
+    return runs, replaced
 
 
 def rl_section(runs: dict[tuple[str, int], dict], rematches: dict[int, dict], record: Callable,
-               hit_rate: Callable) -> dict[str, Any]:
+               hit_rate: Callable, replaced: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The RL comparisons, hit rates, hand-written scores and provenance (module docstring);
-    ``record`` and ``hit_rate`` are ``evidence_summary``'s."""
+    ``record`` and ``hit_rate`` are ``evidence_summary``'s; ``replaced``, :func:`load_runs`' reruns."""
     seeds = sorted(seed for arm, seed in runs if arm == ARMS["inspo"])
     if not seeds:
         raise SystemExit(f"--rl: no {ARMS['inspo']} result among the campaign results given")
@@ -67,7 +83,7 @@ def rl_section(runs: dict[tuple[str, int], dict], rematches: dict[int, dict], re
 
     ids = runs[ARMS["inspo"], seeds[0]]["test_question_ids"]
     out: dict[str, Any] = {"seeds": seeds, "test_problems": len(ids), "pre_policy_is_static": as_static,
-                           "test_mean": {}, "handwritten_mean": {}, "provenance": []}
+                           "test_mean": {}, "handwritten_mean": {}, "provenance": [], "replaced": list(replaced)}
     for key in ARMS:
         for seed in seeds:
             r = run_of(key, seed)
@@ -119,6 +135,8 @@ def print_rl(rl: dict[str, Any], interval: Callable) -> None:
     print(f"RL, seeds {rl['seeds']}, {rl['test_problems']} test problems"
           + (f"; pre-policy is static GRPO under @calculator for seeds {rl['pre_policy_is_static']}"
              if rl["pre_policy_is_static"] else ""))
+    for r in rl.get("replaced", ()):
+        print(f"  {r['arm']} seed {r['seed']}: the rerun {r['rerun']} replaces the stored {r['stored']}")
     for key, means in rl["test_mean"].items():
         print(f"  {key}: " + ", ".join(f"s{s} {m:.3f}" for s, m in means.items()))
     for name, _ in (*COMPARISONS, ("policy_versus_prompt", "")):

@@ -21,7 +21,8 @@ problem: each process plays its own seed instruction, so greedy drift between pr
 ``--paper-inspo`` pairs the main runs' INSPO with arm 5's (INSPO as the paper specifies it, the
 same budget and test problems): ``instruction_only.versus_paper_inspo``, what the evidence changed.
 ``--rl DIR`` (repeatable) adds issue 65's ``rl`` section from the calculator campaign's results in
-those folders (``evidence_rl.py`` says what it holds).
+those folders (``evidence_rl.py`` says what it holds); ``--rl-rerun DIR`` holds reruns of stored arms
+that did not reproduce, each replacing the stored run of its arm and seed (listed in ``rl.replaced``).
 """
 
 from __future__ import annotations
@@ -206,7 +207,7 @@ def _rl():
 
 def summarise(results: Sequence[dict], named: dict[str, list[dict]], hand: dict[int, Path],
               argv: Sequence[str], baselines: Sequence[dict] = (), paper: dict[int, Path] | None = None,
-              rl_dirs: Sequence[str] = ()) -> dict[str, Any]:
+              rl_dirs: Sequence[str] = (), rl_reruns: Sequence[str] = ()) -> dict[str, Any]:
     if not results:
         raise SystemExit("no rematch result given")
     seeds = [r["seed"] for r in results]
@@ -224,7 +225,8 @@ def summarise(results: Sequence[dict], named: dict[str, list[dict]], hand: dict[
         out["instruction_only"]["versus_paper_inspo"] = versus
     if rl_dirs:
         rl = _rl()
-        out["rl"] = rl.rl_section(rl.load_runs(rl_dirs), {r["seed"]: r for r in results}, record, hit_rate)
+        runs, replaced = rl.load_runs(rl_dirs, rl_reruns)
+        out["rl"] = rl.rl_section(runs, {r["seed"]: r for r in results}, record, hit_rate, replaced)
     return out
 
 
@@ -241,6 +243,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="arm 5's result for the seed (INSPO as the paper specifies it, same budget and test)")
     p.add_argument("--rl", action="append", default=[], metavar="DIR",
                    help="a folder of calculator_campaign.py results (repeat): adds the RL section")
+    p.add_argument("--rl-rerun", action="append", default=[], metavar="DIR",
+                   help="a folder of reruns of stored arms (repeat); each replaces the --rl run of its arm and seed")
     p.add_argument("--out", default=None, help="write summary.json here")
     return p.parse_args(argv)
 
@@ -274,7 +278,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for name, f in ablation:
         named.setdefault(name, []).append(json.loads(Path(f).read_text()))
     baselines = [json.loads(Path(f).read_text()) for f in args.baseline]
-    summary = summarise(results, named, hand, raw, baselines, paper, args.rl)
+    if args.rl_rerun and not args.rl:
+        raise SystemExit("--rl-rerun replaces runs of the --rl folders: give those with --rl")
+    summary = summarise(results, named, hand, raw, baselines, paper, args.rl, args.rl_rerun)
     print_summary(summary)
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
