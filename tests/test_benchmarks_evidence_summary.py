@@ -246,3 +246,5 @@ def test_the_rl_section_pairs_inspo_with_each_arm_by_seed_and_never_fills_a_miss
     (again / "gepa-then-grpo-s2.json").write_text(json.dumps(campaign_result("gepa-then-grpo", 2, {"returned": rerun})))
     with pytest.raises(SystemExit, match="no stored gepa-then-grpo seed 2 in the --rl folders"):
         script.main([*map(str, paths), "--rl", str(runs), "--rl-rerun", str(again)])
+    with pytest.raises(SystemExit, match="give those with --rl"):
+        script.main([*map(str, paths), "--rl-rerun", str(again)])

@@ -32,6 +32,7 @@ CROSSES = {"inspo": "cross-inspo-evidence", "paper_inspo": "cross-calculator"}
 
 
 def _read(dirs: Sequence[str | Path], flag: str) -> tuple[dict[tuple[str, int], dict], dict[tuple[str, int], Path]]:
+    """The results under ``dirs`` by (arm, seed), and the file each came from."""
     runs: dict[tuple[str, int], dict] = {}
     where: dict[tuple[str, int], Path] = {}
     for d in dirs:
@@ -135,7 +136,7 @@ def print_rl(rl: dict[str, Any], interval: Callable) -> None:
     print(f"RL, seeds {rl['seeds']}, {rl['test_problems']} test problems"
           + (f"; pre-policy is static GRPO under @calculator for seeds {rl['pre_policy_is_static']}"
              if rl["pre_policy_is_static"] else ""))
-    for r in rl.get("replaced", ()):
+    for r in rl["replaced"]:
         print(f"  {r['arm']} seed {r['seed']}: the rerun {r['rerun']} replaces the stored {r['stored']}")
     for key, means in rl["test_mean"].items():
         print(f"  {key}: " + ", ".join(f"s{s} {m:.3f}" for s, m in means.items()))

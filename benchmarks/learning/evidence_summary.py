@@ -223,6 +223,8 @@ def summarise(results: Sequence[dict], named: dict[str, list[dict]], hand: dict[
     versus = versus_paper(results, paper or {})
     if versus:
         out["instruction_only"]["versus_paper_inspo"] = versus
+    if rl_reruns and not rl_dirs:
+        raise SystemExit("--rl-rerun replaces runs of the --rl folders: give those with --rl")
     if rl_dirs:
         rl = _rl()
         runs, replaced = rl.load_runs(rl_dirs, rl_reruns)
@@ -278,8 +280,6 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for name, f in ablation:
         named.setdefault(name, []).append(json.loads(Path(f).read_text()))
     baselines = [json.loads(Path(f).read_text()) for f in args.baseline]
-    if args.rl_rerun and not args.rl:
-        raise SystemExit("--rl-rerun replaces runs of the --rl folders: give those with --rl")
     summary = summarise(results, named, hand, raw, baselines, paper, args.rl, args.rl_rerun)
     print_summary(summary)
     if args.out:
