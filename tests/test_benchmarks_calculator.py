@@ -621,3 +621,37 @@ def test_the_reproduction_check_pairs_the_new_runs_sample_with_the_stored_proble
     new.write_text(json.dumps(result(["elsewhere"] * 30, moved, [1.0, 0.0])))
     with pytest.raises(SystemExit, match="not in the stored one"):
         check.main([str(stored), str(new)])
+
+
+def test_the_reproduction_check_says_whether_a_rerun_lies_within_the_arms_spread(tmp_path, capsys):
+    check = load_script("campaign_reproduce")
+    ids = [f"calc-test-{i}" for i in range(40)]
+
+    def result(seed, qids, solved, hand):
+        return {"arm": "static-calculator", "seed": seed, "test_question_ids": qids, "returned_text": "x",
+                "test_rewards": {"returned": [float(i < solved) for i in range(len(qids))]},
+                "extra": {"handwritten": {"question_ids": ["h0", "h1"], "rewards": {"seed": hand}}},
+                "provenance": {"commit": "abc", "command": "c", "machine": {"cpu": "cpu"}}}
+
+    files = {}
+    for seed, solved in ((0, 15), (1, 12), (2, 9)):  # 0.500, 0.400, 0.300 on the first 30
+        files[seed] = tmp_path / f"s{seed}.json"
+        files[seed].write_text(json.dumps(result(seed, ids, solved, [1.0, 0.0])))
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(result(0, ids[:30], 8, [1.0, 0.0])))  # 0.267: off seed 0 by 0.233, in the spread
+    argv = [str(files[0]), str(new), "--arm-seed", str(files[1]), "--arm-seed", str(files[2])]
+    out = check.main(argv)
+    sp = out["groups"]["test"]["spread"]
+    assert not out["reproduces"] and out["within_spread"]
+    assert sp["seed_means"] == {"0": 0.5, "1": 0.4, "2": 0.3} and (sp["low"], sp["high"]) == (0.3, 0.5)
+    assert out["groups"]["handwritten"]["spread"]["within"]
+    assert "within [0.300, 0.500] +- 0.10" in capsys.readouterr().out
+    new.write_text(json.dumps(result(0, ids[:30], 5, [1.0, 0.0])))  # 0.167: below 0.3 - 0.1
+    assert not check.main(argv)["within_spread"]
+    new.write_text(json.dumps(result(0, ids[:30], 12, [1.0, 0.0])))
+    assert "within_spread" not in check.main(argv[:2])  # no other seeds: the same-seed rule alone
+    with pytest.raises(SystemExit, match="not another seed"):
+        check.main([str(files[0]), str(new), "--arm-seed", str(files[0])])
+    files[2].write_text(json.dumps(result(2, ids[5:], 9, [1.0, 0.0])))
+    with pytest.raises(SystemExit, match="did not play every problem"):
+        check.main(argv)

@@ -12,6 +12,12 @@ its 95 % interval over the problems holds 0, on the test sample and on each extr
 hand-written problems). The interval's half-width is printed: on 30 problems it is wide, so the
 check finds a broken pipeline, not a small drift; a sampled run on another CPU is not expected to
 give the same rewards problem by problem (bf16 rounding moves its samples), only the same level.
+
+``--arm-seed FILE`` (repeatable) adds the stored runs of the arm's other seeds: the check then also
+says whether the new run lies within the arm's spread, its mean on the same problems between the
+lowest and the highest stored seed's, widened by the tolerance (``within_spread``). Issue 65 uses
+that rule for its stored arms after the first check (static-calculator seed 0) showed that a seed
+does not fix a run across CPUs, so a rerun is another draw of the arm, not the stored run again.
 """
 
 from __future__ import annotations
@@ -44,20 +50,52 @@ def compare(stored_ids: Sequence[str], stored: Sequence[float], new_ids: Sequenc
             "reproduces": abs(d.mean) <= tolerance and d.low <= 0 <= d.high}
 
 
-def check(stored: dict, new: dict, tolerance: float = TOLERANCE) -> dict[str, Any]:
+def _rewards(result: dict, group: str, key: str | None = None) -> tuple[list[str], list[float]]:
+    """A result's problem ids and rewards in ``group`` (``test`` or an extra test set), under the
+    returned instruction where the group has it, else the seed (``key`` forces one)."""
+    if group == "test":
+        return result["test_question_ids"], result["test_rewards"][key or "returned"]
+    extra = result["extra"][group]
+    return extra["question_ids"], extra["rewards"][key or ("returned" if "returned" in extra["rewards"] else "seed")]
+
+
+def spread(stored_seeds: Sequence[dict], problems: Sequence[str], group: str, key: str, new_mean: float,
+           tolerance: float = TOLERANCE) -> dict[str, Any]:
+    """Each stored seed's mean on ``problems`` and whether ``new_mean`` lies within their range
+    widened by ``tolerance``."""
+    means = {}
+    for r in stored_seeds:
+        ids, rewards = _rewards(r, group, key)
+        where = {q: i for i, q in enumerate(ids)}
+        if any(q not in where for q in problems):
+            raise SystemExit(f"{r['arm']} seed {r['seed']} did not play every problem of the new run's {group}")
+        means[int(r["seed"])] = statistics.fmean(rewards[where[q]] for q in problems)
+    low, high = min(means.values()), max(means.values())
+    return {"seed_means": {str(s): m for s, m in sorted(means.items())}, "low": low, "high": high,
+            "within": low - tolerance <= new_mean <= high + tolerance}
+
+
+def check(stored: dict, new: dict, tolerance: float = TOLERANCE,
+          arm_seeds: Sequence[dict] = ()) -> dict[str, Any]:
     """The test sample and every extra test set the new run played, each under the instruction
-    the run returned (``returned``)."""
+    the run returned (``returned``); with ``arm_seeds`` (the arm's other stored seeds) also the
+    arm's spread on the same problems (:func:`spread`, the stored run's seed among them)."""
     if (stored["arm"], stored["seed"]) != (new["arm"], new["seed"]):
         raise SystemExit(f"stored {stored['arm']} seed {stored['seed']} against new {new['arm']} seed {new['seed']}")
-    groups = {"test": compare(stored["test_question_ids"], stored["test_rewards"]["returned"],
-                              new["test_question_ids"], new["test_rewards"]["returned"], tolerance)}
-    for name, extra in (new.get("extra") or {}).items():
-        old = stored["extra"][name]
-        key = "returned" if "returned" in extra["rewards"] else "seed"
-        groups[name] = compare(old["question_ids"], old["rewards"][key], extra["question_ids"], extra["rewards"][key],
-                               tolerance)
-    return {"arm": new["arm"], "seed": new["seed"], "reproduces": all(g["reproduces"] for g in groups.values()),
-            "groups": groups, "same_instruction": stored["returned_text"] == new["returned_text"],
+    for r in arm_seeds:
+        if r["arm"] != new["arm"] or int(r["seed"]) == int(new["seed"]):
+            raise SystemExit(f"--arm-seed: {r['arm']} seed {r['seed']} is not another seed of {new['arm']}")
+    groups = {}
+    for name in ("test", *(new.get("extra") or {})):
+        key = "returned" if name == "test" or "returned" in new["extra"][name]["rewards"] else "seed"
+        ids, rewards = _rewards(new, name, key)
+        groups[name] = compare(*_rewards(stored, name, key), ids, rewards, tolerance)
+        if arm_seeds:
+            groups[name]["spread"] = spread([stored, *arm_seeds], ids, name, key, groups[name]["new_mean"], tolerance)
+    out = {"arm": new["arm"], "seed": new["seed"], "reproduces": all(g["reproduces"] for g in groups.values())}
+    if arm_seeds:
+        out["within_spread"] = all(g["spread"]["within"] for g in groups.values())
+    return {**out, "groups": groups, "same_instruction": stored["returned_text"] == new["returned_text"],
             "provenance": {k: {"commit": r["provenance"].get("commit"), "command": r["provenance"].get("command"),
                                "cpu": (r["provenance"].get("machine") or {}).get("cpu")}
                            for k, r in (("stored", stored), ("new", new))}}
@@ -71,9 +109,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("stored", help="the stored arm's result JSON")
     p.add_argument("new", help="the same arm and seed run again (calculator_campaign.py's result JSON)")
     p.add_argument("--tolerance", type=float, default=TOLERANCE, help="largest |new - stored| mean that reproduces")
+    p.add_argument("--arm-seed", action="append", default=[], metavar="FILE",
+                   help="a stored result of another seed of the same arm (repeatable): also check the arm's spread")
     p.add_argument("--json", default=None, help="write the check here")
     args = p.parse_args(argv)
-    out = check(json.loads(Path(args.stored).read_text()), json.loads(Path(args.new).read_text()), args.tolerance)
+    out = check(json.loads(Path(args.stored).read_text()), json.loads(Path(args.new).read_text()), args.tolerance,
+                [json.loads(Path(f).read_text()) for f in args.arm_seed])
     from inspo.eval.provenance import provenance
 
     out["provenance"]["check"] = provenance(["benchmarks/learning/campaign_reproduce.py", *argv])
@@ -83,6 +124,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
               f"{g['problems']} problems ({g['same_reward']} the same reward); new - stored {d['mean']:+.3f} "
               f"[{d['low']:+.3f}, {d['high']:+.3f}] (half-width {g['half_width']:.3f}); "
               f"{'reproduces' if g['reproduces'] else 'DOES NOT reproduce'} at tolerance {g['tolerance']:.2f}")
+        if "spread" in g:
+            sp = g["spread"]
+            print(f"  the arm's stored seeds there: {', '.join(f'{m:.3f}' for m in sp['seed_means'].values())}; "
+                  f"new {'within' if sp['within'] else 'OUTSIDE'} [{sp['low']:.3f}, {sp['high']:.3f}] "
+                  f"+- {g['tolerance']:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     return out
