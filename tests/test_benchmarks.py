@@ -9,6 +9,7 @@ import math
 import re
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -565,6 +566,24 @@ def test_step_profile_charges_each_peak_to_the_innermost_part_running():
     with quiet.part("trl scoring"):
         pass
     assert dict(quiet.peak_gib) == {} and quiet.seconds["init"]["trl scoring"] >= 0
+
+
+def test_a_step_window_opens_where_the_part_that_asks_for_its_rollouts_began():
+    # TRL enters training_step, then asks for the step's rollouts: the time between is charged
+    # to the new step, so its window must hold it, or the parts sum past the step's wall time
+    bench = load_script("step_profile")
+    prof = bench.Profiler(peak=lambda: None)
+    with prof.part("loss + backward + optimizer"):
+        outer_start = prof._stack[0][1]
+        time.sleep(0.01)
+        prof.begin_step()
+        with prof.part("trl scoring"):
+            pass
+    prof.step_end[1] = time.perf_counter()
+    assert prof.phase == 1 and prof.step_start[1] == outer_start
+    assert sum(prof.seconds[1].values()) == pytest.approx(prof.step_end[1] - prof.step_start[1], abs=1e-3)
+    prof.begin_step()  # outside every part: the window opens now
+    assert prof.phase == 2 and prof.step_start[2] > prof.step_end[1]
 
 
 def test_step_profile_split_times_prefill_and_decoding(tmp_path):

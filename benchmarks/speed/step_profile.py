@@ -105,6 +105,13 @@ class Profiler:
             if self._stack:
                 self._stack[-1][2] += spent
 
+    def begin_step(self) -> None:
+        """A new step's phase. Its window opens where the outermost open part began (TRL's
+        ``training_step``, entered before it asks for the step's rollouts), since that part's time
+        is charged to the phase it ends in: the parts then sum to the step's wall time."""
+        self.phase = len(self.step_start) + 1
+        self.step_start[self.phase] = self._stack[0][1] if self._stack else time.perf_counter()
+
     def inside(self, name: str) -> bool:
         return any(frame[0] == name for frame in self._stack)
 
@@ -168,8 +175,7 @@ def install(prof: Profiler):
 
         class Timed(base):
             def _generate_and_score_completions(self, inputs):
-                prof.phase = len(prof.step_start) + 1  # one generation batch per INSPO step
-                prof.step_start[prof.phase] = time.perf_counter()
+                prof.begin_step()  # one generation batch per INSPO step
                 with prof.part("trl scoring"):
                     return super()._generate_and_score_completions(inputs)
 
