@@ -32,17 +32,22 @@ from typing import Any
 TOLERANCE = 0.10
 
 
+def on_problems(ids: Sequence[str], rewards: Sequence[float], problems: Sequence[str]) -> tuple[list[float], list[str]]:
+    """``rewards`` (one per id of ``ids``) on ``problems``, in their order, and the problems ``ids`` lacks."""
+    where = {q: i for i, q in enumerate(ids)}
+    missing = [q for q in problems if q not in where]
+    return ([] if missing else [rewards[where[q]] for q in problems]), missing
+
+
 def compare(stored_ids: Sequence[str], stored: Sequence[float], new_ids: Sequence[str], new: Sequence[float],
             tolerance: float = TOLERANCE) -> dict[str, Any]:
     """``new`` minus ``stored`` on the problems ``new`` played (each must be among ``stored_ids``)."""
     from inspo.eval.stats import paired_difference
 
-    where = {q: i for i, q in enumerate(stored_ids)}
-    missing = [q for q in new_ids if q not in where]
+    old, missing = on_problems(stored_ids, stored, new_ids)
     if missing:
         raise SystemExit(f"{len(missing)} problem(s) of the new run are not in the stored one (first {missing[0]!r}): "
                          "was it run on the same test set?")
-    old = [stored[where[q]] for q in new_ids]
     d = paired_difference(list(new), old)
     return {"problems": len(new_ids), "stored_mean": statistics.fmean(old), "new_mean": statistics.fmean(new),
             "same_reward": sum(a == b for a, b in zip(new, old, strict=True)), "difference": d.to_dict(),
@@ -50,13 +55,18 @@ def compare(stored_ids: Sequence[str], stored: Sequence[float], new_ids: Sequenc
             "reproduces": abs(d.mean) <= tolerance and d.low <= 0 <= d.high}
 
 
-def _rewards(result: dict, group: str, key: str | None = None) -> tuple[list[str], list[float]]:
-    """A result's problem ids and rewards in ``group`` (``test`` or an extra test set), under the
-    returned instruction where the group has it, else the seed (``key`` forces one)."""
+def _key(result: dict, group: str) -> str:
+    """Which instruction's rewards a group is read under: the returned one where ``result`` has
+    them (always on the test), else the seed's."""
+    return "returned" if group == "test" or "returned" in result["extra"][group]["rewards"] else "seed"
+
+
+def _rewards(result: dict, group: str, key: str) -> tuple[list[str], list[float]]:
+    """A result's problem ids and its rewards under ``key`` in ``group`` (``test`` or an extra test set)."""
     if group == "test":
-        return result["test_question_ids"], result["test_rewards"][key or "returned"]
+        return result["test_question_ids"], result["test_rewards"][key]
     extra = result["extra"][group]
-    return extra["question_ids"], extra["rewards"][key or ("returned" if "returned" in extra["rewards"] else "seed")]
+    return extra["question_ids"], extra["rewards"][key]
 
 
 def spread(stored_seeds: Sequence[dict], problems: Sequence[str], group: str, key: str, new_mean: float,
@@ -65,11 +75,10 @@ def spread(stored_seeds: Sequence[dict], problems: Sequence[str], group: str, ke
     widened by ``tolerance``."""
     means = {}
     for r in stored_seeds:
-        ids, rewards = _rewards(r, group, key)
-        where = {q: i for i, q in enumerate(ids)}
-        if any(q not in where for q in problems):
+        rewards, missing = on_problems(*_rewards(r, group, key), problems)
+        if missing:
             raise SystemExit(f"{r['arm']} seed {r['seed']} did not play every problem of the new run's {group}")
-        means[int(r["seed"])] = statistics.fmean(rewards[where[q]] for q in problems)
+        means[int(r["seed"])] = statistics.fmean(rewards)
     low, high = min(means.values()), max(means.values())
     return {"seed_means": {str(s): m for s, m in sorted(means.items())}, "low": low, "high": high,
             "within": low - tolerance <= new_mean <= high + tolerance}
@@ -87,7 +96,7 @@ def check(stored: dict, new: dict, tolerance: float = TOLERANCE,
             raise SystemExit(f"--arm-seed: {r['arm']} seed {r['seed']} is not another seed of {new['arm']}")
     groups = {}
     for name in ("test", *(new.get("extra") or {})):
-        key = "returned" if name == "test" or "returned" in new["extra"][name]["rewards"] else "seed"
+        key = _key(new, name)
         ids, rewards = _rewards(new, name, key)
         groups[name] = compare(*_rewards(stored, name, key), ids, rewards, tolerance)
         if arm_seeds:
