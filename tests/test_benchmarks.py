@@ -957,16 +957,21 @@ def test_prefill_quick_plays_a_step_both_ways_and_checks_the_same_tokens(tmp_pat
 def test_train_memory_quick_plays_each_variant_in_its_own_process_with_the_same_gradients(tmp_path, capsys):
     pytest.importorskip("peft")
     bench = load_script("train_memory")
-    result = bench.main(["--quick", "--variants", "logits,chunked+ckpt,chunked+ckpt/2", "--json",
-                         str(tmp_path / "t.json")])
-    assert [r["variant"] for r in result["runs"]] == ["logits", "chunked+ckpt", "chunked+ckpt/2"]
+    result = bench.main(["--quick", "--variants", "logits,chunked+ckpt,chunked+ckpt/2,chunked+ckpt/2+compile",
+                         "--warmup", "1", "--json", str(tmp_path / "t.json")])
+    assert [r["variant"] for r in result["runs"]] == ["logits", "chunked+ckpt", "chunked+ckpt/2",
+                                                      "chunked+ckpt/2+compile"]
     # float32: the chunked head and checkpointing change no gradient beyond rounding, and
     # checkpointing half the layers none at all
     assert result["summary"]["chunked+ckpt"]["grads_rel_diff"] < 1e-5
     assert result["summary"]["chunked+ckpt/2"]["grads_rel_diff"] == result["summary"]["chunked+ckpt"]["grads_rel_diff"]
     assert result["summary"]["logits"]["grads_rel_diff"] == 0.0
-    assert all(positive(r["forward_s"]) and positive(r["backward_s"]) for r in result["runs"])
-    assert len({r["loss"] for r in result["runs"]}) == 1 and result["runs"][0]["completion_tokens"] > 0
+    assert result["summary"]["chunked+ckpt/2+compile"]["grads_rel_diff"] < 1e-4  # compiled: rounding only
+    assert all(positive(r["forward_s"]) and positive(r["backward_s"]) and positive(r["warmup_s"])
+               for r in result["runs"])
+    losses = [r["loss"] for r in result["runs"]]
+    assert len(set(losses[:3])) == 1 and abs(losses[3] - losses[0]) <= 1e-6 * abs(losses[0])
+    assert result["runs"][0]["completion_tokens"] > 0
     assert "grads rel" in capsys.readouterr().out
     assert_provenance(tmp_path / "t.json", "train_memory", "--quick")
     with pytest.raises(SystemExit):

@@ -14,7 +14,10 @@ an on-policy GRPO loss, its backward. Variants:
 - ``chunked``: the head's input through :func:`inspo.models.head_logps.head_logps`;
 - ``logits+ckpt``, ``chunked+ckpt``: the same with gradient checkpointing (non-reentrant);
 - ``chunked+ckpt/2``: checkpointing on the first half of the decoder layers only
-  (``model.gradient_checkpointing_layers=0.5``, :mod:`inspo.training.checkpointing`).
+  (``model.gradient_checkpointing_layers=0.5``, :mod:`inspo.training.checkpointing`);
+- ``...+compile``: the same with the decoder layers' training passes compiled
+  (``model.compile_layers``, :mod:`inspo.training.compiled_layers`); its first pass compiles, so
+  time it after ``--warmup 1`` (every variant then plays one untimed pass first, ``warmup_s``).
 
 Each variant and repetition runs in a fresh process (the allocator keeps what a previous variant
 freed), in rotating order. Printed per variant: the resident high-water mark above the resident
@@ -46,7 +49,8 @@ from step_profile import take_peak_gib  # noqa: E402  (a sibling script)
 
 from inspo.lab.harness import add_common, start, write_result  # noqa: E402
 
-VARIANTS = ("logits", "chunked", "logits+ckpt", "chunked+ckpt", "chunked+ckpt/2")
+VARIANTS = ("logits", "chunked", "logits+ckpt", "chunked+ckpt", "chunked+ckpt/2", "chunked+ckpt/2+compile",
+            "chunked+ckpt+compile")
 
 
 def policy(name: str, dtype: str, checkpointing: bool) -> Any:
@@ -118,7 +122,7 @@ def child_argv(args: argparse.Namespace) -> list[str]:
     """What a variant's own process needs to play the same micro-batch (``--quick`` resolved)."""
     return ["--model", args.model, "--rows", str(args.rows), "--prompt", str(args.prompt),
             "--completion", str(args.completion), "--shortest", str(args.shortest), "--dtype", args.dtype,
-            "--threads", str(args.threads)]
+            "--threads", str(args.threads), "--warmup", str(args.warmup)]
 
 
 def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, Any]:
@@ -129,20 +133,34 @@ def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, An
     from inspo.training.cpu_logps import cpu_logps_and_entropies
 
     model = policy(args.model, args.dtype, "+ckpt" in variant)
-    if variant.endswith("/2"):
+    if "/2" in variant:
         limit_checkpointing(model, 0.5)
+    if variant.endswith("+compile"):
+        from inspo.training.compiled_layers import compile_decoder_layers
+
+        compile_decoder_layers(model)
     data = batch(args, model.config.vocab_size)
     trainer = trainer_stub(args.dtype)
-    torch.manual_seed(2)  # the same dropout masks in every variant
+    cm = data["completion_mask"]
+
+    def forward() -> tuple[Any, Any]:
+        torch.manual_seed(2)  # the same dropout masks in every variant and pass
+        logps, entropies, _ = cpu_logps_and_entropies(
+            trainer, model, data["ids"], data["mask"], args.completion, batch_size=args.rows,
+            compute_entropy=True, chunked_head=variant.startswith("chunked"))
+        return logps, entropies
+
+    started = time.perf_counter()
+    for _ in range(args.warmup):
+        grpo_loss(forward()[0], data).backward()
+        model.zero_grad(set_to_none=True)
+    warmup_s = time.perf_counter() - started
     take_peak_gib()
     before = take_peak_gib()
     started = time.perf_counter()
-    logps, entropies, _ = cpu_logps_and_entropies(
-        trainer, model, data["ids"], data["mask"], args.completion, batch_size=args.rows, compute_entropy=True,
-        chunked_head=variant.startswith("chunked"))
+    logps, entropies = forward()
     forward_s = time.perf_counter() - started
     forward_peak = take_peak_gib()
-    cm = data["completion_mask"]
     loss = grpo_loss(logps, data)
     started = time.perf_counter()
     loss.backward()
@@ -150,7 +168,7 @@ def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, An
     backward_peak = take_peak_gib()
     grads = torch.cat([p.grad.flatten().float() for n, p in model.named_parameters() if p.grad is not None])
     torch.save({"grads": grads, "logps": (logps.detach() * cm).float()}, grads_out)
-    return {"variant": variant, "forward_s": forward_s, "backward_s": backward_s,
+    return {"variant": variant, "forward_s": forward_s, "backward_s": backward_s, "warmup_s": warmup_s,
             "forward_extra_gib": _above(forward_peak, before), "backward_extra_gib": _above(backward_peak, before),
             "base_gib": before, "loss": float(loss), "mean_entropy": float((entropies * cm).sum() / cm.sum()),
             "tokens": int(data["mask"].sum()), "completion_tokens": int(cm.sum())}
@@ -185,6 +203,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--shortest", type=int, default=120, help="the shortest row's completion tokens")
     p.add_argument("--reps", type=int, default=1, help="repetitions of each variant")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--warmup", type=int, default=0, help="untimed passes before the timed one, in each process")
     p.add_argument("--dtype", default="bfloat16", help="the weights' dtype (bfloat16: under bf16 autocast)")
     p.add_argument("--quick", action="store_true", help="tiny-qwen2, 2 rows of 8 + 12 tokens, float32")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
@@ -226,14 +245,14 @@ def compare(args: argparse.Namespace, info: dict, variants: list[str], child: li
     summary = {}
     print(f"\n{args.model} {args.dtype}, {args.rows} rows x ({args.prompt} + up to {args.completion}) tokens; "
           f"differences against {reference[0]}")
-    print(f"{'variant':14s} {'fwd GiB':>8s} {'bwd GiB':>8s} {'fwd s':>7s} {'bwd s':>7s} {'grads rel':>10s}")
+    print(f"{'variant':22s} {'fwd GiB':>8s} {'bwd GiB':>8s} {'fwd s':>7s} {'bwd s':>7s} {'grads rel':>10s}")
     for variant in variants:
         mine = [r for r in rows if r["variant"] == variant]
         med = {k: statistics.median(r[k] for r in mine) if all(r[k] is not None for r in mine) else None
                for k in ("forward_extra_gib", "backward_extra_gib", "forward_s", "backward_s", "grads_rel_diff",
                          "logps_rel_diff")}
         summary[variant] = med
-        print(f"{variant:14s} {_gib(med['forward_extra_gib']):>8s} {_gib(med['backward_extra_gib']):>8s} "
+        print(f"{variant:22s} {_gib(med['forward_extra_gib']):>8s} {_gib(med['backward_extra_gib']):>8s} "
               f"{med['forward_s']:7.1f} {med['backward_s']:7.1f} {med['grads_rel_diff']:10.2e}")
     result = {"provenance": info, "model": args.model, "dtype": args.dtype, "rows": args.rows,
               "prompt": args.prompt, "completion": args.completion, "shortest": args.shortest,
