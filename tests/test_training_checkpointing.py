@@ -55,18 +55,15 @@ def _lora_policy():
     return model.train()
 
 
-def _pass(model, share, seed=11, prepare=None):
+def _pass(model, share, seed=11):
     """One training pass through the trainer's own log-prob method (as the loss runs it): the loss,
-    the LoRA gradients, the layers left checkpointed, and the global random state after it.
-    ``prepare(model)`` runs on the pass's own copy before it (``tests/test_training_compiled_layers.py``)."""
+    the LoRA gradients, the layers left checkpointed, and the global random state after it."""
     from inspo.training.grpo_trainer import trainer_class
 
     model = copy.deepcopy(model)
     if share is not None:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.enable_input_require_grads()
-    if prepare is not None:
-        prepare(model)
     stub = SimpleNamespace(checkpointed_share=1.0 if share is None else share, temperature=1.0,
                            accelerator=SimpleNamespace(autocast=contextlib.nullcontext))
     g = torch.Generator().manual_seed(5)

