@@ -148,10 +148,11 @@ def grpo_loss(logps: Any, data: dict[str, Any]) -> Any:
 
 
 def child_argv(args: argparse.Namespace) -> list[str]:
-    """What a variant's own process needs to play the same micro-batch (``--quick`` resolved)."""
+    """What a variant's own process needs to play the same micro-batch (``--quick`` resolved);
+    ``roofline.py`` passes its own arguments, which have no ``--warmup`` (none then)."""
     return ["--model", args.model, "--rows", str(args.rows), "--prompt", str(args.prompt),
             "--completion", str(args.completion), "--shortest", str(args.shortest), "--dtype", args.dtype,
-            "--threads", str(args.threads), "--warmup", str(args.warmup)]
+            "--threads", str(args.threads), "--warmup", str(getattr(args, "warmup", 0))]
 
 
 def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, Any]:
