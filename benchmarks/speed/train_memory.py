@@ -103,6 +103,19 @@ def compile_layers(model: Any) -> None:
         layer.forward = types.MethodType(forward, layer)
 
 
+def variant_policy(name: str, dtype: str, variant: str) -> Any:
+    """The policy as ``variant`` plays it: checkpointing (``+ckpt``), on half the layers (``/2``),
+    the layers compiled (``+compile``)."""
+    from inspo.training.checkpointing import limit_checkpointing
+
+    model = policy(name, dtype, "+ckpt" in variant)
+    if "/2" in variant:
+        limit_checkpointing(model, 0.5)
+    if variant.endswith("+compile"):
+        compile_layers(model)
+    return model
+
+
 def completion_lengths(args: argparse.Namespace) -> list[int]:
     """Each row's completion tokens: evenly from ``--shortest`` to ``--completion``."""
     if args.rows == 1:
@@ -159,14 +172,9 @@ def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, An
     """The training pass in this process: peaks, seconds, loss, and the gradients written out."""
     import torch
 
-    from inspo.training.checkpointing import limit_checkpointing
     from inspo.training.cpu_logps import cpu_logps_and_entropies
 
-    model = policy(args.model, args.dtype, "+ckpt" in variant)
-    if "/2" in variant:
-        limit_checkpointing(model, 0.5)
-    if variant.endswith("+compile"):
-        compile_layers(model)
+    model = variant_policy(args.model, args.dtype, variant)
     data = batch(args, model.config.vocab_size)
     trainer = trainer_stub(args.dtype)
     cm = data["completion_mask"]

@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     info = start("benchmarks/speed/train_profile.py", raw, threads=args.threads, device="cpu", dtype=args.dtype)
     from torch.profiler import ProfilerActivity, profile
 
-    model = train_memory.policy(args.model, args.dtype, args.variant.endswith("+ckpt"))
+    model = train_memory.variant_policy(args.model, args.dtype, args.variant)
     data = train_memory.batch(args, model.config.vocab_size)
     training_pass(args, model, data)  # warm-up
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
