@@ -160,12 +160,12 @@ def grpo_loss(logps: Any, data: dict[str, Any]) -> Any:
     return -(torch.exp(logps - logps.detach()) * data["advantages"][:, None] * cm).sum() / cm.sum()
 
 
-def child_argv(args: argparse.Namespace) -> list[str]:
-    """What a variant's own process needs to play the same micro-batch (``--quick`` resolved);
-    ``roofline.py`` passes its own arguments, which have no ``--warmup`` (none then)."""
+def child_argv(args: argparse.Namespace, warmup: int = 0) -> list[str]:
+    """What a variant's own process needs to play the same micro-batch (``--quick`` resolved), after
+    ``warmup`` untimed passes."""
     return ["--model", args.model, "--rows", str(args.rows), "--prompt", str(args.prompt),
             "--completion", str(args.completion), "--shortest", str(args.shortest), "--dtype", args.dtype,
-            "--threads", str(args.threads), "--warmup", str(getattr(args, "warmup", 0))]
+            "--threads", str(args.threads), "--warmup", str(warmup)]
 
 
 def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, Any]:
@@ -259,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.one:
         print(json.dumps(one(args, args.one, Path(args.grads_out))))
         return {}
-    return compare(args, info, variants, child_argv(args))
+    return compare(args, info, variants, child_argv(args, args.warmup))
 
 
 def compare(args: argparse.Namespace, info: dict, variants: list[str], child: list[str]) -> dict:
