@@ -637,6 +637,35 @@ def test_step_vllm_keeps_the_finished_runs_when_an_arm_fails(tmp_path, monkeypat
     assert [(r["arm"], r["step_wall_s"]) for r in kept["runs"]] == [("hf", 9.0)]
 
 
+def test_step_vllm_starts_no_run_that_would_pass_the_deadline_and_keeps_each_finished_one(tmp_path, monkeypatch):
+    bench = load_script("step_vllm")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "vllm" else None)
+    clock = {"now": 0.0}
+    monkeypatch.setattr(bench.time, "monotonic", lambda: clock["now"])
+    took = {"hf": 100.0, "vllm": 150.0}
+    out = tmp_path / "r.json"
+    seen = []
+
+    def profile(arm, args, run_dir):
+        if seen:  # the JSON already holds every run before this one, in case the call is killed now
+            assert len(json.loads(out.read_text())["runs"]) == len(seen)
+        seen.append(arm)
+        clock["now"] += took[arm]
+        return {"step_wall_s": took[arm] / 10, "per_step": {"gen": 1.0}, "init": {}, "total_s": took[arm],
+                "steps_measured": [2]}
+
+    monkeypatch.setattr(bench, "profile", profile)
+    # hf 0-100, vllm 100-250, vllm (expected 150) 250-400; hf (expected 100) would end at 500 > 450
+    result = bench.main(["--pairs", "3", "--deadline-s", "450", "--json", str(out)])
+    assert seen == ["hf", "vllm", "vllm"]
+    assert result["stopped"] == {"pair": 1, "arm": "hf", "elapsed_s": 400.0, "expected_s": 100.0}
+    assert result["ratios"] == [1 / 1.5]  # only pair 0 is whole
+    assert json.loads(out.read_text())["stopped"]["arm"] == "hf"
+    assert bench.estimate("hf", []) == 0.0  # the first run always starts
+    assert bench.estimate("hf", [{"arm": "vllm", "wall_s": 7.0}]) == 7.0  # no run of its own: the longest
+    assert bench.table(bench.summarize(result["runs"][:1]))[0].split() == ["part", "(s", "/", "step)", "hf"]
+
+
 @pytest.mark.slow
 def test_step_vllm_quick(tmp_path, capsys):
     pytest.importorskip("vllm")

@@ -19,6 +19,11 @@ Usage::
     .venv-vllm/bin/python benchmarks/speed/step_vllm.py --threads 2 --steps 4 --pairs 3
     .venv-vllm/bin/python benchmarks/speed/step_vllm.py --quick        # tiny model, 2 steps, 1 pair
     .venv-vllm/bin/python benchmarks/speed/step_vllm.py --quick --pairs 3 --steps 3
+
+On a lent GPU, whose command is killed at its time limit, ``--deadline-s`` starts no run that
+would end past the deadline (judged by the last run of the same arm, else the longest so far),
+and the JSON is rewritten after every run, so what finished comes back even if the call is killed;
+``--keep DIR`` keeps each run's folder (metrics, logs) instead of a temporary one.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -79,6 +85,25 @@ def summarize(runs: list[dict]) -> dict:
     return {"arms": arms, "ratios": ratios, "parts": parts}
 
 
+def estimate(arm: str, runs: list[dict]) -> float:
+    """Seconds the next run of ``arm`` is expected to take: the last run of ``arm``, else the
+    longest run so far, else 0 (the first run always starts)."""
+    same = [r["wall_s"] for r in runs if r["arm"] == arm]
+    return same[-1] if same else max((r["wall_s"] for r in runs), default=0.0)
+
+
+def table(summary: dict) -> list[str]:
+    """The per-part lines of ``summary``, one column per arm that ran."""
+    arms = summary["arms"]
+    names = [a for a in ARMS if a in arms]
+    lines = [f"{'part (s / step)':34s} " + " ".join(f"{a:>9s}" for a in names)]
+    for part in summary["parts"]:
+        lines.append(f"{part:34s} " + " ".join(f"{arms[a]['per_step'][part]:9.2f}" for a in names))
+    lines.append(f"{'step wall time':34s} " + " ".join(f"{arms[a]['step_wall_s']:9.2f}" for a in names))
+    lines.append(f"{'outside: initial population':34s} " + " ".join(f"{arms[a]['init_s']:9.2f}" for a in names))
+    return lines
+
+
 def profile(arm: str, args: argparse.Namespace, out: Path) -> dict:
     """One step_profile run of ``arm`` in a fresh process; its JSON result."""
     result = out / f"{arm}.json"
@@ -104,6 +129,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--lora", action="store_true", help="keep the preset's LoRA (vLLM gets the adapter each step)")
     p.add_argument("--quick", action="store_true", help="tiny model; 2 steps and 1 pair unless given")
     p.add_argument("--quiet", action="store_true", help="hide each run's own output")
+    p.add_argument("--deadline-s", type=float, default=0,
+                   help="start no run expected to end past this many seconds from the start (0: no deadline)")
+    p.add_argument("--keep", default=None, help="keep each run's folder (metrics, logs) under this one")
     args = p.parse_args(argv)
     args.steps = args.steps or (2 if args.quick else 4)
     args.pairs = args.pairs or (1 if args.quick else 3)
@@ -114,12 +142,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if importlib.util.find_spec("vllm") is None:
         raise SystemExit("step_vllm: this Python has no 'vllm' module; run it with .venv-vllm/bin/python "
                          "(make install-vllm)")
-    runs = []
+    runs: list[dict] = []
+    stopped = None
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="step-vllm-") as tmp:
         for pair in range(args.pairs):
             for arm in order(pair):
-                out = Path(tmp) / f"pair{pair}"
-                out.mkdir(exist_ok=True)
+                elapsed = time.monotonic() - began
+                if args.deadline_s and elapsed + estimate(arm, runs) > args.deadline_s:
+                    stopped = {"pair": pair, "arm": arm, "elapsed_s": elapsed, "expected_s": estimate(arm, runs)}
+                    print(f"step_vllm: pair {pair} {arm} not started: {elapsed:.0f} s gone, about "
+                          f"{stopped['expected_s']:.0f} s more would pass --deadline-s {args.deadline_s:g}")
+                    break
+                out = Path(args.keep or tmp) / f"pair{pair}"
+                out.mkdir(parents=True, exist_ok=True)
+                t0 = time.monotonic()
                 try:
                     result = profile(arm, args, out)
                 except subprocess.CalledProcessError as e:
@@ -130,20 +167,19 @@ def main(argv: Sequence[str] | None = None) -> dict:
                                      + (f" in {args.json}" if args.json else "")) from e
                 runs.append({"pair": pair, "arm": arm, "step_wall_s": result["step_wall_s"],
                              "per_step": result["per_step"], "init_s": sum(result["init"].values()),
-                             "total_s": result["total_s"], "steps_measured": result["steps_measured"]})
+                             "total_s": result["total_s"], "steps_measured": result["steps_measured"],
+                             "wall_s": time.monotonic() - t0})
+                write_result(args.json, {"provenance": info, "runs": runs, **summarize(runs)})  # if killed later
                 print(f"step_vllm: pair {pair} {arm}: {result['step_wall_s']:.1f} s a measured step", flush=True)
+            if stopped:
+                break
     summary = summarize(runs)
     print(f"\npython {info['python']}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}; "
-          f"{args.pairs} pair(s), {args.steps} steps per run, steps after the first measured; "
+          f"{len(runs)} run(s) of {args.pairs} pair(s), {args.steps} steps per run, steps after the first measured; "
           f"{'LoRA' if args.lora else 'all weights'} trained")
-    print(f"{'part (s / step)':34s} {'hf':>9s} {'vllm':>9s}")
-    arms = summary["arms"]
-    for part in summary["parts"]:
-        print(f"{part:34s} {arms['hf']['per_step'][part]:9.2f} {arms['vllm']['per_step'][part]:9.2f}")
-    print(f"{'step wall time':34s} {arms['hf']['step_wall_s']:9.2f} {arms['vllm']['step_wall_s']:9.2f}")
-    print(f"{'outside: initial population':34s} {arms['hf']['init_s']:9.2f} {arms['vllm']['init_s']:9.2f}")
-    print("step time HF / vLLM per pair: " + ", ".join(f"{r:.2f}" for r in summary["ratios"]))
-    result = {"provenance": info, "runs": runs, **summary}
+    print("\n".join(table(summary)))
+    print("step time HF / vLLM per pair: " + (", ".join(f"{r:.2f}" for r in summary["ratios"]) or "none (no whole pair)"))
+    result = {"provenance": info, "runs": runs, **summary, **({"stopped": stopped} if stopped else {})}
     write_result(args.json, result)
     return result
 
