@@ -666,6 +666,17 @@ def test_step_vllm_starts_no_run_that_would_pass_the_deadline_and_keeps_each_fin
     assert bench.table(bench.summarize(result["runs"][:1]))[0].split() == ["part", "(s", "/", "step)", "hf"]
 
 
+def test_step_vllm_counts_completion_tokens_an_episode_over_the_measured_steps(tmp_path, capsys):
+    bench = load_script("step_vllm")
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps({"step": i, "rollout/completion_tokens": 10.0 * i}) + "\n" for i in (1, 2, 3)))
+    assert bench.tokens_per_episode(metrics, [2, 3]) == 25.0  # step 1 (one-off costs) is not measured
+    assert bench.tokens_per_episode(metrics, [7]) is None
+    assert bench.tokens_per_episode(tmp_path / "absent.jsonl", [2]) is None
+    assert bench.main(["--tokens", str(metrics)]) == {"completion_tokens": {str(metrics): 25.0}}
+    assert "25.0 completion tokens an episode, steps 2 on" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_step_vllm_quick(tmp_path, capsys):
     pytest.importorskip("vllm")

@@ -92,6 +92,16 @@ def estimate(arm: str, runs: list[dict]) -> float:
     return same[-1] if same else max((r["wall_s"] for r in runs), default=0.0)
 
 
+def tokens_per_episode(metrics: Path, steps: Sequence[int]) -> float | None:
+    """Mean completion tokens an episode over ``steps`` in a run's ``metrics.jsonl`` (the arms sample
+    apart, so generation seconds compare per token too); None without the file or those steps."""
+    if not Path(metrics).is_file():
+        return None
+    rows = [json.loads(line) for line in Path(metrics).read_text().splitlines() if line.strip()]
+    values = [r["rollout/completion_tokens"] for r in rows if r.get("step") in set(steps)]
+    return statistics.fmean(values) if values else None
+
+
 def table(summary: dict) -> list[str]:
     """The per-part lines of ``summary``, one column per arm that ran."""
     arms = summary["arms"]
@@ -132,7 +142,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--deadline-s", type=float, default=0,
                    help="start no run expected to end past this many seconds from the start (0: no deadline)")
     p.add_argument("--keep", default=None, help="keep each run's folder (metrics, logs) under this one")
+    p.add_argument("--tokens", nargs="+", metavar="METRICS", help="only print the completion tokens an episode "
+                   "over steps 2 on of each run's metrics.jsonl (of runs kept with --keep) and exit")
     args = p.parse_args(argv)
+    if args.tokens:
+        counts = {path: tokens_per_episode(Path(path), range(2, 1 << 20)) for path in args.tokens}
+        for path, count in counts.items():
+            print(f"{path}: " + (f"{count:.1f} completion tokens an episode, steps 2 on" if count else "no such steps"))
+        return {"completion_tokens": counts}
     args.steps = args.steps or (2 if args.quick else 4)
     args.pairs = args.pairs or (1 if args.quick else 3)
     # the runs are child processes (step_profile.py): this records their threads and device
@@ -168,7 +185,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 runs.append({"pair": pair, "arm": arm, "step_wall_s": result["step_wall_s"],
                              "per_step": result["per_step"], "init_s": sum(result["init"].values()),
                              "total_s": result["total_s"], "steps_measured": result["steps_measured"],
-                             "wall_s": time.monotonic() - t0})
+                             "wall_s": time.monotonic() - t0,
+                             "completion_tokens": tokens_per_episode(out / arm / "metrics.jsonl",
+                                                                     result["steps_measured"])})
                 write_result(args.json, {"provenance": info, "runs": runs, **summarize(runs)})  # if killed later
                 print(f"step_vllm: pair {pair} {arm}: {result['step_wall_s']:.1f} s a measured step", flush=True)
             if stopped:
