@@ -677,6 +677,61 @@ def test_step_vllm_counts_completion_tokens_an_episode_over_the_measured_steps(t
     assert "25.0 completion tokens an episode, steps 2 on" in capsys.readouterr().out
 
 
+# ------------------------------------------------------------------------------------ gpu_checks
+
+
+def test_gpu_checks_runs_each_item_that_fits_the_time_left_and_keeps_its_small_files(tmp_path):
+    import subprocess
+    import tarfile
+
+    bench = load_script("gpu_checks")
+    clock = {"now": 0.0}
+    calls = []
+
+    def runner(argv, *, stdout, stderr, timeout, cwd):
+        calls.append((argv[0], timeout))
+        stdout.write(f"ran {argv[0]}\n")
+        folder = Path(argv[1])
+        (folder / "result.json").write_text("{}")
+        (folder / "model.safetensors").write_bytes(b"weights")  # never travels back
+        clock["now"] += {"a": 100.0, "b": 500.0}[argv[0]]
+        if argv[0] == "b":
+            raise subprocess.TimeoutExpired(argv, timeout)
+        return subprocess.CompletedProcess(argv, 3 if argv[0] == "a" else 0)
+
+    def item(name, estimate):
+        return bench.Item(name, estimate, lambda d, left: [name, str(d)])
+
+    out = tmp_path / "out"
+    records = bench.run_items([item("a", 50), item("b", 200), item("c", 10)], 400, out, tmp_path / "work",
+                              clock=lambda: clock["now"], runner=runner)
+    # a: 400 s left, fails; b: 300 s left, stopped at its timeout; c: nothing left, skipped
+    assert calls == [("a", 400), ("b", 300)]
+    assert [r["status"] for r in records] == ["failed: exit 3", "stopped at its 300 s", "skipped: too little time left"]
+    assert json.loads((out / "gpu-checks.json").read_text()) == records
+    assert (out / "a.log").read_text() == "ran a\n"
+    with tarfile.open(out / "a.tar") as tar:
+        assert tar.getnames() == ["result.json"]
+    assert not (out / "c.log").exists()
+
+
+def test_gpu_checks_commands_read_the_makefile_and_refuse_unknown_items(tmp_path):
+    bench = load_script("gpu_checks")
+    assert bench.vllm_tests()[0] == "tests/test_agent_vllm.py"  # the Makefile's list, not a copy of it
+    assert "tests/test_train_vllm.py" in bench.items()["tests"].argv(tmp_path, 100)
+    inspo = bench.items()["inspo"].argv(tmp_path, 100)
+    assert "rl.use_vllm=true" in inspo and "optimizer.kind=rule-based" in inspo and "mode=inspo" in inspo
+    assert "model.lora=false" not in inspo  # the preset's LoRA: its adapter is what syncs into vLLM
+    pair = bench.items()["pair"].argv(tmp_path, 300)
+    assert pair[pair.index("--deadline-s") + 1] == "280"
+    makefile = tmp_path / "Makefile"
+    makefile.write_text("test:\n\tpytest\n")
+    with pytest.raises(SystemExit, match="no VLLM_TESTS line"):
+        bench.vllm_tests(makefile)
+    with pytest.raises(SystemExit, match="--items: a comma-separated list of inspo, tests, pair; got 'gpu'"):
+        bench.main(["--items", "gpu", "--budget-s", "10", "--out", str(tmp_path)])
+
+
 @pytest.mark.slow
 def test_step_vllm_quick(tmp_path, capsys):
     pytest.importorskip("vllm")
