@@ -39,17 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from step_vllm import QUICK  # noqa: E402  (a sibling script: the tiny model's vLLM settings)
+
 REPO = HERE.parents[1]
 WORK = Path("/tmp/inspo-gpu-checks")  # run folders (models, checkpoints): only small files travel back
 KEPT = ("*.json", "*.jsonl", "*.xml", "*.txt")  # what an item's tar keeps of its folder
 MODEL = ["model.name_or_path=qwen2.5-coder-0.5b"]
-QUICK = ["model.name_or_path=tiny-qwen2-hd32", "model.dtype=float32", "rl.bf16=false", "rl.max_response_tokens=8",
-         "rl.questions_per_step=2", "rl.group_size=2", "data.warmup_questions=2", "coevolution.validation_size=2",
-         "model.vllm_kv_cache_gib=0.05", "model.vllm_max_model_len=2048", "model.vllm_enforce_eager=true"]
 INSPO = ["mode=inspo", "rl.use_vllm=true", "optimizer.kind=rule-based", "rl.steps=10", "coevolution.evolve_every=5",
          "coevolution.prune_every=5", "coevolution.validation_size=8", "coevolution.candidates_per_call=2",
          "coevolution.max_rounds=1", "data.eval=", "rl.save_steps=0"]
-QUICK_INSPO = ["rl.steps=4", "coevolution.evolve_every=2", "coevolution.prune_every=2"]
+QUICK_INSPO = ["rl.steps=4", "coevolution.prune_every=2"]  # after step_vllm's QUICK (the tiny model's settings)
 PAIR = ["model.dtype=float32", "rl.learning_rate=1e-6", "mode=static", "rl.save_steps=0"]
 
 
@@ -88,7 +88,7 @@ def items(quick: bool = False) -> dict[str, Item]:
         "pair": Item("pair", 60 if quick else 240, lambda d, left: [
             python, str(HERE / "step_vllm.py"), "--preset", "multihop", "--steps", "2" if quick else "10",
             "--pairs", "4", "--deadline-s", str(int(left - 20)), "--keep", str(d / "runs"),
-            "--json", str(d / "pair.json"), *sets([*PAIR, *model])]),
+            "--json", str(d / "pair.json"), *(["--quick"] if quick else []), *sets([*PAIR, *([] if quick else MODEL)])]),
     }
 
 

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from pathlib import Path
 
 from inspo.lab.harness import add_common, start, write_result
@@ -92,13 +92,13 @@ def estimate(arm: str, runs: list[dict]) -> float:
     return same[-1] if same else max((r["wall_s"] for r in runs), default=0.0)
 
 
-def tokens_per_episode(metrics: Path, steps: Sequence[int]) -> float | None:
+def tokens_per_episode(metrics: Path, steps: Container[int]) -> float | None:
     """Mean completion tokens an episode over ``steps`` in a run's ``metrics.jsonl`` (the arms sample
     apart, so generation seconds compare per token too); None without the file or those steps."""
     if not Path(metrics).is_file():
         return None
     rows = [json.loads(line) for line in Path(metrics).read_text().splitlines() if line.strip()]
-    values = [r["rollout/completion_tokens"] for r in rows if r.get("step") in set(steps)]
+    values = [r["rollout/completion_tokens"] for r in rows if r.get("step") in steps]
     return statistics.fmean(values) if values else None
 
 
@@ -148,7 +148,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.tokens:
         counts = {path: tokens_per_episode(Path(path), range(2, 1 << 20)) for path in args.tokens}
         for path, count in counts.items():
-            print(f"{path}: " + (f"{count:.1f} completion tokens an episode, steps 2 on" if count else "no such steps"))
+            print(f"{path}: " + (f"{count:.1f} completion tokens an episode, steps 2 on" if count is not None
+                                    else "no such steps"))
         return {"completion_tokens": counts}
     args.steps = args.steps or (2 if args.quick else 4)
     args.pairs = args.pairs or (1 if args.quick else 3)
