@@ -171,7 +171,9 @@ def campaign_result(arm, seed, rewards, n=30, **extra):
             "provenance": {"commit": f"c{seed}", "command": "campaign", "machine": {"cpu": "cpu"}}, **extra}
 
 
-def test_the_rl_section_pairs_inspo_with_each_arm_by_seed_and_never_fills_a_missing_one(tmp_path, capsys):
+def rl_campaign(tmp_path):
+    """Three seeds of rematches and campaign results (GEPA then GRPO missing for seed 2, the evidence
+    search returning an instruction of its own for seed 0 only), written under ``tmp_path``."""
     script = load_script("evidence_summary")
     rng = random.Random(5)
     draw = lambda p: [float(rng.random() < p) for _ in range(30)]  # noqa: E731
@@ -197,6 +199,11 @@ def test_the_rl_section_pairs_inspo_with_each_arm_by_seed_and_never_fills_a_miss
     for r in main:
         paths.append(tmp_path / f"rematch-s{r['seed']}.json")
         paths[-1].write_text(json.dumps(r))
+    return script, main, paths, runs, written, draw
+
+
+def test_the_rl_section_pairs_inspo_with_each_arm_by_seed_and_never_fills_a_missing_one(tmp_path, capsys):
+    script, main, paths, runs, written, draw = rl_campaign(tmp_path)
     rl = script.main([*map(str, paths), "--rl", str(runs)])["rl"]
 
     def naive(a, b, seeds):
@@ -248,3 +255,25 @@ def test_the_rl_section_pairs_inspo_with_each_arm_by_seed_and_never_fills_a_miss
         script.main([*map(str, paths), "--rl", str(runs), "--rl-rerun", str(again)])
     with pytest.raises(SystemExit, match="give those with --rl"):
         script.main([*map(str, paths), "--rl-rerun", str(again)])
+
+
+def test_rl_lift_is_each_arms_trained_policy_minus_the_base_policy_under_its_own_instruction(tmp_path):
+    script, main, paths, runs, written, _ = rl_campaign(tmp_path)
+    rl = script.main([*map(str, paths), "--rl", str(runs)])["rl"]
+    # what RL added under each arm's own instruction: trained minus the base policy under it
+    frozen = {s: r["test_rewards"] for s, r in enumerate(main)}
+
+    def lift_of(arm, seed, base):
+        return statistics.fmean(written[arm, seed]["returned"]) - statistics.fmean(base)
+
+    lifts = rl["rl_lift"]
+    assert lifts["static"]["per_seed"] == pytest.approx([lift_of("static-calculator", s, frozen[s]["seed"]) for s in (0, 1, 2)])
+    assert lifts["gepa_then_grpo"]["seed_ids"] == [0, 1]
+    assert lifts["gepa_then_grpo"]["per_seed"] == pytest.approx([lift_of("gepa-then-grpo", s, frozen[s]["gepa"]) for s in (0, 1)])
+    assert lifts["pre_policy"]["per_seed"] == pytest.approx([lift_of("pre-policy-evidence", 0, frozen[0]["inspo"]),
+                                                             *(lift_of("static-calculator", s, frozen[s]["seed"]) for s in (1, 2))])
+    assert lifts["inspo"]["per_seed"] == pytest.approx(
+        [lift_of("inspo-evidence", s, written["cross-inspo-evidence", s]["untrained"]) for s in (0, 1, 2)])
+    assert lifts["inspo"]["untrained_mean"] == pytest.approx(
+        [statistics.fmean(written["cross-inspo-evidence", s]["untrained"]) for s in (0, 1, 2)])
+    assert "paper_inspo" not in lifts  # its instruction was never scored with the base policy here

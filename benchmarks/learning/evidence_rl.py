@@ -14,6 +14,13 @@ A hit is a search's returned instruction lifting the untrained policy by at leas
 ``@calculator`` on the test: INSPO's and the paper INSPO's from their cross scorings (the base policy
 playing the instruction their RL run returned), GEPA's and the evidence search's from the rematch
 (the same 300 problems, scored in the rematch's process).
+
+``rl_lift`` splits each arm's score into its instruction and its training: the arm's trained policy
+under the instruction it returns minus the untrained policy under that same instruction, problem by
+problem. The untrained scores come from where that instruction was scored with the base policy: the
+rematch of the seed for ``@calculator`` (static), GEPA's and the evidence search's instructions, the
+cross scorings for INSPO's and the paper INSPO's (a cross run on another CPU than the rematch can
+differ from it by greedy bf16's drift, about one problem in 300).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ ARMS = {"inspo": "inspo-evidence", "static": "static-calculator", "gepa_then_grp
 COMPARISONS = (("inspo_minus_static", "static"), ("inspo_minus_gepa_then_grpo", "gepa_then_grpo"),
                ("inspo_minus_pre_policy", "pre_policy"), ("inspo_minus_paper_inspo", "paper_inspo"))
 CROSSES = {"inspo": "cross-inspo-evidence", "paper_inspo": "cross-calculator"}
+FROZEN = {"static": "seed", "gepa_then_grpo": "gepa", "pre_policy": "inspo"}
+"""The rematch's test rewards (the untrained policy) under the instruction each arm trained under."""
 
 
 def _read(dirs: Sequence[str | Path], flag: str) -> tuple[dict[tuple[str, int], dict], dict[tuple[str, int], Path]]:
@@ -109,6 +118,34 @@ def rl_section(runs: dict[tuple[str, int], dict], rematches: dict[int, dict], re
     own = [runs[ARMS["inspo"], s]["test_rewards"] for s in seeds]
     out["policy_versus_prompt"] = record([r["returned"] for r in own], [r["seed"] for r in own])
     out["hit_rate"] = hit_rates(runs, rematches, seeds, hit_rate)
+    out["rl_lift"] = rl_lifts(runs, rematches, seeds, run_of, as_static, record)
+    return out
+
+
+def rl_lifts(runs: dict[tuple[str, int], dict], rematches: dict[int, dict], seeds: Sequence[int],
+             run_of: Callable, as_static: Sequence[int], record: Callable) -> dict[str, Any]:
+    """Per arm, what its RL added on top of its instruction (module docstring): trained minus
+    untrained under the arm's returned instruction, on the seeds where both were scored."""
+    out: dict[str, Any] = {}
+    for key in ARMS:
+        trained, frozen, have = [], [], []
+        for seed in seeds:
+            r = run_of(key, seed)
+            if r is None:
+                continue
+            if key in CROSSES:
+                base = runs.get((CROSSES[key], seed), {}).get("test_rewards", {}).get("untrained")
+            else:
+                which = FROZEN["static" if key == "pre_policy" and seed in as_static else key]
+                base = rematches.get(seed, {}).get("test_rewards", {}).get(which)
+            if base is None:
+                continue
+            trained.append(r["test_rewards"]["returned"])
+            frozen.append(base)
+            have.append(seed)
+        if have:
+            out[key] = {**record(trained, frozen), "seed_ids": have, "trained_mean": [statistics.fmean(t) for t in trained],
+                        "untrained_mean": [statistics.fmean(f) for f in frozen]}
     return out
 
 
@@ -148,6 +185,11 @@ def print_rl(rl: dict[str, Any], interval: Callable) -> None:
         print(f"  {name}: " + ", ".join(f"{x:+.3f}" for x in r["per_seed"]) + f"; {r['mean']:+.3f} across seeds "
               f"{interval(r['ci95'])}, pooled {interval(r['ci95_pooled'])}"
               + (f"; missing seeds {r['missing']}" if r.get("missing") else ""))
+    for key, r in rl.get("rl_lift", {}).items():
+        print(f"  RL under {key}'s own instruction (trained - untrained): " + ", ".join(
+            f"s{s} {u:.3f} -> {t:.3f}" for s, u, t in zip(r["seed_ids"], r["untrained_mean"], r["trained_mean"], strict=True))
+            + f"; {r['mean']:+.3f}" + (f" across seeds {interval(r['ci95'])}" if r["ci95"] else "")
+            + f", pooled {interval(r['ci95_pooled'])}")
     for key, h in rl["hit_rate"].items():
         print(f"  hit rate {key}: {sum(h['per_seed'])} of {len(h['per_seed'])} (seeds {h['seed_ids']}); lifts "
               + ", ".join(f"{x:+.3f}" for x in h["hit_size"]))
