@@ -12,13 +12,20 @@ from test_benchmarks import load_script
 def events():
     return [
         {"kind": "evolution_started", "step": 0},
+        {"kind": "proposed", "candidate_ids": ["a", "b", "c"]},
         {"kind": "gated", "n_rollouts": 4},
         {"kind": "parent_verified", "n_rollouts": 64},
-        {"kind": "verified", "n_rollouts": 40},
-        {"kind": "rejected", "stage": "budget"},
-        {"kind": "rejected", "stage": "race"},
-        {"kind": "rejected", "stage": "guard", "reason": "duplicate of its parent"},
-        {"kind": "rejected", "stage": "guard", "reason": "truncated: stopped at its completion limit"},
+        {"kind": "verified", "candidate_id": "a", "n_rollouts": 40},
+        {"kind": "rejected", "candidate_id": "b", "stage": "budget"},
+        {"kind": "rejected", "candidate_id": "c", "stage": "race"},
+        # a second call none of whose candidates played: one refused by the guard, one for budget
+        {"kind": "proposed", "candidate_ids": ["d", "e"]},
+        {"kind": "rejected", "candidate_id": "d", "stage": "guard", "reason": "duplicate of its parent"},
+        {"kind": "verified", "candidate_id": "e", "n_rollouts": 0},
+        {"kind": "rejected", "candidate_id": "e", "stage": "budget"},
+        # a call refused whole by the guard is no budget's doing
+        {"kind": "proposed", "candidate_ids": ["f"]},
+        {"kind": "rejected", "candidate_id": "f", "stage": "guard", "reason": "truncated: stopped at its completion limit"},
         {"kind": "evolution_finished", "step": 0},
         {"kind": "weights", "n_rollouts": 96},  # a step's rollouts are no verification
         {"kind": "evolution_started", "step": 2},
@@ -30,8 +37,8 @@ def test_spend_per_evolution_counts_verification_and_budget_refusals(tmp_path):
     spend = load_script("evolution_spend")
     rows = spend.evolution_spend(events(), 100)
     assert rows == [
-        {"step": 0, "spent": 108, "budget": 100, "budget_refusals": 1, "over": True},
-        {"step": 2, "spent": 8, "budget": 100, "budget_refusals": 0, "over": False},
+        {"step": 0, "spent": 108, "budget": 100, "budget_refusals": 2, "over": True, "calls": 3, "unplayed_calls": 1},
+        {"step": 2, "spent": 8, "budget": 100, "budget_refusals": 0, "over": False, "calls": 0, "unplayed_calls": 0},
     ]
     assert not any(r["over"] for r in spend.evolution_spend(events(), 0))  # 0: no budget
     run = tmp_path / "run" / "inspo"

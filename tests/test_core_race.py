@@ -260,10 +260,25 @@ def test_an_evolution_stops_asking_once_its_rollout_budget_or_the_runs_tokens_ar
     assert len(budget) == 2 and all("not verified past 0 of 8" in e.reason for e in budget)
     finished = capped.events.of_kind("evolution_finished")[0]
     assert "verification budget is spent" in finished.reason
+    short = core(max_rounds=4, validation_size=8, validation_from="train", evolve_rollouts=36)
+    short.initialize(evaluate, questions(8, "w"))  # 4 left after the first round: less than a race chunk
+    assert short.ledger.optimizer_calls == 1 and short.ledger.verification_rollouts == 32
+    assert not [e for e in short.events.of_kind("rejected") if e.stage == "budget"]  # no call made for nothing
+    assert "cannot pay for another candidate (4 of evolve_rollouts 36 left; one costs at least 8)" in \
+        short.events.of_kind("evolution_finished")[0].reason
     tokens = core(max_rounds=4, validation_size=8, validation_from="train", max_optimizer_tokens=1)
     tokens.initialize(evaluate, questions(8, "w"))
     assert tokens.ledger.optimizer_calls == 1 and "optimizer tokens are spent" in \
         tokens.events.of_kind("evolution_finished")[0].reason
+
+
+def test_no_optimizer_call_is_made_for_candidates_the_budget_could_not_play_under_top_n():
+    evaluate = known_rates({"</answer>.": 0.0, "bad": 0.0, "good": 0.0, "same": 0.0}, "top-n")
+    coevo = core(max_rounds=4, validation_size=8, validation_from="train", evolve_rollouts=30, admission="top-n",
+                 population_size=6)
+    coevo.initialize(evaluate, questions(8, "w"))  # the first round's 3 candidates play all of D_B: 24
+    assert coevo.ledger.optimizer_calls == 1 and coevo.ledger.verification_rollouts == 24
+    assert "6 of evolve_rollouts 30 left; one costs at least 8" in coevo.events.of_kind("evolution_finished")[0].reason
 
 
 def test_a_race_stops_where_its_allowance_runs_out_and_counts_what_it_played():

@@ -6,7 +6,9 @@ verification rollouts its ``gated``, ``parent_verified`` and ``verified`` events
 candidates refused at stage ``budget``. Before the allowance (issue 63's fix) an evolution's budget
 was checked only between rounds, so a round could run past it; this shows by how much. It also
 counts the candidates the guard refused, by reason (the text before the reason's first colon),
-per run and over all runs::
+per run and over all runs, and the optimizer calls of each evolution none of whose candidates
+played a single verification rollout while some were refused for budget (``unplayed_calls``: calls
+the budget could not pay to judge, which later code no longer makes)::
 
     python benchmarks/learning/evolution_spend.py benchmarks/results/calculator/evidence/rematch-s*-run.tar.gz
 """
@@ -45,17 +47,28 @@ def evolution_spend(events: Sequence[dict], budget: int) -> list[dict]:
     ran past it, and its ``budget`` refusals."""
     out: list[dict] = []
     current: dict | None = None
+    calls: list[list[list[str]]] = []  # per evolution, each optimizer call's candidate ids
+    played: set[str] = set()
+    budget_refused: set[str] = set()
     for e in events:
         kind = e.get("kind")
         if kind == "evolution_started":
             current = {"step": e["step"], "spent": 0, "budget": budget, "budget_refusals": 0}
             out.append(current)
+            calls.append([])
+        elif current is not None and kind == "proposed":
+            calls[-1].append(list(e.get("candidate_ids", [])))
         elif current is not None and kind in SPENDING:
             current["spent"] += int(e.get("n_rollouts", 0))
+            if int(e.get("n_rollouts", 0)) and "candidate_id" in e:
+                played.add(e["candidate_id"])
         elif current is not None and kind == "rejected" and e.get("stage") == "budget":
             current["budget_refusals"] += 1
-    for record in out:
+            budget_refused.add(e.get("candidate_id"))
+    for record, made in zip(out, calls, strict=True):
         record["over"] = bool(budget) and record["spent"] > budget
+        record["calls"] = len(made)
+        record["unplayed_calls"] = sum(1 for ids in made if not played & set(ids) and budget_refused & set(ids))
     return out
 
 
@@ -76,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, list[dict]]:
         report[run] = rows = evolution_spend(events, budget)
         cells = ", ".join(f"step {r['step']}: {r['spent']}" + (" OVER" if r["over"] else "")
                           + (f" ({r['budget_refusals']} refused: budget)" if r["budget_refusals"] else "")
+                          + (f" ({r['unplayed_calls']} of {r['calls']} calls unplayed)" if r["unplayed_calls"] else "")
                           for r in rows)
         reasons = guard_reasons(events)
         guarded.update(reasons)

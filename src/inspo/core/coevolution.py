@@ -366,9 +366,7 @@ class CoEvolution(VerifyRound):
         admitted: list[str] = []
         rounds = start.rounds if start is not None else 0
         reason = start.reason if start is not None else ""
-        spent_before = (
-            0 if start is not None else self.ledger.verification_rollouts
-        )  # P_0 is the first to verify
+        spent_before = 0 if start is not None else self.ledger.verification_rollouts  # P_0 first
         if start is None or start.rounds == 0:
             self.bar = None  # a new evolution draws its own D_B (admission: paired)
         while len(self.population) < cfg.population_size and rounds < cfg.max_rounds:
@@ -376,9 +374,13 @@ class CoEvolution(VerifyRound):
             if stop:
                 reason = stop
                 break
-            rounds += 1
             parent = self.rng.choice(list(parents))  # 19
             failures = self.buffer.sample_failures(cfg.n_failures, self.rng, cfg.failure_threshold)
+            stop = self._cannot_play(spent_before, parent, failures, evaluate)
+            if stop:
+                reason = stop
+                break
+            rounds += 1
             proposal = self.proposer.propose(  # 20
                 parent,
                 failures,

@@ -128,10 +128,12 @@ class CoEvolutionConfig:
     minibatch check: a bad candidate costs a few rollouts). False: every candidate plays D_B."""
     evolve_rollouts: int = 0
     """The most verification rollouts (gate, parent and D_B) one evolution may spend: no further
-    optimizer call is made once they are spent, so a round of refused candidates cannot run on, and
-    a round stops verifying where they run out (a candidate it cannot pay to play on is refused,
-    stage ``budget``, the last proposed first). 0: no budget (``max_rounds`` alone bounds an
-    evolution, as App. B)."""
+    optimizer call is made once they are spent, or once what is left cannot pay for judging one
+    more candidate (under ``admission: paired`` the parent's D_B questions not yet played and one
+    race chunk; otherwise all of D_B), so a round of refused candidates cannot run on, and a round
+    stops verifying where they run out (a candidate it cannot pay to play on is refused, stage
+    ``budget``, the last proposed first). 0: no budget (``max_rounds`` alone bounds an evolution,
+    as App. B)."""
     max_optimizer_tokens: int = 0
     """The most optimizer tokens (prompt + completion) a run may use: no optimizer call is made
     once they are spent (the population then stays as it is). 0: no cap."""

@@ -66,6 +66,47 @@ class VerifyRound:
             )
         return ""
 
+    def _cannot_play(
+        self,
+        spent_before: int,
+        parent: Instruction,
+        failures: Sequence[Rollout],
+        evaluate: EvaluateFn | None,
+    ) -> str:
+        """Why the next round's optimizer call is not made ('' when it is): what ``evolve_rollouts``
+        leaves (the evolution began at ``spent_before`` verification rollouts) cannot pay for the
+        cheapest play that judges a candidate at all, so each candidate it returned would be
+        refused for budget unplayed (checked once the round's parent and failures are drawn: the
+        D_B questions left to the round depend on them)."""
+        budget = self.config.evolve_rollouts
+        if not budget or evaluate is None:
+            return ""
+        spent = self.ledger.verification_rollouts - spent_before
+        cost = self._first_play(parent, failures)
+        if budget - spent >= cost:
+            return ""
+        return (
+            "the evolution's verification budget cannot pay for another candidate "
+            f"({budget - spent} of evolve_rollouts {budget} left; one costs at least {cost})"
+        )
+
+    def _first_play(self, parent: Instruction, failures: Sequence[Rollout]) -> int:
+        """A lower bound on the verification rollouts one candidate of the next round needs before
+        any verdict on D_B: under ``admission: paired``, the parent's D_B questions it has not
+        played this evolution and one race chunk; otherwise a candidate on the whole of D_B. The
+        gate's plays are left out (a gate that cannot be paid lets candidates on unjudged)."""
+        cfg = self.config
+        if not cfg.verify:
+            return 0
+        if cfg.admission != "paired":
+            return cfg.validation_size
+        if self.bar is None:  # a new D_B is drawn in this round
+            return min(cfg.race_chunk, cfg.validation_size)
+        shown = {f.question.id for f in failures} if cfg.validation_unseen else set()
+        questions = self.bar.for_round(shown)
+        known = self.bar.parents.get(parent.id, {})
+        return sum(q.id not in known for q in questions) + min(cfg.race_chunk, len(questions))
+
     def _allowance(self, spent: int) -> Allowance:
         """What the evolution may still spend on verification this round (``evolve_rollouts``), so
         a round verifying several candidates stops inside it rather than after."""
