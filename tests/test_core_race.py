@@ -274,11 +274,12 @@ def test_an_evolution_stops_asking_once_its_rollout_budget_or_the_runs_tokens_ar
 
 def test_no_optimizer_call_is_made_for_candidates_the_budget_could_not_play_under_top_n():
     evaluate = known_rates({"</answer>.": 0.0, "bad": 0.0, "good": 0.0, "same": 0.0}, "top-n")
-    coevo = core(max_rounds=4, validation_size=8, validation_from="train", evolve_rollouts=30, admission="top-n",
-                 population_size=6)
-    coevo.initialize(evaluate, questions(8, "w"))  # the first round's 3 candidates play all of D_B: 24
-    assert coevo.ledger.optimizer_calls == 1 and coevo.ledger.verification_rollouts == 24
-    assert "6 of evolve_rollouts 30 left; one costs at least 8" in coevo.events.of_kind("evolution_finished")[0].reason
+    coevo = core(max_rounds=4, validation_size=100, validation_from="train", evolve_rollouts=250, admission="top-n",
+                 population_size=6)  # D_B holds the pool's 60 questions, not 100: a candidate costs 60
+    coevo.initialize(evaluate, questions(8, "w"))
+    # round 1: 3 candidates x 60; round 2 (70 left): one candidate plays, two are refused; round 3: 10 left
+    assert coevo.ledger.optimizer_calls == 2 and coevo.ledger.verification_rollouts == 240
+    assert "10 of evolve_rollouts 250 left; one costs at least 60" in coevo.events.of_kind("evolution_finished")[0].reason
 
 
 def test_a_race_stops_where_its_allowance_runs_out_and_counts_what_it_played():

@@ -92,20 +92,29 @@ class VerifyRound:
 
     def _first_play(self, parent: Instruction, failures: Sequence[Rollout]) -> int:
         """A lower bound on the verification rollouts one candidate of the next round needs before
-        any verdict on D_B: under ``admission: paired``, the parent's D_B questions it has not
-        played this evolution and one race chunk; otherwise a candidate on the whole of D_B. The
-        gate's plays are left out (a gate that cannot be paid lets candidates on unjudged)."""
+        any verdict on D_B: under ``admission: paired``, the parent's round D_B questions it has
+        not played this evolution and one race chunk; otherwise a candidate on the whole of D_B.
+        D_B's size is what a draw would hold (:meth:`_d_b_size`). The gate's plays are left out
+        (a gate that cannot be paid lets candidates on unjudged)."""
         cfg = self.config
         if not cfg.verify:
             return 0
-        if cfg.admission != "paired":
-            return cfg.validation_size
-        if self.bar is None:  # a new D_B is drawn in this round
-            return min(cfg.race_chunk, cfg.validation_size)
         shown = {f.question.id for f in failures} if cfg.validation_unseen else set()
-        questions = self.bar.for_round(shown)
-        known = self.bar.parents.get(parent.id, {})
-        return sum(q.id not in known for q in questions) + min(cfg.race_chunk, len(questions))
+        if cfg.admission != "paired":
+            return self._d_b_size(shown, cfg.validation_size)
+        bar = self.bar if self.bar is not None else EvolutionBar(0, [])
+        kept = bar.for_round(shown)[: cfg.validation_size]  # as round_questions takes them
+        fresh = self._d_b_size(
+            shown | {q.id for q in bar.questions}, cfg.validation_size - len(kept)
+        )
+        known = bar.parents.get(parent.id, {})
+        unplayed = sum(q.id not in known for q in kept) + fresh
+        return unplayed + min(cfg.race_chunk, len(kept) + fresh)
+
+    def _d_b_size(self, exclude: set[str], size: int) -> int:
+        """How many questions a D_B draw of ``size`` avoiding ``exclude`` holds (drawn with a
+        throwaway RNG: the run's own stream is not touched)."""
+        return len(self._draw_validation(exclude, size, random.Random(0))) if size > 0 else 0
 
     def _allowance(self, spent: int) -> Allowance:
         """What the evolution may still spend on verification this round (``evolve_rollouts``), so
@@ -243,9 +252,11 @@ class VerifyRound:
         )
         return questions
 
-    def _draw_validation(self, exclude: set[str], size: int) -> list[Question]:
+    def _draw_validation(
+        self, exclude: set[str], size: int, rng: random.Random | None = None
+    ) -> list[Question]:
         pool = self.validation_pool if self.config.validation_from == "train" else ()
-        return draw_validation(pool, self.buffer, self.rng, exclude, size)
+        return draw_validation(pool, self.buffer, rng or self.rng, exclude, size)
 
     def _reject(self, step: int, candidate_id: str, reason: str, text: str, *, stage: str) -> None:
         self.emit(Rejected(step, candidate_id=candidate_id, reason=reason, text=text, stage=stage))
