@@ -94,27 +94,27 @@ class VerifyRound:
         """A lower bound on the verification rollouts one candidate of the next round needs before
         any verdict on D_B: under ``admission: paired``, the parent's round D_B questions it has
         not played this evolution and one race chunk; otherwise a candidate on the whole of D_B.
-        D_B's size is what a draw would hold (:meth:`_d_b_size`). The gate's plays are left out
-        (a gate that cannot be paid lets candidates on unjudged)."""
+        D_B is drawn as the round would draw it, on a copy of the evolution's bar and with a
+        throwaway RNG (the run's own stream and bar are not touched). The gate's plays are left
+        out (a gate that cannot be paid lets candidates on unjudged)."""
         cfg = self.config
         if not cfg.verify:
             return 0
         shown = {f.question.id for f in failures} if cfg.validation_unseen else set()
-        if cfg.admission != "paired":
-            return self._d_b_size(shown, cfg.validation_size)
-        bar = self.bar if self.bar is not None else EvolutionBar(0, [])
-        kept = bar.for_round(shown)[: cfg.validation_size]  # as round_questions takes them
-        fresh = self._d_b_size(
-            shown | {q.id for q in bar.questions}, cfg.validation_size - len(kept)
-        )
-        known = bar.parents.get(parent.id, {})
-        unplayed = sum(q.id not in known for q in kept) + fresh
-        return unplayed + min(cfg.race_chunk, len(kept) + fresh)
 
-    def _d_b_size(self, exclude: set[str], size: int) -> int:
-        """How many questions a D_B draw of ``size`` avoiding ``exclude`` holds (drawn with a
-        throwaway RNG: the run's own stream is not touched)."""
-        return len(self._draw_validation(exclude, size, random.Random(0))) if size > 0 else 0
+        def draw(exclude: set[str], size: int) -> list[Question]:
+            return self._draw_validation(exclude, size, random.Random(0))
+
+        if cfg.admission != "paired":
+            return len(draw(shown, cfg.validation_size))
+        bar = self.bar
+        probe = EvolutionBar(bar.step, list(bar.questions)) if bar is not None else None
+        _, questions = round_questions(
+            probe, probe.step if probe else 0, shown, cfg.validation_size, draw
+        )
+        known = bar.parents.get(parent.id, {}) if bar is not None else {}
+        unplayed = sum(q.id not in known for q in questions)
+        return unplayed + min(cfg.race_chunk, len(questions))
 
     def _allowance(self, spent: int) -> Allowance:
         """What the evolution may still spend on verification this round (``evolve_rollouts``), so
