@@ -67,11 +67,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     info = start("benchmarks/speed/train_profile.py", raw, threads=args.threads, device="cpu", dtype=args.dtype)
     from torch.profiler import ProfilerActivity, profile
 
+    from inspo.training.memory import freed_blocks_kept
+
     model = train_memory.variant_policy(args.model, args.dtype, args.variant)
     data = train_memory.batch(args, model.config.vocab_size)
-    training_pass(args, model, data)  # warm-up
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
-        forward, backward = training_pass(args, model, data)
+    with freed_blocks_kept():  # as a training step runs: freed tensors' pages reused
+        training_pass(args, model, data)  # warm-up
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            forward, backward = training_pass(args, model, data)
     total = sum(e.self_cpu_time_total for e in prof.key_averages()) / 1e6
     ops = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[: args.top]
     table = [{"op": e.key, "calls": e.count, "self_s": e.self_cpu_time_total / 1e6,

@@ -242,6 +242,11 @@ class RLConfig:
     """PPO clip ratio."""
     loss_type: str = "grpo"
     """TRL loss aggregation: grpo (per-sequence mean, Eq. 2), dapo, dr_grpo, bnpo."""
+    group_by_length: bool = True
+    """Within each optimizer update, put trajectories of similar lengths in the same micro-batch
+    (TRL mixes them at random), so a micro-batch's pass pays less padding. The same update under
+    grpo, dr_grpo and dapo (a sum over rows in another order; the LoRA dropout masks and rounding
+    differ); ignored under bnpo, whose per-micro-batch normaliser it would change."""
     max_turns: int = 4
     """Tool turns per episode; one final turn follows whose tool call is not run (Search-R1)."""
     max_response_tokens: int = 500

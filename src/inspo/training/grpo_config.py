@@ -151,6 +151,7 @@ def build_trainer(
             peft_config=peft_config,
         )
     trainer.checkpointed_share = config.model.gradient_checkpointing_layers
+    trainer.group_by_length = config.rl.group_by_length
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)

@@ -43,6 +43,8 @@ from inspo.records import Rollout, TooManyErrors
 from inspo.rng import derived_rng
 from inspo.training.checkpointing import limit_checkpointing
 from inspo.training.cpu_logps import cpu_logps_and_entropies
+from inspo.training.length_groups import LOSSES as LENGTH_GROUPED_LOSSES
+from inspo.training.length_groups import regroup_by_length
 from inspo.training.memory import release_memory
 from inspo.training.metrics import MetricsLog
 from inspo.training.rollout_context import RolloutContext, set_population
@@ -353,9 +355,47 @@ def epoch_sampler_class():
     return EpochRepeatSampler
 
 
+def epoch_sampler(cls: Any, base: Any, trainer: Any) -> Any:
+    """TRL's train sampler ``base`` rebuilt as ``cls`` (:func:`epoch_sampler_class`), seeded by
+    ``trainer``'s epoch."""
+    return cls(
+        data_source=base.data_source,
+        mini_repeat_count=base.mini_repeat_count,
+        batch_size=base.batch_size,
+        repeat_count=base.repeat_count,
+        shuffle=base.shuffle,
+        seed=base.seed,
+        epoch_fn=lambda: int((trainer.state.epoch or 0) + 1e-6),
+    )
+
+
+def generates_now(trainer: Any) -> bool:
+    """Whether TRL's ``_prepare_inputs``, called now, plays a new generation batch (in training, at
+    a generation boundary or with no buffer, as after a resume) rather than serving its buffer."""
+    generate_every = trainer.args.steps_per_generation * trainer.num_iterations
+    return bool(trainer.model.training) and (
+        trainer._step % generate_every == 0 or trainer._buffered_inputs is None
+    )
+
+
+def length_grouped(trainer: Any, inputs: Any, fresh: bool) -> Any:
+    """``inputs`` (the micro-batch TRL's ``_prepare_inputs`` returned), after ``trainer``'s buffer,
+    when ``fresh`` from a new generation and ``trainer.group_by_length`` (``rl.group_by_length``),
+    had each optimizer update's rows regrouped by length
+    (:func:`~inspo.training.length_groups.regroup_by_length`; not under ``bnpo``)."""
+    if not (fresh and trainer.group_by_length and trainer.loss_type in LENGTH_GROUPED_LOSSES):
+        return inputs
+    trainer._buffered_inputs = regroup_by_length(
+        trainer._buffered_inputs, trainer.args.gradient_accumulation_steps
+    )
+    return trainer._buffered_inputs[trainer._step % trainer.args.steps_per_generation]
+
+
 def trainer_class():
     """``InspoGRPOTrainer``: TRL's GRPOTrainer with (1) an epoch-seeded sampler, so a resumed run
-    replays the same question order, and (2) the input rows kept for the rollout function."""
+    replays the same question order, (2) the input rows kept for the rollout function, (3) each
+    update's rows in micro-batches of similar lengths (:func:`length_grouped`) and (4) the CPU
+    log-prob pass (:mod:`inspo.training.cpu_logps`)."""
     from trl import GRPOTrainer
 
     EpochRepeatSampler = epoch_sampler_class()
@@ -369,17 +409,14 @@ def trainer_class():
             """No TRL card in the run directory (it is no model folder, and TRL's card names no base
             model, instruction or result): inspo writes its own into RUN/agent (inspo.trained)."""
 
+        group_by_length = False  # rl.group_by_length: see length_grouped
+
         def _get_train_sampler(self, dataset=None):
-            base = super()._get_train_sampler(dataset)
-            return EpochRepeatSampler(
-                data_source=base.data_source,
-                mini_repeat_count=base.mini_repeat_count,
-                batch_size=base.batch_size,
-                repeat_count=base.repeat_count,
-                shuffle=base.shuffle,
-                seed=base.seed,
-                epoch_fn=lambda: int((self.state.epoch or 0) + 1e-6),
-            )
+            return epoch_sampler(EpochRepeatSampler, super()._get_train_sampler(dataset), self)
+
+        def _prepare_inputs(self, generation_batch):
+            fresh = generates_now(self)
+            return length_grouped(self, super()._prepare_inputs(generation_batch), fresh)
 
         def _generate_and_score_completions(self, inputs):
             import warnings
