@@ -18,6 +18,10 @@ from its parent):
   it generates with them (:mod:`inspo.training.vllm_sync`; once per optimizer step);
 - ``other``: the rest of the training loop (callbacks, logging, checkpoints, data loading).
 
+Also counted per step: the token positions the log-prob passes run (each micro-batch as wide as
+its last attended column) and how many of them are padding (``pass_tokens_by_step``; what
+``rl.group_by_length`` cuts).
+
 Printed: seconds per step for each part and its share, over the steps after the first (which
 pays one-off costs). The initial population and the final choice run outside the steps and are
 reported separately. Beside each part, on Linux, the peak resident memory while it ran (its own,
@@ -81,6 +85,19 @@ class Profiler:
         self.step_end: dict[int, float] = {}
         self._stack: list[list] = []  # [name, start, child seconds]
         self._peak = peak
+        self.pass_tokens: dict[str | int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+
+    def count_pass(self, attention_mask, logits_to_keep: int, batch_size: int | None) -> None:
+        """Charge a log-prob pass to the phase: the token positions it runs (each chunk of
+        ``batch_size`` rows as wide as its last attended column, as ``cpu_logps`` cuts it) and the
+        attended ones among them."""
+        from inspo.training.cpu_logps import attended_end
+
+        rows = batch_size or attention_mask.size(0)
+        for first in range(0, attention_mask.size(0), rows):
+            chunk = attention_mask[first : first + rows]
+            self.pass_tokens[self.phase]["run"] += chunk.size(0) * attended_end(chunk, logits_to_keep)
+            self.pass_tokens[self.phase]["attended"] += int(chunk.sum())
 
     def _note_peak(self) -> None:
         """Charge the high-water mark since the last reading to the innermost part (``other``
@@ -179,9 +196,12 @@ def install(prof: Profiler):
                 with prof.part("trl scoring"):
                     return super()._generate_and_score_completions(inputs)
 
-            def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+            def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                                   *args, **kwargs):
+                prof.count_pass(attention_mask, logits_to_keep, kwargs.get("batch_size", args[0] if args else None))
                 with prof.part("log-probs (forward)"):
-                    return super()._get_per_token_logps_and_entropies(*args, **kwargs)
+                    return super()._get_per_token_logps_and_entropies(
+                        model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
 
             def training_step(self, *args, **kwargs):
                 with prof.part("loss + backward + optimizer"):
@@ -256,6 +276,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         peak = "-" if peaks[part] is None else f"{peaks[part]:.2f}"
         print(f"{part:34s} {sec:9.2f} {100 * sec / per_step if per_step else 0:6.1f}% {peak:>9s}")
     print(f"{'step wall time':34s} {per_step:9.2f}")
+    tokens = {s: dict(prof.pass_tokens[s]) for s in steps}
+    run = sum(tokens[s].get("run", 0) for s in measured)
+    attended = sum(tokens[s].get("attended", 0) for s in measured)
+    if run:
+        print(f"{'log-prob passes':34s} {run / len(measured):9.0f} token positions a step, "
+              f"{100 * (1 - attended / run):.1f} % of them padding")
     init = dict(prof.seconds["init"])
     final = dict(prof.seconds["final"])
     print(f"outside the steps: initial population {sum(init.values()):.0f} s; final choice {sum(final.values()):.0f} s")
@@ -263,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(summary)
     result = {"provenance": info, "per_step": rows, "step_wall_s": per_step, "steps_measured": measured,
               "total_s": total, "init": init, "peak_gib": peaks,
-              "peak_gib_by_step": {s: dict(prof.peak_gib[s]) for s in steps}}
+              "peak_gib_by_step": {s: dict(prof.peak_gib[s]) for s in steps}, "pass_tokens_by_step": tokens}
     write_result(args.json, result)
     return result
 
