@@ -140,7 +140,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         # verification fits in 23.5 GiB (the first campaign's INSPO arm peaked at 23.0).
         # Checkpointing 18 of the 24 layers (0.75) spends 1.1-1.3 GiB of that on skipping 6
         # layers' recompute: the step 1.01-1.04x, same gradients. With issue 64's other changes
-        # the step takes about 107 s alone on 2 cores (140-143 s before the issue), peak 6.8-7.3.
+        # the step takes about 107 s alone on 2 cores (140-143 s before the issue), peak 6.8-7.3
+        # (a Xeon with AMX); rl.group_by_length (on by default) then cut the training pass's
+        # padding from 31.5 to 11.5 % of its positions: a step from @calculator 237-241 -> 206 s
+        # (1.15-1.17x) on a 2-core EPYC without AMX (BENCHMARKS.md §2).
         "model": {
             "lora": True,
             "lora_r": 16,
