@@ -9,6 +9,7 @@ import random
 import pytest
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("trl")  # the buffer is cut again as TRL cut it (trl.trainer.utils.split_tensor_dict)
 
 from inspo.training.length_groups import length_order, regroup_by_length, row_ends  # noqa: E402
 
@@ -153,7 +154,6 @@ def _one_step(tmp, grouped: bool, monkeypatch) -> tuple[dict, list[int]]:
 
 @pytest.mark.slow
 def test_a_grouped_step_makes_the_same_update(tmp_path, monkeypatch):
-    pytest.importorskip("trl")
     grouped, calls = _one_step(tmp_path, True, monkeypatch)
     mixed, no_calls = _one_step(tmp_path, False, monkeypatch)
     assert calls == [(4, True)] and no_calls == []  # the step's 4 micro-batches regrouped as one update

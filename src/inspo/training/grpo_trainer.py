@@ -369,15 +369,6 @@ def epoch_sampler(cls: Any, base: Any, trainer: Any) -> Any:
     )
 
 
-def generates_now(trainer: Any) -> bool:
-    """Whether TRL's ``_prepare_inputs``, called now, plays a new generation batch (in training, at
-    a generation boundary or with no buffer, as after a resume) rather than serving its buffer."""
-    generate_every = trainer.args.steps_per_generation * trainer.num_iterations
-    return bool(trainer.model.training) and (
-        trainer._step % generate_every == 0 or trainer._buffered_inputs is None
-    )
-
-
 def length_grouped(trainer: Any, inputs: Any, fresh: bool) -> Any:
     """``inputs`` (the micro-batch TRL's ``_prepare_inputs`` returned), after ``trainer``'s buffer,
     when ``fresh`` from a new generation and ``trainer.group_by_length`` (``rl.group_by_length``),
@@ -415,8 +406,9 @@ def trainer_class():
             return epoch_sampler(EpochRepeatSampler, super()._get_train_sampler(dataset), self)
 
         def _prepare_inputs(self, generation_batch):
-            fresh = generates_now(self)
-            return length_grouped(self, super()._prepare_inputs(generation_batch), fresh)
+            buffered = self._buffered_inputs  # TRL replaces its buffer when it generates
+            inputs = super()._prepare_inputs(generation_batch)
+            return length_grouped(self, inputs, fresh=self._buffered_inputs is not buffered)
 
         def _generate_and_score_completions(self, inputs):
             import warnings

@@ -56,9 +56,10 @@ def regroup_by_length(micro_batches: list[dict[str, Any]], per_update: int) -> l
     merged = _merge(micro_batches)
     if merged is None:
         return micro_batches
-    rows = len(micro_batches[0]["prompt_ids"])
-    order = length_order(row_ends(merged), rows * per_update)
-    return _split(_take(merged, order), rows)
+    from trl.trainer.utils import split_tensor_dict  # how TRL cut the buffer in the first place
+
+    order = length_order(row_ends(merged), len(micro_batches[0]["prompt_ids"]) * per_update)
+    return split_tensor_dict(_take(merged, order), len(micro_batches))
 
 
 def _merge(micro_batches: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -103,18 +104,4 @@ def _take(batch: dict[str, Any], order: list[int]) -> dict[str, Any]:
             out[key] = [value[i] for i in order]
         else:
             out[key] = value
-    return out
-
-
-def _split(batch: dict[str, Any], rows: int) -> list[dict[str, Any]]:
-    import torch
-
-    total = len(batch["prompt_ids"])
-    out = []
-    for start in range(0, total, rows):
-        part = {}
-        for key, value in batch.items():
-            rowed = isinstance(value, list) or (isinstance(value, torch.Tensor) and value.ndim >= 1)
-            part[key] = value[start : start + rows] if rowed else value
-        out.append(part)
     return out
