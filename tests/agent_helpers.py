@@ -193,7 +193,8 @@ class Scripted:
                     [t for t, m in zip(ids, mask, strict=True) if m]
                     for ids, mask in zip(input_ids.tolist(), attention_mask.tolist(), strict=True)
                 ],
-                "raw": [row[start:] for row in out.tolist()],
+                # HFEngine asks for a dict inside episode_cache() (it keeps the cache): the ids either way
+                "raw": [row[start:] for row in getattr(out, "sequences", out).tolist()],
             }
         )
         return out

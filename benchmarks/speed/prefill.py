@@ -1,19 +1,25 @@
-"""A training step's rollouts with each repeated prompt prefilled once, against every row prefilled
-(:mod:`inspo.engines.prefill`, issue 64), side by side in one run.
+"""A training step's rollouts with one of the engine's prefill savings on and off, side by side in
+one run (issue 64): ``--knob share_prefill``, each repeated prompt prefilled once
+(:mod:`inspo.engines.prefill`), or ``--knob keep_turns``, each turn's keys and values kept so the
+next turn prefills only what it adds (:mod:`inspo.engines.turn_cache`).
 
 GRPO plays ``group_size`` rollouts of each question, so a step's first turn holds each prompt G
 times (a static step; INSPO's paired credit splits a group between two instructions, so two
 prompts G/2 times). This plays a preset's step of rollouts (``questions_per_step`` training
 questions x ``group_size``, its agent settings, its seed instruction, ``--instructions`` distinct
 instructions a group) through :func:`inspo.envs.loop.run_rollouts` with ``HFEngine(...,
-share_prefill=...)`` on and off, in alternating order over ``--pairs`` pairs, from the same seed in
-both arms; checks that both arms played the same tokens; and prints the times and each pair's
-ratio. Run while nothing else runs on the machine, as ``inspo train`` would run it.
+<knob>=...)`` on and off, in alternating order over ``--pairs`` pairs, from the same seed in
+both arms; counts the rows both arms played the same (all of them for ``share_prefill``, which
+keeps the bits; ``keep_turns`` keeps the logits to rounding: run it near-greedy too, ``--set
+rl.temperature=0.0001``); and prints the times and each pair's ratio. Run while nothing else runs
+on the machine, as ``inspo train`` would run it.
 
 Usage::
 
     python benchmarks/speed/prefill.py --preset calculator --threads 2 \\
         --json benchmarks/results/speed/prefill.json
+    python benchmarks/speed/prefill.py --knob keep_turns --preset calculator --threads 2 \
+        --set seed_instruction=@calculator --json benchmarks/results/speed/turn-cache.json
     python benchmarks/speed/prefill.py --quick     # tiny-qwen2, a smoke test
 """
 
@@ -50,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--instructions", type=int, default=1, choices=(1, 2),
                    help="distinct instructions a group (2: INSPO's paired credit, the group halved)")
     p.add_argument("--pairs", type=int, default=3, help="alternating pairs")
+    p.add_argument("--knob", choices=("share_prefill", "keep_turns"), default="share_prefill",
+                   help="the HFEngine saving switched on and off")
     p.add_argument("--quick", action="store_true", help="tiny-qwen2 in float32, 2 questions x 4, 1 pair")
     add_common(p, threads=0)
     raw = list(sys.argv[1:] if argv is None else argv)
@@ -78,11 +86,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     episodes = [Episode(q, instructions[(g * args.instructions) // rl.group_size])
                 for q in questions for g in range(rl.group_size)]
     loaded = load_model(config.model.name_or_path, dtype=config.model.dtype)
-    engines = {share: HFEngine(loaded.model, loaded.tokenizer, share_prefill=share) for share in (True, False)}
+    engines = {on: HFEngine(loaded.model, loaded.tokenizer, **{args.knob: on}) for on in (True, False)}
     agent = agent_config(rl)
-    arms = {"shared": True, "every row": False}
+    arms = {"on": True, "off": False}
     times: dict[str, list[float]] = {name: [] for name in arms}
-    ratios, same, shared_rows = [], True, (0, 0)
+    ratios, same_rows, shared_rows = [], [], (0, 0)
     with freed_blocks_kept():
         play(engines[True], env, agent, episodes[: rl.group_size], args.seed)  # warm-up: packing, caches
         for i in range(args.pairs):
@@ -90,17 +98,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             got = {name: play(engines[arms[name]], env, agent, episodes, args.seed + i) for name in order}
             for name, (seconds, _, _) in got.items():
                 times[name].append(seconds)
-            ratios.append(got["every row"][0] / got["shared"][0])
-            same = same and got["shared"][1] == got["every row"][1]
-            shared_rows = got["shared"][2]
-            print(f"pair {i + 1}: shared {got['shared'][0]:.1f} s ({shared_rows[0]} rows prefilled as "
-                  f"{shared_rows[1]}), every row {got['every row'][0]:.1f} s, ratio {ratios[-1]:.2f}, "
-                  f"same tokens: {got['shared'][1] == got['every row'][1]}", flush=True)
-    result = {"provenance": info, "preset": args.preset, "overrides": overrides,
+            ratios.append(got["off"][0] / got["on"][0])
+            same_rows.append(sum(a == b for a, b in zip(got["on"][1], got["off"][1], strict=True)))
+            shared_rows = got["on"][2]
+            print(f"pair {i + 1}: {args.knob} on {got['on'][0]:.1f} s ({shared_rows[0]} rows prefilled "
+                  f"as {shared_rows[1]}), off {got['off'][0]:.1f} s, ratio {ratios[-1]:.2f}, rows "
+                  f"played the same: {same_rows[-1]} of {len(episodes)}", flush=True)
+    result = {"provenance": info, "preset": args.preset, "overrides": overrides, "knob": args.knob,
               "rows": len(episodes), "instructions_per_group": args.instructions, "seconds": times,
-              "prefilled_rows_as_distinct": shared_rows, "ratio_per_pair": ratios, "ratio_median": statistics.median(ratios), "same_tokens": same}
-    print(f"{len(episodes)} rows, {args.instructions} instruction(s) a group: every row / shared "
-          + ", ".join(f"{r:.2f}" for r in ratios) + f"; same tokens in every pair: {same}")
+              "prefilled_rows_as_distinct": shared_rows, "ratio_per_pair": ratios,
+              "ratio_median": statistics.median(ratios), "same_rows_per_pair": same_rows,
+              "same_tokens": all(n == len(episodes) for n in same_rows)}
+    print(f"{len(episodes)} rows, {args.instructions} instruction(s) a group: {args.knob} off / on "
+          + ", ".join(f"{r:.2f}" for r in ratios) + f"; rows played the same per pair: {same_rows}")
     write_result(args.json, result)
     return result
 

@@ -247,6 +247,11 @@ class RLConfig:
     (TRL mixes them at random), so a micro-batch's pass pays less padding. The same update under
     grpo, dr_grpo and dapo (a sum over rows in another order; the LoRA dropout masks and rounding
     differ); ignored under bnpo, whose per-micro-batch normaliser it would change."""
+    keep_turns: bool = True
+    """Transformers rollouts: keep each turn's keys and values, so an episode's next turn
+    prefills only what it adds (the tool's answer) instead of its whole context again. The same
+    logits to rounding, not bit for bit (inspo.engines.turn_cache); false prefills every turn in
+    full, as before."""
     max_turns: int = 4
     """Tool turns per episode; one final turn follows whose tool call is not run (Search-R1)."""
     max_response_tokens: int = 500

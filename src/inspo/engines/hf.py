@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from inspo.engines.base import Generation, GenerationInput, TokenizerText, trim_generation
 from inspo.engines.prefill import PrefillCount
+from inspo.engines.turn_cache import TurnCache
 from inspo.models.packed import PackedLinears
 
 log = logging.getLogger("inspo.engines")
@@ -43,7 +44,9 @@ class HFEngine(TokenizerText):
     engines on the same model (packing the 0.5B takes about a second), ``PackedLinears(enabled=
     False)`` to multiply as torch does. None: the engine keeps its own. ``share_prefill``: on
     CPU, rows that repeat an input (a group's G rollouts) are prefilled once
-    (:mod:`inspo.engines.prefill`; the same tokens).
+    (:mod:`inspo.engines.prefill`; the same tokens). ``keep_turns``: inside an
+    :meth:`episode_cache` block, each call's keys and values are kept and the next call prefills
+    only what its rows add (:mod:`inspo.engines.turn_cache`; the same logits to rounding).
     """
 
     keeps_token_ids = True
@@ -59,6 +62,7 @@ class HFEngine(TokenizerText):
         batch_size: int | None = None,
         packed: PackedLinears | None = None,
         share_prefill: bool = True,
+        keep_turns: bool = True,
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"HFEngine: batch_size must be >= 1 or None, got {batch_size}")
@@ -75,6 +79,8 @@ class HFEngine(TokenizerText):
         self.packed = packed if packed is not None else PackedLinears()
         self.share_prefill = share_prefill
         self.prefilled = PrefillCount()  # rows prefilled as how many distinct ones, so far
+        self.keep_turns = keep_turns
+        self.turn_cache: TurnCache | None = None  # open inside an episode_cache() block
         self.eos_ids = _eos_ids(model, tokenizer)
         if not self.eos_ids:
             raise ValueError(
@@ -89,6 +95,21 @@ class HFEngine(TokenizerText):
         """Build from ``inspo.models.load_model(...)``'s ``LoadedModel`` (model + tokenizer)."""
         return cls(loaded.model, loaded.tokenizer, **kwargs)
 
+    @contextmanager
+    def episode_cache(self) -> Iterator[TurnCache | None]:
+        """A block whose ``generate`` calls continue each other's rows (one rollout's turns, with
+        the policy's weights unchanged): each call reuses the keys and values of the rows the
+        call before it played (:mod:`inspo.engines.turn_cache`). Yields the block's
+        :class:`TurnCache` (None where ``keep_turns`` is off); a block inside one shares it."""
+        if not self.keep_turns or self.turn_cache is not None:
+            yield self.turn_cache
+            return
+        self.turn_cache = TurnCache()
+        try:
+            yield self.turn_cache
+        finally:
+            self.turn_cache = None
+
     # -- generation -----------------------------------------------------------------------
     def generate(
         self,
@@ -101,6 +122,8 @@ class HFEngine(TokenizerText):
     ) -> list[Generation]:
         if not inputs:
             return []
+        if self.turn_cache is not None:
+            self.turn_cache.start_call()
         size = self.batch_size or len(inputs)
         out: list[Generation] = []
         for start in range(0, len(inputs), size):
@@ -156,6 +179,12 @@ class HFEngine(TokenizerText):
             seeds=seeds,
             width=width,
         )
+        turns = self.turn_cache
+        if turns is not None:
+            kwargs["generation_config"].return_dict_in_generate = True
+            cache = turns.prefix(sequences, self.model.config)
+            if cache is not None:
+                kwargs["cache"] = cache
         was_training = self.model.training
         self.model.eval()
         try:
@@ -176,6 +205,9 @@ class HFEngine(TokenizerText):
                     )
         finally:
             self.model.train(was_training)
+        if turns is not None:
+            turns.keep(output.cache, sequences, output.sequences[:, width:])
+            output = output.sequences
         return [row.tolist() for row in output[:, width:]]
 
     def _shares(self, device: Any) -> bool:

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,7 +177,9 @@ def run_rollouts(
                 traj.add(config.prefill, tokens.ids(config.prefill), 0)
                 traj.turn_text = config.prefill
             trajectories.append(traj)
-        return _play(engine, env, config, tokens, trajectories)
+        cache = getattr(engine, "episode_cache", None)  # HFEngine: a turn prefills what it adds
+        with cache() if cache is not None else nullcontext():
+            return _play(engine, env, config, tokens, trajectories)
     finally:  # each episode's instance is closed, whatever happened
         for traj in trajectories:
             if traj.state is not None:

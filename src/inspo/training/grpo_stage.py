@@ -319,6 +319,7 @@ def _trainer(start: GrpoStart, coevo: CoEvolution, choices: Path, progress: bool
         eval_every=rl.eval_every,
         progress=progress and main,
         max_error_rate=rl.max_error_rate,
+        keep_turns=rl.keep_turns,
     )
     if start.vllm:
         from inspo.training.vllm_sync import start_sync

@@ -49,6 +49,8 @@ class RolloutContext:
     vllm_sync: Any = None
     """``rl.use_vllm``: the :class:`~inspo.training.vllm_sync.WeightSync` (full weights) or
     :class:`~inspo.training.vllm_sync.AdapterSync` (LoRA) that plays the policy in vLLM."""
+    keep_turns: bool = True
+    """``rl.keep_turns``: transformers rollouts prefill only what each turn adds."""
     packed: PackedLinears = field(default_factory=PackedLinears)
     """The training model's bf16 weights packed for CPU generation, kept across the run's
     engines (:mod:`inspo.models.packed`)."""
@@ -74,7 +76,9 @@ class RolloutContext:
         transformers."""
         if self.vllm_sync is not None and version is not None:
             return self.vllm_sync.engine_for(model, version, rng)
-        return HFEngine(model, self.tokenizer, rng=rng, packed=self.packed)
+        return HFEngine(
+            model, self.tokenizer, rng=rng, packed=self.packed, keep_turns=self.keep_turns
+        )
 
     def make_evaluate(
         self, model: Any, step: int, tag: str = "verify", version: int | None = None
