@@ -1,7 +1,8 @@
 """A training step's rollouts with one of the engine's prefill savings on and off, side by side in
 one run (issue 64): ``--knob share_prefill``, each repeated prompt prefilled once
 (:mod:`inspo.engines.prefill`), or ``--knob keep_turns``, each turn's keys and values kept so the
-next turn prefills only what it adds (:mod:`inspo.engines.turn_cache`).
+next turn prefills only what it adds (:mod:`inspo.engines.turn_cache`), or ``--knob
+drop_finished``, finished rows left out of the decoding steps (:mod:`inspo.engines.decode_rows`).
 
 GRPO plays ``group_size`` rollouts of each question, so a step's first turn holds each prompt G
 times (a static step; INSPO's paired credit splits a group between two instructions, so two
@@ -9,8 +10,8 @@ prompts G/2 times). This plays a preset's step of rollouts (``questions_per_step
 questions x ``group_size``, its agent settings, its seed instruction, ``--instructions`` distinct
 instructions a group) through :func:`inspo.envs.loop.run_rollouts` with ``HFEngine(...,
 <knob>=...)`` on and off, in alternating order over ``--pairs`` pairs, from the same seed in
-both arms; counts the rows both arms played the same (all of them for ``share_prefill``, which
-keeps the bits; ``keep_turns`` keeps the logits to rounding: run it near-greedy too, ``--set
+both arms; counts the rows both arms played the same (all of them for ``share_prefill`` and
+``drop_finished``, which keep the bits; ``keep_turns`` keeps the logits to rounding: run it near-greedy too, ``--set
 rl.temperature=0.0001``); and prints the times and each pair's ratio. Run while nothing else runs
 on the machine, as ``inspo train`` would run it.
 
@@ -56,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--instructions", type=int, default=1, choices=(1, 2),
                    help="distinct instructions a group (2: INSPO's paired credit, the group halved)")
     p.add_argument("--pairs", type=int, default=3, help="alternating pairs")
-    p.add_argument("--knob", choices=("share_prefill", "keep_turns"), default="share_prefill",
+    p.add_argument("--knob", choices=("share_prefill", "keep_turns", "drop_finished"), default="share_prefill",
                    help="the HFEngine saving switched on and off")
     p.add_argument("--quick", action="store_true", help="tiny-qwen2 in float32, 2 questions x 4, 1 pair")
     add_common(p, threads=0)

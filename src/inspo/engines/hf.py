@@ -47,6 +47,8 @@ class HFEngine(TokenizerText):
     (:mod:`inspo.engines.prefill`; the same tokens). ``keep_turns``: inside an
     :meth:`episode_cache` block, each call's keys and values are kept and the next call prefills
     only what its rows add (:mod:`inspo.engines.turn_cache`; the same logits to rounding).
+    ``drop_finished``: on CPU, rows that have finished leave the decoding steps
+    (:mod:`inspo.engines.decode_rows`; the same tokens).
     """
 
     keeps_token_ids = True
@@ -63,6 +65,7 @@ class HFEngine(TokenizerText):
         packed: PackedLinears | None = None,
         share_prefill: bool = True,
         keep_turns: bool = True,
+        drop_finished: bool = True,
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"HFEngine: batch_size must be >= 1 or None, got {batch_size}")
@@ -80,6 +83,8 @@ class HFEngine(TokenizerText):
         self.share_prefill = share_prefill
         self.prefilled = PrefillCount()  # rows prefilled as how many distinct ones, so far
         self.keep_turns = keep_turns
+        self.drop_finished = drop_finished
+        self.dropped = 0  # row-steps finished rows did not run, so far (drop_finished)
         self.turn_cache: TurnCache | None = None  # open inside an episode_cache() block
         self.eos_ids = _eos_ids(model, tokenizer)
         if not self.eos_ids:
@@ -158,6 +163,7 @@ class HFEngine(TokenizerText):
         (one per row) a sampled row draws from its own seed, not from the call's."""
         import torch
 
+        from inspo.engines.decode_rows import FinishedRows, decoding_rows
         from inspo.engines.prefill import shared_prefill
         from inspo.models.head import contiguous_head_input
 
@@ -171,6 +177,11 @@ class HFEngine(TokenizerText):
         attention = torch.tensor(
             [[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=device
         )
+        finished = (
+            FinishedRows(len(sequences), width, self.eos_ids)
+            if self.drop_finished and device.type == "cpu"
+            else None
+        )
         kwargs = self._decoding(
             max_new_tokens=max_new_tokens,
             temperature=temperature,
@@ -178,6 +189,7 @@ class HFEngine(TokenizerText):
             stop=stop,
             seeds=seeds,
             width=width,
+            finished=finished,
         )
         turns = self.turn_cache
         if turns is not None:
@@ -199,14 +211,18 @@ class HFEngine(TokenizerText):
                     shared_prefill(self.model, self.prefilled)
                     if self._shares(device)
                     else nullcontext(),
+                    decoding_rows(self.model, finished) if finished else nullcontext(),
                 ):
                     output = self.model.generate(
                         input_ids=input_ids, attention_mask=attention, **kwargs
                     )
         finally:
             self.model.train(was_training)
+        if finished is not None:
+            self.dropped += finished.skipped_steps
         if turns is not None:
-            turns.keep(output.cache, sequences, output.sequences[:, width:])
+            computed = finished.computed if finished is not None else None
+            turns.keep(output.cache, sequences, output.sequences[:, width:], computed)
             output = output.sequences
         return [row.tolist() for row in output[:, width:]]
 
@@ -222,9 +238,11 @@ class HFEngine(TokenizerText):
         stop: Sequence[str],
         seeds: list[int] | None,
         width: int,
+        finished: Any = None,
     ) -> dict[str, Any]:
         """``model.generate``'s keyword arguments: the generation config, the sampling processor
-        and the stop criteria (``width``: the input's width, where new tokens start)."""
+        and the stop criteria (``width``: the input's width, where new tokens start; ``finished``:
+        a :class:`~inspo.engines.decode_rows.FinishedRows` told what the criteria decide)."""
         from transformers import GenerationConfig
 
         sample = temperature > 0
@@ -262,8 +280,8 @@ class HFEngine(TokenizerText):
                     else multinomial_sampler(temperature, top_p)
                 ]
             )
-        if stop:
-            kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width)
+        if stop or finished is not None:
+            kwargs["stopping_criteria"] = _stop_criteria(self.tokenizer, stop, width, finished)
         return kwargs
 
 
@@ -289,8 +307,9 @@ def attention_kernels(device: Any) -> Any:
     )
 
 
-def _stop_criteria(tokenizer: Any, stop: Sequence[str], start: int) -> Any:
-    """A per-row StoppingCriteria: done once the row's NEW text contains a stop string.
+def _stop_criteria(tokenizer: Any, stop: Sequence[str], start: int, finished: Any = None) -> Any:
+    """A per-row StoppingCriteria: done once the row's NEW text contains a stop string (and,
+    given ``finished``, it is told each step's verdict; no stop strings: never done).
 
     Each step decodes only the last ``max(len(stop))`` new tokens of each row (a stop string of
     n ASCII characters spans at most n tokens), so it costs microseconds per row. transformers'
@@ -300,13 +319,18 @@ def _stop_criteria(tokenizer: Any, stop: Sequence[str], start: int) -> Any:
     import torch
     from transformers import StoppingCriteria, StoppingCriteriaList
 
-    window = max(len(s) for s in stop)
+    window = max((len(s) for s in stop), default=0)
 
     class StopOnStrings(StoppingCriteria):
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-            tails = input_ids[:, max(start, input_ids.shape[1] - window) :].tolist()
-            texts = tokenizer.batch_decode(tails, skip_special_tokens=True)
-            done = [any(s in text for s in stop) for text in texts]
-            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+            done = [False] * input_ids.shape[0]
+            if stop:
+                tails = input_ids[:, max(start, input_ids.shape[1] - window) :].tolist()
+                texts = tokenizer.batch_decode(tails, skip_special_tokens=True)
+                done = [any(s in text for s in stop) for text in texts]
+            verdict = torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+            if finished is not None:
+                finished.update(input_ids, verdict)
+            return verdict
 
     return StoppingCriteriaList([StopOnStrings()])

@@ -90,15 +90,26 @@ class TurnCache:
         self.prefilled += suffix * len(sequences)
         return DynamicCache(ddp_cache_data=layers, config=config)
 
-    def keep(self, cache: Any, sequences: Sequence[Sequence[int]], new_ids: Any) -> None:
+    def keep(
+        self,
+        cache: Any,
+        sequences: Sequence[Sequence[int]],
+        new_ids: Any,
+        computed: Sequence[int | None] | None = None,
+    ) -> None:
         """After a call: keep ``cache`` (its rows left-padded ``sequences`` followed by
-        ``new_ids``, ``[rows, steps]``) for the next call. A cache of any other length than the
-        call's ``width + steps - 1`` positions is not kept (the next call prefills in full)."""
+        ``new_ids``, ``[rows, steps]``) for the next call; ``computed[i]``, where not None, is how
+        many of row ``i``'s new tokens have keys and values (a row dropped from the decoding
+        steps, :mod:`inspo.engines.decode_rows`). A cache of any other length than the call's
+        ``width + steps - 1`` positions is not kept (the next call prefills in full)."""
         width, steps = max(len(s) for s in sequences), int(new_ids.shape[1])
         layers = [(layer.keys, layer.values) for layer in getattr(cache, "layers", [])]
         if not layers or steps < 1 or layers[0][0].shape[2] != width + steps - 1:
             return
         rows = new_ids[:, : steps - 1].tolist()
+        for i, n in enumerate(computed or []):
+            if n is not None:
+                rows[i] = rows[i][:n]
         self.fresh.append(
             _Source(
                 layers=layers,
