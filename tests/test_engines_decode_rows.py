@@ -112,11 +112,11 @@ def test_dropping_with_the_turn_cache_over_turns(tiny):
     assert played[True] == played[False]
 
 
-def test_the_rows_still_writing_get_the_whole_batchs_logits_and_keys(tiny):
-    """At every decoding step, the logits of the rows still writing, and at the end every computed
-    key and value, are what the whole batch gives (to rounding: fewer rows may take other kernels)."""
+def _forced_generations(tiny):
+    """Both arms of one forced greedy call over 8 left-padded rows, rows 0-2 ending at their 2nd
+    token: ``({drop: output}, rows, width)``, each output carrying its ``finished``."""
     import torch
-    from transformers import GenerationConfig
+    from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
 
     from inspo.engines.decode_rows import decoding_rows
 
@@ -127,7 +127,7 @@ def test_the_rows_still_writing_get_the_whole_batchs_logits_and_keys(tiny):
     ids = torch.tensor([[0] * (width - len(r)) + r for r in rows])
     mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
     torch.manual_seed(5)
-    forced = torch.randint(50, 4000, (len(rows), 12))
+    forced = torch.randint(50, 4000, (len(rows), 24))
     forced[:3, 1] = eos[0]  # rows 0-2 end at their 2nd token: the rest decode on without them
 
     class Force:  # a logits processor that makes greedy play ``forced``
@@ -137,24 +137,34 @@ def test_the_rows_still_writing_get_the_whole_batchs_logits_and_keys(tiny):
             out[torch.arange(len(scores)), forced[:, step]] = 0.0
             return out
 
-    config = GenerationConfig(max_new_tokens=12, do_sample=False, pad_token_id=0, eos_token_id=eos,
+    config = GenerationConfig(max_new_tokens=24, do_sample=False, pad_token_id=0, eos_token_id=eos,
                               return_dict_in_generate=True, output_logits=True)
     outs = {}
     for drop in (False, True):
         finished = FinishedRows(len(rows), width, set(eos))
 
         class Told:  # tells ``finished`` each step's verdict, as HFEngine's criteria do
-            def __call__(self, input_ids, scores, **kwargs):
-                finished.update(input_ids, None)
-                return torch.zeros(len(input_ids), dtype=torch.bool)
+            def __init__(self, finished):
+                self.finished = finished
 
-        from transformers import LogitsProcessorList, StoppingCriteriaList
+            def __call__(self, input_ids, scores, **kwargs):
+                self.finished.update(input_ids, None)
+                return torch.zeros(len(input_ids), dtype=torch.bool)
 
         with torch.inference_mode(), decoding_rows(tiny.model, finished) if drop else torch.inference_mode():
             outs[drop] = tiny.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
                                              logits_processor=LogitsProcessorList([Force()]),
-                                             stopping_criteria=StoppingCriteriaList([Told()]))
+                                             stopping_criteria=StoppingCriteriaList([Told(finished)]))
         outs[drop].finished = finished
+    return outs, rows, width
+
+
+def test_the_rows_still_writing_get_the_whole_batchs_logits_and_keys(tiny):
+    """At every decoding step, the logits of the rows still writing, and at the end every computed
+    key and value, are what the whole batch gives (to rounding: fewer rows may take other kernels)."""
+    import torch
+
+    outs, _, width = _forced_generations(tiny)
     assert torch.equal(outs[True].sequences, outs[False].sequences)
     assert outs[True].finished.skipped_steps > 0 and outs[True].finished.computed[:3] == [1, 1, 1]
     for step, (a, b) in enumerate(zip(outs[True].logits, outs[False].logits, strict=True)):
@@ -164,3 +174,35 @@ def test_the_rows_still_writing_get_the_whole_batchs_logits_and_keys(tiny):
         torch.testing.assert_close(got.keys[3:], want.keys[3:], rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(got.keys[:3, :, : width + 1], want.keys[:3, :, : width + 1])
         torch.testing.assert_close(got.values[3:], want.values[3:], rtol=1e-5, atol=1e-5)
+
+
+def test_the_turn_cache_keeps_only_a_dropped_rows_computed_tokens(tiny):
+    """The next turn after a call that dropped rows: every row, the dropped ones included (they
+    go on from their last token, whose keys were never computed), gets the full prefill's logits."""
+    import torch
+    from transformers import GenerationConfig
+
+    from inspo.engines.turn_cache import TurnCache
+
+    outs, rows, width = _forced_generations(tiny)
+    out = outs[True]
+    new = out.sequences[:, width:]
+    turns = TurnCache()
+    turns.keep(out.cache, rows, new, out.finished.computed)
+    turns.start_call()
+    # the dropped rows' tokens end at their EOS, and they get a longer answer than the rest: the
+    # batch then takes from the cache the position of their EOS, whose keys were never computed,
+    # unless the cache knows it does not hold them
+    nxt = [row + new[i, :2].tolist() + [21, 22, 23, 24, 25, 26] if i < 3 else row + new[i].tolist() + [21]
+           for i, row in enumerate(rows)]
+    cache = turns.prefix(nxt, tiny.model.config)
+    assert cache is not None
+    w = max(len(r) for r in nxt)
+    ids = torch.tensor([[0] * (w - len(r)) + r for r in nxt])
+    mask = torch.tensor([[0] * (w - len(r)) + [1] * len(r) for r in nxt])
+    config = GenerationConfig(max_new_tokens=1, do_sample=False, pad_token_id=0, eos_token_id=None,
+                              return_dict_in_generate=True, output_logits=True)
+    with torch.inference_mode():
+        cached = tiny.model.generate(input_ids=ids, attention_mask=mask, generation_config=config, cache=cache)
+        full = tiny.model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+    torch.testing.assert_close(cached.logits[0], full.logits[0], rtol=1e-4, atol=1e-5)
