@@ -143,7 +143,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         # the step takes about 107 s alone on 2 cores (140-143 s before the issue), peak 6.8-7.3
         # (a Xeon with AMX); rl.group_by_length (on by default) then cut the training pass's
         # padding from 31.5 to 11.5 % of its positions: a step from @calculator 237-241 -> 206 s
-        # (1.15-1.17x) on a 2-core EPYC without AMX (BENCHMARKS.md §2).
+        # (1.15-1.17x) on a 2-core EPYC without AMX (BENCHMARKS.md §2). rl.keep_turns (on by
+        # default) and the engine's dropping of finished rows then cut generation 2.13x: the step
+        # 198 -> 150 s there (one pair).
         "model": {
             "lora": True,
             "lora_r": 16,
