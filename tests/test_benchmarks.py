@@ -1047,7 +1047,8 @@ def test_prefill_quick_plays_a_step_both_ways_and_checks_the_same_tokens(tmp_pat
     assert result["rows"] == 8 and result["same_tokens"] is True
     assert list(result["prefilled_rows_as_distinct"]) == [8, 4]  # 2 questions x 2 instructions
     assert all(positive(x) for x in result["ratio_per_pair"])
-    assert "same tokens in every pair: True" in capsys.readouterr().out
+    assert result["same_rows_per_pair"] == [8] and result["knob"] == "share_prefill"
+    assert "rows played the same per pair: [8]" in capsys.readouterr().out
     assert_provenance(tmp_path / "p.json", "prefill", "--quick")
 
 

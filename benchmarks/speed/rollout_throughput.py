@@ -161,8 +161,8 @@ def timed_stop_check(timers: Timers) -> Iterator[None]:
 
     original = engines._stop_criteria
 
-    def wrapped(tokenizer: Any, stop: Sequence[str], start: int) -> Any:
-        inner = original(tokenizer, stop, start)
+    def wrapped(tokenizer: Any, stop: Sequence[str], start: int, finished: Any = None) -> Any:
+        inner = original(tokenizer, stop, start, finished)
 
         class TimedStop(StoppingCriteria):
             def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
