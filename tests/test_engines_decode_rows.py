@@ -11,6 +11,7 @@ import pytest
 
 from inspo.engines.base import GenerationInput
 from inspo.engines.decode_rows import MIN_FINISHED_SHARE, FinishedRows
+from inspo.engines.turn_cache import cache_argument, returned_cache
 
 
 def test_finished_rows_are_the_union_of_eos_and_the_criteria():
@@ -170,7 +171,7 @@ def test_the_rows_still_writing_get_the_whole_batchs_logits_and_keys(tiny):
     for step, (a, b) in enumerate(zip(outs[True].logits, outs[False].logits, strict=True)):
         live = slice(3, None) if step >= 2 else slice(None)
         torch.testing.assert_close(a[live], b[live], rtol=1e-5, atol=1e-5)
-    for got, want in zip(outs[True].cache.layers, outs[False].cache.layers, strict=True):
+    for got, want in zip(returned_cache(outs[True]).layers, returned_cache(outs[False]).layers, strict=True):
         torch.testing.assert_close(got.keys[3:], want.keys[3:], rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(got.keys[:3, :, : width + 1], want.keys[:3, :, : width + 1])
         torch.testing.assert_close(got.values[3:], want.values[3:], rtol=1e-5, atol=1e-5)
@@ -188,7 +189,7 @@ def test_the_turn_cache_keeps_only_a_dropped_rows_computed_tokens(tiny):
     out = outs[True]
     new = out.sequences[:, width:]
     turns = TurnCache()
-    turns.keep(out.cache, rows, new, out.finished.computed)
+    turns.keep(returned_cache(out), rows, new, out.finished.computed)
     turns.start_call()
     # the dropped rows' tokens end at their EOS, and they get a longer answer than the rest: the
     # batch then takes from the cache the position of their EOS, whose keys were never computed,
@@ -203,6 +204,7 @@ def test_the_turn_cache_keeps_only_a_dropped_rows_computed_tokens(tiny):
     config = GenerationConfig(max_new_tokens=1, do_sample=False, pad_token_id=0, eos_token_id=None,
                               return_dict_in_generate=True, output_logits=True)
     with torch.inference_mode():
-        cached = tiny.model.generate(input_ids=ids, attention_mask=mask, generation_config=config, cache=cache)
+        cached = tiny.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
+                                       **{cache_argument(tiny.model): cache})
         full = tiny.model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
     torch.testing.assert_close(cached.logits[0], full.logits[0], rtol=1e-4, atol=1e-5)

@@ -10,7 +10,13 @@ import random
 import pytest
 
 from inspo.engines.base import GenerationInput
-from inspo.engines.turn_cache import MIN_CACHED_POSITIONS, TurnCache, best_prefixes
+from inspo.engines.turn_cache import (
+    MIN_CACHED_POSITIONS,
+    TurnCache,
+    best_prefixes,
+    cache_argument,
+    returned_cache,
+)
 
 
 def naive_best(sequences, kept):
@@ -68,7 +74,7 @@ def _greedy(model, rows, pad, steps, cache=None):
     ids, mask = _left_padded(rows, pad)
     config = GenerationConfig(max_new_tokens=steps, min_new_tokens=steps, do_sample=False, pad_token_id=pad,
                               eos_token_id=None, return_dict_in_generate=True, output_logits=True)
-    extra = {"cache": cache} if cache is not None else {}
+    extra = {cache_argument(model): cache} if cache is not None else {}
     with torch.inference_mode():
         out = model.generate(input_ids=ids, attention_mask=mask, generation_config=config, **extra)
     return out, ids.shape[1]
@@ -83,7 +89,7 @@ def test_a_continued_batch_gives_the_full_prefills_logits(tiny):
     first = [[rng.randrange(5, 400) for _ in range(n)] for n in (40, 55, 33, 61)]
     out, width = _greedy(model, first, pad, steps=6)
     turns = TurnCache()
-    turns.keep(out.cache, first, out.sequences[:, width:])
+    turns.keep(returned_cache(out), first, out.sequences[:, width:])
     turns.start_call()
     played = [row + out.sequences[i, width:].tolist() for i, row in enumerate(first)]
     # the next call: rows reordered, answers of different lengths appended, one row never played
@@ -106,7 +112,7 @@ def test_a_call_that_would_reuse_little_prefills_in_full(tiny):
     first = [[5 + i for i in range(40)]]
     out, width = _greedy(model, first, pad, steps=3)
     turns = TurnCache()
-    turns.keep(out.cache, first, out.sequences[:, width:])
+    turns.keep(returned_cache(out), first, out.sequences[:, width:])
     turns.start_call()
     # the longest row matches nothing: every row would prefill the whole width
     assert turns.prefix([first[0] + [1], [9] * 60], model.config) is None

@@ -145,7 +145,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         # padding from 31.5 to 11.5 % of its positions: a step from @calculator 237-241 -> 206 s
         # (1.15-1.17x) on a 2-core EPYC without AMX (BENCHMARKS.md §2). rl.keep_turns (on by
         # default) and the engine's dropping of finished rows then cut generation 2.13x: the step
-        # 198 -> 150 s there (one pair).
+        # 198-204 -> 150-153 s there (1.32-1.33x, two pairs).
         "model": {
             "lora": True,
             "lora_r": 16,

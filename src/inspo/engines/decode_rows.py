@@ -102,7 +102,8 @@ class _ActiveRowsForward:
         import torch
         from transformers import DynamicCache
 
-        cache, mask = kwargs.get("cache"), kwargs.get("attention_mask")
+        name = "cache" if "cache" in kwargs else "past_key_values"  # transformers >= 5.20: cache
+        cache, mask = kwargs.get(name), kwargs.get("attention_mask")
         decoding = (
             input_ids is not None
             and input_ids.shape[1] == 1
@@ -125,7 +126,7 @@ class _ActiveRowsForward:
             else value
             for key, value in kwargs.items()
         }
-        sliced["cache"] = part
+        sliced[name] = part
         out = self.forward(input_ids=input_ids.index_select(0, pick), **sliced)
         for whole, layer in zip(cache.layers, part.layers, strict=True):
             whole.update(
@@ -133,7 +134,7 @@ class _ActiveRowsForward:
                 _spread(layer.values[:, :, -1:], pick, input_ids.shape[0]),
             )
         out["logits"] = _spread(out.logits, pick, input_ids.shape[0])
-        out["cache"] = cache
+        out["cache" if "cache" in out else "past_key_values"] = cache
         return out
 
 

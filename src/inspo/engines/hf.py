@@ -11,7 +11,7 @@ from typing import Any
 
 from inspo.engines.base import Generation, GenerationInput, TokenizerText, trim_generation
 from inspo.engines.prefill import PrefillCount
-from inspo.engines.turn_cache import TurnCache
+from inspo.engines.turn_cache import TurnCache, cache_argument, returned_cache
 from inspo.models.packed import PackedLinears
 
 log = logging.getLogger("inspo.engines")
@@ -196,7 +196,7 @@ class HFEngine(TokenizerText):
             kwargs["generation_config"].return_dict_in_generate = True
             cache = turns.prefix(sequences, self.model.config)
             if cache is not None:
-                kwargs["cache"] = cache
+                kwargs[cache_argument(self.model)] = cache
         was_training = self.model.training
         self.model.eval()
         try:
@@ -211,7 +211,7 @@ class HFEngine(TokenizerText):
                     shared_prefill(self.model, self.prefilled)
                     if self._shares(device)
                     else nullcontext(),
-                    decoding_rows(self.model, finished) if finished else nullcontext(),
+                    decoding_rows(self.model, finished) if finished is not None else nullcontext(),
                 ):
                     output = self.model.generate(
                         input_ids=input_ids, attention_mask=attention, **kwargs
@@ -222,7 +222,7 @@ class HFEngine(TokenizerText):
             self.dropped += finished.skipped_steps
         if turns is not None:
             computed = finished.computed if finished is not None else None
-            turns.keep(output.cache, sequences, output.sequences[:, width:], computed)
+            turns.keep(returned_cache(output), sequences, output.sequences[:, width:], computed)
             output = output.sequences
         return [row.tolist() for row in output[:, width:]]
 

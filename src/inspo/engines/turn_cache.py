@@ -144,3 +144,22 @@ def best_prefixes(
     length, best = torch.cat(lengths).max(dim=1)
     caps = torch.tensor([max(len(s) - 1, 0) for s in sequences])
     return [(int(b), int(n)) for b, n in zip(best, torch.minimum(length, caps), strict=True)]
+
+
+def cache_argument(model: Any) -> str:
+    """The name ``generate`` takes a cache by: ``cache`` from transformers 5.20 (which still
+    accepts ``past_key_values`` with a warning), ``past_key_values`` before."""
+    import inspect
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return (
+        "cache"
+        if "cache" in inspect.signature(type(base).forward).parameters
+        else "past_key_values"
+    )
+
+
+def returned_cache(output: Any) -> Any:
+    """The cache a dict-returning ``generate`` gave back, under either name."""
+    found = getattr(output, "cache", None)
+    return found if found is not None else getattr(output, "past_key_values", None)
