@@ -20,3 +20,15 @@ def smollm2_chat(smollm2_hf_dir):
     from inspo.llm.local import load_chat_model
 
     return load_chat_model(smollm2_hf_dir)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """The tiny random Qwen2 in float32, one per test module (the engine tests: prefill, turn
+    cache, finished rows)."""
+    from inspo.models import ModelNotInstalledError, load_model
+
+    try:
+        return load_model("tiny-qwen2", dtype="float32")
+    except ModelNotInstalledError as exc:
+        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")

@@ -40,16 +40,6 @@ def test_too_few_finished_rows_run_the_whole_batch():
     assert rows.skip(2) == list(range(n)) and rows.computed == [None] * n and rows.skipped_steps == 0
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    from inspo.models import ModelNotInstalledError, load_model
-
-    try:
-        return load_model("tiny-qwen2", dtype="float32")
-    except ModelNotInstalledError as exc:
-        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
-
-
 def _inputs(tok, seeded):
     texts = ["Question: where is Zarn? Think step by step, then answer.",
              "Answer the given question please. Question: who rules the north of the old kingdom?",

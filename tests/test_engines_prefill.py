@@ -28,16 +28,6 @@ def test_distinct_rows_matches_a_naive_reference():
     assert distinct_rows([[1, 2], [1, 2], [2, 1], [1, 2]]) == ([0, 2], [0, 0, 1, 0])
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    from inspo.models import ModelNotInstalledError, load_model
-
-    try:
-        return load_model("tiny-qwen2", dtype="float32")
-    except ModelNotInstalledError as exc:
-        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
-
-
 def _batch(tokenizer, group=4):
     """Three prompts of different lengths, each repeated ``group`` times, interleaved."""
     texts = ["Question: where is Zarn?", "Answer the given question please. Question: who rules the north?",

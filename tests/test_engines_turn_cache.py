@@ -48,16 +48,6 @@ def test_best_prefixes_matches_a_naive_reference():
     assert best_prefixes([[1, 2, 3], [1, 9]], [[1, 2, 3, 4], [1, 9, 9]]) == [(0, 2), (1, 1)]
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    from inspo.models import ModelNotInstalledError, load_model
-
-    try:
-        return load_model("tiny-qwen2", dtype="float32")
-    except ModelNotInstalledError as exc:
-        pytest.skip(f"tiny-qwen2 cannot be built here: {exc}")
-
-
 def _left_padded(rows, pad):
     import torch
 
