@@ -251,7 +251,8 @@ class RLConfig:
     """Transformers rollouts: keep each turn's keys and values, so an episode's next turn
     prefills only what it adds (the tool's answer) instead of its whole context again. The same
     logits to rounding, not bit for bit (inspo.engines.turn_cache); false prefills every turn in
-    full, as before."""
+    full, as before. It sets the GRPO stage's engines (training, verification, evaluation); the
+    frozen policy of inspo evolve and the final scoring always keep turns."""
     max_turns: int = 4
     """Tool turns per episode; one final turn follows whose tool call is not run (Search-R1)."""
     max_response_tokens: int = 500
