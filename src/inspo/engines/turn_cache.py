@@ -56,8 +56,7 @@ class TurnCache:
 
     def start_call(self) -> None:
         """A new ``generate`` call: what the previous one kept is what this one may reuse."""
-        if self.fresh:
-            self.kept, self.fresh = self.fresh, []
+        self.kept, self.fresh = self.fresh, []
 
     def prefix(self, sequences: Sequence[Sequence[int]], config: Any) -> Any:
         """A ``DynamicCache`` holding the first ``W - S`` positions of the left-padded batch of
