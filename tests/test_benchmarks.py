@@ -546,7 +546,8 @@ def test_step_profile_quick_breaks_a_step_into_parts(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["steps_measured"]
     assert_provenance(tmp_path / "r.json", "step_profile", "--quick")
     for counts in result["pass_tokens_by_step"].values():  # the loss's passes: positions run, attended
-        assert counts["run"] >= counts["attended"] > 0
+        # packed (rl.pack_prompts, on by default): a group's prompt runs once, so fewer run than attended
+        assert 0 < counts["run"] < counts["attended"]
     if bench.take_peak_gib() is not None:  # Linux: each part's peak resident memory
         peaks = result["peak_gib"]
         assert 0 < peaks["generation (training rollouts)"] < 64 and 0 < peaks["loss + backward + optimizer"] < 64

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")  # the buffer is cut again as TRL cut it (trl.trainer.utils.split_tensor_dict)
 
-from inspo.training.length_groups import length_order, regroup_by_length, row_ends  # noqa: E402
+from inspo.training.length_groups import length_order, prompt_order, regroup_by_length, row_ends  # noqa: E402
 
 
 def _buffer(lengths: list[int], rows: int, prompt: int = 3) -> list[dict]:
@@ -87,6 +87,31 @@ def test_regrouping_moves_whole_rows_within_each_update():
     assert padded(out) < padded(buffer)
 
 
+def test_prompt_order_keeps_a_prompts_rows_together_in_order_of_first_appearance_within_each_window():
+    prompts = [[5, 6], [7], [5, 6], [8, 8], [7], [5, 6], [7], [7], [9]]
+    width = 3
+    ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])  # left-padded, as TRL pads
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    order = prompt_order({"prompt_ids": ids, "prompt_mask": mask}, window=6)
+    naive = []
+    for start in (0, 6):
+        rows = list(range(start, min(start + 6, len(prompts))))
+        seen = []
+        for i in rows:
+            if prompts[i] not in seen:
+                seen.append(prompts[i])
+        naive += [i for p in seen for i in rows if prompts[i] == p]
+    assert order == naive == [0, 2, 5, 1, 4, 3, 6, 7, 8]
+
+
+def test_regrouping_by_prompt_puts_a_questions_rows_in_the_same_micro_batches():
+    buffer = _buffer([3, 1, 2, 4, 1, 2, 3, 4], rows=2)
+    for i, mb in enumerate(buffer):  # rows 0..7 continue prompts a b a b c d c d: two per update
+        mb["prompt_ids"] = torch.tensor([[[0, 1, 0, 1, 2, 3, 2, 3][2 * i + j]] * 3 for j in range(2)])
+    out = regroup_by_length(buffer, per_update=2, by_prompt=True)
+    assert [mb["question_id"] for mb in out] == [["q0", "q2"], ["q1", "q3"], ["q4", "q6"], ["q5", "q7"]]
+
+
 @pytest.mark.parametrize("case", ["one micro-batch an update", "a value without rows", "missing key"])
 def test_buffers_that_cannot_be_regrouped_come_back_unchanged(case):
     buffer = _buffer([5, 1, 4, 2], rows=2)
@@ -104,10 +129,11 @@ def test_buffers_that_cannot_be_regrouped_come_back_unchanged(case):
 _REAL: dict = {}  # the functions _one_step wraps, as the module has them before any run patches them
 
 
-def _one_step(tmp, grouped: bool, monkeypatch) -> tuple[dict, list[int]]:
+def _one_step(tmp, grouped: bool, monkeypatch, packed: bool = False) -> tuple[dict, list[int]]:
     """One static GRPO step of the tiny calculator run (LoRA without dropout, so the update is a
-    function of the rollouts alone), 8 trajectories in micro-batches of 2 (4 accumulated);
-    its TRL loss and gradient norm, and for each regrouping its per_update and whether rows moved."""
+    function of the rollouts alone), 8 trajectories in micro-batches of 2 (4 accumulated), the CPU
+    pass packed or not (``rl.pack_prompts``); its TRL loss and gradient norm, and for each
+    regrouping its per_update, whether rows moved and whether by prompt."""
     from inspo import artifacts
     from inspo.config.train import resolve
     from inspo.training import grpo_trainer
@@ -117,10 +143,12 @@ def _one_step(tmp, grouped: bool, monkeypatch) -> tuple[dict, list[int]]:
     calls: list[tuple[int, bool]] = []
     real, batch_of = _REAL.setdefault("fns", (grpo_trainer.regroup_by_length, grpo_trainer.rollout_batch))
 
-    def spy(buffer, per_update):
-        out = real(buffer, per_update)
+    def spy(buffer, per_update, by_prompt=False):
+        out = real(buffer, per_update, by_prompt=by_prompt)
         moved = [mb["completion_ids"].tolist() for mb in out] != [mb["completion_ids"].tolist() for mb in buffer]
-        calls.append((per_update, moved))
+        calls.append((per_update, moved, by_prompt))
+        if by_prompt:  # each micro-batch holds one question's rows (groups of 4 in micro-batches of 2)
+            assert all(len({tuple(r.tolist()) for r in mb["prompt_ids"]}) == 1 for mb in out)
         return out
 
     monkeypatch.setattr(grpo_trainer, "regroup_by_length", spy)
@@ -138,14 +166,14 @@ def _one_step(tmp, grouped: bool, monkeypatch) -> tuple[dict, list[int]]:
 
     monkeypatch.setattr(grpo_trainer, "rollout_batch", uneven)
     torch.set_num_threads(1)
-    out = tmp / ("grouped" if grouped else "mixed")
+    out = tmp / (("grouped" if grouped else "mixed") + ("-packed" if packed else ""))
     config = resolve("calculator", overrides=[
         "model.name_or_path=tiny-qwen2", "model.dtype=float32", "rl.bf16=false", "mode=static",
         "model.lora_dropout=0.0", "rl.questions_per_step=2", "rl.group_size=4", "rl.micro_batch_size=2",
         "rl.max_turns=2", "rl.max_response_tokens=8", "rl.max_obs_tokens=16", "rl.learning_rate=0.01",
         "rl.save_steps=0", "rl.steps=1", "data.warmup_questions=2", "data.max_eval_questions=2",
         "data.max_test_questions=0", "final_choice=weight", f"rl.group_by_length={str(grouped).lower()}",
-        f"output_dir={out}",
+        f"rl.pack_prompts={str(packed).lower()}", f"output_dir={out}",
     ])
     run_training(config, progress=False, reward_fn=scripted_reward)
     (line,) = [m for m in artifacts.read_jsonl(out / "metrics.jsonl") if "grad_norm" in m]
@@ -156,8 +184,21 @@ def _one_step(tmp, grouped: bool, monkeypatch) -> tuple[dict, list[int]]:
 def test_a_grouped_step_makes_the_same_update(tmp_path, monkeypatch):
     grouped, calls = _one_step(tmp_path, True, monkeypatch)
     mixed, no_calls = _one_step(tmp_path, False, monkeypatch)
-    assert calls == [(4, True)] and no_calls == []  # the step's 4 micro-batches regrouped as one update
+    assert calls == [(4, True, False)] and no_calls == []  # 4 micro-batches regrouped as one update
     assert grouped["reward/mean"] == mixed["reward/mean"]  # the same rollouts
     assert grouped["grad_norm"] > 0
     assert grouped["grad_norm"] == pytest.approx(mixed["grad_norm"], rel=1e-5)
     assert grouped["loss"] == pytest.approx(mixed["loss"], rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.slow
+def test_a_packed_step_makes_the_same_update(tmp_path, monkeypatch):
+    """rl.pack_prompts: rows ordered by prompt, each micro-batch one packed row (a question's
+    prompt once): the padded, unordered step's update to float32 rounding."""
+    packed, calls = _one_step(tmp_path, False, monkeypatch, packed=True)
+    padded, no_calls = _one_step(tmp_path, False, monkeypatch, packed=False)
+    assert calls == [(4, True, True)] and no_calls == []
+    assert packed["reward/mean"] == padded["reward/mean"]  # the same rollouts
+    assert packed["grad_norm"] > 0
+    assert packed["grad_norm"] == pytest.approx(padded["grad_norm"], rel=1e-5)
+    assert packed["loss"] == pytest.approx(padded["loss"], rel=1e-5, abs=1e-7)

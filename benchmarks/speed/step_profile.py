@@ -19,8 +19,9 @@ from its parent):
 - ``other``: the rest of the training loop (callbacks, logging, checkpoints, data loading).
 
 Also counted per step: the token positions the log-prob passes run (each micro-batch as wide as
-its last attended column) and how many of them are padding (``pass_tokens_by_step``; what
-``rl.group_by_length`` cuts).
+its last attended column, or its packed row's length under ``rl.pack_prompts``) and how many of
+them are padding (``pass_tokens_by_step``; what ``rl.group_by_length`` cuts; packed, the share is
+negative: the attended positions the shared prompts saved).
 
 Printed: seconds per step for each part and its share, over the steps after the first (which
 pays one-off costs). The initial population and the final choice run outside the steps and are
@@ -87,16 +88,19 @@ class Profiler:
         self._peak = peak
         self.pass_tokens: dict[str | int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
 
-    def count_pass(self, attention_mask, logits_to_keep: int, batch_size: int | None) -> None:
+    def count_pass(self, attention_mask, logits_to_keep: int, batch_size: int | None, packed=None) -> None:
         """Charge a log-prob pass to the phase: the token positions it runs (each chunk of
-        ``batch_size`` rows as wide as its last attended column, as ``cpu_logps`` cuts it) and the
-        attended ones among them."""
+        ``batch_size`` rows as wide as its last attended column, as ``cpu_logps`` cuts it, or, where
+        the pass packs rows, ``packed(chunk_rows, chunk_mask)``'s packed length) and the attended
+        ones among them."""
         from inspo.training.cpu_logps import attended_end
 
         rows = batch_size or attention_mask.size(0)
         for first in range(0, attention_mask.size(0), rows):
             chunk = attention_mask[first : first + rows]
-            self.pass_tokens[self.phase]["run"] += chunk.size(0) * attended_end(chunk, logits_to_keep)
+            length = packed(first, first + rows) if packed else None
+            run = length if length is not None else chunk.size(0) * attended_end(chunk, logits_to_keep)
+            self.pass_tokens[self.phase]["run"] += run
             self.pass_tokens[self.phase]["attended"] += int(chunk.sum())
 
     def _note_peak(self) -> None:
@@ -198,7 +202,14 @@ def install(prof: Profiler):
 
             def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
                                                    *args, **kwargs):
-                prof.count_pass(attention_mask, logits_to_keep, kwargs.get("batch_size", args[0] if args else None))
+                from inspo.training.packed_rows import is_packing, pack_rows
+
+                def packed(first, last):  # what cpu_logps packs, where it packs (rl.pack_prompts)
+                    rows = pack_rows(input_ids[first:last], attention_mask[first:last], logits_to_keep)
+                    return None if rows is None else rows.length
+
+                prof.count_pass(attention_mask, logits_to_keep, kwargs.get("batch_size", args[0] if args else None),
+                                packed if is_packing(model) else None)
                 with prof.part("log-probs (forward)"):
                     return super()._get_per_token_logps_and_entropies(
                         model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)

@@ -15,6 +15,9 @@ an on-policy GRPO loss, its backward. Variants:
 - ``logits+ckpt``, ``chunked+ckpt``: the same with gradient checkpointing (non-reentrant);
 - ``chunked+ckpt/2``: checkpointing on the first half of the decoder layers only
   (``model.gradient_checkpointing_layers=0.5``, :mod:`inspo.training.checkpointing`);
+- ``...+pack``: the micro-batch packed into one row, each distinct prompt once
+  (:mod:`inspo.training.packed_rows`, ``rl.pack_prompts``); with ``--shared-prompt`` every row
+  continues the same prompt, as a group's rows do in the trainer's prompt-ordered micro-batches;
 - ``...+compile``: the same with the decoder layers' training passes through ``torch.compile``
   (:func:`compile_layers`; an experiment of issue 64, not in the library: on the 0.5B in bf16 it
   did not pay, BENCHMARKS.md §2); its first pass compiles, so time it after ``--warmup 1`` (every
@@ -51,10 +54,10 @@ from step_profile import take_peak_gib  # noqa: E402  (a sibling script)
 from inspo.lab.harness import add_common, start, write_result  # noqa: E402
 
 VARIANTS = ("logits", "chunked", "logits+ckpt", "chunked+ckpt", "chunked+ckpt/2", "chunked+ckpt/2+compile",
-            "chunked+ckpt+compile")
+            "chunked+ckpt+compile", "chunked+ckpt/2+pack")
 
 
-def policy(name: str, dtype: str, checkpointing: bool) -> Any:
+def policy(name: str, dtype: str, checkpointing: bool, dropout: float = 0.05) -> Any:
     import torch
     from peft import LoraConfig, get_peft_model
 
@@ -62,7 +65,7 @@ def policy(name: str, dtype: str, checkpointing: bool) -> Any:
 
     model = load_model(name, dtype=getattr(torch, dtype)).model
     torch.manual_seed(0)  # LoRA's A is drawn from the global generator: the same in every process
-    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, task_type="CAUSAL_LM",
+    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=dropout, task_type="CAUSAL_LM",
                                              target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -103,12 +106,12 @@ def compile_layers(model: Any) -> None:
         layer.forward = types.MethodType(forward, layer)
 
 
-def variant_policy(name: str, dtype: str, variant: str) -> Any:
+def variant_policy(name: str, dtype: str, variant: str, dropout: float = 0.05) -> Any:
     """The policy as ``variant`` plays it: checkpointing (``+ckpt``), on half the layers (``/2``),
     the layers compiled (``+compile``)."""
     from inspo.training.checkpointing import limit_checkpointing
 
-    model = policy(name, dtype, "+ckpt" in variant)
+    model = policy(name, dtype, "+ckpt" in variant, dropout)
     if "/2" in variant:
         limit_checkpointing(model, 0.5)
     if variant.endswith("+compile"):
@@ -131,6 +134,8 @@ def batch(args: argparse.Namespace, vocab: int) -> dict[str, Any]:
     g = torch.Generator().manual_seed(1)
     width = args.prompt + args.completion
     ids = torch.randint(100, vocab, (args.rows, width), generator=g)
+    if args.shared_prompt:
+        ids[:, :args.prompt] = ids[0, :args.prompt]
     mask = torch.ones(args.rows, width, dtype=torch.long)
     for r, n in enumerate(completion_lengths(args)):
         mask[r, args.prompt + n:] = 0
@@ -165,16 +170,22 @@ def child_argv(args: argparse.Namespace, warmup: int = 0) -> list[str]:
     ``warmup`` untimed passes."""
     return ["--model", args.model, "--rows", str(args.rows), "--prompt", str(args.prompt),
             "--completion", str(args.completion), "--shortest", str(args.shortest), "--dtype", args.dtype,
-            "--threads", str(args.threads), "--warmup", str(warmup)]
+            "--threads", str(args.threads), "--warmup", str(warmup), "--lora-dropout", str(args.lora_dropout)] + ["--shared-prompt"] * args.shared_prompt
 
 
 def one(args: argparse.Namespace, variant: str, grads_out: Path) -> dict[str, Any]:
     """The training pass in this process: peaks, seconds, loss, and the gradients written out."""
+    import contextlib
+
     import torch
 
     from inspo.training.cpu_logps import cpu_logps_and_entropies
+    from inspo.training.packed_rows import packing_attention
 
-    model = variant_policy(args.model, args.dtype, variant)
+    model = variant_policy(args.model, args.dtype, variant, args.lora_dropout)
+    if "+pack" in variant:  # held over the backward too: checkpointing's recompute attends packed
+        stack = contextlib.ExitStack()
+        assert stack.enter_context(packing_attention(model)), "the model does not attend through SDPA"
     data = batch(args, model.config.vocab_size)
     trainer = trainer_stub(args.dtype)
     cm = data["completion_mask"]
@@ -241,6 +252,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--warmup", type=int, default=0, help="untimed passes before the timed one, in each process")
     p.add_argument("--dtype", default="bfloat16", help="the weights' dtype (bfloat16: under bf16 autocast)")
+    p.add_argument("--lora-dropout", type=float, default=0.05,
+                   help="LoRA dropout (the preset's 0.05; 0 to compare variants' gradients: masks are drawn per position)")
+    p.add_argument("--shared-prompt", action="store_true", help="every row continues the same prompt (a group)")
     p.add_argument("--quick", action="store_true", help="tiny-qwen2, 2 rows of 8 + 12 tokens, float32")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
     p.add_argument("--grads-out", default=None, help=argparse.SUPPRESS)

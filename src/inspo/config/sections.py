@@ -247,6 +247,13 @@ class RLConfig:
     (TRL mixes them at random), so a micro-batch's pass pays less padding. The same update under
     grpo, dr_grpo and dapo (a sum over rows in another order; the LoRA dropout masks and rounding
     differ); ignored under bnpo, whose per-micro-batch normaliser it would change."""
+    pack_prompts: bool = True
+    """CPU training: run each micro-batch's pass as one packed row, each distinct prompt once and
+    no padding, attention kept within each trajectory (inspo.training.packed_rows), and order each
+    update's rows by prompt so a question's trajectories share micro-batches (instead of by
+    length). The same log-probs and gradients to rounding, not bit for bit; with LoRA dropout a
+    shared prompt draws one dropout mask instead of one per trajectory (the same distribution per
+    trajectory). false runs the padded rows, as before; GPU runs are unaffected."""
     keep_turns: bool = True
     """Transformers rollouts: keep each turn's keys and values, so an episode's next turn
     prefills only what it adds (the tool's answer) instead of its whole context again. The same

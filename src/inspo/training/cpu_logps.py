@@ -56,13 +56,22 @@ def cpu_logps_and_entropies(
     import torch
 
     from inspo.models.head_logps import plain_head
+    from inspo.training.packed_rows import is_packing, pack_rows
 
     batch_size = batch_size or input_ids.size(0)
     head = plain_head(model) if chunked_head else None
     score = _through_head if head is not None else _from_logits
+    packing = head is not None and is_packing(model)
     all_logps, all_entropies = [], []
     for start in range(0, input_ids.size(0), batch_size):
         mask = attention_mask[start : start + batch_size]
+        rows = input_ids[start : start + batch_size]
+        packed = pack_rows(rows, mask, logits_to_keep) if packing else None
+        if packed is not None and packed.targets.numel():
+            logps, entropies = _packed(trainer, model, head, packed, compute_entropy)
+            all_logps.append(logps)
+            all_entropies.append(entropies)
+            continue
         end = attended_end(mask, logits_to_keep)
         cut = input_ids.size(1) - end
         ids, mask = input_ids[start : start + batch_size, :end], mask[:, :end]
@@ -99,6 +108,33 @@ def _through_head(trainer, model, head, ids, mask, keep, compute_entropy):
     if compute_entropy and not _entropy_grad(trainer):
         entropies = entropies.detach()
     return logps, entropies
+
+
+def _packed(trainer, model, head, packed, compute_entropy):
+    """The chunk's log-probs from one packed row (:mod:`inspo.training.packed_rows`): the model
+    returns the head's input at every packed column, and the head runs on the columns that
+    predict a kept completion token only."""
+    import torch
+
+    from inspo.models.head import contiguous_head_input
+    from inspo.models.head_logps import head_logps, head_passes_hidden
+    from inspo.training.packed_rows import unpack
+
+    with trainer.accelerator.autocast(), contiguous_head_input(model), head_passes_hidden(head):
+        hidden = model(input_ids=packed.ids, position_ids=packed.positions, inspo_packing=packed)
+        hidden = hidden.logits
+        dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
+    logps, entropies = head_logps(
+        hidden[0, packed.sources.to(hidden.device)],
+        head.weight,
+        packed.targets.to(hidden.device),
+        temperature=trainer.temperature,
+        dtype=dtype or head.weight.dtype,
+        entropy=compute_entropy,
+    )
+    if compute_entropy and not _entropy_grad(trainer):
+        entropies = entropies.detach()
+    return unpack(logps, packed), unpack(entropies, packed) if compute_entropy else None
 
 
 def _from_logits(trainer, model, head, ids, mask, keep, compute_entropy):

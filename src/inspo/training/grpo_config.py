@@ -152,6 +152,7 @@ def build_trainer(
         )
     trainer.checkpointed_share = config.model.gradient_checkpointing_layers
     trainer.group_by_length = config.rl.group_by_length
+    trainer.pack_prompts = config.rl.pack_prompts
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
     trainer.remove_callback(PrinterCallback)

@@ -47,6 +47,7 @@ from inspo.training.length_groups import LOSSES as LENGTH_GROUPED_LOSSES
 from inspo.training.length_groups import regroup_by_length
 from inspo.training.memory import release_memory
 from inspo.training.metrics import MetricsLog
+from inspo.training.packed_rows import packing_attention
 from inspo.training.rollout_context import RolloutContext, set_population
 from inspo.training.step import light
 
@@ -373,20 +374,31 @@ def length_grouped(trainer: Any, inputs: Any, fresh: bool) -> Any:
     """``inputs`` (the micro-batch TRL's ``_prepare_inputs`` returned), after ``trainer``'s buffer,
     when ``fresh`` from a new generation and ``trainer.group_by_length`` (``rl.group_by_length``),
     had each optimizer update's rows regrouped by length
-    (:func:`~inspo.training.length_groups.regroup_by_length`; not under ``bnpo``)."""
-    if not (fresh and trainer.group_by_length and trainer.loss_type in LENGTH_GROUPED_LOSSES):
+    (:func:`~inspo.training.length_groups.regroup_by_length`; not under ``bnpo``), or by prompt
+    where the pass packs prompts (:func:`packs_prompts`), whatever ``group_by_length`` says."""
+    by_prompt = packs_prompts(trainer)
+    grouped = trainer.group_by_length or by_prompt
+    if not (fresh and grouped and trainer.loss_type in LENGTH_GROUPED_LOSSES):
         return inputs
     trainer._buffered_inputs = regroup_by_length(
-        trainer._buffered_inputs, trainer.args.gradient_accumulation_steps
+        trainer._buffered_inputs, trainer.args.gradient_accumulation_steps, by_prompt=by_prompt
     )
     return trainer._buffered_inputs[trainer._step % trainer.args.steps_per_generation]
+
+
+def packs_prompts(trainer: Any) -> bool:
+    """Whether ``trainer``'s training passes pack each micro-batch into one row
+    (``rl.pack_prompts``, :mod:`inspo.training.packed_rows`): on the CPU only, where the log-prob
+    pass is inspo's own (:mod:`inspo.training.cpu_logps`)."""
+    return bool(trainer.pack_prompts) and trainer.args.device.type == "cpu"
 
 
 def trainer_class():
     """``InspoGRPOTrainer``: TRL's GRPOTrainer with (1) an epoch-seeded sampler, so a resumed run
     replays the same question order, (2) the input rows kept for the rollout function, (3) each
-    update's rows in micro-batches of similar lengths (:func:`length_grouped`) and (4) the CPU
-    log-prob pass (:mod:`inspo.training.cpu_logps`)."""
+    update's rows in micro-batches of similar lengths (:func:`length_grouped`), (4) the CPU
+    log-prob pass (:mod:`inspo.training.cpu_logps`) and (5) there, each micro-batch packed into one
+    row (:func:`packs_prompts`)."""
     from trl import GRPOTrainer
 
     EpochRepeatSampler = epoch_sampler_class()
@@ -401,6 +413,14 @@ def trainer_class():
             model, instruction or result): inspo writes its own into RUN/agent (inspo.trained)."""
 
         group_by_length = False  # rl.group_by_length: see length_grouped
+        pack_prompts = False  # rl.pack_prompts: see packs_prompts
+
+        def training_step(self, model, *args, **kwargs):
+            if not packs_prompts(self):
+                return super().training_step(model, *args, **kwargs)
+            # over the backward too: gradient checkpointing's recompute attends packed rows
+            with packing_attention(model):
+                return super().training_step(model, *args, **kwargs)
 
         def _get_train_sampler(self, dataset=None):
             return epoch_sampler(EpochRepeatSampler, super()._get_train_sampler(dataset), self)

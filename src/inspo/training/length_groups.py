@@ -46,11 +46,28 @@ def length_order(ends: list[int], window: int) -> list[int]:
     return order
 
 
-def regroup_by_length(micro_batches: list[dict[str, Any]], per_update: int) -> list[dict[str, Any]]:
+def prompt_order(batch: dict[str, Any], window: int) -> list[int]:
+    """Row indices with each consecutive ``window`` of rows ordered by prompt: rows whose attended
+    prompt tokens are the same stay together, prompts in order of first appearance, rows of one
+    prompt in their order."""
+    ids, mask = batch["prompt_ids"], batch["prompt_mask"].bool()
+    order: list[int] = []
+    for start in range(0, len(ids), window):
+        first: dict[tuple[int, ...], int] = {}
+        rows = range(start, min(start + window, len(ids)))
+        keys = [first.setdefault(tuple(ids[i][mask[i]].tolist()), len(first)) for i in rows]
+        order.extend(sorted(rows, key=lambda i: keys[i - start]))
+    return order
+
+
+def regroup_by_length(
+    micro_batches: list[dict[str, Any]], per_update: int, *, by_prompt: bool = False
+) -> list[dict[str, Any]]:
     """``micro_batches`` (TRL's buffer for one generation, in order) with the rows of each run of
-    ``per_update`` micro-batches reordered by :func:`length_order` and cut again into micro-batches
-    of the same sizes. Returned unchanged where there is nothing to regroup or a value cannot be
-    split by rows (see the module docstring)."""
+    ``per_update`` micro-batches reordered by :func:`length_order` (``by_prompt``:
+    :func:`prompt_order`) and cut again into micro-batches of the same sizes. Returned unchanged
+    where there is nothing to regroup or a value cannot be split by rows (see the module
+    docstring)."""
     if per_update < 2 or len(micro_batches) < 2:
         return micro_batches
     merged = _merge(micro_batches)
@@ -58,7 +75,11 @@ def regroup_by_length(micro_batches: list[dict[str, Any]], per_update: int) -> l
         return micro_batches
     from trl.trainer.utils import split_tensor_dict  # how TRL cut the buffer in the first place
 
-    order = length_order(row_ends(merged), len(micro_batches[0]["prompt_ids"]) * per_update)
+    window = len(micro_batches[0]["prompt_ids"]) * per_update
+    if by_prompt and "prompt_mask" in merged:
+        order = prompt_order(merged, window)
+    else:
+        order = length_order(row_ends(merged), window)
     return split_tensor_dict(_take(merged, order), len(micro_batches))
 
 
