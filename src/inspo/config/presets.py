@@ -145,7 +145,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         # padding from 31.5 to 11.5 % of its positions: a step from @calculator 237-241 -> 206 s
         # (1.15-1.17x) on a 2-core EPYC without AMX (BENCHMARKS.md §2). rl.keep_turns (on by
         # default) and the engine's dropping of finished rows then cut generation 2.13x: the step
-        # 198-204 -> 150-153 s there (1.32-1.33x, two pairs).
+        # 198-204 -> 150-153 s there (1.32-1.33x, two pairs); rl.pack_prompts (on by default) runs
+        # each micro-batch as one packed row, a question's prompt once: 161-163 -> 128-129 s
+        # (1.25-1.27x, two pairs, another day), peak 6.7-6.9 -> 5.2 GiB.
         "model": {
             "lora": True,
             "lora_r": 16,
