@@ -1077,6 +1077,27 @@ def test_train_memory_quick_plays_each_variant_in_its_own_process_with_the_same_
         bench.main(["--quick", "--variants", "logits,fused"])
 
 
+def test_train_memory_and_roofline_play_a_packed_pass_of_one_shared_prompt(tmp_path):
+    pytest.importorskip("peft")
+    bench = load_script("train_memory")
+    result = bench.main(["--quick", "--shared-prompt", "--lora-dropout", "0", "--variants",
+                         "chunked+ckpt/2,chunked+ckpt/2+pack", "--json", str(tmp_path / "t.json")])
+    assert result["summary"]["chunked+ckpt/2+pack"]["grads_rel_diff"] < 1e-5  # float32, no dropout: rounding
+    roofline = load_script("roofline")
+    phases = {}
+    for shared in (False, True):
+        out = roofline.main(["--quick", "--variant", "chunked+ckpt/2+pack", *["--shared-prompt"] * shared,
+                             "--json", str(tmp_path / f"r{shared}.json")])
+        phases[shared] = {p["phase"]: p for p in out["phases"]}
+    forward = "training forward (chunked+ckpt/2+pack)"
+    from inspo.models import load_model
+
+    work = roofline.model_work(load_model("tiny-qwen2", dtype="float32").model.config)
+    # --quick: 2 rows continuing one 8-token prompt: its 8 tokens and its 8 x 9 / 2 causal pairs once, not twice
+    saved = 8 * work["flops_per_token"] + 36 * work["attention_flops_per_pair"]
+    assert phases[False][forward]["flops"] - phases[True][forward]["flops"] == pytest.approx(saved)
+
+
 def test_roofline_counts_the_models_linear_weights_and_reports_every_phase(tmp_path, capsys):
     pytest.importorskip("peft")
     torch = pytest.importorskip("torch")

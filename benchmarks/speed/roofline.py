@@ -158,10 +158,15 @@ def training_phases(args, work, rate) -> list[dict[str, Any]]:
 
     with tempfile.TemporaryDirectory() as tmp:
         row = train_memory.spawn(train_memory.child_argv(args), args.variant, Path(tmp) / "grads.pt")
-    lengths = [args.prompt + n for n in train_memory.completion_lengths(args)]
-    completion = sum(train_memory.completion_lengths(args))
-    forward = sum(lengths) * work["flops_per_token"] + attention_flops(work, lengths) \
-        + completion * work["head_flops"]
+    completions = train_memory.completion_lengths(args)
+    completion = sum(completions)
+    if args.shared_prompt:  # one prompt the rows continue: its tokens need running once
+        pairs = args.prompt * (args.prompt + 1) / 2 + sum(n * args.prompt + n * (n + 1) / 2 for n in completions)
+        forward = (args.prompt + completion) * work["flops_per_token"] + work["attention_flops_per_pair"] * pairs
+    else:
+        lengths = [args.prompt + n for n in completions]
+        forward = sum(lengths) * work["flops_per_token"] + attention_flops(work, lengths)
+    forward += completion * work["head_flops"]
     return [phase(f"training forward ({args.variant})", row["forward_s"], forward, rate),
             phase(f"training backward ({args.variant})", row["backward_s"], forward, rate)]
 
@@ -180,6 +185,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--variant", default="chunked+ckpt", choices=train_memory.VARIANTS,
                    help="the training pass measured")
     p.add_argument("--dtype", default="bfloat16", help="the weights' dtype (bfloat16: under bf16 autocast)")
+    p.add_argument("--shared-prompt", action="store_true",
+                   help="the training pass's rows continue one prompt (a group): its minimum work runs it once")
+    p.add_argument("--lora-dropout", type=float, default=0.05, help="the policy's LoRA dropout (the presets' 0.05)")
     p.add_argument("--quick", action="store_true", help="tiny-qwen2, tiny shapes, float32, one repetition")
     add_common(p, threads=0, seed=False)
     raw = list(sys.argv[1:] if argv is None else argv)
