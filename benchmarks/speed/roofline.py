@@ -184,7 +184,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--reps", type=int, default=3, help="timed repetitions of each measurement (the best kept)")
     p.add_argument("--variant", default="chunked+ckpt", choices=train_memory.VARIANTS,
                    help="the training pass measured")
-    p.add_argument("--dtype", default="bfloat16", help="the weights' dtype (bfloat16: under bf16 autocast)")
+    p.add_argument("--dtype", default="auto",
+                   help="the weights' dtype (bfloat16: under bf16 autocast; auto: what a run picks here)")
     p.add_argument("--shared-prompt", action="store_true",
                    help="the training pass's rows continue one prompt (a group): its minimum work runs it once")
     p.add_argument("--lora-dropout", type=float, default=0.05, help="the policy's LoRA dropout (the presets' 0.05)")
@@ -196,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         args.model, args.rows, args.prompt, args.completion, args.shortest, args.decode = "tiny-qwen2", 2, 8, 12, 6, 4
         args.tokens, args.bandwidth_mib, args.reps, args.dtype = 64, 16, 1, "float32"
     info = start("benchmarks/speed/roofline.py", raw, threads=args.threads, device="cpu", dtype=args.dtype)
+    args.dtype = info["dtype"]  # "auto" resolved: bf16 only where it is fast (an AVX2 CPU crawls in it)
     return measure(args, info)
 
 

@@ -251,7 +251,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--reps", type=int, default=1, help="repetitions of each variant")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--warmup", type=int, default=0, help="untimed passes before the timed one, in each process")
-    p.add_argument("--dtype", default="bfloat16", help="the weights' dtype (bfloat16: under bf16 autocast)")
+    p.add_argument("--dtype", default="auto",
+                   help="the weights' dtype (bfloat16: under bf16 autocast; auto: what a run picks here)")
     p.add_argument("--lora-dropout", type=float, default=0.05,
                    help="LoRA dropout (the preset's 0.05; 0 to compare variants' gradients: masks are drawn per position)")
     p.add_argument("--shared-prompt", action="store_true", help="every row continues the same prompt (a group)")
@@ -270,6 +271,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         p.error(f"unknown variant(s) {unknown}: choose from {', '.join(VARIANTS)}")
     info = start("benchmarks/speed/train_memory.py", raw, threads=args.threads, device="cpu", dtype=args.dtype,
                  quiet=args.one is not None)
+    args.dtype = info["dtype"]  # "auto" resolved: bf16 only where it is fast (an AVX2 CPU crawls in it)
     if args.one:
         print(json.dumps(one(args, args.one, Path(args.grads_out))))
         return {}
