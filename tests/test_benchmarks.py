@@ -1166,3 +1166,5 @@ def test_train_profile_quick_lists_operators_by_self_time(tmp_path, capsys):
     assert positive(result["forward_s"]) and positive(result["backward_s"])
     assert "operators' self time" in capsys.readouterr().out
     assert_provenance(tmp_path / "p.json", "train_profile", "--quick")
+    packed = bench.main(["--quick", "--shared-prompt", "--variant", "chunked+ckpt/2+pack", "--lora-dropout", "0"])
+    assert packed["variant"] == "chunked+ckpt/2+pack" and positive(packed["backward_s"])  # packed attention held

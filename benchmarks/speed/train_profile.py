@@ -16,6 +16,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -53,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--completion", type=int, default=352, help="the longest completion")
     p.add_argument("--shortest", type=int, default=120, help="the shortest completion")
     p.add_argument("--variant", default="chunked+ckpt", choices=train_memory.VARIANTS, help="the pass profiled")
-    p.add_argument("--dtype", default="bfloat16", help="the weights' dtype (bfloat16: under bf16 autocast)")
+    p.add_argument("--dtype", default="auto",
+                   help="the weights' dtype (bfloat16: under bf16 autocast; auto: what a run picks here)")
+    p.add_argument("--lora-dropout", type=float, default=0.05, help="the policy's LoRA dropout (the presets' 0.05)")
+    p.add_argument("--shared-prompt", action="store_true", help="every row continues the same prompt (a group)")
     p.add_argument("--top", type=int, default=25, help="operators listed")
     p.add_argument("--shapes", default="aten::mul,aten::copy_,aten::bernoulli_",
                    help="comma-separated operators whose input shapes are listed")
@@ -65,13 +69,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
         args.model, args.rows, args.prompt, args.completion, args.shortest, args.dtype, args.top = \
             "tiny-qwen2", 2, 8, 12, 6, "float32", 10
     info = start("benchmarks/speed/train_profile.py", raw, threads=args.threads, device="cpu", dtype=args.dtype)
+    args.dtype = info["dtype"]  # "auto" resolved: bf16 only where it is fast
     from torch.profiler import ProfilerActivity, profile
 
     from inspo.training.memory import freed_blocks_kept
+    from inspo.training.packed_rows import packing_attention
 
-    model = train_memory.variant_policy(args.model, args.dtype, args.variant)
+    model = train_memory.variant_policy(args.model, args.dtype, args.variant, args.lora_dropout)
     data = train_memory.batch(args, model.config.vocab_size)
-    with freed_blocks_kept():  # as a training step runs: freed tensors' pages reused
+    packed = packing_attention(model) if "+pack" in args.variant else contextlib.nullcontext(True)
+    # freed tensors' pages reused, as a training step runs; packing held over the backward (checkpointing)
+    with freed_blocks_kept(), packed as attends:
+        assert attends, "the model does not attend through SDPA"
         training_pass(args, model, data)  # warm-up
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
             forward, backward = training_pass(args, model, data)

@@ -336,6 +336,18 @@ def make_callback(ctx: RolloutContext, **kwargs: Any) -> InspoHooks:
 # ---------------------------------------------------------------------------------- trainer
 
 
+@contextmanager
+def quiet_checkpointing_rename() -> Iterator[None]:
+    """transformers 5 renamed ``is_gradient_checkpointing``; TRL 1.16 still reads the old name."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning
+        )
+        yield
+
+
 def epoch_sampler_class():
     """TRL's ``RepeatSampler`` whose permutation depends only on (seed, epoch)."""
     from trl.trainer.utils import RepeatSampler
@@ -416,10 +428,8 @@ def trainer_class():
         pack_prompts = False  # rl.pack_prompts: see packs_prompts
 
         def training_step(self, model, *args, **kwargs):
-            if not packs_prompts(self):
-                return super().training_step(model, *args, **kwargs)
-            # over the backward too: gradient checkpointing's recompute attends packed rows
-            with packing_attention(model):
+            # packed over the backward too: gradient checkpointing's recompute attends packed rows
+            with packing_attention(model) if packs_prompts(self) else nullcontext():
                 return super().training_step(model, *args, **kwargs)
 
         def _get_train_sampler(self, dataset=None):
@@ -431,15 +441,8 @@ def trainer_class():
             return length_grouped(self, inputs, fresh=self._buffered_inputs is not buffered)
 
         def _generate_and_score_completions(self, inputs):
-            import warnings
-
             self._inspo_inputs = inputs
-            with warnings.catch_warnings():
-                # transformers 5 renamed is_gradient_checkpointing; TRL 1.16 still reads the old
-                # name
-                warnings.filterwarnings(
-                    "ignore", message=".*gradient_checkpointing.*deprecated", category=FutureWarning
-                )
+            with quiet_checkpointing_rename():
                 return super()._generate_and_score_completions(inputs)
 
         def _get_per_token_logps_and_entropies(
