@@ -1,5 +1,6 @@
 """Comparing a run's record with a golden file (``tests/golden/*.json``): ints and strings exactly,
-floats to a relative tolerance, every difference named by its place."""
+floats to a relative tolerance, every difference named by its place; and two float32 passes' log-probs,
+entropies and gradients (:func:`same_pass`)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,17 @@ def same_run(got: dict, want: dict, where: str, trl_metrics: tuple[str, ...]) ->
         return {**record, "metrics": [{k: v for k, v in m.items() if k not in trl_metrics} for m in record["metrics"]]}
 
     same(strip(got), strip(want), where, 1e-6)
+
+
+def same_pass(got: tuple, want: tuple, entropy_atol: float = 1e-5) -> None:
+    """Two passes' ``(log-probs, entropies, gradients)`` the same to float32 rounding: a gradient's
+    error scales with its largest entry (sums in another order; an AVX-512 EPYC differs from the AMX
+    machine by 1.2e-5 of it), a wrong gradient's with its whole size."""
+    import torch
+
+    (lp1, en1, g1), (lp0, en0, g0) = got, want
+    torch.testing.assert_close(lp1, lp0, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(en1, en0, atol=entropy_atol, rtol=1e-5)
+    assert len(g1) == len(g0) > 0
+    for a, b in zip(g1, g0, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-4 * float(b.abs().max()), rtol=1e-4)
