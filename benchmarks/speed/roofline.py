@@ -173,22 +173,13 @@ def training_phases(args, work, rate) -> list[dict[str, Any]]:
 
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="a registered model, folder or hub name")
-    p.add_argument("--rows", type=int, default=8, help="episodes in a micro-batch (the preset's micro_batch_size)")
-    p.add_argument("--prompt", type=int, default=200, help="prompt tokens per row")
-    p.add_argument("--completion", type=int, default=352, help="the longest completion (training pass)")
-    p.add_argument("--shortest", type=int, default=120, help="the shortest completion (training pass)")
+    train_memory.add_micro_batch_args(p)
     p.add_argument("--decode", type=int, default=64, help="tokens decoded after the prefill (the preset's turn)")
     p.add_argument("--tokens", type=int, default=2048, help="rows of the rate's matrix products")
     p.add_argument("--bandwidth-mib", type=int, default=1024, help="size of the bandwidth copy")
     p.add_argument("--reps", type=int, default=3, help="timed repetitions of each measurement (the best kept)")
     p.add_argument("--variant", default="chunked+ckpt", choices=train_memory.VARIANTS,
                    help="the training pass measured")
-    p.add_argument("--dtype", default="auto",
-                   help="the weights' dtype (bfloat16: under bf16 autocast; auto: what a run picks here)")
-    p.add_argument("--shared-prompt", action="store_true",
-                   help="the training pass's rows continue one prompt (a group): its minimum work runs it once")
-    p.add_argument("--lora-dropout", type=float, default=0.05, help="the policy's LoRA dropout (the presets' 0.05)")
     p.add_argument("--quick", action="store_true", help="tiny-qwen2, tiny shapes, float32, one repetition")
     add_common(p, threads=0, seed=False)
     raw = list(sys.argv[1:] if argv is None else argv)

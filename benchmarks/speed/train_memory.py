@@ -241,21 +241,28 @@ def relative(a: Any, b: Any) -> float:
     return float((a - b).norm() / max(float(b.norm()), 1e-30))
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_micro_batch_args(p: argparse.ArgumentParser) -> None:
+    """The policy and micro-batch options :func:`batch`, :func:`variant_policy` and :func:`child_argv`
+    read; ``roofline.py`` and ``train_profile.py`` take them from here too."""
     p.add_argument("--model", default="qwen2.5-coder-0.5b", help="a registered model, folder or hub name")
     p.add_argument("--rows", type=int, default=8, help="episodes in the micro-batch (the preset's micro_batch_size)")
     p.add_argument("--prompt", type=int, default=200, help="prompt tokens per row")
     p.add_argument("--completion", type=int, default=352, help="the longest completion (the preset's 4 x 64 + 3 x 32)")
     p.add_argument("--shortest", type=int, default=120, help="the shortest row's completion tokens")
-    p.add_argument("--reps", type=int, default=1, help="repetitions of each variant")
-    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
-    p.add_argument("--warmup", type=int, default=0, help="untimed passes before the timed one, in each process")
     p.add_argument("--dtype", default="auto",
                    help="the weights' dtype (bfloat16: under bf16 autocast; auto: what a run picks here)")
     p.add_argument("--lora-dropout", type=float, default=0.05,
                    help="LoRA dropout (the preset's 0.05; 0 to compare variants' gradients: masks are drawn per position)")
-    p.add_argument("--shared-prompt", action="store_true", help="every row continues the same prompt (a group)")
+    p.add_argument("--shared-prompt", action="store_true",
+                   help="every row continues the same prompt (a group: the roofline counts it once)")
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_micro_batch_args(p)
+    p.add_argument("--reps", type=int, default=1, help="repetitions of each variant")
+    p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--warmup", type=int, default=0, help="untimed passes before the timed one, in each process")
     p.add_argument("--quick", action="store_true", help="tiny-qwen2, 2 rows of 8 + 12 tokens, float32")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)
     p.add_argument("--grads-out", default=None, help=argparse.SUPPRESS)

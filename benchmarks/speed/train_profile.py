@@ -48,16 +48,8 @@ def training_pass(args: argparse.Namespace, model: Any, data: dict[str, Any]) ->
 
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="a registered model, folder or hub name")
-    p.add_argument("--rows", type=int, default=8, help="episodes in the micro-batch")
-    p.add_argument("--prompt", type=int, default=200, help="prompt tokens per row")
-    p.add_argument("--completion", type=int, default=352, help="the longest completion")
-    p.add_argument("--shortest", type=int, default=120, help="the shortest completion")
+    train_memory.add_micro_batch_args(p)
     p.add_argument("--variant", default="chunked+ckpt", choices=train_memory.VARIANTS, help="the pass profiled")
-    p.add_argument("--dtype", default="auto",
-                   help="the weights' dtype (bfloat16: under bf16 autocast; auto: what a run picks here)")
-    p.add_argument("--lora-dropout", type=float, default=0.05, help="the policy's LoRA dropout (the presets' 0.05)")
-    p.add_argument("--shared-prompt", action="store_true", help="every row continues the same prompt (a group)")
     p.add_argument("--top", type=int, default=25, help="operators listed")
     p.add_argument("--shapes", default="aten::mul,aten::copy_,aten::bernoulli_",
                    help="comma-separated operators whose input shapes are listed")
