@@ -1,12 +1,15 @@
-"""BM25Retriever: finds the right passage, batches, handles empty queries, saves and reloads."""
+"""BM25Retriever: finds the right passage, batches, handles empty queries, breaks ties by corpus order on
+any CPU, saves and reloads."""
 
 import os
+import random
 
+import numpy as np
 import pytest
 
 from inspo.records import Passage
 from inspo.retrieval.base import Retriever
-from inspo.retrieval.bm25 import BM25Retriever
+from inspo.retrieval.bm25 import BM25Retriever, top_k
 
 CORPUS = [
     Passage("p0", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris, France."),
@@ -34,6 +37,31 @@ def test_finds_the_right_passage_per_query_in_one_batch(bm25):
         scores = [p.score for p in r]
         assert all(s is not None and s > 0 for s in scores)
         assert scores == sorted(scores, reverse=True)
+
+
+def test_top_k_is_the_naive_order_ties_by_index():
+    """Against the naive reference: highest score first, equal scores in index order, k past the
+    end clamped; many ties, as BM25 gives passages that share the same query words."""
+    rng = random.Random(0)
+    for _ in range(200):
+        n = rng.randint(1, 40)
+        scores = np.array([rng.choice([0.0, 1.3, 2.6, 4.1, rng.random()]) for _ in range(n)], dtype=np.float32)
+        k = rng.randint(1, n + 3)
+        naive = sorted(range(n), key=lambda i: (-scores[i], i))[:k]
+        assert top_k(scores, k).tolist() == naive
+    assert top_k(np.zeros(3, dtype=np.float32), 0).tolist() == []
+
+
+def test_tied_passages_come_back_in_corpus_order():
+    """Four passages tie for a query (the same words, the same length); every k returns them in the
+    corpus's order, not the order a CPU's SIMD partition happens to leave (the golden Search-R1
+    episode read a different second passage on an AVX2 machine before)."""
+    tied = [Passage(f"t{i}", f"Town {name}", "a town by the Lorral River") for i, name in enumerate("DACB")]
+    other = [Passage("r", "Lorral River", "The Lorral River is long. Lorral River rises on Mount Dorpri.")]
+    bm25 = BM25Retriever([*other, *tied, Passage("x", "Saturn", "a planet")])
+    assert [p.id for p in bm25.search(["Lorral River"], k=5)[0]] == ["r", "t0", "t1", "t2", "t3"]
+    assert [p.id for p in bm25.search(["Lorral River"], k=3)[0]] == ["r", "t0", "t1"]
+    assert [p.id for p in bm25.search(["town"], k=2)[0]] == ["t0", "t1"]
 
 
 def test_title_is_indexed(bm25):

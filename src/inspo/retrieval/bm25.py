@@ -6,9 +6,12 @@ Rules:
   memory and returned as new :class:`~inspo.records.Passage` objects with ``score`` set.
 - Tokenisation is light: lower-case, words of 2+ characters, English stopwords removed, no
   stemming (the same for passages and queries).
-- ``search(queries, k)`` runs one ``bm25s`` call for the whole batch. A query that is empty, or
-  whose words are all stopwords or unknown to the corpus, gets ``[]``; passages that match no
-  query word (score 0) are never returned, so a result can have fewer than ``k`` passages.
+- ``search(queries, k)`` scores each query with ``bm25s`` and keeps the ``k`` best, **ties broken
+  by corpus order** (:func:`top_k`): bm25s's own selection (``np.argpartition``) orders tied
+  passages by the CPU's SIMD path, so one query returned a different second passage on an AVX2
+  machine than on an AVX512 one. A query that is empty, or whose words are all stopwords or
+  unknown to the corpus, gets ``[]``; passages that match no query word (score 0) are never
+  returned, so a result can have fewer than ``k`` passages.
 - ``save(dir)`` writes the bm25s index (``index/``), the passages in Search-R1 corpus format
   (``passages.jsonl``) and ``bm25.json`` (parameters); ``BM25Retriever.load(dir)`` reads them
   back without the original corpus file.
@@ -21,6 +24,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from inspo.records import Passage
 from inspo.retrieval.base import indexed_text
@@ -42,6 +47,20 @@ def import_bm25s() -> Any:
     import bm25s
 
     return bm25s
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, highest first, equal scores in index order: the order
+    ``sorted(range(n), key=lambda i: (-scores[i], i))[:k]`` gives, on any CPU. One partition finds
+    the k-th score; only the scores at or above it are sorted (stably)."""
+    n = len(scores)
+    k = min(k, n)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(scores, n - k)[n - k]
+    candidates = np.flatnonzero(scores >= kth)
+    order = np.argsort(-scores[candidates], kind="stable")
+    return candidates[order[:k]]
 
 
 def write_index(corpus: str | Path, directory: str | Path) -> Path:
@@ -95,7 +114,7 @@ class BM25Retriever:
         return [[w for w in ws if w in vocab] for ws in words]
 
     def search(self, queries: list[str], k: int = 3) -> list[list[Passage]]:
-        """Top-``k`` passages per query, best first, one bm25s call for the whole batch."""
+        """Top-``k`` passages per query, best first, ties in corpus order (:func:`top_k`)."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         results: list[list[Passage]] = [[] for _ in queries]
@@ -109,14 +128,14 @@ class BM25Retriever:
         ]  # drop all-stopword queries
         if not searchable:
             return results
-        k_eff = min(k, len(self.passages))
-        docs, scores = self._bm25.retrieve([t for _, t in searchable], k=k_eff, show_progress=False)
-        for row, (i, _) in enumerate(searchable):
-            for doc, score in zip(docs[row].tolist(), scores[row].tolist(), strict=True):
-                if score <= 0.0:
-                    continue
+        for i, words in searchable:
+            scores = self._bm25.get_scores(words)
+            for doc in top_k(scores, k).tolist():
+                if scores[doc] <= 0.0:
+                    break
                 p = self.passages[doc]
-                results[i].append(Passage(id=p.id, title=p.title, text=p.text, score=float(score)))
+                score = float(scores[doc])
+                results[i].append(Passage(id=p.id, title=p.title, text=p.text, score=score))
         return results
 
     def save(self, directory: str | Path) -> Path:
