@@ -553,6 +553,13 @@ def test_step_profile_quick_breaks_a_step_into_parts(tmp_path):
         assert 0 < peaks["generation (training rollouts)"] < 64 and 0 < peaks["loss + backward + optimizer"] < 64
 
 
+def test_step_profile_says_padding_or_the_positions_packing_saved():
+    bench = load_script("step_profile")
+    assert bench.pass_line(11400, 10100).endswith("11400 token positions a step, 11.4 % of them padding")
+    packed = bench.pass_line(6826, 10100)  # a shared prompt run once: no negative padding share
+    assert "6826 token positions a step for 10100 attended (1.48x fewer" in packed and "-" not in packed
+
+
 def test_step_profile_charges_each_peak_to_the_innermost_part_running():
     bench = load_script("step_profile")
     readings = iter([1.0, 2.0, 5.0, 3.0, 4.0, 1.5])  # high-water marks, each since the previous reading

@@ -20,8 +20,8 @@ from its parent):
 
 Also counted per step: the token positions the log-prob passes run (each micro-batch as wide as
 its last attended column, or its packed row's length under ``rl.pack_prompts``) and how many of
-them are padding (``pass_tokens_by_step``; what ``rl.group_by_length`` cuts; packed, the share is
-negative: the attended positions the shared prompts saved).
+them are padding (``pass_tokens_by_step``; what ``rl.group_by_length`` cuts); packed, fewer run than
+the rows attend, and the line says how many fewer (:func:`pass_line`).
 
 Printed: seconds per step for each part and its share, over the steps after the first (which
 pays one-off costs). The initial population and the final choice run outside the steps and are
@@ -236,6 +236,15 @@ PARTS = ("generation (training rollouts)", "trl scoring", "log-probs (forward)",
          "co-evolution update", "generation (verification)", "vllm sync", "other")
 
 
+
+def pass_line(run: float, attended: float) -> str:
+    """The log-prob passes' positions a step, in words: the padded share where they ran more than
+    the rows attend, the positions saved where packing ran each shared prompt once."""
+    if run >= attended:
+        return f"{run:9.0f} token positions a step, {100 * (1 - attended / run):.1f} % of them padding"
+    return (f"{run:9.0f} token positions a step for {attended:.0f} attended "
+            f"({attended / run:.2f}x fewer: packed, each shared prompt run once)")
+
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="cpu-tiny")
@@ -291,8 +300,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     run = sum(tokens[s].get("run", 0) for s in measured)
     attended = sum(tokens[s].get("attended", 0) for s in measured)
     if run:
-        print(f"{'log-prob passes':34s} {run / len(measured):9.0f} token positions a step, "
-              f"{100 * (1 - attended / run):.1f} % of them padding")
+        print(f"{'log-prob passes':34s} {pass_line(run / len(measured), attended / len(measured))}")
     init = dict(prof.seconds["init"])
     final = dict(prof.seconds["final"])
     print(f"outside the steps: initial population {sum(init.values()):.0f} s; final choice {sum(final.values()):.0f} s")
