@@ -236,7 +236,6 @@ PARTS = ("generation (training rollouts)", "trl scoring", "log-probs (forward)",
          "co-evolution update", "generation (verification)", "vllm sync", "other")
 
 
-
 def pass_line(run: float, attended: float) -> str:
     """The log-prob passes' positions a step, in words: the padded share where they ran more than
     the rows attend, the positions saved where packing ran each shared prompt once."""
@@ -244,6 +243,7 @@ def pass_line(run: float, attended: float) -> str:
         return f"{run:9.0f} token positions a step, {100 * (1 - attended / run):.1f} % of them padding"
     return (f"{run:9.0f} token positions a step for {attended:.0f} attended "
             f"({attended / run:.2f}x fewer: packed, each shared prompt run once)")
+
 
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
